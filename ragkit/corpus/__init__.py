@@ -1,0 +1,1 @@
+"""Corpora: loading files, validating them, and the content-addressed corpus store."""

@@ -1,0 +1,132 @@
+"""Name -> component class registries, one per kind, filled from entry points.
+
+Built-in components register through the same ``ragkit.<kind>`` entry-point groups as
+third-party plugins (see pyproject.toml). A class is imported only when its name is used,
+so listing names and validating configs stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragkit.hashing import content_key
+
+
+class ConfigError(ValueError):
+    """A user-written value is wrong; the message names it and lists the valid choices."""
+
+
+class ComponentParams(BaseModel):
+    """Base of every component's parameter model: unknown names are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ComponentSpec(BaseModel):
+    """How a component is written in an experiment config: ``{type, params}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(description="Registered component name, e.g. 'recursive' or 'bm25'.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that component.")
+
+
+class Component:
+    """Shared surface of every registered component: validated params and a content key.
+
+    ``version`` is part of the key so that a change in a component's behaviour invalidates
+    everything cached from its older outputs.
+    """
+
+    kind: ClassVar[str] = "component"
+    name: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    Params: ClassVar[type[ComponentParams]] = ComponentParams
+
+    def spec_dict(self) -> dict[str, Any]:
+        return {"type": self.name, "params": self.params.model_dump(mode="json")}
+
+    def spec_key(self) -> str:
+        return content_key(self.kind, self.name, self.version, self.params.model_dump(mode="json"))
+
+
+def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:
+    valid = ", ".join(sorted(params_model.model_fields)) or "(none)"
+    problems = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "(params)"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"unknown parameter '{field}'")
+        else:
+            problems.append(f"'{field}': {item['msg']} (got {item.get('input')!r})")
+    return f"{kind} '{name}': " + "; ".join(problems) + f". Valid parameters: {valid}."
+
+
+class Registry:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.group = f"ragkit.{kind}s"
+        self._extra: dict[str, type] = {}
+        self._loaded: dict[str, type] = {}
+
+    def _entry_points(self) -> dict[str, Any]:
+        return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    def names(self) -> list[str]:
+        return sorted(set(self._entry_points()) | set(self._extra))
+
+    def register(self, name: str, cls: type) -> None:
+        """Register a class directly (tests and notebooks); packages should use entry points."""
+        self._extra[name] = cls
+
+    def get(self, name: str) -> type:
+        if name in self._loaded:
+            return self._loaded[name]
+        if name in self._extra:
+            cls = self._extra[name]
+        else:
+            points = self._entry_points()
+            if name not in points:
+                choices = ", ".join(self.names()) or "(none registered: is ragkit installed with pip?)"
+                raise ConfigError(f"unknown {self.kind} '{name}'. Valid choices: {choices}.")
+            cls = points[name].load()
+        self._loaded[name] = cls
+        return cls
+
+    def params_model(self, name: str) -> type[ComponentParams]:
+        return self.get(name).Params
+
+    def validate_params(self, name: str, params: dict[str, Any]) -> ComponentParams:
+        model = self.params_model(name)
+        try:
+            return model.model_validate(params)
+        except ValidationError as error:
+            raise ConfigError(_format_validation_error(self.kind, name, model, error)) from None
+
+    def build(self, spec: ComponentSpec | str | dict[str, Any], **dependencies: Any) -> Any:
+        """Instantiate a component; heavy resources load later, on first use."""
+        spec = as_spec(spec)
+        params = self.validate_params(spec.type, spec.params)
+        return self.get(spec.type)(params, **dependencies)
+
+    def resolve(self, spec: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:
+        """The spec with every default filled in: what a run id is computed from."""
+        spec = as_spec(spec)
+        params = self.validate_params(spec.type, spec.params)
+        return ComponentSpec(type=spec.type, params=params.model_dump(mode="json"))
+
+
+def as_spec(value: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:
+    if isinstance(value, ComponentSpec):
+        return value
+    if isinstance(value, str):
+        return ComponentSpec(type=value)
+    return ComponentSpec.model_validate(value)
+
+
+chunkers = Registry("chunker")
+embedders = Registry("embedder")
+retrievers = Registry("retriever")

@@ -1,0 +1,41 @@
+"""Process-wide settings read from the environment (prefix ``RAGKIT_``).
+
+Only defaults and limits live here; anything that defines an experiment lives in its config,
+so two configurations never share hidden state.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_ALLOWED_TYPES = ("pdf", "docx", "txt", "md", "html", "htm", "csv", "json", "jsonl")
+
+
+class RagkitSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGKIT_", extra="ignore")
+
+    data_dir: Path = Field(
+        default=Path("~/.ragkit"),
+        description="Root of every store: corpora, chunk sets, indexes, caches.",
+    )
+    allowed_types: tuple[str, ...] = Field(
+        default=DEFAULT_ALLOWED_TYPES,
+        description="File extensions (without the dot) that ingestion accepts.",
+    )
+    max_file_mb: float = Field(default=50.0, gt=0, description="Largest single file ingested, in MB.")
+    max_total_mb: float = Field(default=2000.0, gt=0, description="Largest total size of one ingestion, in MB.")
+    embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
+
+    def resolved_data_dir(self) -> Path:
+        path = self.data_dir.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> RagkitSettings:
+    return RagkitSettings()

