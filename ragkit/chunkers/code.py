@@ -1,0 +1,111 @@
+"""Python source: one chunk per top-level function or class, module code between them grouped.
+
+Offsets come from ``ast`` line numbers at whole-line granularity (col_offset counts UTF-8
+bytes, lines do not), so decorators, trailing comments and the comment block right above a
+definition stay with it. Text that is not Python falls back to recursive splitting, marked
+with ``chunk_fallback: "recursive"`` so the fallback is visible in the chunk set.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.recursive import recursive_spans
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_PYTHON_SUFFIXES = ("", ".py", ".pyi", ".pyw")
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # the line breaks Python's tokenizer counts
+
+
+class CodeParams(ChunkerParams):
+    max_chars: int = Field(
+        default=4000, ge=200, le=100_000, description="Longer definitions are split (classes by method)."
+    )
+    fallback_chunk_size: int = Field(
+        default=1000, ge=50, le=100_000, description="Chunk size in characters when the text is not Python."
+    )
+    fallback_chunk_overlap: int = Field(
+        default=200, ge=0, le=50_000, description="Chunk overlap in characters when the text is not Python."
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "CodeParams":
+        if self.fallback_chunk_overlap >= min(self.fallback_chunk_size, self.max_chars):
+            raise ValueError(
+                f"fallback_chunk_overlap ({self.fallback_chunk_overlap}) must be smaller than "
+                f"fallback_chunk_size ({self.fallback_chunk_size}) and max_chars ({self.max_chars})"
+            )
+        return self
+
+
+class CodeChunker(Chunker):
+    name: ClassVar[str] = "code"
+    Params: ClassVar[type[CodeParams]] = CodeParams
+    params: CodeParams
+
+    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
+        module = _parse_python(text, metadata)
+        if module is None:
+            p = self.params
+            pieces = recursive_spans(text, 0, len(text), p.fallback_chunk_size, p.fallback_chunk_overlap)
+            return [Span(start, end, {"chunk_fallback": "recursive"}) for start, end in pieces]
+        line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)] + [len(text)]
+        return self._segment(text, line_starts, module.body, 1, len(line_starts) - 1, [])
+
+    def _segment(
+        self, text: str, line_starts: list[int], body: list[ast.stmt], first: int, last: int, trail: list[str]
+    ) -> list[Span]:
+        """Spans for lines first..last (1-based): each definition in ``body`` and the code between."""
+        spans: list[Span] = []
+        cursor = first
+        for statement in body:
+            if not isinstance(statement, _DEFINITIONS):
+                continue
+            start = _definition_start(text, line_starts, statement, floor=cursor)
+            if start > cursor:
+                spans.extend(self._piece(text, line_starts, cursor, start - 1, trail))
+            end = statement.end_lineno or statement.lineno
+            too_long = line_starts[end] - line_starts[start - 1] > self.params.max_chars
+            if too_long and isinstance(statement, ast.ClassDef):
+                spans.extend(
+                    self._segment(text, line_starts, statement.body, start, end, [*trail, statement.name])
+                )
+            else:
+                spans.extend(self._piece(text, line_starts, start, end, [*trail, statement.name]))
+            cursor = end + 1
+        if cursor <= last:
+            spans.extend(self._piece(text, line_starts, cursor, last, trail))
+        return spans
+
+    def _piece(self, text: str, line_starts: list[int], first: int, last: int, trail: list[str]) -> list[Span]:
+        start, end = line_starts[first - 1], line_starts[last]
+        extra = {"breadcrumb": " > ".join(trail)} if trail else {}
+        overlap = self.params.fallback_chunk_overlap
+        return [Span(s, e, extra) for s, e in recursive_spans(text, start, end, self.params.max_chars, overlap)]
+
+
+def _parse_python(text: str, metadata: Mapping[str, Any]) -> ast.Module | None:
+    """The module's syntax tree, or None when the document is not Python source."""
+    name = str(metadata.get("file_name") or metadata.get("file_path") or "")
+    if PurePosixPath(name).suffix.lower() not in _PYTHON_SUFFIXES:
+        return None
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _definition_start(text: str, line_starts: list[int], definition: ast.stmt, floor: int) -> int:
+    """First line of a definition: its decorators and the comment lines directly above it."""
+    decorators = getattr(definition, "decorator_list", [])
+    line = min([definition.lineno] + [d.lineno for d in decorators])
+    while line - 1 >= floor and text[line_starts[line - 2] : line_starts[line - 1]].lstrip().startswith("#"):
+        line -= 1
+    return max(line, floor)

@@ -1,0 +1,19 @@
+"""One chunk per document: for abstract-sized corpora such as BEIR.
+
+Published BEIR numbers retrieve whole documents, so comparing to them needs chunk == document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+
+
+class DocumentChunker(Chunker):
+    name: ClassVar[str] = "document"
+    Params: ClassVar[type[ChunkerParams]] = ChunkerParams
+
+    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
+        return [Span(0, len(text))]

@@ -1,0 +1,117 @@
+"""Recursive character splitting (LangChain's RecursiveCharacterTextSplitter semantics).
+
+llama-index-core has no recursive character splitter (its LangchainNodeParser would pull in
+langchain and still return strings that must be re-located), so the algorithm runs directly
+over offsets: every piece is a ``(start, end)`` slice of the source, exact by construction.
+The markdown and code chunkers reuse ``recursive_spans`` for their long sections.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+
+DEFAULT_SEPARATORS = ("\n\n", "\n", ". ", " ", "")
+
+
+def recursive_spans(
+    text: str,
+    start: int,
+    end: int,
+    chunk_size: int,
+    chunk_overlap: int,
+    separators: Sequence[str] = DEFAULT_SEPARATORS,
+) -> list[tuple[int, int]]:
+    """Spans of ``text[start:end]``, each at most ``chunk_size`` characters.
+
+    Split on the first separator that occurs, merge neighbouring pieces up to chunk_size with
+    up to chunk_overlap characters repeated, and recurse with the next separators into pieces
+    that are still too long. "" (single characters) is always the last resort, so no chunk
+    can exceed chunk_size.
+    """
+    if end - start <= chunk_size:
+        return [(start, end)]
+    remaining = list(separators)
+    while remaining and remaining[0] and text.find(remaining[0], start, end) < 0:
+        remaining.pop(0)
+    separator = remaining.pop(0) if remaining else ""
+    spans: list[tuple[int, int]] = []
+    small: list[tuple[int, int]] = []
+    for piece in _split_keeping_separator(text, start, end, separator):
+        if piece[1] - piece[0] <= chunk_size:
+            small.append(piece)
+            continue
+        spans.extend(_merge(small, chunk_size, chunk_overlap))
+        small = []
+        spans.extend(recursive_spans(text, piece[0], piece[1], chunk_size, chunk_overlap, remaining))
+    spans.extend(_merge(small, chunk_size, chunk_overlap))
+    return spans
+
+
+def _split_keeping_separator(text: str, start: int, end: int, separator: str) -> list[tuple[int, int]]:
+    """Consecutive pieces covering start..end; a separator stays at the end of its piece."""
+    if not separator:
+        return [(i, i + 1) for i in range(start, end)]
+    pieces = []
+    position = start
+    while position < end:
+        found = text.find(separator, position, end)
+        cut = end if found < 0 else found + len(separator)
+        pieces.append((position, cut))
+        position = cut
+    return pieces
+
+
+def _merge(pieces: list[tuple[int, int]], chunk_size: int, chunk_overlap: int) -> list[tuple[int, int]]:
+    """Join consecutive pieces into windows; a new window keeps the previous one's tail."""
+    spans: list[tuple[int, int]] = []
+    window: deque[tuple[int, int]] = deque()
+    total = 0
+    for piece in pieces:
+        length = piece[1] - piece[0]
+        if window and total + length > chunk_size:
+            spans.append((window[0][0], window[-1][1]))
+            while window and (total > chunk_overlap or total + length > chunk_size):
+                first = window.popleft()
+                total -= first[1] - first[0]
+        window.append(piece)
+        total += length
+    if window:
+        spans.append((window[0][0], window[-1][1]))
+    return spans
+
+
+class RecursiveParams(ChunkerParams):
+    chunk_size: int = Field(default=1000, ge=50, le=100_000, description="Maximum chunk length in characters.")
+    chunk_overlap: int = Field(
+        default=200, ge=0, le=50_000, description="Characters repeated between consecutive chunks (at most)."
+    )
+    separators: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_SEPARATORS),
+        min_length=1,
+        max_length=20,
+        description="Separators tried in order; a piece still too long is split with the next one.",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "RecursiveParams":
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
+
+
+class RecursiveChunker(Chunker):
+    name: ClassVar[str] = "recursive"
+    Params: ClassVar[type[RecursiveParams]] = RecursiveParams
+    params: RecursiveParams
+
+    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
+        p = self.params
+        return [Span(s, e) for s, e in recursive_spans(text, 0, len(text), p.chunk_size, p.chunk_overlap, p.separators)]

@@ -1,0 +1,64 @@
+"""Semantic chunks: LlamaIndex's SemanticSplitterNodeParser cuts where neighbouring sentences drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import Field, PrivateAttr
+
+from ragkit.chunkers.base import Chunker, ChunkerParams, Span, locate_chunks
+from ragkit.registry import ConfigError
+
+
+class SemanticParams(ChunkerParams):
+    buffer_size: int = Field(
+        default=1, ge=1, le=10, description="Sentences on each side combined with a sentence before embedding it."
+    )
+    breakpoint_percentile_threshold: int = Field(
+        default=95,
+        ge=1,
+        le=99,
+        description="Cut where the distance between neighbours exceeds this percentile; lower gives more chunks.",
+    )
+
+
+class SemanticChunker(Chunker):
+    """Needs ``embed_model`` (a LlamaIndex BaseEmbedding), passed explicitly: never read from Settings.
+
+    The embedder is not part of the spec key, so whoever builds this chunker must keep it fixed
+    for a given chunk-set cache (the executor uses the bundled MiniLM).
+    """
+
+    name: ClassVar[str] = "semantic"
+    Params: ClassVar[type[SemanticParams]] = SemanticParams
+    params: SemanticParams
+    _parser: Any = PrivateAttr(default=None)
+
+    def __init__(self, params: SemanticParams | Mapping[str, Any] | None = None, embed_model: Any = None) -> None:
+        if embed_model is None:
+            raise ConfigError(
+                "the semantic chunker needs an embedder: pass embed_model=<a LlamaIndex BaseEmbedding>, "
+                "e.g. chunkers.build(spec, embed_model=embedder.embed_model())"
+            )
+        super().__init__(params, embed_model=embed_model)
+
+    def _make_parser(self) -> Any:
+        from llama_index.core.node_parser import SemanticSplitterNodeParser
+
+        return SemanticSplitterNodeParser(
+            embed_model=self._embed_model,
+            buffer_size=self.params.buffer_size,
+            breakpoint_percentile_threshold=self.params.breakpoint_percentile_threshold,
+        )
+
+    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
+        from llama_index.core.schema import Document
+
+        if not text.strip():
+            return []
+        if self._parser is None:
+            self._parser = self._make_parser()
+        # The parser joins whole sentences back together, so its chunks are verbatim slices.
+        nodes = self._parser.build_semantic_nodes_from_documents([Document(text=text)])
+        return locate_chunks(text, [node.get_content() for node in nodes])

@@ -1,0 +1,123 @@
+"""`ragkit` command line: ingest corpora, run experiment grids, print summaries."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ragkit.registry import ConfigError
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from ragkit.corpus.store import CorpusStore
+
+    report = CorpusStore().ingest([Path(p) for p in args.paths], name=args.corpus)
+    for item in report.files:
+        detail = f"{item.documents} document(s)" if item.status == "ingested" else item.reason
+        print(f"{item.status:9} {item.path}: {detail}")
+    print(f"corpus '{report.corpus_name}': {report.ingested_count} file(s) ingested, "
+          f"{len(report.files) - report.ingested_count} skipped")
+    return 0 if report.ok else 1
+
+
+def _cmd_corpus_list(args: argparse.Namespace) -> int:
+    from ragkit.corpus.store import CorpusStore
+
+    corpora = CorpusStore().list()
+    if not corpora:
+        print("no corpora yet: add one with `ragkit ingest PATH --corpus NAME`")
+    for info in corpora:
+        print(f"{info.name}\t{info.documents} docs\t{info.total_bytes} bytes\t{info.corpus_id}\t{info.created}")
+    return 0
+
+
+def _cmd_corpus_delete(args: argparse.Namespace) -> int:
+    from ragkit.corpus.store import CorpusStore
+
+    CorpusStore().delete(args.name)
+    print(f"deleted corpus '{args.name}' with its chunk sets and indexes")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ragkit.experiments.config import load_config
+    from ragkit.experiments.runner import prepare
+    from ragkit.experiments.executor import LocalExecutor
+    from ragkit.results import ResultStore
+    from ragkit.summary import format_summary, summary_table
+
+    config = load_config(args.config, args.overrides)
+    out_dir = Path(args.out or Path("results") / config.name)
+    plan, derived_dir = prepare(config)
+    total = len(plan.runs) * len(plan.questions.questions)
+    print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
+          f"{len(plan.chunk_steps)} chunk sets, {len(plan.index_steps)} indexes -> {out_dir}")
+    with tqdm(total=total, unit="q", desc="questions", disable=args.quiet) as bar:
+        def progress(event: str, amount: int) -> None:
+            if event == "questions":
+                bar.update(amount)
+            elif event == "embedded":
+                bar.set_postfix_str(f"embedding chunks (+{amount})")
+
+        report = LocalExecutor(derived_dir, ResultStore(out_dir)).execute(plan, progress)
+    if report.nothing_to_do:
+        print("nothing new to compute: every run of this experiment is already complete")
+    print(f"computed {report.questions_computed} question(s) in {report.runs_computed} run(s); "
+          f"built {report.chunksets_built} chunk set(s), {report.indexes_built} index(es); "
+          f"chunks embedded: {report.chunks_embedded}; {report.seconds:.1f} s")
+    print(format_summary(summary_table(ResultStore(out_dir))))
+    return 0
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from ragkit.results import ResultStore
+    from ragkit.summary import format_summary, summary_table
+
+    print(format_summary(summary_table(ResultStore(Path(args.results)))))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragkit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ingest = sub.add_parser("ingest", help="add files or folders to a corpus")
+    ingest.add_argument("paths", nargs="+", help="files and folders (folders are read recursively)")
+    ingest.add_argument("--corpus", required=True, help="corpus name")
+    ingest.set_defaults(func=_cmd_ingest)
+
+    corpus = sub.add_parser("corpus", help="list or delete corpora")
+    corpus_sub = corpus.add_subparsers(dest="corpus_command", required=True)
+    corpus_sub.add_parser("list", help="list corpora").set_defaults(func=_cmd_corpus_list)
+    delete = corpus_sub.add_parser("delete", help="delete a corpus with its chunk sets and indexes")
+    delete.add_argument("name")
+    delete.set_defaults(func=_cmd_corpus_delete)
+
+    run = sub.add_parser("run", help="run an experiment grid (resumes where it stopped)")
+    run.add_argument("config", help="experiment YAML file")
+    run.add_argument("--out", help="results folder (default: results/<experiment name>)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
+                     help="override a config field, e.g. --set dataset.path=../data/scifact")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+
+    summary = sub.add_parser("summary", help="print the summary table of a results folder")
+    summary.add_argument("results")
+    summary.set_defaults(func=_cmd_summary)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

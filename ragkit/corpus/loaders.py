@@ -1,0 +1,368 @@
+"""Turn one file into LlamaIndex Documents, keeping the structure chunkers need.
+
+Each format uses its own library directly rather than ``llama_index.readers.file``, because
+those readers drop what we keep: PDFReader loses title/author and retries a corrupt file three
+times before wrapping the error; DocxReader (docx2txt) loses heading styles; MarkdownReader
+rewrites the text into header chunks, so offsets into the raw file are gone; HTMLTagReader reads
+one tag kind only.
+
+Parsing is split from naming. ``parse_file`` depends only on the file's bytes and type, so the
+store caches it by content hash; ``label_documents`` adds everything that depends on the name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from llama_index.core.schema import Document
+
+from ragkit.corpus.model import make_document
+from ragkit.corpus.validation import IngestError, file_type_of
+
+# Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
+LOADER_VERSION = 1
+
+# Values that PDF/DOCX-writing libraries put in when the author set none; not real metadata.
+_PLACEHOLDER_META = frozenset({"", "untitled", "anonymous", "python-docx", "unknown"})
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """One document of a file before it is named; ``own_id`` is set when the file names it."""
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    own_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"doc_id": self.own_id, "text": self.text, "metadata": self.metadata}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "ParsedDocument":
+        return cls(text=value["text"], metadata=dict(value.get("metadata") or {}), own_id=value.get("doc_id"))
+
+
+def load_file(path: Path, doc_id: str) -> list[Document]:
+    """Parse ``path`` into Documents named ``doc_id`` (BEIR-style jsonl lines keep their own ids)."""
+    return label_documents(parse_file(path), doc_id, file_type_of(path), path.stat().st_size)
+
+
+def parse_file(path: Path, file_type: str | None = None) -> list[ParsedDocument]:
+    file_type = file_type or file_type_of(path)
+    parser = _PARSERS.get(file_type)
+    if parser is None:
+        raise IngestError(f"no loader for '.{file_type}' files; supported: {', '.join(sorted(_PARSERS))}")
+    if path.stat().st_size == 0:
+        raise IngestError("empty file")
+    documents = parser(path)
+    if not any(document.text.strip() for document in documents):
+        raise IngestError("no extractable text")
+    return documents
+
+
+def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int) -> list[Document]:
+    """Name parsed documents after their file; the title falls back to the file stem.
+
+    A document with its own id (a BEIR corpus line) keeps that id, so qrels that reference it
+    match, and records the file it came from in ``source_file``.
+    """
+    file_name = PurePosixPath(doc_id).name
+    documents = []
+    for item in parsed:
+        metadata = dict(item.metadata)
+        metadata.update(file_name=file_name, file_type=file_type, size_bytes=size_bytes)
+        if item.own_id is not None:
+            metadata["source_file"] = doc_id
+        if not metadata.get("title"):
+            metadata["title"] = item.own_id if item.own_id is not None else PurePosixPath(file_name).stem
+        documents.append(make_document(item.own_id if item.own_id is not None else doc_id, item.text, metadata))
+    return documents
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise IngestError(f"not valid UTF-8 text (bad byte at offset {error.start})") from None
+
+
+def _clean_meta(value: Any) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return None if text.lower() in _PLACEHOLDER_META else text
+
+
+def _title_author(title: Any, author: Any) -> dict[str, Any]:
+    found = {"title": _clean_meta(title), "author": _clean_meta(author)}
+    return {key: value for key, value in found.items() if value}
+
+
+def _sections(headings: list[tuple[int, int, str]]) -> list[list[Any]]:
+    """[start_char, "A > B > C"] for each (start_char, level, heading text), by header hierarchy."""
+    trail: list[tuple[int, str]] = []
+    sections: list[list[Any]] = []
+    for start, level, title in headings:
+        while trail and trail[-1][0] >= level:
+            trail.pop()
+        trail.append((level, title))
+        sections.append([start, " > ".join(text for _, text in trail)])
+    return sections
+
+
+def _parse_txt(path: Path) -> list[ParsedDocument]:
+    return [ParsedDocument(_read_text(path))]
+
+
+def _parse_pdf(path: Path) -> list[ParsedDocument]:
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise IngestError("encrypted PDF: remove the password and upload it again")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        info = reader.metadata
+    except IngestError:
+        raise
+    except Exception as error:  # pypdf raises many types (PdfReadError, ValueError, KeyError) on bad files
+        raise IngestError(f"corrupt PDF: {error}") from error
+    page_starts, offset = [], 0
+    for text in pages:
+        page_starts.append(offset)
+        offset += len(text) + 2
+    metadata: dict[str, Any] = {"page_starts": page_starts, "pages": len(pages)}
+    if info is not None:
+        metadata |= _title_author(info.title, info.author)
+    return [ParsedDocument("\n\n".join(pages), metadata)]
+
+
+_DOCX_HEADING = re.compile(r"^Heading (\d)$")
+
+
+def _parse_docx(path: Path) -> list[ParsedDocument]:
+    import docx
+    from docx.text.paragraph import Paragraph
+
+    try:
+        document = docx.Document(str(path))
+    except Exception as error:  # python-docx raises zip, XML and package errors on bad files
+        raise IngestError(f"corrupt DOCX: {error}") from error
+    blocks: list[str] = []
+    headings: list[tuple[int, int, str]] = []
+    offset = 0
+    for block in document.iter_inner_content():
+        if isinstance(block, Paragraph):
+            text = block.text
+            match = _DOCX_HEADING.match(block.style.name if block.style is not None else "")
+            if match and text.strip():
+                headings.append((offset, int(match.group(1)), text.strip()))
+        else:  # a table: one line per row, so its content is searchable rather than dropped
+            text = "\n".join(" | ".join(cell.text for cell in row.cells) for row in block.rows)
+        blocks.append(text)
+        offset += len(text) + 1
+    metadata: dict[str, Any] = {"sections": _sections(headings)}
+    metadata |= _title_author(document.core_properties.title, document.core_properties.author)
+    return [ParsedDocument("\n".join(blocks), metadata)]
+
+
+_MD_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MD_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_MD_BLOCK_START = re.compile(r"^ {0,3}([-*+>]|\d+[.)]|#|\||<)")
+
+
+def _markdown_headings(text: str) -> list[tuple[int, int, str]]:
+    """Header lines (ATX and setext) outside fenced code blocks and YAML front matter."""
+    headings: list[tuple[int, int, str]] = []
+    fence: str | None = None
+    in_front_matter = text.startswith("---\n") or text.startswith("---\r\n")
+    # previous: (start, line) of the current paragraph's first line, a setext heading candidate
+    offset, previous, paragraph_lines = 0, None, 0
+    for index, raw_line in enumerate(text.splitlines(keepends=True)):
+        start, offset = offset, offset + len(raw_line)
+        line = raw_line.rstrip("\r\n")
+        if in_front_matter:
+            in_front_matter = index == 0 or line.strip() not in ("---", "...")
+            continue
+        fence_match = _MD_FENCE.match(line)
+        if fence is not None:
+            if fence_match and fence_match.group(1)[0] == fence[0] and len(fence_match.group(1)) >= len(fence):
+                fence = None
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+        elif atx := _MD_ATX.match(line):
+            if title := (atx.group(2) or "").strip():
+                headings.append((start, len(atx.group(1)), title))
+        elif _MD_SETEXT.match(line) and previous is not None and paragraph_lines == 1:
+            # Only a one-line paragraph counts: a longer one followed by "---" is usually a rule.
+            headings.append((previous[0], 1 if line.strip()[0] == "=" else 2, previous[1].strip()))
+        elif line.strip() and not line.startswith(("    ", "\t")) and not _MD_BLOCK_START.match(line):
+            previous = previous or (start, line)
+            paragraph_lines += 1
+            continue
+        previous, paragraph_lines = None, 0
+    return headings
+
+
+def _parse_markdown(path: Path) -> list[ParsedDocument]:
+    text = _read_text(path)
+    headings = _markdown_headings(text)
+    metadata: dict[str, Any] = {"sections": _sections(headings)}
+    title = next((heading for _, level, heading in headings if level == 1 and heading), None)
+    if title:
+        metadata["title"] = title
+    return [ParsedDocument(text, metadata)]
+
+
+def _parse_csv(path: Path) -> list[ParsedDocument]:
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise IngestError("not valid UTF-8 text") from None
+    except pd.errors.EmptyDataError:
+        raise IngestError("no extractable text") from None
+    except pd.errors.ParserError as error:
+        raise IngestError(f"malformed CSV: {error}") from None
+    # Empty cells are left out: a sparse table would otherwise be mostly "col: ;" noise.
+    lines = [
+        "; ".join(f"{column}: {value}" for column, value in row.items() if value.strip())
+        for row in frame.to_dict(orient="records")
+    ]
+    metadata = {"columns": [str(column) for column in frame.columns], "rows": len(frame)}
+    return [ParsedDocument("\n".join(lines), metadata)]
+
+
+def _parse_json(path: Path) -> list[ParsedDocument]:
+    try:
+        value = json.loads(_read_text(path))
+    except json.JSONDecodeError as error:
+        raise IngestError(f"invalid JSON: {error}") from None
+    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        return [ParsedDocument(value["text"], _title_author(value.get("title"), value.get("author")))]
+    return [ParsedDocument(json.dumps(value, indent=2, ensure_ascii=False))]
+
+
+def _parse_jsonl(path: Path) -> list[ParsedDocument]:
+    records: list[tuple[int, Any]] = []
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append((number, json.loads(line)))
+            except json.JSONDecodeError as error:
+                raise IngestError(f"invalid JSON on line {number}: {error}") from None
+    if records and all(_is_beir_record(record) for _, record in records):
+        return _beir_documents(records)
+    texts = [
+        record["text"] if isinstance(record, dict) and isinstance(record.get("text"), str)
+        else json.dumps(record, ensure_ascii=False)
+        for _, record in records
+    ]
+    return [ParsedDocument("\n".join(texts))]
+
+
+def _is_beir_record(record: Any) -> bool:
+    return isinstance(record, dict) and isinstance(record.get("text"), str) and ("_id" in record or "id" in record)
+
+
+def _beir_documents(records: list[tuple[int, Any]]) -> list[ParsedDocument]:
+    documents, seen = [], set()
+    for number, record in records:
+        own_id = str(record["_id"] if "_id" in record else record["id"])
+        if own_id in seen:
+            raise IngestError(f"duplicate document id '{own_id}' on line {number}")
+        seen.add(own_id)
+        metadata = {"title": record["title"]} if isinstance(record.get("title"), str) and record["title"] else {}
+        documents.append(ParsedDocument(record["text"], metadata, own_id=own_id))
+    return documents
+
+
+# Tags whose end is a line break in the visible text; the rest are inline.
+_HTML_BLOCKS = frozenset(
+    "address article aside blockquote br dd div dl dt figcaption figure footer form h1 h2 h3 h4 h5 h6 "
+    "header hr li main nav ol p pre section table td th tr ul".split()
+)
+_HTML_HIDDEN = frozenset({"script", "style", "noscript", "template", "head", "title", "iframe", "object"})
+
+
+class _TextBuilder:
+    """Accumulates visible text with collapsed whitespace, so offsets are final as they are taken."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+        self.line_start = True
+        self.pending_space = False
+
+    def _append(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def line_break(self) -> None:
+        if self.length and not self.line_start:
+            self._append("\n")
+        self.line_start, self.pending_space = True, False
+
+    def add(self, text: str, preformatted: bool) -> None:
+        if preformatted:
+            self._append(text)
+            self.line_start, self.pending_space = text.endswith("\n"), False
+            return
+        words = text.split()
+        if not words:
+            self.pending_space = self.pending_space or bool(text)
+            return
+        if (self.pending_space or text[0].isspace()) and not self.line_start:
+            self._append(" ")
+        self._append(" ".join(words))
+        self.line_start, self.pending_space = False, text[-1].isspace()
+
+
+def _parse_html(path: Path) -> list[ParsedDocument]:
+    from bs4 import BeautifulSoup, NavigableString, Tag
+
+    # Bytes, not text: bs4 detects the encoding from <meta charset> or the content.
+    soup = BeautifulSoup(path.read_bytes(), "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    builder, headings, preformatted = _TextBuilder(), [], 0
+    # An explicit stack instead of recursion: unclosed tags can nest thousands deep.
+    stack: list[tuple[Any, bool]] = [(soup, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            preformatted -= node.name == "pre"
+            if node.name in _HTML_BLOCKS:
+                builder.line_break()
+        elif isinstance(node, Tag) and node.name not in _HTML_HIDDEN:
+            if node.name in _HTML_BLOCKS:
+                builder.line_break()
+            if re.fullmatch(r"h[1-6]", node.name) and (heading := node.get_text(" ", strip=True)):
+                headings.append((builder.length, int(node.name[1]), heading))
+            preformatted += node.name == "pre"
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.contents))
+        elif type(node) is NavigableString:  # subclasses are comments, doctypes, CDATA
+            builder.add(str(node), preformatted > 0)
+    metadata: dict[str, Any] = {"sections": _sections(headings)}
+    if title:
+        metadata["title"] = title
+    return [ParsedDocument("".join(builder.parts).rstrip(), metadata)]
+
+
+_PARSERS: dict[str, Callable[[Path], list[ParsedDocument]]] = {
+    "pdf": _parse_pdf,
+    "docx": _parse_docx,
+    "txt": _parse_txt,
+    "md": _parse_markdown,
+    "html": _parse_html,
+    "htm": _parse_html,
+    "csv": _parse_csv,
+    "json": _parse_json,
+    "jsonl": _parse_jsonl,
+}

@@ -1,0 +1,335 @@
+"""Named corpora on disk over a content-addressed cache of parsed files.
+
+Layout under the data dir::
+
+    documents/<sha256>.<type>.v<LOADER_VERSION>.json   parsed documents of one file's bytes
+    corpora/<name>.json                                manifest: which files, under which doc ids
+    derived/<corpus_id>/                               chunk sets and indexes made from a corpus
+
+The parse cache is keyed by the bytes, the type (the same bytes as .txt and as .md parse
+differently) and the loader version, and holds nothing that depends on the file's name; the
+name-dependent metadata (doc id, file name, title fallback) is applied when a corpus is loaded.
+So the same bytes uploaded under any name, into any corpus, are parsed once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from llama_index.core.schema import Document
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from ragkit.atomic import write_json_atomic
+from ragkit.corpus.loaders import LOADER_VERSION, ParsedDocument, label_documents, parse_file
+from ragkit.corpus.model import Corpus, document_to_json, make_document
+from ragkit.corpus.validation import IngestError, file_type_of, validate_file, validate_total_size
+from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
+from ragkit.registry import ConfigError
+from ragkit.settings import RagkitSettings, get_settings
+
+_CORPUS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+# file_type of the manifest entry that holds documents given already parsed (dataset corpora).
+IMPORTED = "imported"
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+class ManifestEntry(BaseModel):
+    """One source file of a corpus (or the one imported set), under the doc id it was given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str
+    sha256: str
+    file_type: str
+    size_bytes: int
+    loader_version: int
+    document_count: int
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    corpus_id: str
+    created: datetime
+    documents: list[ManifestEntry]
+    total_bytes: int
+
+
+class FileStatus(BaseModel):
+    path: str
+    doc_id: str
+    status: Literal["ingested", "skipped"]
+    reason: str = ""
+    documents: int = 0
+
+
+class IngestReport(BaseModel):
+    corpus_name: str
+    corpus_id: str | None
+    files: list[FileStatus]
+
+    @computed_field
+    @property
+    def ingested_count(self) -> int:
+        return sum(1 for item in self.files if item.status == "ingested")
+
+    @computed_field
+    @property
+    def ok(self) -> bool:
+        return self.ingested_count > 0
+
+
+class CorpusInfo(BaseModel):
+    name: str
+    corpus_id: str
+    files: int
+    documents: int
+    total_bytes: int
+    file_types: dict[str, int]
+    created: datetime
+
+
+def check_corpus_name(name: str) -> str:
+    if not isinstance(name, str) or not _CORPUS_NAME.fullmatch(name):
+        raise ConfigError(
+            f"corpus name {name!r} is invalid: use 1-64 letters, digits, '.', '_' or '-', not starting with '.'"
+        )
+    return name
+
+
+def _walk(path: Path) -> Iterator[tuple[Path, str]]:
+    """(file, doc_id) for a file given directly or every non-hidden file under a folder, sorted."""
+    if not path.is_dir():  # a file, or a missing path that screening reports as not found
+        yield path, path.name
+        return
+    found = []
+    for root, dirs, files in os.walk(path):  # does not follow symlinked folders: no cycles
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(root) / name for name in files if not name.startswith("."))
+    yield from sorted(((file, file.relative_to(path).as_posix()) for file in found), key=lambda item: item[1])
+
+
+def _skipped(path: Path, doc_id: str, error: IngestError | OSError) -> FileStatus:
+    # An unreadable file (permissions, vanished mid-ingest) is one bad file, not a failed batch.
+    reason = error.reason if isinstance(error, IngestError) else f"cannot read file: {error.strerror or error}"
+    return FileStatus(path=str(path), doc_id=doc_id, status="skipped", reason=reason)
+
+
+def _screen(
+    candidates: list[tuple[Path, str]], settings: RagkitSettings
+) -> tuple[dict[int, FileStatus], list[tuple[int, Path, str]]]:
+    """Statuses of rejected candidates (by position) and (position, path, doc_id) of accepted ones."""
+    statuses: dict[int, FileStatus] = {}
+    accepted: list[tuple[int, Path, str]] = []
+    claimed: dict[str, Path] = {}
+    for index, (path, doc_id) in enumerate(candidates):
+        try:
+            if not path.is_file():
+                raise IngestError("not found" if not path.exists() else "not a regular file")
+            if doc_id in claimed:
+                raise IngestError(f"doc id '{doc_id}' is already taken by {claimed[doc_id]} in this batch")
+            validate_file(path, settings)
+        except (IngestError, OSError) as error:
+            statuses[index] = _skipped(path, doc_id, error)
+            continue
+        claimed[doc_id] = path
+        accepted.append((index, path, doc_id))
+    return statuses, accepted
+
+
+class CorpusStore:
+    """Named corpora under ``data_dir``; see the module docstring for the layout."""
+
+    def __init__(self, data_dir: Path | None = None) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else get_settings().resolved_data_dir()
+
+    def derived_dir(self, corpus_id: str) -> Path:
+        """Where chunk sets and indexes of a corpus live; removed with the last corpus using it."""
+        return self.data_dir / "derived" / corpus_id
+
+    def _manifest_path(self, name: str) -> Path:
+        return self.data_dir / "corpora" / f"{check_corpus_name(name)}.json"
+
+    def _parsed_path(self, sha256: str, file_type: str, loader_version: int) -> Path:
+        return self.data_dir / "documents" / f"{sha256}.{file_type}.v{loader_version}.json"
+
+    def _entry_parsed_path(self, entry: ManifestEntry) -> Path:
+        return self._parsed_path(entry.sha256, entry.file_type, entry.loader_version)
+
+    def _read_manifest(self, name: str) -> Manifest | None:
+        path = self._manifest_path(name)
+        return Manifest.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def _manifests(self) -> list[Manifest]:
+        folder = self.data_dir / "corpora"
+        paths = sorted(folder.glob("*.json")) if folder.exists() else []
+        return [Manifest.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
+
+    @staticmethod
+    def _write_parsed(cache: Path, sha256: str, file_type: str, parsed: list[ParsedDocument]) -> None:
+        # Same shape as document_to_json, with doc_id null where the id comes from the file name.
+        payload = {"sha256": sha256, "file_type": file_type, "loader_version": LOADER_VERSION}
+        write_json_atomic(cache, payload | {"documents": [item.to_json() for item in parsed]})
+
+    @staticmethod
+    def _read_parsed(cache: Path) -> list[ParsedDocument]:
+        payload = json.loads(cache.read_text(encoding="utf-8"))
+        return [ParsedDocument.from_json(item) for item in payload["documents"]]
+
+    def _entry_documents(self, entry: ManifestEntry) -> list[Document]:
+        cache = self._entry_parsed_path(entry)
+        if not cache.exists():
+            raise FileNotFoundError(f"parsed documents of '{entry.doc_id}' are missing ({cache}); ingest it again")
+        parsed = self._read_parsed(cache)
+        if entry.file_type == IMPORTED:
+            return [make_document(item.own_id or "", item.text, item.metadata) for item in parsed]
+        return label_documents(parsed, entry.doc_id, entry.file_type, entry.size_bytes)
+
+    def ingest(self, paths: Sequence[Path], name: str, progress: ProgressCallback | None = None) -> IngestReport:
+        """Validate, parse and add files to corpus ``name``; a bad file is reported, never fatal.
+
+        Raises IngestError only when the files together exceed the total-size limit, before
+        anything is parsed. A file whose doc id is already in the corpus replaces it.
+        """
+        check_corpus_name(name)
+        if isinstance(paths, (str, Path)):  # one path given bare would otherwise iterate its characters
+            paths = [Path(paths)]
+        settings = get_settings()
+        candidates = [item for given in map(Path, paths) for item in _walk(given)]
+        statuses, accepted = _screen(candidates, settings)
+        validate_total_size(sum(path.stat().st_size for _, path, _ in accepted), settings)
+
+        manifest = self._read_manifest(name)
+        entries = {entry.doc_id: entry for entry in manifest.documents} if manifest else {}
+        documents = {doc_id: self._entry_documents(entry) for doc_id, entry in entries.items()}
+        owner = {document.id_: doc_id for doc_id, docs in documents.items() for document in docs}
+        for done, (index, path, doc_id) in enumerate(accepted):
+            if progress is not None:
+                progress(done, len(accepted), doc_id)
+            try:
+                entry, new_docs = self._ingest_file(path, doc_id)
+                for document in new_docs:  # BEIR-style files name their documents themselves
+                    if (other := owner.get(document.id_, doc_id)) != doc_id:
+                        raise IngestError(f"document id '{document.id_}' is already in the corpus from '{other}'")
+            except (IngestError, OSError) as error:
+                statuses[index] = _skipped(path, doc_id, error)
+                continue
+            for document in documents.get(doc_id, []):
+                owner.pop(document.id_, None)
+            owner.update((document.id_, doc_id) for document in new_docs)
+            documents[doc_id], entries[doc_id] = new_docs, entry
+            statuses[index] = FileStatus(path=str(path), doc_id=doc_id, status="ingested", documents=len(new_docs))
+        if progress is not None:
+            progress(len(accepted), len(accepted), "")
+
+        files = [statuses[index] for index in sorted(statuses)]
+        corpus_id = manifest.corpus_id if manifest else None
+        if any(item.status == "ingested" for item in files):
+            corpus_id = Corpus.from_documents(name, [d for docs in documents.values() for d in docs]).corpus_id
+            self._write_manifest(name, corpus_id, list(entries.values()), manifest)
+        return IngestReport(corpus_name=name, corpus_id=corpus_id, files=files)
+
+    def _ingest_file(self, path: Path, doc_id: str) -> tuple[ManifestEntry, list[Document]]:
+        file_type, size_bytes = file_type_of(path), path.stat().st_size
+        sha256 = file_sha256(path)
+        cache = self._parsed_path(sha256, file_type, LOADER_VERSION)
+        if cache.exists():
+            parsed = self._read_parsed(cache)
+        else:
+            parsed = parse_file(path, file_type)
+            self._write_parsed(cache, sha256, file_type, parsed)
+        entry = ManifestEntry(
+            doc_id=doc_id, sha256=sha256, file_type=file_type, size_bytes=size_bytes,
+            loader_version=LOADER_VERSION, document_count=len(parsed),
+        )
+        return entry, label_documents(parsed, doc_id, file_type, size_bytes)
+
+    def import_documents(self, documents: list[Document], name: str) -> Corpus:
+        """Create or replace corpus ``name`` with documents that arrive parsed (a dataset's corpus.jsonl)."""
+        check_corpus_name(name)
+        if not documents:
+            raise ConfigError(f"corpus '{name}': no documents to import")
+        duplicates = [doc_id for doc_id, count in Counter(d.id_ for d in documents).items() if count > 1]
+        if duplicates:
+            raise ConfigError(f"corpus '{name}': duplicate document ids {sorted(duplicates)[:5]}")
+        ordered = sorted(documents, key=lambda document: document.id_)
+        parsed = [
+            ParsedDocument(d.text, {k: v for k, v in d.metadata.items() if k != "doc_id"}, own_id=d.id_)
+            for d in ordered
+        ]
+        # Content address of the documents themselves, as a file's sha256 addresses its bytes.
+        serialised = canonical_json([document_to_json(document) for document in ordered]).encode("utf-8")
+        sha256 = bytes_sha256(serialised)
+        cache = self._parsed_path(sha256, IMPORTED, LOADER_VERSION)
+        if not cache.exists():
+            self._write_parsed(cache, sha256, IMPORTED, parsed)
+        entry = ManifestEntry(
+            doc_id=f"{IMPORTED}:{name}", sha256=sha256, file_type=IMPORTED, size_bytes=len(serialised),
+            loader_version=LOADER_VERSION, document_count=len(parsed),
+        )
+        corpus = Corpus.from_documents(name, [make_document(p.own_id or "", p.text, p.metadata) for p in parsed])
+        self._write_manifest(name, corpus.corpus_id, [entry], self._read_manifest(name))
+        return corpus
+
+    def _write_manifest(
+        self, name: str, corpus_id: str, entries: list[ManifestEntry], previous: Manifest | None
+    ) -> None:
+        created = previous.created if previous else datetime.now(timezone.utc)
+        manifest = Manifest(
+            name=name, corpus_id=corpus_id, created=created,
+            documents=sorted(entries, key=lambda entry: entry.doc_id),
+            total_bytes=sum(entry.size_bytes for entry in entries),
+        )
+        write_json_atomic(self._manifest_path(name), manifest.model_dump(mode="json"))
+
+    def _require(self, name: str) -> Manifest:
+        manifest = self._read_manifest(name)
+        if manifest is None:
+            existing = ", ".join(m.name for m in self._manifests()) or "(none yet)"
+            raise ConfigError(f"unknown corpus '{name}'. Existing corpora: {existing}.")
+        return manifest
+
+    def load(self, name: str) -> Corpus:
+        manifest = self._require(name)
+        documents = [document for entry in manifest.documents for document in self._entry_documents(entry)]
+        return Corpus.from_documents(name, documents)
+
+    def delete(self, name: str) -> None:
+        """Remove a corpus, and its derived data and parsed files once no other corpus uses them.
+
+        Only parsed files this corpus referenced are candidates for removal, so a concurrent
+        ingestion whose manifest is not written yet does not lose its freshly parsed files.
+        """
+        manifest = self._require(name)
+        self._manifest_path(name).unlink()
+        others = self._manifests()
+        if all(other.corpus_id != manifest.corpus_id for other in others):
+            shutil.rmtree(self.derived_dir(manifest.corpus_id), ignore_errors=True)
+        still_used = {self._entry_parsed_path(entry) for other in others for entry in other.documents}
+        for entry in manifest.documents:
+            if (cache := self._entry_parsed_path(entry)) not in still_used:
+                cache.unlink(missing_ok=True)
+
+    # Defined last: inside the class body this name shadows the builtin for type checkers.
+    def list(self) -> list[CorpusInfo]:
+        infos = []
+        for manifest in self._manifests():
+            types: Counter[str] = Counter()
+            for entry in manifest.documents:
+                types[entry.file_type] += entry.document_count
+            infos.append(CorpusInfo(
+                name=manifest.name, corpus_id=manifest.corpus_id, files=len(manifest.documents),
+                documents=sum(types.values()), total_bytes=manifest.total_bytes,
+                file_types=dict(types), created=manifest.created,
+            ))
+        return infos

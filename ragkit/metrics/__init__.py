@@ -1,0 +1,1 @@
+"""Evaluation metrics: plain functions over primitives, one result per question, aggregated later."""

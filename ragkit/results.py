@@ -1,0 +1,79 @@
+"""ResultStore: long, tidy, append-only result tables under one folder.
+
+Each (run, shard of questions) writes one Parquet part per table, then a commit marker; readers
+only see parts whose marker exists. A run killed mid-shard leaves uncommitted parts that the
+next attempt overwrites, so resuming never loses nor duplicates a row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ragkit.atomic import write_json_atomic, write_parquet_atomic
+from ragkit.hashing import content_key
+
+PART_TABLES = ("scores", "retrievals", "stages")
+TABLES = ("runs",) + PART_TABLES
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "scores": {"run_id": "string", "question_id": "string", "metric": "string", "value": "float64", "error": "string"},
+    "retrievals": {
+        "run_id": "string", "question_id": "string", "rank": "int64", "chunk_id": "string", "doc_id": "string",
+        "start_char": "int64", "end_char": "int64", "score": "float64",
+    },
+    "stages": {"run_id": "string", "question_id": "string", "stage": "string", "seconds": "float64", "cached": "bool"},
+}
+
+
+def empty_table(name: str) -> pd.DataFrame:
+    return pd.DataFrame({col: pd.Series(dtype=dtype) for col, dtype in SCHEMAS[name].items()})
+
+
+class ResultStore:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _commit_dir(self) -> Path:
+        return self.root / "_commits"
+
+    def write_run(self, run_id: str, row: dict) -> None:
+        write_parquet_atomic(self.root / "runs" / f"{run_id}.parquet", pd.DataFrame([row]))
+
+    def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame]) -> None:
+        part = f"{run_id}-{content_key(question_ids, length=12)}"
+        for name in PART_TABLES:
+            frame = tables.get(name, empty_table(name))
+            write_parquet_atomic(self.root / name / f"{part}.parquet", frame.astype(SCHEMAS[name]))
+        # The marker goes last: until it exists the shard does not count as written.
+        write_json_atomic(self._commit_dir() / f"{part}.json", {"run_id": run_id, "question_ids": question_ids})
+
+    def completed_questions(self) -> dict[str, set[str]]:
+        done: dict[str, set[str]] = {}
+        folder = self._commit_dir()
+        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
+            record = json.loads(marker.read_text(encoding="utf-8"))
+            done.setdefault(record["run_id"], set()).update(record["question_ids"])
+        return done
+
+    def _committed_parts(self) -> set[str]:
+        folder = self._commit_dir()
+        return {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
+
+    def read(self, name: str) -> pd.DataFrame:
+        if name not in TABLES:
+            raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
+        folder = self.root / name
+        if name == "runs":
+            parts = sorted(folder.glob("*.parquet")) if folder.exists() else []
+        else:
+            committed = self._committed_parts()
+            parts = sorted(p for p in folder.glob("*.parquet") if p.stem in committed) if folder.exists() else []
+        if not parts:
+            return empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
+        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+
+    def exists(self) -> bool:
+        return (self.root / "runs").exists()

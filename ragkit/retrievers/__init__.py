@@ -1,0 +1,1 @@
+"""Retrievers: LlamaIndex BaseRetriever subclasses over a ragkit ChunkIndex."""

@@ -1,0 +1,15 @@
+"""Dense retrieval: cosine similarity between the query vector and chunk vectors."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ragkit.index import Hit
+from ragkit.retrievers.base import Retriever
+
+
+class DenseRetriever(Retriever):
+    name: ClassVar[str] = "dense"
+
+    def search(self, query: str) -> list[Hit]:
+        return self.index.dense(self.embedder.embed_query(query), self.params.top_k)

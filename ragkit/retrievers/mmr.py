@@ -1,0 +1,59 @@
+"""Maximal marginal relevance over the dense top ``fetch_k``: relevant, but not redundant."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from ragkit.index import Hit
+from ragkit.registry import ComponentParams
+from ragkit.retrievers.base import Retriever, RetrieverParams
+
+
+class MMRParams(RetrieverParams):
+    fetch_k: int = Field(default=20, ge=1, le=1000, description="Dense candidates considered.")
+    mmr_lambda: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="1 = pure relevance, 0 = pure diversity."
+    )
+
+    @model_validator(mode="after")
+    def _fetch_at_least_top_k(self) -> "MMRParams":
+        if self.fetch_k < self.top_k:
+            raise ValueError(f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k})")
+        return self
+
+
+def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda: float) -> list[int]:
+    """Greedy MMR with the standard max-similarity-to-any-selected penalty.
+
+    (LlamaIndex's get_top_k_mmr_embeddings penalises only the last pick, which lets near
+    duplicates of earlier picks back in.) Vectors are unit length, so dot = cosine.
+    """
+    relevance = candidates @ query
+    pairwise = candidates @ candidates.T
+    selected: list[int] = []
+    remaining = list(range(len(candidates)))
+    while remaining and len(selected) < count:
+        if selected:
+            redundancy = pairwise[np.ix_(remaining, selected)].max(axis=1)
+        else:
+            redundancy = np.zeros(len(remaining))
+        scores = mmr_lambda * relevance[remaining] - (1 - mmr_lambda) * redundancy
+        selected.append(remaining.pop(int(np.argmax(scores))))
+    return selected
+
+
+class MMRRetriever(Retriever):
+    name: ClassVar[str] = "mmr"
+    Params: ClassVar[type[ComponentParams]] = MMRParams
+
+    def search(self, query: str) -> list[Hit]:
+        query_vector = self.embedder.embed_query(query)
+        candidates = self.index.dense(query_vector, self.params.fetch_k, with_vectors=True)
+        if not candidates:
+            return []
+        matrix = np.stack([hit.vector for hit in candidates])
+        order = mmr_order(query_vector, matrix, self.params.top_k, self.params.mmr_lambda)
+        return [candidates[i] for i in order]

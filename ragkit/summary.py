@@ -1,0 +1,36 @@
+"""The run summary: one row per run, mean of the headline metrics, latency and error counts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ragkit.results import ResultStore
+
+HEADLINE_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_recall@10", "span_mrr")
+
+
+def summary_table(store: ResultStore, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
+    runs = store.read("runs")
+    scores = store.read("scores")
+    stages = store.read("stages")
+    if runs.empty:
+        return pd.DataFrame()
+    table = runs.set_index("run_id")[["label"]].copy()
+    valid = scores[scores["error"].isna()]
+    means = valid.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
+    for metric in metrics:
+        if metric in means.columns:
+            table[metric] = means[metric]
+    table["questions"] = scores.groupby("run_id")["question_id"].nunique()
+    table["errors"] = scores[scores["error"].notna()].groupby("run_id")["question_id"].nunique()
+    retrieve = stages[stages["stage"] == "retrieve"].groupby("run_id")["seconds"].mean() * 1000
+    table["retrieve_ms"] = retrieve
+    table = table.fillna({"questions": 0, "errors": 0}).astype({"questions": int, "errors": int})
+    return table.reset_index().sort_values("label", kind="stable").reset_index(drop=True)
+
+
+def format_summary(table: pd.DataFrame) -> str:
+    if table.empty:
+        return "(no runs)"
+    shown = table.drop(columns=["run_id"]).copy()
+    return shown.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")

@@ -1,0 +1,84 @@
+"""ExperimentConfig: validation messages, grid expansion, overrides and path resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ragkit.experiments.config import config_from_dict, expand_grid, load_config, parse_override
+from ragkit.registry import ConfigError
+
+pytestmark = pytest.mark.unit
+
+BASE = {"name": "t", "dataset": {"path": "/data/x"}}
+
+
+def test_grid_is_the_product_and_bm25_gets_no_embedder():
+    config = config_from_dict({
+        **BASE,
+        "chunkers": ["recursive", {"type": "token", "params": {"chunk_size": 128}}],
+        "embedders": ["minilm", {"type": "huggingface", "params": {"model_path": "/m"}}],
+        "retrievers": ["bm25", "dense"],
+        "top_k": [5, 10],
+    })
+    points = expand_grid(config)
+    # dense: 2 chunkers x 2 embedders x 2 k = 8; bm25 ignores the embedder: 2 chunkers x 2 k = 4
+    assert len(points) == 12
+    assert all(p.embedder is None for p in points if p.retriever.type == "bm25")
+    assert {p.retriever.params["top_k"] for p in points} == {5, 10}
+
+
+def test_resolved_specs_fill_defaults():
+    point = expand_grid(config_from_dict({**BASE, "chunkers": ["recursive"], "retrievers": ["hybrid"]}))[0]
+    assert point.chunker.params["chunk_size"] == 1000
+    assert point.chunker.params["chunk_overlap"] == 200
+    assert point.retriever.params["rrf_k"] == 60
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({**BASE, "chunkers": ["nope"]}, "unknown chunker 'nope'. Valid choices: code, document, markdown"),
+        ({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]}, "unknown parameter 'lambda'"),
+        ({**BASE, "retrievers": [{"type": "mmr", "params": {"mmr_lambda": 3}}]}, "'mmr_lambda'"),
+        ({**BASE, "top_k": [0]}, "top_k values must be between 1 and 1000"),
+        ({**BASE, "colour": "red"}, "unknown field 'colour'"),
+        ({**BASE, "corpus": {}}, "exactly one of 'name'"),
+    ],
+)
+def test_bad_values_are_named(data, expected):
+    with pytest.raises(ConfigError, match=None) as info:
+        config_from_dict(data)
+    assert expected in str(info.value)
+
+
+def test_mmr_error_lists_valid_parameters():
+    with pytest.raises(ConfigError) as info:
+        config_from_dict({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]})
+    assert "fetch_k, mmr_lambda, score_threshold, top_k" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [("top_k=[1, 3]", "top_k", [1, 3]), ("dataset.limit=5", "dataset.limit", 5), ("name=abc", "name", "abc")],
+)
+def test_parse_override(text, key, value):
+    assert parse_override(text) == (key, value)
+
+
+def test_paths_resolve_against_the_yaml_folder_and_set_against_cwd(tmp_path, monkeypatch):
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / "e.yaml").write_text(yaml.safe_dump({**BASE, "dataset": {"path": "../data"}}))
+    assert load_config(folder / "e.yaml").dataset.path == str((tmp_path / "data").resolve())
+    monkeypatch.chdir(tmp_path)
+    overridden = load_config(folder / "e.yaml", ["dataset.path=elsewhere/beir", "top_k=3"])
+    assert overridden.dataset.path == str((tmp_path / "elsewhere" / "beir").resolve())
+    assert overridden.top_k == [3]
+
+
+def test_bundled_experiments_validate():
+    for path in sorted(Path(__file__).resolve().parents[2].joinpath("experiments").glob("*.yaml")):
+        assert load_config(path).name == path.stem

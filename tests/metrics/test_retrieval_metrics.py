@@ -1,0 +1,316 @@
+"""Retrieval metrics: tables of hand-computed cases, plus a cross-check against ranx."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from ragkit.metrics.retrieval import (
+    DEFAULT_KS,
+    average_precision_at_k,
+    doc_metrics,
+    doc_ranking_at_k,
+    f1_at_k,
+    hit_at_k,
+    metric_ks,
+    ndcg_at_k,
+    overlaps,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    retrieval_metrics,
+    span_average_precision_at_k,
+    span_f1_at_k,
+    span_hit_at_k,
+    span_metrics,
+    span_ndcg_at_k,
+    span_precision_at_k,
+    span_recall_at_k,
+    span_reciprocal_rank,
+)
+
+log2 = math.log2
+
+
+def chunks(*doc_ids: str) -> list[tuple[str, int, int]]:
+    """One 100-character chunk per doc id; repeated ids become consecutive chunks of that doc."""
+    seen: dict[str, int] = {}
+    result = []
+    for doc_id in doc_ids:
+        start = 100 * seen.get(doc_id, 0)
+        seen[doc_id] = seen.get(doc_id, 0) + 1
+        result.append((doc_id, start, start + 100))
+    return result
+
+
+# d1 twice before d2: the first 3 chunks hold only 2 distinct documents.
+MIXED = chunks("d1", "d1", "d2", "d3", "d2", "d4")
+MIXED_QRELS = {"d2": 1, "d4": 2, "d9": 1, "d5": 0}  # d9 is never retrieved; d5 is judged irrelevant
+MIXED_IDCG = 2 / log2(2) + 1 / log2(3) + 1 / log2(4)  # grades 2, 1, 1
+ONLY_A = chunks("a", "a", "a")
+GRADED = chunks("low", "high")
+GRADED_QRELS = {"low": 1, "high": 3}
+MISS = chunks("x", "y", "z")
+LATE = chunks("x", "x", "x", "a")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("retrieved", "k", "expected"),
+    [
+        (MIXED, 1, ["d1"]),
+        (MIXED, 3, ["d1", "d2"]),
+        (MIXED, 6, ["d1", "d2", "d3", "d4"]),
+        (MIXED, 100, ["d1", "d2", "d3", "d4"]),
+        ([], 5, []),
+    ],
+)
+def test_doc_ranking_dedupes_within_the_first_k_chunks(retrieved, k, expected) -> None:
+    assert doc_ranking_at_k(retrieved, k) == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("metric", "retrieved", "relevant", "k", "expected"),
+    [
+        # recall: relevant distinct docs found / all relevant (d5 has grade 0, so 3 relevant)
+        (recall_at_k, MIXED, MIXED_QRELS, 1, 0 / 3),
+        (recall_at_k, MIXED, MIXED_QRELS, 3, 1 / 3),
+        (recall_at_k, MIXED, MIXED_QRELS, 6, 2 / 3),
+        (recall_at_k, MIXED, MIXED_QRELS, 10, 2 / 3),  # k larger than the list
+        (recall_at_k, ONLY_A, {"a": 1, "b": 1}, 3, 1 / 2),  # three chunks of a count once
+        (recall_at_k, MISS, {"a": 1}, 3, 0 / 1),
+        # precision: divided by k, also when fewer than k distinct docs were found
+        (precision_at_k, MIXED, MIXED_QRELS, 3, 1 / 3),
+        (precision_at_k, MIXED, MIXED_QRELS, 6, 2 / 6),
+        (precision_at_k, MIXED, MIXED_QRELS, 10, 2 / 10),
+        (precision_at_k, ONLY_A, {"a": 1, "b": 1}, 3, 1 / 3),  # not 3/3: duplicates do not inflate
+        (precision_at_k, MISS, {"a": 1}, 3, 0 / 3),
+        # f1: harmonic mean, 0 when both are 0
+        (f1_at_k, MIXED, MIXED_QRELS, 3, 2 * (1 / 3) * (1 / 3) / (1 / 3 + 1 / 3)),
+        (f1_at_k, MIXED, MIXED_QRELS, 6, 2 * (2 / 6) * (2 / 3) / (2 / 6 + 2 / 3)),
+        (f1_at_k, MISS, {"a": 1}, 3, 0.0),
+        # hit
+        (hit_at_k, MIXED, MIXED_QRELS, 1, 0.0),
+        (hit_at_k, MIXED, MIXED_QRELS, 3, 1.0),
+        (hit_at_k, MISS, {"a": 1}, 3, 0.0),
+        # ndcg: linear gain = grade at deduped doc positions, IDCG from sorted grades cut at k
+        (ndcg_at_k, MIXED, MIXED_QRELS, 1, 0 / (2 / log2(2))),
+        (ndcg_at_k, MIXED, MIXED_QRELS, 3, (0 / log2(2) + 1 / log2(3)) / MIXED_IDCG),
+        (ndcg_at_k, MIXED, MIXED_QRELS, 6, (1 / log2(3) + 2 / log2(5)) / MIXED_IDCG),
+        (ndcg_at_k, MIXED, MIXED_QRELS, 10, (1 / log2(3) + 2 / log2(5)) / MIXED_IDCG),
+        (ndcg_at_k, GRADED, GRADED_QRELS, 1, (1 / log2(2)) / (3 / log2(2))),
+        (ndcg_at_k, GRADED, GRADED_QRELS, 2, (1 / log2(2) + 3 / log2(3)) / (3 / log2(2) + 1 / log2(3))),
+        (ndcg_at_k, chunks("high", "low"), GRADED_QRELS, 2, 1.0),
+        (ndcg_at_k, ONLY_A, {"a": 1, "b": 1}, 3, (1 / log2(2)) / (1 / log2(2) + 1 / log2(3))),
+        (ndcg_at_k, MISS, {"a": 1}, 3, 0.0),
+        # AP@k: precision@i at relevant deduped positions, divided by all relevant (R), not min(R, k)
+        (average_precision_at_k, MIXED, MIXED_QRELS, 3, (1 / 2) / 3),
+        (average_precision_at_k, MIXED, MIXED_QRELS, 6, (1 / 2 + 2 / 4) / 3),
+        (average_precision_at_k, MIXED, MIXED_QRELS, 10, (1 / 2 + 2 / 4) / 3),
+        (average_precision_at_k, GRADED, GRADED_QRELS, 1, (1 / 1) / 2),  # R = 2 > k = 1
+        (average_precision_at_k, ONLY_A, {"a": 1, "b": 1}, 3, (1 / 1) / 2),
+        (average_precision_at_k, MISS, {"a": 1}, 3, 0.0),
+    ],
+)
+def test_doc_metric_at_k(metric, retrieved, relevant, k, expected) -> None:
+    assert metric(retrieved, relevant, k) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("retrieved", "relevant", "expected"),
+    [
+        (MIXED, MIXED_QRELS, 1 / 2),  # d2 is the 2nd distinct doc (3rd chunk)
+        (LATE, {"a": 1}, 1 / 2),  # chunk rank 4, deduped doc rank 2
+        (chunks("x", "y", "z", "w", "a"), {"a": 1}, 1 / 5),  # not cut at any k
+        (MISS, {"a": 1}, 0.0),
+        ([], {"a": 1}, 0.0),
+    ],
+)
+def test_reciprocal_rank(retrieved, relevant, expected) -> None:
+    assert reciprocal_rank(retrieved, relevant) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("chunk", "span", "expected"),
+    [
+        (("a", 10, 20), ("a", 10, 20), True),  # identical
+        (("a", 0, 10), ("a", 10, 20), False),  # touches the start
+        (("a", 20, 30), ("a", 10, 20), False),  # touches the end
+        (("a", 0, 11), ("a", 10, 20), True),  # one character in
+        (("a", 19, 30), ("a", 10, 20), True),  # last character
+        (("a", 12, 15), ("a", 10, 20), True),  # chunk inside the span
+        (("a", 0, 100), ("a", 10, 20), True),  # span inside the chunk
+        (("b", 10, 20), ("a", 10, 20), False),  # same offsets, wrong doc
+    ],
+)
+def test_overlaps(chunk, span, expected) -> None:
+    assert overlaps(chunk, span) is expected
+
+
+SPANS_AB = [("a", 10, 20), ("b", 10, 20)]
+# Two chunks cover the first span, then the wrong doc at the right offsets, then the second span.
+SPLIT = [("a", 10, 15), ("a", 15, 20), ("c", 10, 20), ("b", 0, 11)]
+SPANS_AA = [("a", 10, 20), ("a", 30, 40)]
+WIDE = [("a", 15, 35), ("a", 0, 10)]  # one chunk covers both spans; the second only touches
+TOUCHING = [("a", 0, 10), ("b", 20, 30), ("c", 10, 20), ("a", 19, 21)]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("metric", "retrieved", "spans", "k", "expected"),
+    [
+        # recall: spans overlapped by any of the first k chunks / all spans
+        (span_recall_at_k, SPLIT, SPANS_AB, 1, 1 / 2),
+        (span_recall_at_k, SPLIT, SPANS_AB, 3, 1 / 2),  # the wrong doc adds nothing
+        (span_recall_at_k, SPLIT, SPANS_AB, 4, 2 / 2),
+        (span_recall_at_k, SPLIT, SPANS_AB, 10, 2 / 2),
+        (span_recall_at_k, WIDE, SPANS_AA, 1, 2 / 2),
+        (span_recall_at_k, TOUCHING, SPANS_AB, 3, 0 / 2),
+        # precision: chunks among the first k that overlap any span / k
+        (span_precision_at_k, SPLIT, SPANS_AB, 2, 2 / 2),  # both halves of the same span count
+        (span_precision_at_k, SPLIT, SPANS_AB, 4, 3 / 4),
+        (span_precision_at_k, SPLIT, SPANS_AB, 10, 3 / 10),
+        (span_precision_at_k, WIDE, SPANS_AA, 2, 1 / 2),
+        (span_precision_at_k, TOUCHING, SPANS_AB, 4, 1 / 4),
+        # f1 and hit
+        (span_f1_at_k, SPLIT, SPANS_AB, 4, 2 * (3 / 4) * (2 / 2) / (3 / 4 + 2 / 2)),
+        (span_f1_at_k, TOUCHING, SPANS_AB, 3, 0.0),
+        (span_hit_at_k, TOUCHING, SPANS_AB, 3, 0.0),
+        (span_hit_at_k, TOUCHING, SPANS_AB, 4, 1.0),
+        # ndcg: gain 1 only for a chunk that covers a not-yet-covered span; IDCG = min(k, spans) ones
+        (span_ndcg_at_k, SPLIT, SPANS_AB, 2, (1 / log2(2) + 0 / log2(3)) / (1 / log2(2) + 1 / log2(3))),
+        (span_ndcg_at_k, SPLIT, SPANS_AB, 4, (1 / log2(2) + 1 / log2(5)) / (1 / log2(2) + 1 / log2(3))),
+        (span_ndcg_at_k, WIDE, SPANS_AA, 1, (1 / log2(2)) / (1 / log2(2))),
+        (span_ndcg_at_k, WIDE, SPANS_AA, 2, (1 / log2(2)) / (1 / log2(2) + 1 / log2(3))),
+        (span_ndcg_at_k, TOUCHING, SPANS_AB, 4, (1 / log2(5)) / (1 / log2(2) + 1 / log2(3))),
+        (span_ndcg_at_k, TOUCHING, SPANS_AB, 3, 0.0),
+        # AP@k with the same new-hit relevance, divided by the number of spans
+        (span_average_precision_at_k, SPLIT, SPANS_AB, 4, (1 / 1 + 2 / 4) / 2),
+        (span_average_precision_at_k, SPLIT, SPANS_AB, 3, (1 / 1) / 2),
+        (span_average_precision_at_k, WIDE, SPANS_AA, 2, (1 / 1) / 2),
+        (span_average_precision_at_k, TOUCHING, SPANS_AB, 4, (1 / 4) / 2),
+    ],
+)
+def test_span_metric_at_k(metric, retrieved, spans, k, expected) -> None:
+    assert metric(retrieved, spans, k) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("retrieved", "spans", "expected"),
+    [
+        (SPLIT, SPANS_AB, 1 / 1),
+        (TOUCHING, SPANS_AB, 1 / 4),  # touching and wrong-doc chunks are skipped
+        ([("c", 10, 20), ("a", 0, 10)], SPANS_AB, 0.0),
+        ([], SPANS_AB, 0.0),
+    ],
+)
+def test_span_reciprocal_rank(retrieved, spans, expected) -> None:
+    assert span_reciprocal_rank(retrieved, spans) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("top_k", "expected"),
+    [
+        (1, [1]),
+        (5, [1, 3, 5]),
+        (7, [1, 3, 5, 7]),
+        (100, list(DEFAULT_KS)),
+        (200, [*DEFAULT_KS, 200]),
+    ],
+)
+def test_metric_ks(top_k, expected) -> None:
+    assert metric_ks(top_k) == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: metric_ks(0),
+        lambda: recall_at_k(MIXED, MIXED_QRELS, 0),
+        lambda: ndcg_at_k(MIXED, MIXED_QRELS, -1),
+        lambda: span_ndcg_at_k(SPLIT, SPANS_AB, 0),
+        lambda: span_recall_at_k(SPLIT, SPANS_AB, 0),
+        lambda: retrieval_metrics(MIXED, None, None, [5, 0]),
+    ],
+)
+def test_k_below_one_is_rejected(call) -> None:
+    with pytest.raises(ValueError, match="k must be >= 1, got"):
+        call()
+
+
+@pytest.mark.unit
+def test_missing_ground_truth_is_rejected_by_the_level_functions() -> None:
+    with pytest.raises(ValueError, match="relevant document"):
+        doc_metrics(MIXED, {"d1": 0}, [1])
+    with pytest.raises(ValueError, match="answer span"):
+        span_metrics(MIXED, [], [1])
+
+
+@pytest.mark.unit
+def test_retrieval_metrics_keys_per_available_ground_truth() -> None:
+    ks = [1, 5]
+    doc_keys = {f"{name}@{k}" for name in ("recall", "precision", "f1", "hit", "ndcg", "map") for k in ks} | {"mrr"}
+    span_keys = {f"span_{key}" for key in doc_keys}
+    assert set(retrieval_metrics(SPLIT, {"a": 1}, SPANS_AB, ks)) == doc_keys | span_keys
+    assert set(retrieval_metrics(SPLIT, {"a": 1}, None, ks)) == doc_keys
+    assert set(retrieval_metrics(SPLIT, None, SPANS_AB, ks)) == span_keys
+    assert retrieval_metrics(SPLIT, {}, [], ks) == {}
+    assert retrieval_metrics(SPLIT, {"a": 0}, None, ks) == {}  # only judged-irrelevant docs
+
+
+@pytest.mark.unit
+def test_empty_retrieval_scores_zero_everywhere() -> None:
+    scores = retrieval_metrics([], {"a": 2}, SPANS_AB, [1, 10])
+    assert len(scores) == 2 * (6 * 2 + 1)
+    assert all(value == 0.0 for value in scores.values())
+
+
+@pytest.mark.unit
+@pytest.mark.filterwarnings("ignore:.*unsafe cast")
+def test_doc_metrics_agree_with_ranx() -> None:
+    """ranx scores unique documents, so it gets our deduplicated ranking with descending scores.
+
+    k = 3 with up to 5 relevant documents checks the AP normalisation (R, not min(R, k)).
+    """
+    import ranx
+
+    rng = random.Random(20240607)
+    corpus = [f"doc{i}" for i in range(15)]
+    qrels: dict[str, dict[str, int]] = {}
+    retrieved_by_query: dict[str, list[tuple[str, int, int]]] = {}
+    for query in range(30):
+        query_id = f"q{query}"
+        relevant = rng.sample(corpus, rng.randint(1, 5))
+        qrels[query_id] = {doc_id: rng.randint(1, 3) for doc_id in relevant}
+        retrieved_by_query[query_id] = chunks(*(rng.choice(corpus) for _ in range(rng.randint(1, 20))))
+
+    def ranx_run(cut: int | None) -> ranx.Run:
+        runs = {}
+        for query_id, retrieved in retrieved_by_query.items():
+            ranking = doc_ranking_at_k(retrieved, cut or len(retrieved))
+            runs[query_id] = {doc_id: float(len(ranking) - rank) for rank, doc_id in enumerate(ranking)}
+        return ranx.Run(runs)
+
+    for k in (3, 10):
+        run = ranx_run(k)
+        ranx.evaluate(ranx.Qrels(qrels), run, [f"ndcg@{k}", f"recall@{k}", f"map@{k}"])
+        for query_id, retrieved in retrieved_by_query.items():
+            relevant = qrels[query_id]
+            assert ndcg_at_k(retrieved, relevant, k) == pytest.approx(run.scores[f"ndcg@{k}"][query_id], abs=1e-6)
+            assert recall_at_k(retrieved, relevant, k) == pytest.approx(run.scores[f"recall@{k}"][query_id], abs=1e-6)
+            assert average_precision_at_k(retrieved, relevant, k) == pytest.approx(
+                run.scores[f"map@{k}"][query_id], abs=1e-6
+            )
+
+    full_run = ranx_run(None)
+    ranx.evaluate(ranx.Qrels(qrels), full_run, ["mrr"])
+    for query_id, retrieved in retrieved_by_query.items():
+        assert reciprocal_rank(retrieved, qrels[query_id]) == pytest.approx(full_run.scores["mrr"][query_id], abs=1e-6)
