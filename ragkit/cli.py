@@ -46,23 +46,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.experiments.config import load_config
     from ragkit.experiments.runner import prepare
     from ragkit.experiments.executor import LocalExecutor
+    from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
+    from ragkit.settings import get_settings
     from ragkit.summary import format_summary, summary_table
 
     config = load_config(args.config, args.overrides)
-    out_dir = Path(args.out or Path("results") / config.name)
+    out_dir = Path(args.out) if args.out else get_settings().results_root() / config.name
     plan, derived_dir = prepare(config)
     total = len(plan.runs) * len(plan.questions.questions)
     print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
           f"{len(plan.chunk_steps)} chunk sets, {len(plan.index_steps)} indexes -> {out_dir}")
+    status = StatusWriter(Path(args.status_file), total) if args.status_file else None
+    embedded = 0
     with tqdm(total=total, unit="q", desc="questions", disable=args.quiet) as bar:
         def progress(event: str, amount: int) -> None:
+            nonlocal embedded
             if event == "questions":
                 bar.update(amount)
+                if status:
+                    status.advance(amount)
             elif event == "embedded":
-                bar.set_postfix_str(f"embedding chunks (+{amount})")
+                embedded += amount
+                bar.set_postfix_str(f"{embedded} chunks embedded")
 
-        report = LocalExecutor(derived_dir, ResultStore(out_dir)).execute(plan, progress)
+        try:
+            report = LocalExecutor(derived_dir, ResultStore(out_dir)).execute(plan, progress)
+        except Exception as error:
+            if status:
+                status.finish(f"{type(error).__name__}: {error}")
+            raise
+    if status:
+        status.finish()
     if report.nothing_to_do:
         print("nothing new to compute: every run of this experiment is already complete")
     print(f"computed {report.questions_computed} question(s) in {report.runs_computed} run(s); "
@@ -98,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run an experiment grid (resumes where it stopped)")
     run.add_argument("config", help="experiment YAML file")
-    run.add_argument("--out", help="results folder (default: results/<experiment name>)")
+    run.add_argument("--out", help="results folder (default: RAGKIT_RESULTS_DIR/<experiment name>)")
+    run.add_argument("--status-file", help="keep a JSON progress file here (used by the dashboard)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
                      help="override a config field, e.g. --set dataset.path=../data/scifact")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -111,10 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ragkit.corpus.validation import IngestError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError) as error:
+    except (ConfigError, IngestError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -22,6 +22,8 @@ class Embedder(Component):
     def __init__(self, params: ComponentParams) -> None:
         self.params = params
         self._model: Any = None
+        # A grid asks the same questions of many indexes: embed each question once per process.
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     def _create_model(self) -> Any:
         raise NotImplementedError
@@ -37,7 +39,10 @@ class Embedder(Component):
         return _normalise(np.asarray(vectors, dtype=np.float32))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalise(np.asarray([self.embed_model().get_query_embedding(text)], dtype=np.float32))[0]
+        if text not in self._query_vectors:
+            vector = np.asarray([self.embed_model().get_query_embedding(text)], dtype=np.float32)
+            self._query_vectors[text] = _normalise(vector)[0]
+        return self._query_vectors[text]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -22,6 +22,9 @@ class RagkitSettings(BaseSettings):
         default=Path("~/.ragkit"),
         description="Root of every store: corpora, chunk sets, indexes, caches.",
     )
+    results_dir: Path | None = Field(
+        default=None, description="Where experiments write results; default: <data_dir>/results."
+    )
     allowed_types: tuple[str, ...] = Field(
         default=DEFAULT_ALLOWED_TYPES,
         description="File extensions (without the dot) that ingestion accepts.",
@@ -32,6 +35,11 @@ class RagkitSettings(BaseSettings):
 
     def resolved_data_dir(self) -> Path:
         path = self.data_dir.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def results_root(self) -> Path:
+        path = self.results_dir.expanduser().resolve() if self.results_dir else self.resolved_data_dir() / "results"
         path.mkdir(parents=True, exist_ok=True)
         return path
 

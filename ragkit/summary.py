@@ -9,13 +9,44 @@ from ragkit.results import ResultStore
 HEADLINE_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_recall@10", "span_mrr")
 
 
+COMPONENT_KINDS = ("chunker", "embedder", "retriever")
+
+
+def run_labels(runs: pd.DataFrame) -> pd.Series:
+    """Short readable names, e.g. "token(chunk_size=256) · minilm · bm25 · k=5".
+
+    Only parameters that differ between runs of the same component type are shown, so labels
+    stay short yet tell every run apart.
+    """
+    varying: dict[tuple[str, str], list[str]] = {}
+    for kind in COMPONENT_KINDS:
+        columns = [c for c in runs.columns if c.startswith(f"{kind}.") and c != f"{kind}.top_k"]
+        for component, group in runs.groupby(kind, dropna=False):
+            varying[(kind, component)] = [
+                c for c in columns if group[c].astype("string").nunique(dropna=False) > 1
+            ]
+
+    def label(row: pd.Series) -> str:
+        parts = []
+        for kind in COMPONENT_KINDS:
+            component = row[kind]
+            if pd.isna(component):
+                parts.append("-")
+                continue
+            shown = [f"{c.split('.', 1)[1]}={row[c]}" for c in varying.get((kind, component), [])]
+            parts.append(f"{component}({', '.join(shown)})" if shown else str(component))
+        return " · ".join(parts + [f"k={row['top_k']}"])
+
+    return runs.apply(label, axis=1) if not runs.empty else pd.Series(dtype="string")
+
+
 def summary_table(store: ResultStore, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
     runs = store.read("runs")
     scores = store.read("scores")
     stages = store.read("stages")
     if runs.empty:
         return pd.DataFrame()
-    table = runs.set_index("run_id")[["label"]].copy()
+    table = runs.assign(label=run_labels(runs)).set_index("run_id")[["label"]].copy()
     valid = scores[scores["error"].isna()]
     means = valid.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
     for metric in metrics:

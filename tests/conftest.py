@@ -42,3 +42,11 @@ def require_shared_dataset(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared dataset {name} not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def minilm_embedder():
+    """ragkit's own MiniLM embedder (the model loads once per test session)."""
+    from ragkit import registry
+
+    return registry.embedders.build("minilm")

@@ -18,7 +18,7 @@ from ragkit.chunksets import chunkset_path, load_or_build_chunkset
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, component_key, run_row
 from ragkit.index import ChunkIndex, IndexStore
-from ragkit.metrics.retrieval import metric_ks, retrieval_metrics
+from ragkit.metrics.retrieval import run_metrics
 from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
@@ -153,7 +153,6 @@ def _shards(items: list[Question], size: int) -> list[list[Question]]:
 
 def _answer_shard(run: RunStep, retriever: Any, questions: list[Question]) -> dict[str, pd.DataFrame]:
     scores, retrievals, stages = [], [], []
-    ks = metric_ks(run.point.top_k)
     for question in questions:
         started = time.perf_counter()
         try:
@@ -170,7 +169,7 @@ def _answer_shard(run: RunStep, retriever: Any, questions: list[Question]) -> di
                                "chunk_id": node.node.node_id, "doc_id": item[0], "start_char": item[1],
                                "end_char": item[2], "score": float(node.score or 0.0)})
         spans = [(s.doc_id, s.start, s.end) for s in question.spans]
-        values = retrieval_metrics(ranked, question.relevant_docs, spans, ks)
+        values = run_metrics(ranked, question.relevant_docs, spans, run.point.top_k)
         scores.extend({"run_id": run.run_id, "question_id": question.id, "metric": name, "value": value, "error": None}
                       for name, value in values.items())
     return {"scores": pd.DataFrame(scores), "retrievals": pd.DataFrame(retrievals), "stages": pd.DataFrame(stages)}

@@ -88,7 +88,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet) 
 
 
 def run_row(plan: Plan, step: RunStep) -> dict:
-    """The `runs` table row: run id, a readable label and every config field as a column."""
+    """The `runs` table row: run id and every config field as a column."""
     point = step.point
     row: dict = {
         "run_id": step.run_id,
@@ -106,7 +106,4 @@ def run_row(plan: Plan, step: RunStep) -> dict:
     for kind, spec in (("chunker", point.chunker), ("embedder", point.embedder), ("retriever", point.retriever)):
         for name, value in (spec.params if spec else {}).items():
             row[f"{kind}.{name}"] = value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
-    row["label"] = " · ".join(
-        [point.chunker.type, point.embedder.type if point.embedder else "-", point.retriever.type, f"k={point.top_k}"]
-    )
     return row

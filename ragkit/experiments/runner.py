@@ -34,7 +34,7 @@ def load_corpus(config: ExperimentConfig, store: CorpusStore) -> Corpus:
 
 def _corpus_name_for(path: Path) -> str:
     cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in path.resolve().name)
-    return (cleaned or "corpus")[:64]
+    return cleaned.lstrip(".")[:64] or "corpus"
 
 
 def load_questions(config: ExperimentConfig, corpus: Corpus) -> QuestionSet:

@@ -256,3 +256,25 @@ def retrieval_metrics(
     if answer_spans:
         scores.update(span_metrics(retrieved, answer_spans, ks))
     return scores
+
+
+# Metrics charted as curves over k = 1..CURVE_MAX_K; the rest are scored at metric_ks only,
+# which keeps the scores table small for large grids.
+CURVE_METRICS: tuple[str, ...] = ("recall", "ndcg", "span_recall", "span_ndcg")
+CURVE_MAX_K = 20
+
+
+def run_metrics(
+    retrieved: Sequence[RetrievedSpan],
+    relevant_docs: Mapping[str, float] | None,
+    answer_spans: Sequence[AnswerSpan] | None,
+    top_k: int,
+) -> dict[str, float]:
+    """What a run records per question: every metric at metric_ks(top_k), plus the curve
+    metrics at every k from 1 to min(top_k, CURVE_MAX_K)."""
+    scores = retrieval_metrics(retrieved, relevant_docs, answer_spans, metric_ks(top_k))
+    curve_ks = [k for k in range(1, min(top_k, CURVE_MAX_K) + 1) if k not in metric_ks(top_k)]
+    if curve_ks:
+        extra = retrieval_metrics(retrieved, relevant_docs, answer_spans, curve_ks)
+        scores.update({name: value for name, value in extra.items() if name.split("@")[0] in CURVE_METRICS})
+    return scores

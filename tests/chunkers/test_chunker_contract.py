@@ -1,7 +1,7 @@
 """ChunkerContract: the tests every chunker (built-in or plugin) inherits.
 
 A test class sets ``spec`` (small sizes, so the documents below give several chunks) and
-inherits; it may override the ``chunker_deps`` or ``documents`` fixtures.
+inherits; it may override the class-scoped ``chunker_deps`` or ``documents`` fixtures.
 """
 
 from __future__ import annotations
@@ -58,7 +58,11 @@ def contract_documents() -> list[Document]:
         make_document(
             "paged.pdf",
             PAGED,
-            {"title": "Paged report", "page_starts": page_starts, "sections": [[0, "Report"], [page_starts[1], "Report > Judges"]]},
+            {
+                "title": "Paged report",
+                "page_starts": page_starts,
+                "sections": [[0, "Report"], [page_starts[1], "Report > Judges"]],
+            },
         ),
     ]
 
@@ -68,15 +72,16 @@ class ChunkerContract:
     # A value outside the bounds of one of the chunker's own parameters.
     out_of_bounds: ClassVar[dict[str, Any]] = {"contextualize": "sometimes"}
 
-    @pytest.fixture
+    # Class-scoped so a chunker that embeds (semantic) chunks the documents once per class.
+    @pytest.fixture(scope="class")
     def chunker_deps(self) -> dict[str, Any]:
         return {}
 
-    @pytest.fixture
+    @pytest.fixture(scope="class")
     def documents(self) -> list[Document]:
         return contract_documents()
 
-    @pytest.fixture
+    @pytest.fixture(scope="class")
     def build(self, chunker_deps):
         def build(params: dict[str, Any] | None = None) -> Any:
             spec = {"type": self.spec["type"], "params": {**self.spec.get("params", {}), **(params or {})}}
@@ -84,7 +89,7 @@ class ChunkerContract:
 
         return build
 
-    @pytest.fixture
+    @pytest.fixture(scope="class")
     def nodes(self, build, documents) -> list[TextNode]:
         return build().chunk(documents)
 

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core.node_parser import SentenceSplitter
-from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
 
 from ragkit.chunkers.token import cl100k_tokenizer
 from ragkit.corpus.model import make_document
 from ragkit.registry import ConfigError, chunkers
+from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
 
 pytestmark = pytest.mark.unit
 

@@ -314,3 +314,16 @@ def test_doc_metrics_agree_with_ranx() -> None:
     ranx.evaluate(ranx.Qrels(qrels), full_run, ["mrr"])
     for query_id, retrieved in retrieved_by_query.items():
         assert reciprocal_rank(retrieved, qrels[query_id]) == pytest.approx(full_run.scores["mrr"][query_id], abs=1e-6)
+
+
+@pytest.mark.unit
+def test_run_metrics_adds_curve_points_for_every_k():
+    from ragkit.metrics.retrieval import run_metrics
+
+    retrieved = [("a", 0, 5), ("b", 0, 5), ("c", 0, 5), ("d", 0, 5)]
+    scores = run_metrics(retrieved, {"c": 1.0}, [("c", 2, 3)], top_k=4)
+    # recall curve: c first appears at rank 3
+    assert [scores[f"recall@{k}"] for k in (1, 2, 3, 4)] == [0.0, 0.0, 1.0, 1.0]
+    assert scores["span_ndcg@2"] == 0.0 and scores["ndcg@4"] == pytest.approx(1 / math.log2(4))
+    # non-curve metrics only at metric_ks(4) = 1, 3, 4
+    assert "precision@2" not in scores and "precision@3" in scores and "precision@4" in scores

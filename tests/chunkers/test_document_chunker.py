@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import pytest
+
+from ragkit.registry import chunkers
+from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
+
+pytestmark = pytest.mark.unit
+
+
+class TestDocumentChunker(ChunkerContract):
+    spec = {"type": "document", "params": {}}
+
+
+def test_one_chunk_per_document_holding_all_its_text():
+    documents = contract_documents()
+    nodes = chunkers.build("document").chunk(documents)
+    assert [n.text for n in nodes] == [d.text.strip() for d in documents]
+    assert [n.node_id for n in nodes] == [f"{d.id_}:0" for d in documents]

@@ -1,0 +1,30 @@
+"""The README's set-up commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", setup)
+
+
+def test_readme_has_exactly_two_setup_commands():
+    commands = _readme_commands()
+    assert len(commands) == 2
+    assert "ragkit run experiments/quickstart.yaml" in commands[0]
+    assert "pytest" in commands[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert _readme_commands()[1] in ci_lines
