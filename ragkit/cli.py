@@ -95,6 +95,34 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ragkit.export import export_results
+
+    run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
+    print(export_results(Path(args.results), args.format, args.out, run_ids))
+    return 0
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from ragkit.settings import get_settings
+
+    if args.demo:
+        # The demo opens on a finished quickstart: run it first (a no-op once it is complete).
+        quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
+        _cmd_run(build_parser().parse_args(["run", str(quickstart)]))
+    app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app),
+        "--server.address", args.host, "--server.port", str(args.port),
+        "--server.maxUploadSize", str(int(get_settings().max_file_mb)),
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]
+    print(f"dashboard on http://{args.host}:{args.port}")
+    return subprocess.call(command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -123,6 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
     summary = sub.add_parser("summary", help="print the summary table of a results folder")
     summary.add_argument("results")
     summary.set_defaults(func=_cmd_summary)
+
+    export = sub.add_parser("export", help="export a results folder as csv, parquet, xlsx, json or an html report")
+    export.add_argument("results")
+    export.add_argument("--format", required=True, choices=["csv", "parquet", "xlsx", "json", "html"])
+    export.add_argument("--out", help="output file (default: beside the results folder, named after it)")
+    export.add_argument("--runs", help="comma-separated run ids (default: every run)")
+    export.set_defaults(func=_cmd_export)
+    dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
+    dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
+    dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")
+    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.set_defaults(func=_cmd_dashboard)
     return parser
 
 

@@ -40,24 +40,28 @@ def run_labels(runs: pd.DataFrame) -> pd.Series:
     return runs.apply(label, axis=1) if not runs.empty else pd.Series(dtype="string")
 
 
-def summary_table(store: ResultStore, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
-    runs = store.read("runs")
-    scores = store.read("scores")
-    stages = store.read("stages")
+def summary_frame(
+    runs: pd.DataFrame, scores: pd.DataFrame, stages: pd.DataFrame, metrics: tuple[str, ...] = HEADLINE_METRICS
+) -> pd.DataFrame:
+    """One row per run: label, headline metric means, question and error counts, retrieve ms."""
     if runs.empty:
         return pd.DataFrame()
-    table = runs.assign(label=run_labels(runs)).set_index("run_id")[["label"]].copy()
-    valid = scores[scores["error"].isna()]
-    means = valid.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
+    labels = runs["label"] if "label" in runs.columns else run_labels(runs)
+    table = runs.assign(label=labels).set_index("run_id")[["label"]].copy()
+    valid = scores[scores["error"].isna() & scores["value"].notna()]
+    means = valid.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean", observed=True)
     for metric in metrics:
         if metric in means.columns:
             table[metric] = means[metric]
-    table["questions"] = scores.groupby("run_id")["question_id"].nunique()
-    table["errors"] = scores[scores["error"].notna()].groupby("run_id")["question_id"].nunique()
-    retrieve = stages[stages["stage"] == "retrieve"].groupby("run_id")["seconds"].mean() * 1000
-    table["retrieve_ms"] = retrieve
+    table["questions"] = scores.groupby("run_id", observed=True)["question_id"].nunique()
+    table["errors"] = scores[scores["error"].notna()].groupby("run_id", observed=True)["question_id"].nunique()
+    table["retrieve_ms"] = stages[stages["stage"] == "retrieve"].groupby("run_id", observed=True)["seconds"].mean() * 1000
     table = table.fillna({"questions": 0, "errors": 0}).astype({"questions": int, "errors": int})
     return table.reset_index().sort_values("label", kind="stable").reset_index(drop=True)
+
+
+def summary_table(store: ResultStore, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
+    return summary_frame(store.read("runs"), store.read("scores"), store.read("stages"), metrics)
 
 
 def format_summary(table: pd.DataFrame) -> str:

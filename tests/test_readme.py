@@ -21,8 +21,13 @@ def _readme_commands() -> list[str]:
 def test_readme_has_exactly_two_setup_commands():
     commands = _readme_commands()
     assert len(commands) == 2
-    assert "ragkit run experiments/quickstart.yaml" in commands[0]
-    assert "pytest" in commands[1]
+    assert commands == ["make demo", "make test"]
+
+
+def test_make_targets_do_what_the_readme_says():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    test_recipe = makefile.split("\ntest:", 1)[1]
+    assert "python -m pytest" in test_recipe
 
 
 def test_ci_runs_the_readme_test_command():

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
@@ -49,9 +50,11 @@ class Chunker(Component, NodeParser):
 
     params: ChunkerParams = Field(description="Validated parameters; the spec key is computed from them.")
     # Only chunkers that embed (semantic) use it; kept private so it never enters a spec or a dump.
-    _embed_model: Any = PrivateAttr(default=None)
+    _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
 
-    def __init__(self, params: ChunkerParams | Mapping[str, Any] | None = None, embed_model: Any = None) -> None:
+    def __init__(
+        self, params: ChunkerParams | Mapping[str, Any] | None = None, embed_model: BaseEmbedding | None = None
+    ) -> None:
         if not isinstance(params, self.Params):
             params = self.Params.model_validate(dict(params or {}))
         super().__init__(params=params)
@@ -66,6 +69,7 @@ class Chunker(Component, NodeParser):
         """Spans of ``text`` in reading order; the base trims whitespace and drops empty ones."""
 
     def chunk(self, documents: Sequence[BaseNode]) -> list[TextNode]:
+        """Nodes of every document in order; what ``get_nodes_from_documents`` returns too."""
         return [node for document in documents for node in self.chunk_document(document)]
 
     def chunk_document(self, document: BaseNode) -> list[TextNode]:
@@ -73,7 +77,6 @@ class Chunker(Component, NodeParser):
         metadata = document.metadata
         spans = clean_spans(text, self.split_spans(text, metadata))
         base = {k: v for k, v in metadata.items() if k not in POSITIONAL_METADATA}
-        base["doc_id"] = document.node_id
         page_starts = metadata.get("page_starts") or None
         sections = sorted(metadata.get("sections") or [], key=lambda section: section[0])
         section_starts = [section[0] for section in sections]
@@ -81,13 +84,14 @@ class Chunker(Component, NodeParser):
         ids = [f"{document.node_id}:{index}" for index in range(len(spans))]
         nodes = []
         for index, span in enumerate(spans):
-            meta = {**base, "start_char": span.start, "end_char": span.end, "chunk_index": index}
+            meta = dict(base)
             if page_starts:
                 meta["page"] = max(1, bisect_right(page_starts, span.start))
             position = bisect_right(section_starts, span.start) - 1
             if position >= 0 and sections[position][1]:
                 meta["breadcrumb"] = sections[position][1]
-            meta.update(span.metadata)
+            meta.update(span.metadata)  # the chunker's own breadcrumb wins over the document's sections
+            meta.update(doc_id=document.node_id, start_char=span.start, end_char=span.end, chunk_index=index)
             chunk_text = text[span.start : span.end]
             meta["embed_text"] = self._embed_text(chunk_text, meta)
             node = TextNode(
@@ -116,7 +120,7 @@ class Chunker(Component, NodeParser):
         return "\n".join(context) + "\n\n" + text if context else text
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
-        return list(self.chunk(list(get_tqdm_iterable(nodes, show_progress, "Chunking"))))
+        return list(self.chunk(get_tqdm_iterable(nodes, show_progress, "Chunking")))
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
         # LlamaIndex's version re-finds each node's text in its document (a repeated passage can
@@ -132,18 +136,21 @@ def _hide_from_llm(key: str, value: Any) -> bool:
 
 
 def clean_spans(text: str, spans: Sequence[Span]) -> list[Span]:
-    """Sorted spans trimmed to non-whitespace bounds, without empty or redundant ones."""
-    cleaned: list[Span] = []
-    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+    """Spans trimmed to non-whitespace bounds, in text order, without empty or redundant ones."""
+    trimmed: list[Span] = []
+    for span in spans:
         if not 0 <= span.start <= span.end <= len(text):
             raise ValueError(f"span ({span.start}, {span.end}) is outside a text of {len(text)} characters")
         piece = text[span.start : span.end]
         start = span.start + len(piece) - len(piece.lstrip())
         end = span.end - len(piece) + len(piece.rstrip())
+        if start < end:
+            trimmed.append(span._replace(start=start, end=end))
+    cleaned: list[Span] = []
+    for span in sorted(trimmed, key=lambda s: (s.start, -s.end)):
         # A span inside the previous one (e.g. a trailing overlap) would only duplicate it.
-        if start >= end or (cleaned and end <= cleaned[-1].end):
-            continue
-        cleaned.append(span._replace(start=start, end=end))
+        if not cleaned or span.end > cleaned[-1].end:
+            cleaned.append(span)
     return cleaned
 
 

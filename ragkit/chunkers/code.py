@@ -31,15 +31,18 @@ class CodeParams(ChunkerParams):
     fallback_chunk_size: int = Field(
         default=1000, ge=50, le=100_000, description="Chunk size in characters when the text is not Python."
     )
-    fallback_chunk_overlap: int = Field(
-        default=200, ge=0, le=50_000, description="Chunk overlap in characters when the text is not Python."
+    chunk_overlap: int = Field(
+        default=200,
+        ge=0,
+        le=50_000,
+        description="Characters repeated between pieces of text split recursively (not Python, or too long).",
     )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "CodeParams":
-        if self.fallback_chunk_overlap >= min(self.fallback_chunk_size, self.max_chars):
+        if self.chunk_overlap >= min(self.fallback_chunk_size, self.max_chars):
             raise ValueError(
-                f"fallback_chunk_overlap ({self.fallback_chunk_overlap}) must be smaller than "
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
                 f"fallback_chunk_size ({self.fallback_chunk_size}) and max_chars ({self.max_chars})"
             )
         return self
@@ -54,7 +57,7 @@ class CodeChunker(Chunker):
         module = _parse_python(text, metadata)
         if module is None:
             p = self.params
-            pieces = recursive_spans(text, 0, len(text), p.fallback_chunk_size, p.fallback_chunk_overlap)
+            pieces = recursive_spans(text, 0, len(text), p.fallback_chunk_size, p.chunk_overlap)
             return [Span(start, end, {"chunk_fallback": "recursive"}) for start, end in pieces]
         line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)] + [len(text)]
         return self._segment(text, line_starts, module.body, 1, len(line_starts) - 1, [])
@@ -87,8 +90,8 @@ class CodeChunker(Chunker):
     def _piece(self, text: str, line_starts: list[int], first: int, last: int, trail: list[str]) -> list[Span]:
         start, end = line_starts[first - 1], line_starts[last]
         extra = {"breadcrumb": " > ".join(trail)} if trail else {}
-        overlap = self.params.fallback_chunk_overlap
-        return [Span(s, e, extra) for s, e in recursive_spans(text, start, end, self.params.max_chars, overlap)]
+        pieces = recursive_spans(text, start, end, self.params.max_chars, self.params.chunk_overlap)
+        return [Span(s, e, extra) for s, e in pieces]
 
 
 def _parse_python(text: str, metadata: Mapping[str, Any]) -> ast.Module | None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.node_parser import SemanticSplitterNodeParser
+from llama_index.core.schema import Document
 from pydantic import Field, PrivateAttr
 
 from ragkit.chunkers.base import Chunker, ChunkerParams, Span, locate_chunks
@@ -33,9 +36,11 @@ class SemanticChunker(Chunker):
     name: ClassVar[str] = "semantic"
     Params: ClassVar[type[SemanticParams]] = SemanticParams
     params: SemanticParams
-    _parser: Any = PrivateAttr(default=None)
+    _parser: SemanticSplitterNodeParser | None = PrivateAttr(default=None)
 
-    def __init__(self, params: SemanticParams | Mapping[str, Any] | None = None, embed_model: Any = None) -> None:
+    def __init__(
+        self, params: SemanticParams | Mapping[str, Any] | None = None, embed_model: BaseEmbedding | None = None
+    ) -> None:
         if embed_model is None:
             raise ConfigError(
                 "the semantic chunker needs an embedder: pass embed_model=<a LlamaIndex BaseEmbedding>, "
@@ -43,9 +48,7 @@ class SemanticChunker(Chunker):
             )
         super().__init__(params, embed_model=embed_model)
 
-    def _make_parser(self) -> Any:
-        from llama_index.core.node_parser import SemanticSplitterNodeParser
-
+    def _make_parser(self) -> SemanticSplitterNodeParser:
         return SemanticSplitterNodeParser(
             embed_model=self._embed_model,
             buffer_size=self.params.buffer_size,
@@ -53,8 +56,6 @@ class SemanticChunker(Chunker):
         )
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
-        from llama_index.core.schema import Document
-
         if not text.strip():
             return []
         if self._parser is None:

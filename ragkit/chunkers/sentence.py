@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from llama_index.core.node_parser import SentenceSplitter
 from pydantic import Field, PrivateAttr
 
 from ragkit.chunkers.base import Chunker, Span
@@ -22,11 +23,9 @@ class SentenceChunker(Chunker):
     name: ClassVar[str] = "sentence"
     Params: ClassVar[type[SentenceParams]] = SentenceParams
     params: SentenceParams
-    _splitter: Any = PrivateAttr(default=None)
+    _splitter: SentenceSplitter | None = PrivateAttr(default=None)
 
-    def _make_splitter(self) -> Any:
-        from llama_index.core.node_parser import SentenceSplitter
-
+    def _make_splitter(self) -> SentenceSplitter:
         return SentenceSplitter(
             chunk_size=self.params.chunk_size,
             chunk_overlap=self.params.chunk_overlap,

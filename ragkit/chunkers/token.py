@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from llama_index.core.node_parser import TokenTextSplitter
 from pydantic import Field, PrivateAttr, model_validator
 
 from ragkit.chunkers.base import Chunker, ChunkerParams, Span, close_gaps
@@ -64,25 +65,29 @@ def place_chunks(text: str, splits: Sequence[tuple[str, int]], chunks: Sequence[
         needle = chunk.strip()
         if not needle:
             continue
-        fallback = chosen = None
-        for k in range(first, len(pieces)):
-            if k > stop and pieces[k - 1].strip():
-                break  # a chunk never skips a split that has text in it
-            end = _run_end(pieces, k, needle)
-            if end is None:
-                continue
-            if end < stop:
-                continue
-            fallback = fallback or (k, end)
-            if end > stop and sum(size for _, size in splits[k:stop]) <= overlap:
-                chosen = (k, end)
-                break
+        # The earliest split a chunk may start at and still overlap the previous one by <= overlap.
+        lowest, budget = stop, overlap
+        while lowest > first and splits[lowest - 1][1] <= budget:
+            budget -= splits[lowest - 1][1]
+            lowest -= 1
+        place = _first_run(pieces, needle, lowest, stop, beyond=True)
         # Rarely a chunk adds only whitespace to its overlap (so lies inside the previous chunk),
         # or token counts drift from the splitter's: then the earliest place is the right one.
-        k, end = chosen or fallback or _unplaceable(needle)
-        spans.append(Span(starts[k], ends[end - 1]))
-        first, stop = k, end
+        place = place or _first_run(pieces, needle, first, stop, beyond=False) or _unplaceable(needle)
+        spans.append(Span(starts[place[0]], ends[place[1] - 1]))
+        first, stop = place
     return close_gaps(text, spans)
+
+
+def _first_run(pieces: Sequence[str], needle: str, lowest: int, stop: int, beyond: bool) -> tuple[int, int] | None:
+    """The first run from ``lowest`` that reads ``needle`` and ends after (or at) split ``stop``."""
+    for k in range(lowest, len(pieces)):
+        if k > stop and pieces[k - 1].strip():
+            return None  # a chunk never skips a split that has text in it
+        end = _run_end(pieces, k, needle)
+        if end is not None and (end > stop if beyond else end >= stop):
+            return k, end
+    return None
 
 
 def _run_end(pieces: Sequence[str], k: int, needle: str) -> int | None:
@@ -103,7 +108,7 @@ def _run_end(pieces: Sequence[str], k: int, needle: str) -> int | None:
     return None
 
 
-def _unplaceable(needle: str) -> tuple[int, int]:
+def _unplaceable(needle: str) -> tuple[int, int]:  # a splitter change would show up here
     raise ValueError(f"cannot place chunk {needle[:60]!r} on the splitter's splits")
 
 
@@ -126,11 +131,9 @@ class TokenChunker(Chunker):
     name: ClassVar[str] = "token"
     Params: ClassVar[type[TokenWindowParams]] = TokenWindowParams
     params: TokenWindowParams
-    _splitter: Any = PrivateAttr(default=None)
+    _splitter: TokenTextSplitter | None = PrivateAttr(default=None)
 
-    def _make_splitter(self) -> Any:
-        from llama_index.core.node_parser import TokenTextSplitter
-
+    def _make_splitter(self) -> TokenTextSplitter:
         return TokenTextSplitter(
             chunk_size=self.params.chunk_size, chunk_overlap=self.params.chunk_overlap, tokenizer=cl100k_tokenizer()
         )

@@ -103,7 +103,7 @@ def test_a_registered_plugin_builds_through_the_registry():
 
 def test_clean_spans_sorts_and_drops_spans_inside_the_previous_one():
     text = "aaaa bbbb cccc"
-    spans = [Span(5, 14), Span(0, 9), Span(5, 9), Span(4, 5)]
+    spans = [Span(5, 14), Span(0, 4), Span(0, 9), Span(5, 9), Span(4, 5)]
     assert [(s.start, s.end) for s in clean_spans(text, spans)] == [(0, 9), (5, 14)]
 
 

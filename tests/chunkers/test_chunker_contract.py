@@ -55,6 +55,7 @@ def contract_documents() -> list[Document]:
         make_document("shapes.py", PYTHON, {"file_name": "shapes.py"}),
         make_document("odd.txt", ODD_WHITESPACE),
         make_document("unicode.txt", UNICODE),
+        make_document("blank.txt", " \n\t \n"),
         make_document(
             "paged.pdf",
             PAGED,
@@ -109,6 +110,7 @@ class ChunkerContract:
         assert len({n.node_id for n in nodes}) == len(nodes)
 
     def test_no_empty_or_padded_chunks(self, nodes):
+        assert not [n for n in nodes if n.metadata["doc_id"] == "blank.txt"]
         for node in nodes:
             assert node.text and node.text == node.text.strip()
 

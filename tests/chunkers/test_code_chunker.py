@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 
 
 class TestCodeChunker(ChunkerContract):
-    spec = {"type": "code", "params": {"max_chars": 400, "fallback_chunk_size": 120, "fallback_chunk_overlap": 30}}
+    spec = {"type": "code", "params": {"max_chars": 400, "fallback_chunk_size": 120, "chunk_overlap": 30}}
     out_of_bounds = {"max_chars": 10}
 
 
@@ -36,7 +36,7 @@ def test_one_chunk_per_definition_with_its_exact_source():
 def test_a_long_class_is_split_by_method():
     methods = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(8))
     text = f"import os\n\n\nclass Big:\n    '''Docs.'''\n\n{methods}\ndef after():\n    pass\n"
-    nodes = chunk(text, max_chars=200, fallback_chunk_overlap=20)
+    nodes = chunk(text, max_chars=200, chunk_overlap=20)
     methods_crumbs = [f"Big > method_{i}" for i in range(8)]
     assert [n.metadata.get("breadcrumb") for n in nodes] == [None, "Big", *methods_crumbs, "after"]
     assert nodes[1].text == "class Big:\n    '''Docs.'''"
@@ -45,7 +45,7 @@ def test_a_long_class_is_split_by_method():
 
 def test_a_long_function_is_split_recursively_under_max_chars():
     body = "".join(f"    value_{i} = {i} * {i}\n" for i in range(40))
-    nodes = chunk(f"def long():\n{body}", max_chars=200, fallback_chunk_overlap=20)
+    nodes = chunk(f"def long():\n{body}", max_chars=200, chunk_overlap=20)
     assert len(nodes) > 3 and all(len(n.text) <= 200 and n.metadata["breadcrumb"] == "long" for n in nodes)
 
 
@@ -64,5 +64,5 @@ def test_carriage_return_line_endings_keep_exact_offsets():
 
 
 def test_fallback_overlap_must_be_below_sizes():
-    with pytest.raises(ConfigError, match=r"fallback_chunk_overlap \(500\) must be smaller"):
-        chunkers.build({"type": "code", "params": {"fallback_chunk_size": 400, "fallback_chunk_overlap": 500}})
+    with pytest.raises(ConfigError, match=r"chunk_overlap \(500\) must be smaller"):
+        chunkers.build({"type": "code", "params": {"fallback_chunk_size": 400, "chunk_overlap": 500}})

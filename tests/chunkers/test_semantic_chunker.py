@@ -27,7 +27,8 @@ class TestSemanticChunker(ChunkerContract):
 
     @pytest.fixture(scope="class")
     def documents(self):
-        return [make_document("topics.txt", TWO_TOPICS), contract_documents()[-1]]
+        blank = make_document("blank.txt", "  \n")
+        return [make_document("topics.txt", TWO_TOPICS), blank, contract_documents()[-1]]
 
 
 @pytest.mark.integration

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core.node_parser import TokenTextSplitter
 
-from ragkit.chunkers.token import cl100k_tokenizer
+from ragkit.chunkers.token import cl100k_tokenizer, place_chunks
 from ragkit.corpus.model import make_document
 from ragkit.registry import ConfigError, chunkers
 from tests.chunkers.test_chunker_contract import PROSE, ChunkerContract, contract_documents
@@ -41,6 +41,21 @@ def test_overlapping_windows_of_repeated_text_land_where_they_were_cut(text):
     assert starts == sorted(set(starts))
     assert all(next_start < end for (_, end), (next_start, _) in zip(spans, spans[1:]))  # they overlap
     assert max(e - s for s, e in spans) < 200  # no chunk swallowed the rest
+
+
+@pytest.mark.parametrize(
+    ("text", "chunks", "overlap", "expected"),
+    [
+        # identical windows of a repeated character: the overlap budget says where each starts
+        ("x" * 8, ["xxxx", "xxxx", "xxxx"], 2, [(0, 4), (2, 6), (4, 8)]),
+        # a chunk that only adds whitespace to its overlap lies inside the previous chunk
+        ("a b c   d", ["a b c", "c", "c   d"], 1, [(0, 5), (3, 5), (3, 9)]),  # untrimmed: the base trims
+    ],
+)
+def test_place_chunks_by_hand(text, chunks, overlap, expected):
+    pieces = [text[i] for i in range(len(text))] if text.startswith("x") else ["a", " b", " c", "  ", " d"]
+    splits = [(piece, 1) for piece in pieces]
+    assert [(s.start, s.end) for s in place_chunks(text, splits, chunks, overlap)] == expected
 
 
 def test_overlap_not_below_size_names_both_values():

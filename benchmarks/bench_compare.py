@@ -1,0 +1,121 @@
+"""How fast the Compare page's library calls are on a large grid: 50 runs x 1,000 questions.
+
+Builds a synthetic results folder (the quickstart's metric names, curve metrics at every k up to
+top_k, 100-question shards like a real run), then times load_results, metric_means for one
+metric, a curve, and the charts, against a baseline measured in the same process: a plain pandas
+groupby mean of the same scores table. A script, not a test:
+
+    python benchmarks/bench_compare.py [--runs 50] [--questions 1000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ragkit import analysis, charts
+from ragkit.metrics.retrieval import run_metrics
+from ragkit.results import ResultStore
+
+SHARD_SIZE = 100
+CHUNKERS = ("token", "sentence", "recursive", "markdown", "semantic")
+RETRIEVERS = ("bm25", "dense", "hybrid", "mmr", "dense")
+
+
+def metric_names(top_k: int) -> list[str]:
+    """Exactly what a run with this top_k records for a question with doc and span ground truth."""
+    retrieved = [("d1", 0, 10)] * top_k
+    return sorted(run_metrics(retrieved, {"d1": 1.0}, [("d1", 0, 5)], top_k))
+
+
+def build(root: Path, n_runs: int, n_questions: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    store = ResultStore(root)
+    questions = [f"q{i:05d}" for i in range(n_questions)]
+    for index in range(n_runs):
+        top_k = 10 if index % 2 else 5
+        run_id = f"run{index:03d}"
+        chunker, retriever = CHUNKERS[(index // 2) % 5], RETRIEVERS[(index // 10) % 5]
+        store.write_run(run_id, {
+            "run_id": run_id, "experiment": "bench", "chunkset_id": f"cs-{chunker}", "index_id": f"ix-{index // 2}",
+            "chunker": chunker, "embedder": "minilm", "retriever": retriever, "top_k": top_k,
+            "chunker.chunk_size": 256 * (1 + index // 10), "retriever.top_k": top_k,
+        })
+        names = metric_names(top_k)
+        skill = rng.uniform(0.4, 0.9)
+        for start in range(0, n_questions, SHARD_SIZE):
+            shard = questions[start:start + SHARD_SIZE]
+            values = (rng.uniform(size=(len(shard), len(names))) < skill).astype("float64")
+            scores = pd.DataFrame({
+                "run_id": run_id, "question_id": np.repeat(shard, len(names)), "metric": np.tile(names, len(shard)),
+                "value": values.ravel(), "error": None,
+            })
+            ranks = np.tile(np.arange(1, top_k + 1), len(shard))
+            retrievals = pd.DataFrame({
+                "run_id": run_id, "question_id": np.repeat(shard, top_k), "rank": ranks,
+                "chunk_id": [f"c{r}" for r in rng.integers(0, 5000, len(ranks))], "doc_id": "d", "start_char": 0,
+                "end_char": 100, "score": 1.0 / ranks,
+            })
+            stages = pd.DataFrame({"run_id": run_id, "question_id": shard, "stage": "retrieve",
+                                   "seconds": rng.gamma(2.0, 0.01, len(shard)), "cached": False})
+            if start == 0:
+                build_rows = pd.DataFrame({"run_id": run_id, "question_id": None, "stage": ["chunk", "embed", "index"],
+                                           "seconds": [0.5, 12.0, 0.1], "cached": False})
+                stages = pd.concat([stages, build_rows], ignore_index=True)
+            store.commit_shard(run_id, shard, {"scores": scores, "retrievals": retrievals, "stages": stages})
+
+
+def timed(label: str, func, timings: dict[str, float]):
+    start = time.perf_counter()
+    value = func()
+    timings[label] = time.perf_counter() - start
+    return value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument("--keep", help="build (or reuse) the results folder here instead of a temp folder")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(args.keep) if args.keep else Path(scratch) / "bench"
+        if not (root / "runs").exists():
+            started = time.perf_counter()
+            build(root, args.runs, args.questions)
+            print(f"built {args.runs} runs x {args.questions} questions in {time.perf_counter() - started:.1f} s")
+
+        timings: dict[str, float] = {}
+        results = timed("load_results", lambda: analysis.load_results(root), timings)
+        scores = results.scores
+        timings["baseline: groupby mean"] = 0.0
+        baseline = timed("baseline: groupby mean",
+                         lambda: scores[scores["metric"] == "recall@5"].groupby("run_id", observed=True)["value"].mean(), timings)
+        means = timed("metric_means(recall@5)", lambda: analysis.metric_means(scores, ["recall@5"]), timings)
+        assert np.allclose(means.set_index("run_id")["mean"].sort_index(), baseline.sort_index())
+        points = timed("curve(recall)", lambda: analysis.curve(scores, "recall"), timings)
+        latency = timed("latency_by_stage", lambda: analysis.latency_by_stage(results.stages), timings)
+        scatter = timed("quality_vs_latency", lambda: analysis.quality_vs_latency(scores, results.stages, "recall@5"),
+                        timings)
+        timed("charts (4)", lambda: [charts.metric_bar_chart(means, results.runs),
+                                     charts.curve_chart(points, results.runs, "recall"),
+                                     charts.latency_chart(latency, results.runs),
+                                     charts.pareto_chart(scatter, results.runs)], timings)
+
+        print(f"scores: {len(scores):,} rows, {scores['metric'].nunique()} metrics; "
+              f"retrievals: {len(results.retrievals):,} rows")
+        reference = timings["baseline: groupby mean"]
+        for label, seconds in timings.items():
+            print(f"{label:28} {seconds * 1000:9.1f} ms   {seconds / reference:8.1f}x baseline")
+        page = sum(v for k, v in timings.items() if k not in ("load_results", "baseline: groupby mean"))
+        print(f"{'compare page (no load)':28} {page * 1000:9.1f} ms   {page / reference:8.1f}x baseline")
+
+
+if __name__ == "__main__":
+    main()

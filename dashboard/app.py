@@ -1,0 +1,40 @@
+"""ragkit dashboard entry point: page config, sidebar, navigation over dashboard/pages/.
+
+Run it with the server settings on the command line (no config file needed):
+
+    streamlit run dashboard/app.py --server.address 127.0.0.1 --server.port 8501 \
+        --server.maxUploadSize $RAGKIT_MAX_FILE_MB
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import state
+
+PAGES = Path(__file__).resolve().parent / "pages"
+
+st.set_page_config(page_title="ragkit", page_icon=":material/science:", layout="wide")
+
+with st.sidebar:
+    st.markdown("**ragkit**")
+    st.caption(f"Data directory: `{state.data_dir()}`")
+    st.caption("Embedder: MiniLM (all-MiniLM-L6-v2, bundled)")
+    st.caption("LLM backend: none yet")
+    ollama = "answers" if state.ollama_available() else "not reachable"
+    st.caption(f"Ollama at {state.OLLAMA_URL}: {ollama}")
+
+navigation = st.navigation(
+    [
+        st.Page(PAGES / "1_corpora.py", title="Corpora", icon=":material/folder:", default=True),
+        st.Page(PAGES / "2_question_sets.py", title="Question sets", icon=":material/quiz:"),
+        st.Page(PAGES / "3_new_experiment.py", title="New experiment", icon=":material/tune:"),
+        st.Page(PAGES / "4_runs.py", title="Runs", icon=":material/play_circle:"),
+        st.Page(PAGES / "5_compare.py", title="Compare", icon=":material/bar_chart:"),
+        st.Page(PAGES / "6_drilldown.py", title="Question drill-down", icon=":material/search:"),
+        st.Page(PAGES / "7_export.py", title="Export", icon=":material/download:"),
+    ]
+)
+navigation.run()

@@ -1,0 +1,88 @@
+"""Corpora: upload files, see what was ingested or skipped, list, delete, preview chunks."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import forms, state
+from ragkit import registry
+from ragkit.corpus.validation import IngestError
+from ragkit.registry import ConfigError
+from ragkit.settings import get_settings
+
+st.title("Corpora")
+
+# --- upload --------------------------------------------------------------------------------------
+with st.form("ingest", clear_on_submit=False):
+    st.subheader("Add files")
+    files = st.file_uploader(
+        "Drop files here", accept_multiple_files=True, type=list(get_settings().allowed_types),
+        help=f"Up to {get_settings().max_file_mb:g} MB per file (RAGKIT_MAX_FILE_MB).",
+    )
+    name = st.text_input("Corpus name", value="my-corpus", help="New or existing corpus; files with the same name replace.")
+    submitted = st.form_submit_button("Ingest", type="primary")
+
+if submitted:
+    if not files:
+        st.warning("Choose at least one file.")
+    else:
+        bar = st.progress(0.0, text="Saving uploads...")
+        try:
+            paths = state.save_uploads(files, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+            report = state.corpus_store().ingest(
+                paths, name, progress=lambda done, total, doc: bar.progress(done / max(total, 1), text=doc or "done"),
+            )
+        except (IngestError, ConfigError) as error:
+            st.error(str(error))
+        else:
+            bar.progress(1.0, text=f"{report.ingested_count} of {len(report.files)} files ingested")
+            st.dataframe(
+                pd.DataFrame([{"file": f.doc_id, "status": f.status, "documents": f.documents, "reason": f.reason}
+                              for f in report.files]),
+                hide_index=True,
+            )
+
+# --- list & delete -------------------------------------------------------------------------------
+st.subheader("Corpora")
+table = state.corpora_table()
+if table.empty:
+    st.info("No corpus yet: upload files above, or run `ragkit ingest FOLDER --corpus NAME`.")
+    st.stop()
+st.dataframe(table, hide_index=True)
+
+with st.expander("Delete a corpus"):
+    doomed = st.selectbox("Corpus to delete", table["name"].tolist(), key="delete_name")
+    confirm = st.checkbox(f"Yes, delete '{doomed}' with its chunk sets and indexes", key="delete_confirm")
+    if st.button("Delete", disabled=not confirm, type="secondary"):
+        state.corpus_store().delete(doomed)
+        st.success(f"Deleted corpus '{doomed}'.")
+        st.rerun()
+
+# --- preview -------------------------------------------------------------------------------------
+st.subheader("Preview a document and its chunks")
+chosen = st.selectbox("Corpus", table["name"].tolist(), key="preview_corpus")
+corpus = state.load_corpus(chosen)
+doc_ids = [document.id_ for document in corpus.documents]
+doc_id = st.selectbox("Document", doc_ids, key="preview_doc")
+chunker = st.selectbox("Chunker", registry.chunkers.names(),
+                       index=registry.chunkers.names().index("recursive") if "recursive" in registry.chunkers.names() else 0)
+with st.expander(f"{chunker} parameters"):
+    params = forms.params_form(registry.chunkers.params_model(chunker), key=f"preview.{chunker}")
+
+document = corpus.by_id()[doc_id]
+left, right = st.columns(2)
+with left:
+    st.caption(f"{len(document.text):,} characters · metadata: " +
+               ", ".join(k for k in document.metadata if k not in ("page_starts", "sections")))
+    st.text_area("Document text", document.text[:20_000], height=500, disabled=True)
+with right:
+    try:
+        chunks = state.preview_chunks(chosen, doc_id, chunker, params)
+    except Exception as error:  # a chunker that needs a model, or bad params: show, don't crash
+        st.error(f"{chunker}: {error}")
+    else:
+        st.caption(f"{len(chunks)} chunks · median {int(chunks['tokens'].median()) if len(chunks) else 0} tokens")
+        st.dataframe(chunks, hide_index=True, height=500)

@@ -1,0 +1,82 @@
+"""Question sets: import BEIR, SQuAD-style, JSONL or CSV (upload or path), preview and count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from ragkit.qa import FORMATS
+from ragkit.registry import ConfigError
+
+st.title("Question sets")
+
+# --- import --------------------------------------------------------------------------------------
+with st.expander("Import a question set", expanded=False):
+    source = st.radio("From", ["Upload", "Path on this machine"], horizontal=True)
+    name = st.text_input("Name", value="my-questions")
+    format = st.selectbox("Format", FORMATS, help="auto detects BEIR folders, SQuAD JSON/JSONL, plain JSONL and CSV.")
+    if source == "Upload":
+        files = st.file_uploader(
+            "Files", accept_multiple_files=True, type=["jsonl", "json", "csv", "tsv"],
+            help="One file (SQuAD JSON/JSONL, JSONL, CSV), or a BEIR set: queries.jsonl, corpus.jsonl "
+                 "and the qrels <split>.tsv files.",
+        )
+        given = None
+    else:
+        files = None
+        given = st.text_input("Path", value="", help="A BEIR folder, a SQuAD-style folder or file, or a JSONL/CSV file.")
+    if st.button("Import", type="primary"):
+        try:
+            if files:
+                paths = state.save_uploads(files, "question_sets", name)
+                folder = paths[0].parent
+                for path in paths:  # BEIR keeps judgements under qrels/
+                    if path.suffix == ".tsv":
+                        (folder / "qrels").mkdir(exist_ok=True)
+                        path.replace(folder / "qrels" / path.name)
+                target = paths[0] if len(paths) == 1 else folder
+            elif given:
+                target = Path(given).expanduser()
+            else:
+                raise ConfigError("upload files or give a path")
+            loaded = state.load_questions(str(target), format)
+            state.register_question_set(name, target, format)
+            st.success(f"Imported '{name}': {len(loaded.questions)} questions ({loaded.format}).")
+        except ConfigError as error:
+            st.error(str(error))
+
+# --- list & preview --------------------------------------------------------------------------------
+known = state.question_sets()
+st.dataframe(pd.DataFrame(list(known.values()), columns=["name", "path", "format"]), hide_index=True)
+if not known:
+    st.info("No question set yet: import one above.")
+    st.stop()
+
+chosen = st.selectbox("Preview", list(known), key="preview_set")
+entry = known[chosen]
+try:
+    questions = state.load_questions(entry["path"], entry["format"])
+except ConfigError as error:
+    st.error(str(error))
+    st.stop()
+
+cols = st.columns(4)
+cols[0].metric("Questions", len(questions.questions))
+cols[1].metric("Relevance judgements", questions.count_judgements())
+cols[2].metric("Answer spans", questions.count_spans())
+cols[3].metric("Format", questions.format)
+st.dataframe(
+    pd.DataFrame(
+        [
+            {"id": q.id, "question": q.text, "relevant docs": ", ".join(q.relevant_docs),
+             "answer": q.answers[0] if q.answers else "", "spans": len(q.spans)}
+            for q in questions.questions[:200]
+        ]
+    ),
+    hide_index=True,
+)
+if len(questions.questions) > 200:
+    st.caption(f"First 200 of {len(questions.questions)} questions.")

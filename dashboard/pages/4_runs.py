@@ -1,0 +1,78 @@
+"""Runs: start a job from YAML, follow live progress, cancel and resume."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+import yaml
+
+from dashboard import state
+from ragkit.registry import ConfigError
+
+REFRESH_S = 2.0
+
+st.title("Runs")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+with st.expander("Start a job from an experiment YAML"):
+    text = st.text_area("Experiment YAML", height=200, placeholder="name: ...\ndataset: {path: ...}")
+    if st.button("Start", disabled=not text.strip()):
+        try:
+            config = yaml.safe_load(text)
+            if not isinstance(config, dict):
+                raise ConfigError("expected a mapping at the top level")
+            job = state.job_manager().start(config)
+            st.success(f"Started job {job.job_id}.")
+        except (ConfigError, yaml.YAMLError) as error:
+            st.error(str(error))
+
+
+@st.fragment(run_every=REFRESH_S)
+def jobs_panel() -> None:
+    manager = state.job_manager()
+    jobs = manager.list()
+    if not jobs:
+        st.info("No job yet: start one on the New experiment page or above.")
+        return
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"job": j.job_id, "experiment": j.experiment, "state": j.state,
+                 "progress": (j.done / j.total) if j.total else 0.0, "done": j.done, "total": j.total,
+                 "elapsed": _duration(j.elapsed_s), "ETA": _duration(j.eta_s), "created": j.created}
+                for j in jobs
+            ]
+        ),
+        hide_index=True,
+        column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)},
+    )
+    job_id = st.selectbox("Job", [j.job_id for j in jobs], key="runs_job")
+    info = next(j for j in jobs if j.job_id == job_id)
+    fraction = info.done / info.total if info.total else 0.0
+    st.progress(fraction, text=f"{info.state} · {info.done}/{info.total or '?'} questions · "
+                               f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}")
+    if info.error:
+        st.error(info.error)
+    cancel, resume, _ = st.columns([1, 1, 4])
+    if cancel.button("Cancel", disabled=info.state not in ("queued", "running"), key="runs_cancel"):
+        manager.cancel(job_id)
+        st.rerun(scope="fragment")
+    if resume.button("Resume", disabled=info.state not in ("cancelled", "interrupted", "failed"), key="runs_resume"):
+        try:
+            manager.resume(job_id)
+        except ConfigError as error:
+            st.error(str(error))
+        st.rerun(scope="fragment")
+    st.caption(f"Results: `{info.out_dir}`")
+    st.code(info.log_tail or "(no output yet)", language=None)
+
+
+jobs_panel()

@@ -1,0 +1,93 @@
+"""Question drill-down: one question, the chunks 2-4 runs retrieved for it, side by side."""
+
+from __future__ import annotations
+
+import html
+from bisect import bisect_right
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import state
+from dashboard.selection import pick_results
+from ragkit.qa import resolve_answer_spans
+
+st.title("Question drill-down")
+
+experiment, results, run_ids = pick_results(max_runs=4, default_runs=2)
+
+# Question text and answer spans come from the question set the experiment used.
+sets = state.question_sets()
+used = state.dataset_of(state.results_root() / experiment)
+options = list(sets)
+if used and all(entry["path"] != used for entry in sets.values()):
+    sets[used] = {"name": used, "path": used, "format": "auto"}
+    options.insert(0, used)
+if not options:
+    st.info("Import the experiment's question set on the Question sets page to see question texts.")
+    st.stop()
+run_rows = results.runs.set_index("run_id")
+first = run_rows.loc[run_ids[0]]
+# Best guess: the dataset of the job that wrote these results, else the set named like the corpus.
+default = next((i for i, key in enumerate(options) if sets[key]["path"] == used), None)
+if default is None:
+    default = next((i for i, key in enumerate(options) if Path(sets[key]["path"]).name == first["corpus"]), 0)
+entry = sets[st.selectbox("Question set the experiment used", options, index=default)]
+documents = state.documents_for(str(first["corpus"]), str(first["corpus_id"]), entry["path"])
+questions = resolve_answer_spans(state.load_questions(entry["path"], entry["format"]), documents).by_id()
+
+retrieved = results.retrievals[results.retrievals["run_id"].isin(run_ids)]
+question_ids = [q for q in dict.fromkeys(retrieved["question_id"].dropna().tolist())]
+if not question_ids:
+    st.info("These runs retrieved nothing yet.")
+    st.stop()
+question_id = st.selectbox(
+    "Question", question_ids, index=state.query_choice("q", question_ids),
+    format_func=lambda q: f"{q}: {questions[q].text[:100]}" if q in questions else q,
+)
+state.set_query(q=question_id)
+question = questions.get(question_id)
+if question is None:
+    st.warning(f"Question {question_id} is not in this question set: pick the one the experiment used.")
+else:
+    st.markdown(f"**{html.escape(question.text)}**")
+    if question.answers:
+        st.caption("Answer: " + question.answers[0] + " · relevant: " + ", ".join(question.relevant_docs))
+spans = question.spans if question else []
+
+
+def breadcrumb(doc_id: str, start: int) -> str:
+    sections = sorted((documents[doc_id].metadata.get("sections") or []) if doc_id in documents else [])
+    position = bisect_right([s[0] for s in sections], start) - 1
+    return str(sections[position][1]) if position >= 0 else ""
+
+
+def highlighted(doc_id: str, start: int, end: int) -> tuple[str, bool]:
+    """The chunk text as HTML with answer-span overlaps marked, and whether there is one."""
+    text = documents[doc_id].text[start:end] if doc_id in documents else ""
+    marks = sorted((max(s.start, start) - start, min(s.end, end) - start)
+                   for s in spans if s.doc_id == doc_id and s.start < end and s.end > start)
+    out, cursor = [], 0
+    for a, b in marks:
+        out += [html.escape(text[cursor:a]), "<mark>", html.escape(text[max(a, cursor):b]), "</mark>"]
+        cursor = max(cursor, b)
+    out.append(html.escape(text[cursor:]))
+    return "".join(out), bool(marks)
+
+
+for column, run_id in zip(st.columns(len(run_ids)), run_ids):
+    with column:
+        st.markdown(f"**{html.escape(str(run_rows.loc[run_id, 'label']))}**")
+        rows = retrieved[(retrieved["run_id"] == run_id) & (retrieved["question_id"] == question_id)]
+        for row in rows.sort_values("rank").itertuples():
+            body, overlaps = highlighted(row.doc_id, int(row.start_char), int(row.end_char))
+            relevant = question is not None and row.doc_id in question.relevant_docs
+            crumb = breadcrumb(row.doc_id, int(row.start_char))
+            st.markdown(
+                f"**#{row.rank}** · score {row.score:.3f} · `{row.doc_id}`"
+                + (f" · {html.escape(crumb)}" if crumb else "")
+                + (" · :green[answer span]" if overlaps else " · :green[relevant doc]" if relevant else "")
+            )
+            with st.container(height=200):
+                st.markdown(f"<div style='white-space: pre-wrap'>{body or '(document not found)'}</div>",
+                            unsafe_allow_html=True)

@@ -1,0 +1,21 @@
+"""Export: the selected runs of an experiment as CSV, Parquet, Excel, JSON or an HTML report."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import state
+from dashboard.selection import pick_results
+from ragkit.export import FORMATS
+
+NAMES = {"csv": "CSV (zip of tables)", "parquet": "Parquet (zip of tables)", "xlsx": "Excel",
+         "json": "JSON", "html": "HTML report (offline)"}
+
+st.title("Export")
+
+experiment, results, run_ids = pick_results()
+fmt = st.radio("Format", list(FORMATS), format_func=lambda f: NAMES.get(f, f), horizontal=True)
+all_runs = len(run_ids) == len(results.runs)
+data, file_name, mime = state.export(experiment, fmt, None if all_runs else run_ids)
+st.download_button(f"Download {file_name}", data, file_name=file_name, mime=mime, type="primary")
+st.caption(f"{len(run_ids)} runs · {len(data) / 1024:,.1f} KB")

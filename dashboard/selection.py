@@ -1,0 +1,39 @@
+"""The experiment and run pickers shared by Compare, drill-down and Export.
+
+What they select lives in ``st.query_params`` (exp, runs), so a page URL reproduces the view
+and the selection carries over between these pages.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import state
+
+
+def pick_results(max_runs: int | None = None, default_runs: int | None = None):
+    """(experiment name, Results, chosen run ids); stops the page when there is nothing to show."""
+    experiments = state.experiments()
+    if not experiments:
+        st.info(f"No results yet under `{state.results_root()}`: run an experiment first.")
+        st.stop()
+    experiment = st.selectbox("Experiment", experiments, index=state.query_choice("exp", experiments),
+                              key="pick_experiment")
+    results = state.load_results(experiment)
+    runs = results.runs
+    if runs.empty:
+        st.info(f"Experiment '{experiment}' has no runs yet.")
+        st.stop()
+    labels = dict(zip(runs["run_id"], runs["label"]))
+    run_ids = list(labels)
+    default = run_ids[: default_runs or max_runs or len(run_ids)]
+    chosen = st.multiselect(
+        "Runs", run_ids, default=state.query_list("runs", run_ids, default)[: max_runs or None],
+        format_func=lambda run_id: labels.get(run_id, run_id), max_selections=max_runs, key=f"pick_runs.{experiment}.{max_runs}",
+    )
+    # All runs selected is the default: keep the link short by leaving it out.
+    state.set_query(exp=experiment, runs=None if chosen == default else chosen)
+    if not chosen:
+        st.info("Choose at least one run.")
+        st.stop()
+    return experiment, results, chosen

@@ -1,0 +1,323 @@
+"""The one module that owns caching and on-disk dashboard state.
+
+Stores are cached with ``st.cache_resource`` and DataFrames with ``st.cache_data(ttl=...)``.
+Every cached function takes the data directory (and whatever else selects its value) as an
+argument, so two data directories (two tests, or a changed RAGKIT_DATA_DIR) never share an entry.
+Pages call the plain helpers below, never ``st.cache_*`` themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ragkit.corpus.store import CorpusStore
+from ragkit.corpus.validation import sanitize_name
+from ragkit.jobs import JobManager
+from ragkit.registry import ConfigError
+from ragkit.settings import get_settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_QUESTION_SET = REPO_ROOT / "datasets" / "covidqa_sample"
+OLLAMA_URL = "http://127.0.0.1:11434"
+DATA_TTL_S = 30
+
+
+# --- where things live -------------------------------------------------------------------------
+
+
+def data_dir() -> Path:
+    return get_settings().resolved_data_dir()
+
+
+def results_root() -> Path:
+    return get_settings().results_root()
+
+
+def inside(path: Path, root: Path) -> Path:
+    """``path`` resolved, refusing anything outside ``root`` (uploads never escape the data dir)."""
+    resolved, root = path.resolve(), root.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ConfigError(f"{path} is outside {root}")
+    return resolved
+
+
+def save_uploads(files: list[Any], *folders: str) -> list[Path]:
+    """Write Streamlit UploadedFiles to <data_dir>/uploads/<folders...>/<sanitized name>."""
+    root = data_dir() / "uploads"
+    folder = inside(root.joinpath(*(sanitize_name(part) for part in folders)), root)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for uploaded in files:
+        target = inside(folder / sanitize_name(uploaded.name), folder)
+        target.write_bytes(uploaded.getvalue())
+        paths.append(target)
+    return paths
+
+
+# --- stores (cache_resource) ---------------------------------------------------------------------
+
+
+@st.cache_resource
+def _corpus_store(root: str) -> CorpusStore:
+    return CorpusStore(Path(root))
+
+
+def corpus_store() -> CorpusStore:
+    return _corpus_store(str(data_dir()))
+
+
+@st.cache_resource
+def _job_manager(jobs_dir: str) -> JobManager:
+    return JobManager(Path(jobs_dir))
+
+
+def job_manager() -> JobManager:
+    return _job_manager(str(data_dir() / "jobs"))
+
+
+# --- corpora ---------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=DATA_TTL_S)
+def _corpora_table(root: str, stamp: float) -> pd.DataFrame:
+    rows = [
+        {
+            "name": info.name,
+            "documents": info.documents,
+            "files": info.files,
+            "size_mb": round(info.total_bytes / 1024 / 1024, 3),
+            "types": ", ".join(f"{kind} ({count})" for kind, count in sorted(info.file_types.items())),
+            "created": info.created,
+        }
+        for info in _corpus_store(root).list()
+    ]
+    return pd.DataFrame(rows, columns=["name", "documents", "files", "size_mb", "types", "created"])
+
+
+def _folder_stamp(folder: Path) -> float:
+    """Changes whenever a file is added, replaced or removed in ``folder`` (cache key part)."""
+    if not folder.exists():
+        return 0.0
+    return sum(p.stat().st_mtime for p in folder.iterdir()) + len(list(folder.iterdir()))
+
+
+def corpora_table() -> pd.DataFrame:
+    root = data_dir()
+    return _corpora_table(str(root), _folder_stamp(root / "corpora"))
+
+
+@st.cache_resource(max_entries=4)
+def _corpus(root: str, name: str, stamp: float):
+    return _corpus_store(root).load(name)
+
+
+def load_corpus(name: str):
+    root = data_dir()
+    return _corpus(str(root), name, _folder_stamp(root / "corpora"))
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
+def chunk_preview(root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str, params_json: str) -> pd.DataFrame:
+    """One document's chunks under one chunker: boundaries, breadcrumb, token count, text."""
+    from ragkit import registry
+    from ragkit.chunkers.token import cl100k_tokenizer
+
+    document = _corpus(root, corpus, corpus_stamp).by_id()[doc_id]
+    nodes = registry.chunkers.build({"type": chunker, "params": json.loads(params_json)}).chunk([document])
+    tokenizer = cl100k_tokenizer()
+    return pd.DataFrame(
+        [
+            {
+                "chunk": node.metadata.get("chunk_index"),
+                "start_char": node.metadata.get("start_char"),
+                "end_char": node.metadata.get("end_char"),
+                "breadcrumb": node.metadata.get("breadcrumb", ""),
+                "tokens": len(tokenizer(node.text)),
+                "text": node.text,
+            }
+            for node in nodes
+        ]
+    )
+
+
+def preview_chunks(corpus: str, doc_id: str, chunker: str, params: dict[str, Any]) -> pd.DataFrame:
+    root = data_dir()
+    return chunk_preview(str(root), corpus, _folder_stamp(root / "corpora"), doc_id, chunker,
+                         json.dumps(params, sort_keys=True))
+
+
+# --- question sets -----------------------------------------------------------------------------
+
+
+def question_sets_dir() -> Path:
+    return data_dir() / "question_sets"
+
+
+def question_sets() -> dict[str, dict[str, str]]:
+    """name -> {name, path, format}: the bundled sample first, then what the user imported."""
+    known: dict[str, dict[str, str]] = {}
+    if SAMPLE_QUESTION_SET.exists():
+        known["covidqa_sample (bundled)"] = {
+            "name": "covidqa_sample (bundled)", "path": str(SAMPLE_QUESTION_SET), "format": "squad",
+        }
+    folder = question_sets_dir()
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            known[str(entry["name"])] = {"name": str(entry["name"]), "path": str(entry["path"]),
+                                         "format": str(entry.get("format", "auto"))}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a hand-edited, broken entry is left out rather than breaking the page
+    return known
+
+
+def register_question_set(name: str, path: Path, format: str) -> dict[str, str]:
+    folder = question_sets_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {"name": name, "path": str(Path(path).resolve()), "format": format}
+    target = inside(folder / f"{sanitize_name(name)}.json", folder)
+    target.write_text(json.dumps(entry, indent=2), encoding="utf-8")
+    return entry
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _question_set(path: str, format: str, split: str, mtime: float):
+    from ragkit.qa import load_question_set
+
+    return load_question_set(path, format=format, split=split)
+
+
+def load_questions(path: str, format: str = "auto", split: str = "test"):
+    target = Path(path)
+    mtime = target.stat().st_mtime if target.exists() else 0.0
+    return _question_set(path, format, split, mtime)
+
+
+@st.cache_resource(max_entries=4)
+def _dataset_documents(path: str):
+    from ragkit.qa import load_dataset_corpus
+
+    documents = load_dataset_corpus(path)
+    return {d.id_: d for d in documents} if documents else {}
+
+
+def documents_for(corpus_name: str, corpus_id: str, dataset_path: str | None) -> dict:
+    """Documents by id of the corpus a run used: an ingested corpus, else the dataset's own."""
+    store = corpus_store()
+    if any(info.name == corpus_name and info.corpus_id == corpus_id for info in store.list()):
+        return load_corpus(corpus_name).by_id()
+    return _dataset_documents(dataset_path) if dataset_path else {}
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+def experiments() -> list[str]:
+    """Results folders under results_root() that hold at least a runs table."""
+    root = results_root()
+    return sorted(p.name for p in root.iterdir() if (p / "runs").is_dir()) if root.exists() else []
+
+
+def _results_stamp(folder: Path) -> float:
+    return _folder_stamp(folder / "_commits") + _folder_stamp(folder / "runs")
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=8)
+def _results(folder: str, stamp: float):
+    from ragkit.analysis import load_results
+
+    return load_results(Path(folder))
+
+
+def load_results(experiment: str):
+    folder = results_root() / experiment
+    return _results(str(folder), _results_stamp(folder))
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
+def _metric_means(folder: str, stamp: float, metrics: tuple[str, ...], run_ids: tuple[str, ...]) -> pd.DataFrame:
+    from ragkit.analysis import metric_means
+
+    scores = _results(folder, stamp).scores
+    return metric_means(scores[scores["run_id"].isin(run_ids)], list(metrics))
+
+
+def metric_means(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.DataFrame:
+    folder = results_root() / experiment
+    return _metric_means(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
+
+
+def dataset_of(out_dir: Path) -> str | None:
+    """The dataset path of the job that wrote ``out_dir``, when a dashboard job did."""
+    import yaml
+
+    target = Path(out_dir).resolve()
+    manager = job_manager()
+    for folder in sorted(manager.jobs_dir.iterdir()) if manager.jobs_dir.exists() else []:
+        try:
+            job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+            if Path(job["out_dir"]).resolve() == target:
+                config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+                return str(config["dataset"]["path"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+# --- comparison selection (st.query_params) ------------------------------------------------------
+
+
+def query_choice(key: str, options: list[str], default: str | None = None) -> int | None:
+    """Index of the query-param value among ``options`` (for a selectbox's ``index=``)."""
+    value = st.query_params.get(key, default)
+    if value in options:
+        return options.index(value)
+    return 0 if options else None
+
+
+def query_list(key: str, options: list[str], default: list[str]) -> list[str]:
+    raw = st.query_params.get(key)
+    chosen = [item for item in raw.split(",") if item in options] if raw else []
+    return chosen or default
+
+
+def set_query(**values: str | list[str] | None) -> None:
+    for key, value in values.items():
+        if value is None or value == [] or value == "":
+            st.query_params.pop(key, None)
+        else:
+            text = ",".join(value) if isinstance(value, list) else str(value)
+            if st.query_params.get(key) != text:
+                st.query_params[key] = text
+
+
+# --- sidebar -----------------------------------------------------------------------------------
+
+
+@st.cache_data(ttl=30)
+def ollama_available(url: str = OLLAMA_URL) -> bool:
+    """Whether an Ollama server answers within 0.3 s (cached for 30 s)."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/tags", timeout=0.3) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=8)
+def _export(folder: str, stamp: float, fmt: str, run_ids: tuple[str, ...] | None, name: str) -> tuple[bytes, str, str]:
+    from ragkit.export import export_bytes
+
+    return export_bytes(_results(folder, stamp), fmt, list(run_ids) if run_ids else None, name=name)
+
+
+def export(experiment: str, fmt: str, run_ids: list[str] | None) -> tuple[bytes, str, str]:
+    """(bytes, file name, MIME type) of an export of ``experiment`` (all runs when run_ids is None)."""
+    folder = results_root() / experiment
+    return _export(str(folder), _results_stamp(folder), fmt, tuple(run_ids) if run_ids else None, experiment)

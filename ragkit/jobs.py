@@ -1,0 +1,242 @@
+"""Background experiment jobs: `ragkit run` in a detached process the dashboard can follow.
+
+A Streamlit rerun must never compute an experiment (it would die on the next click), so the
+dashboard hands the config to a JobManager, which starts the CLI in its own session. Everything
+about a job lives in a folder, so a restarted dashboard sees the same jobs:
+
+    jobs/<job_id>/config.yaml   the validated experiment config, paths made absolute
+    jobs/<job_id>/job.json      who started what, where the results go, the child's pid
+    jobs/<job_id>/status.json   progress, written by the child (--status-file)
+    jobs/<job_id>/log.txt       the child's stdout and stderr
+    jobs/<job_id>/cancelled     marker: a user stopped it (a SIGTERM leaves status "running")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ragkit.atomic import write_json_atomic
+from ragkit.experiments.config import PATH_FIELDS, ExperimentConfig, config_from_dict, config_to_yaml
+from ragkit.experiments.status import read_status
+from ragkit.registry import ConfigError
+from ragkit.settings import get_settings
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
+ACTIVE_STATES = ("queued", "running")
+RESUMABLE_STATES = ("cancelled", "interrupted", "failed")
+LOG_TAIL_LINES = 20
+CANCEL_GRACE_S = 5.0
+
+
+class Job(BaseModel):
+    """What job.json holds: fixed when the job starts, except pid, which each resume replaces."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    experiment: str
+    out_dir: str
+    created: datetime
+    pid: int
+    command: list[str]
+
+
+class JobInfo(BaseModel):
+    """A job as the dashboard shows it: the record plus live state read from disk and /proc."""
+
+    job_id: str
+    experiment: str
+    out_dir: str
+    created: datetime
+    state: JobState
+    done: int = 0
+    total: int | None = None
+    elapsed_s: float | None = None
+    eta_s: float | None = None
+    error: str | None = None
+    log_tail: str = ""
+
+
+def _process_alive(pid: int) -> bool:
+    """True while `pid` is a running (not zombie) `ragkit run` process."""
+    try:
+        # Our own child: reap it if it exited, or it lingers as a zombie that kill(pid, 0) accepts.
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass  # started by another (e.g. an earlier dashboard) process; ask the OS instead
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        return True
+    try:
+        # The state letter follows the parenthesised command name, which may itself hold spaces.
+        if proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return False
+        # After a reboot or a long time the pid may belong to an unrelated process.
+        return b"ragkit.cli" in proc.joinpath("cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class JobManager:
+    def __init__(self, jobs_dir: Path | None = None) -> None:
+        self.jobs_dir = Path(jobs_dir) if jobs_dir else get_settings().resolved_data_dir() / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+
+    def start(self, config: ExperimentConfig | dict[str, Any], out_dir: Path | None = None) -> Job:
+        data = config.model_dump(mode="json") if isinstance(config, ExperimentConfig) else dict(config)
+        data = self._absolute_paths(data)
+        # Validate before any folder or process exists, so a bad config leaves no trace.
+        validated = config_from_dict(data, source="job config")
+        out = Path(out_dir).expanduser().resolve() if out_dir else get_settings().results_root() / validated.name
+        self._refuse_second_writer(out)
+        stamp = datetime.now(timezone.utc)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", validated.name).strip("-")[:40] or "experiment"
+        job_id = f"{stamp:%Y%m%d-%H%M%S}-{slug}-{uuid.uuid4().hex[:6]}"
+        folder = self.jobs_dir / job_id
+        folder.mkdir(parents=True)
+        (folder / "config.yaml").write_text(config_to_yaml(validated), encoding="utf-8")
+        command = [sys.executable, "-m", "ragkit.cli", "run", str(folder / "config.yaml"), "--out", str(out),
+                   "--status-file", str(folder / "status.json"), "--quiet"]
+        job = Job(job_id=job_id, experiment=validated.name, out_dir=str(out), created=stamp, pid=0, command=command)
+        return self._launch(job)
+
+    def list(self) -> list[JobInfo]:
+        infos = [self.get(p.name) for p in self.jobs_dir.iterdir() if (p / "job.json").exists()]
+        return sorted(infos, key=lambda info: info.created, reverse=True)
+
+    def get(self, job_id: str) -> JobInfo:
+        job = self._record(job_id)
+        folder = self.jobs_dir / job_id
+        status = read_status(folder / "status.json")
+        alive = _process_alive(job.pid)
+        log_tail = _tail(folder / "log.txt")
+        info = JobInfo(job_id=job.job_id, experiment=job.experiment, out_dir=job.out_dir, created=job.created,
+                       state="queued", log_tail=log_tail)
+        if status is None:
+            # No status yet: the child is still loading the dataset, or it died before the status
+            # writer existed (a bad dataset path exits with code 2), and the log says why.
+            info.state = "queued" if alive else "failed"
+            info.elapsed_s = time.time() - job.created.timestamp()
+            if not alive:
+                info.error = next((line for line in reversed(log_tail.splitlines()) if line.strip()), "exited")
+        else:
+            info.done, info.total, info.error = status["done"], status["total"], status.get("error")
+            finished = status["state"] != "running" or not alive
+            info.elapsed_s = (status["updated"] if finished else time.time()) - status["started"]
+            if status["state"] == "running":
+                info.state = "running" if alive else "interrupted"
+            else:
+                info.state = status["state"]
+            if info.state == "running" and info.total and 0 < info.done:
+                info.eta_s = info.elapsed_s / info.done * (info.total - info.done)
+        if (folder / "cancelled").exists() and info.state != "done":
+            info.state = "cancelled"
+            info.eta_s = None
+        return info
+
+    def cancel(self, job_id: str) -> JobInfo:
+        job = self._record(job_id)
+        if self.get(job_id).state not in ACTIVE_STATES:
+            return self.get(job_id)
+        # The marker first: once the process dies, its leftover "running" status must read as cancelled.
+        (self.jobs_dir / job_id / "cancelled").touch()
+        self._signal_group(job.pid, signal.SIGTERM)
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        while _process_alive(job.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _process_alive(job.pid):
+            self._signal_group(job.pid, signal.SIGKILL)
+            while _process_alive(job.pid):
+                time.sleep(0.05)
+        return self.get(job_id)
+
+    def resume(self, job_id: str) -> JobInfo:
+        job = self._record(job_id)
+        state = self.get(job_id).state
+        if state not in RESUMABLE_STATES:
+            raise ConfigError(f"job '{job_id}' is {state}; only {', '.join(RESUMABLE_STATES)} jobs can be resumed")
+        self._refuse_second_writer(Path(job.out_dir))
+        folder = self.jobs_dir / job_id
+        (folder / "cancelled").unlink(missing_ok=True)
+        # A stale status of the dead process would read as "interrupted" until the new child writes.
+        (folder / "status.json").unlink(missing_ok=True)
+        # The results store skips committed questions, so the same command continues the work.
+        self._launch(job)
+        return self.get(job_id)
+
+    def delete(self, job_id: str) -> None:
+        if self.get(job_id).state in ACTIVE_STATES:
+            self.cancel(job_id)
+        shutil.rmtree(self.jobs_dir / job_id)
+
+    def _launch(self, job: Job) -> Job:
+        folder = self.jobs_dir / job.job_id
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # so log.txt is live, not block-buffered
+        with (folder / "log.txt").open("ab") as log:
+            # A new session detaches the child from the dashboard: it survives a rerun or restart,
+            # and cancel can signal its whole process group.
+            process = subprocess.Popen(job.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=env, start_new_session=True)
+        job = job.model_copy(update={"pid": process.pid})
+        write_json_atomic(folder / "job.json", job.model_dump(mode="json"))
+        return job
+
+    def _record(self, job_id: str) -> Job:
+        path = self.jobs_dir / job_id / "job.json"
+        if not path.exists():
+            known = sorted((p.name for p in self.jobs_dir.iterdir() if (p / "job.json").exists()), reverse=True)
+            raise ConfigError(f"unknown job '{job_id}'. Known jobs: {', '.join(known) or '(none)'}")
+        return Job.model_validate_json(path.read_text(encoding="utf-8"))
+
+    def _refuse_second_writer(self, out_dir: Path) -> None:
+        # Two processes filling one results folder would compute the same questions twice.
+        for info in self.list():
+            if info.state in ACTIVE_STATES and Path(info.out_dir) == out_dir:
+                raise ConfigError(f"job '{info.job_id}' is already writing results to {out_dir}; wait or cancel it")
+
+    @staticmethod
+    def _absolute_paths(data: dict[str, Any]) -> dict[str, Any]:
+        # The child reads config.yaml from the job folder, where relative paths would mean something else.
+        data = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+        for section, field in PATH_FIELDS:
+            block = data.get(section)
+            if isinstance(block, dict) and isinstance(block.get(field), str):
+                block[field] = str(Path(block[field]).expanduser().resolve())
+        return data
+
+    @staticmethod
+    def _signal_group(pid: int, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pid, sig)  # start_new_session made the child its group's leader: pgid == pid
+        except ProcessLookupError:
+            pass

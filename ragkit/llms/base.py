@@ -1,0 +1,123 @@
+"""What every LLM backend shares: parameters, the one method a backend writes, retries, errors.
+
+A backend only turns chat messages into a reply and its token counts. Caching, timing,
+usage records and JSON parsing live once, in ``ragkit.llms.calls.LLMClient``, so the caller
+never branches on the backend.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, TypeVar
+
+from pydantic import Field
+
+from ragkit.registry import Component, ComponentParams, Registry
+
+llms = Registry("llm")
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+T = TypeVar("T")
+
+
+class LLMError(RuntimeError):
+    """A backend could not produce a reply; the message says which backend, where and why."""
+
+
+class LLMUnavailableError(LLMError):
+    """The server is not there at all (connection refused, unknown host)."""
+
+
+class LLMTimeoutError(LLMError):
+    """The server accepted the request but did not answer in time."""
+
+
+class LLMParams(ComponentParams):
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy and repeatable.")
+    max_tokens: int = Field(default=512, ge=1, le=32768, description="Most tokens generated per reply.")
+    seed: int | None = Field(default=0, ge=0, description="Sampling seed; None lets the backend choose.")
+
+
+class RemoteLLMParams(LLMParams):
+    """A backend behind HTTP also needs to know how long to wait and how often to retry."""
+
+    timeout_s: float = Field(default=120.0, gt=0, le=3600, description="Seconds to wait for one reply.")
+    max_retries: int = Field(default=2, ge=0, le=10, description="Extra attempts after a timeout or a server error.")
+    retry_backoff_s: float = Field(
+        default=0.5, ge=0, le=60, description="Wait before the first retry; doubles on each further retry."
+    )
+
+
+# Fields that change how a reply is fetched but never which reply: left out of the cache key.
+TRANSPORT_FIELDS = frozenset({"timeout_s", "max_retries", "retry_backoff_s"})
+
+
+@dataclass(frozen=True)
+class BackendReply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LLMBackend(Component):
+    """A registered LLM backend. Construction stores params only; the model loads on first call."""
+
+    kind: ClassVar[str] = "llm"
+    Params: ClassVar[type[ComponentParams]] = LLMParams
+    # Whether ``json_schema`` constrains decoding (otherwise it is only a hint in the prompt).
+    supports_schema: ClassVar[bool] = True
+
+    def __init__(self, params: ComponentParams) -> None:
+        self.params = params
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return str(getattr(self.params, "model", self.name))
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Everything about this backend that can change a reply: part of every cache key."""
+        params = self.params.model_dump(mode="json", exclude=set(TRANSPORT_FIELDS))
+        return {"backend": self.name, "version": self.version, "model": self.model_name, "params": params}
+
+    def client(self) -> Any:
+        """The loaded model or HTTP client, created once on first use."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._create_client()
+            return self._client
+
+    def chat(self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int) -> BackendReply:
+        return self._chat(messages, json_schema=json_schema, max_tokens=max_tokens)
+
+    def _create_client(self) -> Any:
+        raise NotImplementedError
+
+    def _chat(self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int) -> BackendReply:
+        raise NotImplementedError
+
+
+def with_retries(
+    attempt: Callable[[], T],
+    *,
+    max_retries: int,
+    backoff_s: float,
+    is_retryable: Callable[[BaseException], bool],
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``attempt`` up to ``1 + max_retries`` times with exponential backoff.
+
+    Only transient failures (timeouts, 5xx, refused connections) are retried; a bad request
+    would fail the same way again, so it is raised at once.
+    """
+    for number in range(max_retries + 1):
+        try:
+            return attempt()
+        except Exception as error:
+            if number == max_retries or not is_retryable(error):
+                raise
+            sleep(backoff_s * (2**number))
+    raise AssertionError("unreachable")

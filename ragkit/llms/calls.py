@@ -1,0 +1,218 @@
+"""The one door every LLM call goes through: cache, timing, token counts, JSON parsing.
+
+Each reply is cached on disk under a content key of (backend, model, params, messages,
+schema, max_tokens), so re-running an experiment sends nothing to the model. Usage is
+recorded per call and summed per stage for the results' ``stages`` table.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pydantic import BaseModel
+
+from ragkit.atomic import write_json_atomic
+from ragkit.hashing import content_key
+from ragkit.llms.base import LLMBackend, Message
+from ragkit.llms.parsing import parse_json_reply, schema_for
+
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    parsed: BaseModel | None  # the validated reply when a schema was asked for and it parsed
+    valid: bool  # False only when a schema was asked for and the reply does not satisfy it
+    parse_error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float  # wall time of this call (near 0 on a cache hit)
+    generation_seconds: float  # how long the backend took when it produced the reply
+    cache_hit: bool
+    key: str
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    stage: str
+    key: str
+    cache_hit: bool
+    valid: bool
+    seconds: float
+    generation_seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class StageUsage:
+    """One row of the ``stages`` table's LLM columns.
+
+    Tokens and generation_seconds are what the stage's replies cost when they were produced,
+    so cached and fresh runs of one configuration report the same cost; ``backend_calls`` and
+    ``seconds`` are what this run actually spent.
+    """
+
+    stage: str
+    llm_calls: int
+    backend_calls: int
+    invalid_replies: int
+    seconds: float
+    generation_seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit: bool  # every call of the stage was answered from the cache
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LLMCache:
+    """One JSON file per reply, written atomically: a crash never leaves half an entry."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, json.JSONDecodeError):
+            return None  # unreadable entries are recomputed and overwritten
+        return entry if entry.get("format") == CACHE_FORMAT and entry.get("key") == key else None
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        write_json_atomic(self._path(key), {"format": CACHE_FORMAT, "key": key, **entry})
+
+
+class LLMClient:
+    """Calls one backend through the cache and keeps usage records; safe to share across threads."""
+
+    def __init__(
+        self, backend: LLMBackend, cache_dir: Path | None, *, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.backend = backend
+        self.cache = LLMCache(cache_dir) if cache_dir is not None else None
+        self._clock = clock
+        self._records: list[CallRecord] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_data_dir(cls, backend: LLMBackend, data_dir: Path) -> LLMClient:
+        return cls(backend, data_dir / "llm_cache")
+
+    def call(
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        stage: str,
+        schema: type[BaseModel] | None = None,
+        system: str | None = None,
+        max_tokens: int | None = None,
+    ) -> LLMResult:
+        messages = _as_messages(prompt, system)
+        json_schema = schema_for(schema) if schema is not None else None
+        limit = max_tokens if max_tokens is not None else self.backend.params.max_tokens
+        key = content_key(self.backend.cache_identity(), messages, json_schema, limit, length=32)
+
+        started = self._clock()
+        entry = self.cache.get(key) if self.cache is not None else None
+        cache_hit = entry is not None
+        if entry is None:
+            reply = self.backend.chat(messages, json_schema=json_schema, max_tokens=limit)
+            entry = {
+                "backend": self.backend.name,
+                "model": self.backend.model_name,
+                "text": reply.text,
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "generation_seconds": self._clock() - started,
+            }
+            if self.cache is not None:
+                self.cache.put(key, entry)
+        seconds = self._clock() - started
+
+        # Parsed on every read, not cached: a fix in the parser applies to old replies too.
+        parsed, error = parse_json_reply(entry["text"], schema) if schema is not None else (None, None)
+        result = LLMResult(
+            text=entry["text"],
+            parsed=parsed,
+            valid=error is None,
+            parse_error=error,
+            prompt_tokens=int(entry["prompt_tokens"]),
+            completion_tokens=int(entry["completion_tokens"]),
+            seconds=seconds,
+            generation_seconds=float(entry["generation_seconds"]),
+            cache_hit=cache_hit,
+            key=key,
+        )
+        self._record(stage, result)
+        return result
+
+    def _record(self, stage: str, result: LLMResult) -> None:
+        record = CallRecord(
+            stage=stage,
+            key=result.key,
+            cache_hit=result.cache_hit,
+            valid=result.valid,
+            seconds=result.seconds,
+            generation_seconds=result.generation_seconds,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+        )
+        with self._lock:
+            self._records.append(record)
+
+    def records(self) -> list[CallRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def usage_by_stage(self) -> list[StageUsage]:
+        return summarise(self.records())
+
+    def drain_usage(self) -> list[StageUsage]:
+        """Usage since the last drain, then forget it: the executor calls this once per question."""
+        with self._lock:
+            records, self._records = self._records, []
+        return summarise(records)
+
+
+def summarise(records: Sequence[CallRecord]) -> list[StageUsage]:
+    stages: dict[str, list[CallRecord]] = {}
+    for record in records:
+        stages.setdefault(record.stage, []).append(record)
+    return [
+        StageUsage(
+            stage=stage,
+            llm_calls=len(group),
+            backend_calls=sum(not record.cache_hit for record in group),
+            invalid_replies=sum(not record.valid for record in group),
+            seconds=sum(record.seconds for record in group),
+            generation_seconds=sum(record.generation_seconds for record in group),
+            prompt_tokens=sum(record.prompt_tokens for record in group),
+            completion_tokens=sum(record.completion_tokens for record in group),
+            cache_hit=all(record.cache_hit for record in group),
+        )
+        for stage, group in stages.items()
+    ]
+
+
+def _as_messages(prompt: str | Sequence[Message], system: str | None) -> list[Message]:
+    if isinstance(prompt, str):
+        messages = [{"role": "user", "content": prompt}]
+    else:
+        messages = [{"role": str(message["role"]), "content": str(message["content"])} for message in prompt]
+    if system is not None:
+        messages.insert(0, {"role": "system", "content": system})
+    return messages

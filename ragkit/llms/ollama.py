@@ -1,0 +1,120 @@
+"""The ``ollama`` backend: llama-index-llms-ollama with timeouts, retries and clear errors."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ragkit.llms.base import (
+    BackendReply,
+    LLMBackend,
+    LLMError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+    Message,
+    RemoteLLMParams,
+    with_retries,
+)
+from ragkit.registry import ComponentParams
+
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_OLLAMA_MODEL = "llama3.2"
+
+
+class OllamaParams(RemoteLLMParams):
+    model: str = Field(default=DEFAULT_OLLAMA_MODEL, min_length=1, description="Model name as Ollama lists it.")
+    base_url: str = Field(default=DEFAULT_OLLAMA_URL, description="URL of the Ollama server.")
+    context_window: int = Field(
+        default=4096, ge=256, le=1_048_576, description="num_ctx sent to Ollama (prompt plus reply tokens)."
+    )
+
+
+def unreachable_message(base_url: str) -> str:
+    return (
+        f"Ollama is not reachable at {base_url} — start it with `ollama serve` "
+        "or choose another backend (llm type 'local' or 'openai')"
+    )
+
+
+class OllamaLLM(LLMBackend):
+    name: ClassVar[str] = "ollama"
+    Params: ClassVar[type[ComponentParams]] = OllamaParams
+
+    def _create_client(self) -> Any:
+        try:
+            from ollama import Client
+        except ImportError as error:
+            raise ImportError("the 'ollama' llm needs the extra: pip install 'ragkit[ollama]'") from error
+        return Client(host=self.params.base_url, timeout=self.params.timeout_s)
+
+    def _llm(self, max_tokens: int) -> Any:
+        from llama_index.llms.ollama import Ollama
+
+        options: dict[str, Any] = {"num_predict": max_tokens}
+        if self.params.seed is not None:
+            options["seed"] = self.params.seed
+        # A fresh, cheap wrapper per call carries this call's num_predict; the HTTP client
+        # (and its connection pool) is shared.
+        return Ollama(
+            model=self.params.model,
+            base_url=self.params.base_url,
+            temperature=self.params.temperature,
+            request_timeout=self.params.timeout_s,
+            context_window=self.params.context_window,  # set, so no /api/show round trip
+            additional_kwargs=options,
+            client=self.client(),
+        )
+
+    def _chat(self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int) -> BackendReply:
+        from llama_index.core.llms import ChatMessage
+
+        llm = self._llm(max_tokens)
+        chat_messages = [ChatMessage(role=message["role"], content=message["content"]) for message in messages]
+        extra = {"format": json_schema} if json_schema is not None else {}
+        try:
+            response = with_retries(
+                lambda: llm.chat(chat_messages, **extra),
+                max_retries=self.params.max_retries,
+                backoff_s=self.params.retry_backoff_s,
+                is_retryable=_is_transient,
+            )
+        except Exception as error:
+            raise self._explain(error) from error
+        raw = response.raw or {}
+        return BackendReply(
+            text=response.message.content or "",
+            prompt_tokens=int(raw.get("prompt_eval_count") or 0),
+            completion_tokens=int(raw.get("eval_count") or 0),
+        )
+
+    def _explain(self, error: Exception) -> Exception:
+        import httpx
+        from ollama import ResponseError
+
+        url = self.params.base_url
+        attempts = self.params.max_retries + 1
+        if isinstance(error, (ConnectionError, httpx.ConnectError)):
+            return LLMUnavailableError(unreachable_message(url))
+        if isinstance(error, httpx.TimeoutException):
+            return LLMTimeoutError(
+                f"Ollama at {url} did not answer within timeout_s={self.params.timeout_s} "
+                f"({attempts} attempts); raise timeout_s or use a smaller model"
+            )
+        if isinstance(error, ResponseError):
+            if error.status_code == 404:
+                return LLMError(
+                    f"Ollama at {url} has no model '{self.params.model}': run `ollama pull {self.params.model}` "
+                    f"({error.error})"
+                )
+            return LLMError(f"Ollama at {url} failed with HTTP {error.status_code} after {attempts} attempts: {error.error}")
+        return LLMError(f"Ollama at {url} failed: {type(error).__name__}: {error}")
+
+
+def _is_transient(error: BaseException) -> bool:
+    import httpx
+    from ollama import ResponseError
+
+    if isinstance(error, ResponseError):
+        return error.status_code == 429 or error.status_code >= 500
+    return isinstance(error, (ConnectionError, httpx.TransportError))

@@ -1,0 +1,350 @@
+"""Dashboard pages rendered with Streamlit's AppTest, on an empty data dir and with results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
+PAGES = sorted((DASHBOARD / "pages").glob("*.py"))
+TIMEOUT = 30
+
+pytestmark = pytest.mark.integration
+
+
+def page(name: str) -> AppTest:
+    return AppTest.from_file(str(DASHBOARD / "pages" / name), default_timeout=TIMEOUT)
+
+
+def assert_ok(app: AppTest) -> None:
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error, [e.value for e in app.error]
+
+
+DOCS = {
+    "d1": "Cats are small furry animals that purr. They like to eat fish.",
+    "d2": "Dogs bark loudly and love long walks in the park.",
+    "d3": "The sun is a star at the centre of the solar system.",
+}
+QUESTIONS = {"q1": ("what animal purrs", "d1"), "q2": ("which animal barks", "d2"), "q3": ("what is the sun", "d3")}
+
+
+def write_beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in DOCS.items()), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps({"_id": k, "text": v[0]}) for k, v in QUESTIONS.items()), encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{k}\t{v[1]}\t1\n" for k, v in QUESTIONS.items()), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def with_results(tmp_path, isolated_data_dir) -> Path:
+    """A tiny bm25-only experiment 'tiny' (2 runs: top_k 1 and 3) and its question set registered."""
+    from dashboard import state
+    from ragkit.experiments.config import config_from_dict
+    from ragkit.experiments.runner import run_experiment
+    from ragkit.settings import get_settings
+
+    beir = write_beir(tmp_path / "beir")
+    config = config_from_dict({
+        "name": "tiny", "dataset": {"path": str(beir), "format": "beir"},
+        "chunkers": ["document"], "retrievers": ["bm25"], "top_k": [1, 3],
+    })
+    out = get_settings().results_root() / "tiny"
+    report = run_experiment(config, out)
+    assert not report.errors
+    state.register_question_set("tiny-beir", beir, "beir")
+    return out
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_every_page_renders_on_an_empty_data_dir(path):
+    app = AppTest.from_file(str(path), default_timeout=TIMEOUT).run()
+    assert_ok(app)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_every_page_renders_with_results(path, with_results):
+    app = AppTest.from_file(str(path), default_timeout=TIMEOUT).run()
+    assert_ok(app)
+
+
+def test_app_entry_point_renders(with_results):
+    app = AppTest.from_file(str(DASHBOARD / "app.py"), default_timeout=TIMEOUT).run()
+    assert_ok(app)
+    sidebar = " ".join(c.value for c in app.sidebar.caption)
+    assert "Data directory" in sidebar and "none yet" in sidebar and "Ollama" in sidebar
+    assert app.title[0].value == "Corpora"
+
+
+def test_compare_metric_choice_changes_chart_and_link(with_results):
+    app = page("5_compare.py").run()
+    assert_ok(app)
+    metrics = app.multiselect(key="metrics.tiny")
+    metrics.set_value(["recall@1"]).run()
+    assert_ok(app)
+    first = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert "recall@1" in first["layout"]["title"]["text"]
+    assert {trace["name"] for trace in first["data"]} == {"recall@1"}
+    assert app.query_params["metrics"] == ["recall@1"] or app.query_params["metrics"] == "recall@1"
+
+    app.multiselect(key="metrics.tiny").set_value(["mrr"]).run()
+    assert_ok(app)
+    second = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert "mrr" in second["layout"]["title"]["text"]
+    assert {trace["name"] for trace in second["data"]} == {"mrr"}
+
+
+def test_compare_selection_is_read_from_the_link(with_results):
+    app = page("5_compare.py")
+    app.query_params["metrics"] = "ndcg@3"
+    app.run()
+    assert_ok(app)
+    assert app.multiselect(key="metrics.tiny").value == ["ndcg@3"]
+    # the two runs differ only in top_k: one single-factor pair with its paired difference
+    pairs = app.dataframe[0].value
+    assert len(pairs) == 1 and {"mean_diff", "ci_low", "ci_high", "wins"} <= set(pairs.columns)
+
+
+def test_second_retriever_doubles_the_grid(with_results):
+    app = page("3_new_experiment.py").run()
+    assert_ok(app)
+    grid = app.metric[0]
+    assert grid.label == "Runs in the grid"
+    before = int(grid.value)
+    app.checkbox(key="use.retrievers.bm25").check().run()
+    assert_ok(app)
+    assert int(app.metric[0].value) == 2 * before
+    assert "bm25" in app.code[0].value  # the YAML shown follows the form
+
+
+def test_question_sets_page_counts_the_registered_set(with_results):
+    app = page("2_question_sets.py").run()
+    app.selectbox(key="preview_set").select("tiny-beir").run()
+    assert_ok(app)
+    values = {m.label: m.value for m in app.metric}
+    assert values["Questions"] == "3" and values["Relevance judgements"] == "3"
+
+
+def test_question_set_import_from_a_path(tmp_path):
+    beir = write_beir(tmp_path / "mine")
+    app = page("2_question_sets.py").run()
+    app.radio[0].set_value("Path on this machine").run()
+    app.text_input[0].set_value("mine")
+    app.text_input[1].set_value(str(beir))
+    app.button[0].click().run()
+    assert_ok(app)
+    assert "Imported 'mine': 3 questions" in app.success[0].value
+    from dashboard import state
+    assert state.question_sets()["mine"]["path"] == str(beir.resolve())
+
+
+def test_drilldown_shows_runs_side_by_side(with_results):
+    app = page("6_drilldown.py").run()
+    assert_ok(app)
+    markdown = " ".join(m.value for m in app.markdown)
+    assert "what animal purrs" in markdown or "which animal barks" in markdown or "what is the sun" in markdown
+    assert "#1" in markdown and "score" in markdown
+
+
+def test_corpora_page_lists_and_previews_an_ingested_corpus(tmp_path):
+    from ragkit.corpus.store import CorpusStore
+
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "notes.md").write_text("# Title\n\n## Part one\n\nSome text here.\n\n## Part two\n\nMore text.\n")
+    CorpusStore().ingest([files], "notes")
+    app = page("1_corpora.py").run()
+    assert_ok(app)
+    assert app.dataframe[0].value["name"].tolist() == ["notes"]
+    app.selectbox(key="preview_doc").select("notes.md")
+    chunker = next(s for s in app.selectbox if s.label == "Chunker")
+    chunker.select("markdown").run()
+    assert_ok(app)
+    chunks = app.dataframe[-1].value
+    assert {"start_char", "end_char", "breadcrumb", "tokens"} <= set(chunks.columns)
+    assert any("Part two" in str(crumb) for crumb in chunks["breadcrumb"])
+
+
+def test_export_offers_a_download(with_results):
+    app = page("7_export.py").run()
+    assert_ok(app)
+    app.radio[0].set_value("json").run()
+    assert_ok(app)
+    assert "tiny.json" in app.caption[0].value or any("tiny.json" in str(b.proto) for b in app.get("download_button"))
+
+
+def test_params_form_uses_field_bounds_and_descriptions():
+    def script():
+        import streamlit as st
+
+        from dashboard import forms
+        from ragkit import registry
+
+        st.session_state["params"] = forms.params_form(registry.retrievers.params_model("mmr"), key="mmr")
+
+    app = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert_ok(app)
+    top_k = app.number_input(key="mmr.top_k")
+    assert (top_k.min, top_k.max, top_k.value) == (1, 1000, 10)
+    assert "top" in (top_k.help or "").lower() or top_k.help
+    mmr_lambda = app.number_input(key="mmr.mmr_lambda")
+    assert (mmr_lambda.min, mmr_lambda.max) == (0.0, 1.0)
+    threshold = app.number_input(key="mmr.score_threshold")
+    assert threshold.value is None  # Optional -> may stay empty
+    assert app.session_state["params"]["score_threshold"] is None
+    mmr_lambda.set_value(0.25).run()
+    assert app.session_state["params"]["mmr_lambda"] == 0.25
+
+
+def test_run_button_starts_a_job_that_the_runs_page_follows(with_results):
+    from dashboard import state
+
+    app = page("3_new_experiment.py").run()
+    app.text_input[0].set_value("from-dashboard")
+    next(s for s in app.selectbox if s.label == "Question set").select("tiny-beir")
+    app.checkbox(key="use.chunkers.recursive").uncheck()
+    app.checkbox(key="use.chunkers.document").check()
+    app.checkbox(key="use.retrievers.dense").uncheck()
+    app.checkbox(key="use.retrievers.bm25").check().run()
+    assert_ok(app)
+    assert app.metric[0].value == "2"
+    next(b for b in app.button if b.label == "Run").click().run()
+    assert_ok(app)
+    assert "Started job" in app.success[0].value
+
+    manager = state.job_manager()
+    (job,) = manager.list()
+    runs = page("4_runs.py").run()
+    assert_ok(runs)
+    assert runs.dataframe[0].value["job"].tolist() == [job.job_id]
+    import time
+
+    deadline = time.monotonic() + 120
+    while manager.get(job.job_id).state in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert manager.get(job.job_id).state == "done", manager.get(job.job_id).log_tail
+    # the drill-down finds the job's dataset by itself
+    drill = page("6_drilldown.py")
+    drill.query_params["exp"] = "from-dashboard"
+    drill.run()
+    assert_ok(drill)
+    assert drill.selectbox(key="pick_experiment").value == "from-dashboard"
+
+
+def test_uploads_are_sanitised_and_stay_in_the_data_dir(isolated_data_dir):
+    from dashboard import state
+
+    class Upload:
+        def __init__(self, name: str, data: bytes) -> None:
+            self.name, self._data = name, data
+
+        def getvalue(self) -> bytes:
+            return self._data
+
+    paths = state.save_uploads([Upload("../../evil.txt", b"x"), Upload("a/b/report.md", b"# hi")], "../batch", "x/../y")
+    root = (isolated_data_dir / "uploads").resolve()
+    assert all(root in p.parents for p in paths)
+    assert [p.read_bytes() for p in paths] == [b"x", b"# hi"]
+
+
+def test_drilldown_highlights_the_answer_span_of_the_bundled_sample(isolated_data_dir):
+    from dashboard import state
+    from ragkit.experiments.config import config_from_dict
+    from ragkit.experiments.runner import run_experiment
+    from ragkit.settings import get_settings
+
+    config = config_from_dict({
+        "name": "covid", "dataset": {"path": str(state.SAMPLE_QUESTION_SET), "format": "squad", "limit": 10},
+        "chunkers": [{"type": "recursive", "params": {"chunk_size": 400, "chunk_overlap": 0}}],
+        "retrievers": ["bm25"], "top_k": [5, 10],
+    })
+    out = get_settings().results_root() / "covid"
+    run_experiment(config, out)
+    from ragkit.analysis import load_results
+
+    scores = load_results(out).scores
+    hits = scores[(scores["metric"] == "span_recall@10") & (scores["value"] > 0)]["question_id"].tolist()
+    assert hits, "bm25 found no answer span on the first questions"
+    app = page("6_drilldown.py")
+    app.query_params["q"] = hits[0]
+    app.run()
+    assert_ok(app)
+    assert app.selectbox[1].value == "covidqa_sample (bundled)"  # matched through the corpus name
+    html_blocks = [m.value for m in app.markdown if "white-space" in m.value]
+    assert html_blocks and any("<mark>" in block for block in html_blocks)
+    assert any("answer span" in m.value for m in app.markdown)
+
+
+def test_navigation_reaches_every_page(with_results):
+    app = AppTest.from_file(str(DASHBOARD / "app.py"), default_timeout=TIMEOUT).run()
+    titles = []
+    for path in PAGES:
+        app.switch_page(str(path.relative_to(DASHBOARD))).run()
+        assert_ok(app)
+        titles.append(app.title[0].value)
+    assert titles == ["Corpora", "Question sets", "New experiment", "Runs", "Compare runs",
+                      "Question drill-down", "Export"]
+
+
+def test_params_form_covers_every_field_kind():
+    def script():
+        import enum
+        from typing import Literal
+
+        import streamlit as st
+        from pydantic import BaseModel, Field
+
+        from dashboard import forms
+
+        class Mode(enum.Enum):
+            fast = "fast"
+            exact = "exact"
+
+        class Params(BaseModel):
+            size: int = Field(default=8, ge=2, le=64, description="How big.")
+            ratio: float = Field(default=0.5, gt=0.0, lt=1.0)
+            strict: bool = True
+            kind: Literal["a", "b"] = "b"
+            mode: Mode = Mode.exact
+            label: str = "x"
+            note: str | None = None
+            seps: list[str] = Field(default_factory=lambda: ["\n\n", " "])
+            path: str = Field(description="Required.")
+
+        st.session_state["params"] = forms.params_form(Params, key="p")
+
+    app = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert_ok(app)
+    size = app.number_input(key="p.size")
+    assert (size.min, size.max, size.value, size.help) == (2, 64, 8, "How big.")
+    assert app.selectbox(key="p.kind").options == ["a", "b"] and app.selectbox(key="p.kind").value == "b"
+    assert app.selectbox(key="p.mode").value == "exact"
+    assert app.checkbox(key="p.strict").value is True
+    params = app.session_state["params"]
+    assert params == {"size": 8, "ratio": 0.5, "strict": True, "kind": "b", "mode": "exact", "label": "x",
+                      "note": None, "seps": ["\n\n", " "]}  # the empty required field is left to validation
+    app.text_input(key="p.path").set_value("/data").run()
+    app.text_input(key="p.note").set_value("hello").run()
+    assert app.session_state["params"]["path"] == "/data" and app.session_state["params"]["note"] == "hello"
+
+
+def test_corpus_delete_needs_confirmation(tmp_path):
+    from ragkit.corpus.store import CorpusStore
+
+    (tmp_path / "a.txt").write_text("some words to ingest")
+    CorpusStore().ingest([tmp_path / "a.txt"], "doomed")
+    app = page("1_corpora.py").run()
+    delete = next(b for b in app.button if b.label == "Delete")
+    assert delete.disabled
+    app.checkbox(key="delete_confirm").check().run()
+    next(b for b in app.button if b.label == "Delete").click().run()
+    assert_ok(app)
+    assert CorpusStore().list() == []
+    assert any("No corpus yet" in i.value for i in app.info)

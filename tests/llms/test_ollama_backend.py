@@ -1,0 +1,189 @@
+"""The ollama and openai backends against a small fake server speaking the API subset they use."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from ragkit.llms import LLMClient, LLMError, LLMTimeoutError, LLMUnavailableError, resolve_default_backend
+from ragkit.llms.ollama import OllamaLLM, OllamaParams
+from ragkit.llms.openai_compat import OpenAICompatibleLLM, OpenAICompatibleParams
+
+pytest.importorskip("llama_index.llms.ollama", reason="the ollama extra is not installed: pip install 'ragkit[ollama]'")
+
+pytestmark = pytest.mark.integration
+
+SLOW_SECONDS = 1.5
+
+
+class Verdict(BaseModel):
+    score: int
+    reason: str
+
+
+class FakeOllama(BaseHTTPRequestHandler):
+    """Behaviour is chosen by model name: fake-model answers, slow-model sleeps, broken-model fails."""
+
+    requests: list[dict[str, Any]]
+
+    def log_message(self, *args: Any) -> None:  # keep pytest output clean
+        pass
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/api/version":
+            self._send(200, {"version": "0.0.0-fake"})
+        elif self.path == "/api/tags":
+            self._send(200, {"models": [{"name": "fake-model"}]})
+        else:
+            self._send(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append({"path": self.path, **body})
+        model = body.get("model")
+        if model == "slow-model":
+            time.sleep(SLOW_SECONDS)
+        if model == "broken-model":
+            self._send(500, {"error": "model runner crashed"})
+        elif model == "missing-model":
+            self._send(404, {"error": "model 'missing-model' not found, try pulling it first"})
+        elif self.path == "/api/chat":
+            wants_json = body.get("format") is not None
+            content = '{"score": 90, "reason": "fits"}' if wants_json else "Paris."
+            self._send(200, {
+                "model": model, "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
+                "message": {"role": "assistant", "content": content}, "prompt_eval_count": 21, "eval_count": 4,
+            })
+        elif self.path == "/v1/chat/completions":
+            wants_json = body.get("response_format") is not None
+            content = '{"score": 70, "reason": "ok"}' if wants_json else "Madrid."
+            self._send(200, {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3},
+            })
+        else:
+            self._send(404, {"error": f"no route {self.path}"})
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
+    httpd.daemon_threads = True
+    httpd.requests = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def free_port_url() -> str:
+    """A URL where nothing listens: a port the OS just handed out and we closed again."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def ollama(url: str, model: str = "fake-model", **params: Any) -> OllamaLLM:
+    return OllamaLLM(OllamaParams(base_url=url, model=model, retry_backoff_s=0.01, **params))
+
+
+def test_chat_returns_text_and_token_counts(server, tmp_path):
+    result = LLMClient(ollama(server.url), tmp_path).call("Capital of France?", stage="generate", max_tokens=32)
+    assert (result.text, result.prompt_tokens, result.completion_tokens) == ("Paris.", 21, 4)
+    (request,) = server.requests
+    assert request["path"] == "/api/chat" and request["stream"] is False
+    assert request["options"]["num_predict"] == 32 and request["options"]["temperature"] == 0.0
+    assert request["messages"][-1] == {"role": "user", "content": "Capital of France?"}
+
+
+def test_schema_is_passed_as_format_and_the_reply_parses(server, tmp_path):
+    result = LLMClient(ollama(server.url), tmp_path).call("Rate it.", stage="judge", schema=Verdict)
+    assert result.valid and result.parsed == Verdict(score=90, reason="fits")
+    assert server.requests[0]["format"] == Verdict.model_json_schema()
+
+
+def test_second_call_is_served_from_the_cache(server, tmp_path):
+    client = LLMClient(ollama(server.url), tmp_path)
+    client.call("q", stage="generate")
+    assert client.call("q", stage="generate").cache_hit
+    assert len(server.requests) == 1
+
+
+def test_server_error_is_retried_then_reported(server):
+    backend = ollama(server.url, model="broken-model", max_retries=2)
+    with pytest.raises(LLMError, match="HTTP 500 after 3 attempts: model runner crashed"):
+        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
+    assert len(server.requests) == 3
+
+
+def test_missing_model_is_not_retried_and_says_how_to_pull_it(server):
+    backend = ollama(server.url, model="missing-model", max_retries=2)
+    with pytest.raises(LLMError, match="ollama pull missing-model"):
+        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
+    assert len(server.requests) == 1
+
+
+def test_timeout_is_retried_then_reported(server):
+    backend = ollama(server.url, model="slow-model", timeout_s=0.3, max_retries=1)
+    started = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match="timeout_s=0.3 \\(2 attempts\\)"):
+        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
+    assert time.perf_counter() - started < SLOW_SECONDS * 2
+    assert len(server.requests) == 2
+
+
+def test_server_down_says_ollama_is_not_reachable():
+    url = free_port_url()
+    backend = ollama(url, max_retries=1)
+    with pytest.raises(LLMUnavailableError) as error:
+        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
+    assert str(error.value).startswith(f"Ollama is not reachable at {url} — start it with `ollama serve` or choose another backend")
+
+
+def test_default_backend_is_ollama_when_a_server_answers(server):
+    spec = resolve_default_backend(SimpleNamespace(ollama_url=server.url, ollama_model="fake-model"))
+    assert spec.type == "ollama" and spec.params == {"base_url": server.url, "model": "fake-model"}
+
+
+def test_default_backend_reads_the_url_from_the_environment(server, monkeypatch):
+    monkeypatch.setenv("RAGKIT_OLLAMA_URL", server.url)
+    assert resolve_default_backend().params["base_url"] == server.url
+
+
+def test_default_backend_is_local_when_nothing_listens():
+    started = time.perf_counter()
+    assert resolve_default_backend(SimpleNamespace(ollama_url=free_port_url())).type == "local"
+    assert time.perf_counter() - started < 2
+
+
+def test_openai_compatible_backend_sends_json_schema_response_format(server, tmp_path):
+    backend = OpenAICompatibleLLM(OpenAICompatibleParams(model="m", base_url=server.url + "/v1"))
+    result = LLMClient(backend, tmp_path).call("Rate it.", stage="judge", schema=Verdict)
+    assert result.parsed == Verdict(score=70, reason="ok") and (result.prompt_tokens, result.completion_tokens) == (11, 3)
+    assert server.requests[0]["response_format"]["json_schema"]["schema"] == Verdict.model_json_schema()
+
+
+def test_openai_compatible_server_down_is_a_clear_error():
+    url = free_port_url() + "/v1"
+    backend = OpenAICompatibleLLM(OpenAICompatibleParams(model="m", base_url=url, max_retries=0))
+    with pytest.raises(LLMUnavailableError, match="no OpenAI-compatible server is reachable"):
+        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)

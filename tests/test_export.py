@@ -1,0 +1,128 @@
+"""ragkit.export and `ragkit export`: every format round-trips the tables; the report works offline."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pandas as pd
+import pytest
+
+from ragkit import charts
+from ragkit.analysis import curve, latency_by_stage, load_results, metric_means, quality_vs_latency
+from ragkit.cli import main
+from ragkit.export import export_bytes, export_results
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
+
+QUESTIONS = ["q1", "q2", "q3"]
+METRICS = {"recall@1": [0.0, 1.0, 1.0], "recall@2": [1.0, 1.0, 1.0], "mrr": [0.5, 1.0, 1.0]}
+
+
+def _write_store(root) -> None:
+    store = ResultStore(root)
+    for run_id, retriever, top_k in (("r1", "bm25", 2), ("r2", "dense", 2)):
+        store.write_run(run_id, {"run_id": run_id, "experiment": "t", "chunkset_id": "cs", "index_id": "ix",
+                                 "chunker": "token", "embedder": "minilm", "retriever": retriever, "top_k": top_k,
+                                 "retriever.top_k": top_k})
+        scores = pd.DataFrame([{"run_id": run_id, "question_id": q, "metric": m, "value": v[i], "error": None}
+                               for m, v in METRICS.items() for i, q in enumerate(QUESTIONS)])
+        retrievals = pd.DataFrame([{"run_id": run_id, "question_id": q, "rank": rank, "chunk_id": f"c{rank}",
+                                    "doc_id": "d", "start_char": 0, "end_char": 10, "score": 1.0 / rank}
+                                   for q in QUESTIONS for rank in (1, 2)])
+        stages = pd.DataFrame([{"run_id": run_id, "question_id": q, "stage": "retrieve", "seconds": 0.01,
+                                "cached": False} for q in QUESTIONS]
+                              + [{"run_id": run_id, "question_id": None, "stage": "index", "seconds": 2.0,
+                                  "cached": False}])
+        store.commit_shard(run_id, QUESTIONS, {"scores": scores, "retrievals": retrievals, "stages": stages})
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    root = tmp_path / "results" / "demo"
+    _write_store(root)
+    return root
+
+
+EXPECTED_ROWS = {"summary": 2, "runs": 2, "scores": 18, "retrievals": 12, "stages": 8}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_zip_exports_hold_one_file_per_table(results_dir, tmp_path, fmt):
+    path = export_results(results_dir, fmt, tmp_path / f"out.{fmt}.zip")
+    with zipfile.ZipFile(path) as archive:
+        assert sorted(archive.namelist()) == sorted(f"{name}.{fmt}" for name in EXPECTED_ROWS)
+        for name, rows in EXPECTED_ROWS.items():
+            data = io.BytesIO(archive.read(f"{name}.{fmt}"))
+            frame = pd.read_csv(data) if fmt == "csv" else pd.read_parquet(data)
+            assert len(frame) == rows, name
+
+
+@pytest.mark.unit
+def test_xlsx_has_one_sheet_per_table_summary_first(results_dir, tmp_path):
+    path = export_results(results_dir, "xlsx", tmp_path / "out.xlsx")
+    sheets = pd.read_excel(path, sheet_name=None)
+    assert list(sheets) == list(EXPECTED_ROWS)
+    assert {name: len(frame) for name, frame in sheets.items()} == EXPECTED_ROWS
+    assert sheets["summary"].set_index("run_id").loc["r1", "mrr"] == pytest.approx(2.5 / 3)
+
+
+@pytest.mark.unit
+def test_json_is_one_object_of_tables(results_dir, tmp_path):
+    payload = json.loads(export_results(results_dir, "json", tmp_path / "out.json").read_text())
+    assert {name: len(records) for name, records in payload.items()} == EXPECTED_ROWS
+
+
+@pytest.mark.unit
+def test_html_report_is_self_contained(results_dir, tmp_path):
+    text = export_results(results_dir, "html", tmp_path / "report.html").read_text(encoding="utf-8")
+    # No script or stylesheet is fetched: plotly.js is inlined (its bundle mentions CDN hosts only
+    # inside map-tile defaults that these charts never use).
+    assert not re.search(r"<script[^>]+src=", text)
+    assert not re.search(r"<link[^>]+href=\"http", text)
+    assert "cdn.plot.ly/plotly" not in text
+    assert text.count("plotly.js v") >= 1 and len(text) > 1_000_000
+    for heading in ("Summary", "Metrics", "recall@k", "Latency by stage"):
+        assert heading in text
+
+
+@pytest.mark.unit
+def test_export_bytes_selects_runs_and_names_the_file(results_dir):
+    data, filename, mime = export_bytes(load_results(results_dir), "json", run_ids=["r2"])
+    assert (filename, mime) == ("ragkit-results.json", "application/json")
+    payload = json.loads(data)
+    assert {r["run_id"] for r in payload["scores"]} == {"r2"} and len(payload["runs"]) == 1
+
+
+@pytest.mark.unit
+def test_unknown_format_and_run_are_config_errors(results_dir):
+    with pytest.raises(ConfigError, match="Valid formats: csv, parquet, xlsx, json, html"):
+        export_results(results_dir, "pdf")
+    with pytest.raises(ConfigError, match="unknown run id"):
+        export_bytes(load_results(results_dir), "csv", run_ids=["nope"])
+
+
+@pytest.mark.unit
+def test_charts_draw_one_trace_per_series(results_dir):
+    results = load_results(results_dir)
+    means = metric_means(results.scores, ["mrr", "recall@1"])
+    assert len(charts.metric_bar_chart(means, results.runs).data) == 2
+    assert len(charts.metric_bar_chart(means, results.runs, kind="bar").data) == 2
+    assert len(charts.curve_chart(curve(results.scores, "recall"), results.runs, "recall").data) == 2
+    latency = charts.latency_chart(latency_by_stage(results.stages), results.runs)
+    assert {trace.name for trace in latency.data} == {"retrieve", "index (build)"}
+    scatter = charts.pareto_chart(quality_vs_latency(results.scores, results.stages, "mrr"), results.runs)
+    assert [trace.name for trace in scatter.data] == ["dominated", "Pareto front"]
+
+
+@pytest.mark.integration
+def test_cli_export_prints_the_written_path(results_dir, tmp_path, capsys):
+    out = tmp_path / "cli.xlsx"
+    assert main(["export", str(results_dir), "--format", "xlsx", "--out", str(out), "--runs", "r1"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert len(pd.read_excel(out, sheet_name="runs")) == 1
+    assert main(["export", str(results_dir), "--format", "csv"]) == 0
+    assert (results_dir.parent / "demo.zip").exists()

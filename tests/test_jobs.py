@@ -1,0 +1,153 @@
+"""Background jobs: a real `ragkit run` child on a tiny BEIR folder, bm25 only (no model to load)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ragkit.jobs import JobInfo, JobManager, _process_alive
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
+
+TOPICS = ["llamas graze on high plains", "alpacas grow soft fleece", "camels store fat in humps",
+          "vicunas live in the andes", "guanacos are wild camelids", "dromedaries have one hump"]
+
+
+def _write_beir(folder: Path, questions: int) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w") as corpus:
+        for i, text in enumerate(TOPICS):
+            corpus.write(json.dumps({"_id": f"d{i}", "title": text.split()[0], "text": text}) + "\n")
+    with (folder / "queries.jsonl").open("w") as queries:
+        for q in range(questions):
+            queries.write(json.dumps({"_id": f"q{q}", "text": f"which animal: {TOPICS[q % len(TOPICS)]}"}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"] + [f"q{q}\td{q % len(TOPICS)}\t1" for q in range(questions)]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _config(dataset: Path, name: str = "tiny", shard_size: int = 100) -> dict:
+    return {"name": name, "dataset": {"path": str(dataset), "format": "beir"}, "chunkers": ["document"],
+            "retrievers": ["bm25"], "top_k": [1, 3], "shard_size": shard_size}
+
+
+def _wait_for(manager: JobManager, job_id: str, states: tuple[str, ...], timeout: float = 120.0) -> JobInfo:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = manager.get(job_id)
+        if info.state in states:
+            return info
+        time.sleep(0.1)
+    raise AssertionError(f"job did not reach {states} in {timeout} s: {info.state}\n{info.log_tail}")
+
+
+def _wait_for_exit(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _process_alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} still alive after {timeout} s"
+        time.sleep(0.05)
+
+
+@pytest.mark.integration
+def test_job_runs_to_done_in_the_background(tmp_path):
+    manager = JobManager()
+    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+    assert manager.get(job.job_id).state in ("queued", "running", "done")
+
+    info = _wait_for(manager, job.job_id, ("done", "failed", "interrupted"))
+
+    assert info.state == "done", info.log_tail
+    assert info.done == info.total == 2 * 4  # two top_k values x four questions
+    assert info.error is None and info.eta_s is None and info.elapsed_s >= 0
+    _wait_for_exit(job.pid)  # the status says done just before the child prints its summary
+    scores = ResultStore(tmp_path / "out").read("scores")
+    assert not scores.empty and set(scores["question_id"]) == {"q0", "q1", "q2", "q3"}
+    assert [i.job_id for i in manager.list()] == [job.job_id]
+    folder = manager.jobs_dir / job.job_id
+    assert {p.name for p in folder.iterdir()} >= {"config.yaml", "job.json", "status.json", "log.txt"}
+
+
+@pytest.mark.integration
+def test_cancelled_job_resumes_without_duplicate_rows(tmp_path):
+    manager = JobManager()
+    # One-question shards keep the child busy long enough to be caught mid-run, after a commit.
+    config = _config(_write_beir(tmp_path / "beir", questions=120), shard_size=1)
+    job = manager.start(config, out_dir=tmp_path / "out")
+    deadline = time.monotonic() + 120
+    while manager.get(job.job_id).done == 0:
+        assert time.monotonic() < deadline, manager.get(job.job_id).log_tail
+        time.sleep(0.05)
+
+    cancelled = manager.cancel(job.job_id)
+
+    assert cancelled.state == "cancelled" and cancelled.eta_s is None
+    assert not _process_alive(job.pid)
+    assert manager.get(job.job_id).state == "cancelled"
+    partial = ResultStore(tmp_path / "out").read("scores")
+    assert not partial.empty
+
+    resumed = manager.resume(job.job_id)
+    assert resumed.state in ("queued", "running", "done")
+    info = _wait_for(manager, job.job_id, ("done", "failed", "interrupted", "cancelled"))
+
+    assert info.state == "done", info.log_tail
+    assert info.done == info.total == 2 * 120
+    scores = ResultStore(tmp_path / "out").read("scores")
+    assert len(scores) > len(partial)
+    assert not scores.duplicated(["run_id", "question_id", "metric"]).any()
+    assert scores.groupby("run_id")["question_id"].nunique().tolist() == [120, 120]
+
+
+@pytest.mark.integration
+def test_job_whose_process_vanished_is_interrupted_and_resumable(tmp_path):
+    manager = JobManager()
+    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+    _wait_for(manager, job.job_id, ("done",))
+    _wait_for_exit(job.pid)
+    # A dashboard restart after a crash finds a "running" status whose process is gone.
+    status_path = manager.jobs_dir / job.job_id / "status.json"
+    status = json.loads(status_path.read_text())
+    status_path.write_text(json.dumps({**status, "state": "running", "done": 3}))
+
+    assert manager.get(job.job_id).state == "interrupted"
+    manager.resume(job.job_id)
+    assert _wait_for(manager, job.job_id, ("done", "failed")).state == "done"
+
+
+@pytest.mark.integration
+def test_invalid_config_fails_before_any_process_starts(tmp_path):
+    manager = JobManager()
+    bad = {**_config(_write_beir(tmp_path / "beir", questions=4)), "retrievers": ["bm26"]}
+
+    with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
+        manager.start(bad)
+
+    assert list(manager.jobs_dir.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_missing_dataset_is_a_failed_job_with_the_reason(tmp_path):
+    manager = JobManager()
+    job = manager.start(_config(tmp_path / "nowhere"), out_dir=tmp_path / "out")
+
+    info = _wait_for(manager, job.job_id, ("failed", "done"))
+
+    assert info.state == "failed"
+    assert str(tmp_path / "nowhere") in info.error
+
+
+@pytest.mark.integration
+def test_unknown_job_lists_the_known_ids_and_delete_keeps_results(tmp_path):
+    manager = JobManager()
+    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+
+    with pytest.raises(ConfigError, match=f"unknown job 'nope'. Known jobs: {job.job_id}"):
+        manager.get("nope")
+
+    _wait_for(manager, job.job_id, ("done",))
+    manager.delete(job.job_id)
+    assert manager.list() == []
+    assert not ResultStore(tmp_path / "out").read("scores").empty
