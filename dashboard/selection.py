@@ -29,7 +29,8 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
     default = run_ids[: default_runs or max_runs or len(run_ids)]
     chosen = st.multiselect(
         "Runs", run_ids, default=state.query_list("runs", run_ids, default)[: max_runs or None],
-        format_func=lambda run_id: labels.get(run_id, run_id), max_selections=max_runs, key=f"pick_runs.{experiment}.{max_runs}",
+        format_func=lambda run_id: labels.get(run_id, run_id), max_selections=max_runs,
+        key=f"pick_runs.{experiment}.{max_runs}",
     )
     # All runs selected is the default: keep the link short by leaving it out.
     state.set_query(exp=experiment, runs=None if chosen == default else chosen)

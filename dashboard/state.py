@@ -123,7 +123,9 @@ def load_corpus(name: str):
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=32)
-def chunk_preview(root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str, params_json: str) -> pd.DataFrame:
+def chunk_preview(
+    root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str, params_json: str
+) -> pd.DataFrame:
     """One document's chunks under one chunker: boundaries, breadcrumb, token count, text."""
     from ragkit import registry
     from ragkit.chunkers.token import cl100k_tokenizer
@@ -321,3 +323,19 @@ def export(experiment: str, fmt: str, run_ids: list[str] | None) -> tuple[bytes,
     """(bytes, file name, MIME type) of an export of ``experiment`` (all runs when run_ids is None)."""
     folder = results_root() / experiment
     return _export(str(folder), _results_stamp(folder), fmt, tuple(run_ids) if run_ids else None, experiment)
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
+def _factor_effects(folder: str, stamp: float, metric: str, run_ids: tuple[str, ...]) -> pd.DataFrame:
+    from ragkit.analysis import factor_effects
+
+    results = _results(folder, stamp)
+    keep = {name: getattr(results, name)[getattr(results, name)["run_id"].isin(run_ids)]
+            for name in ("scores", "stages", "runs")}
+    return factor_effects(keep["scores"], keep["stages"], keep["runs"], [metric])
+
+
+def factor_effects(experiment: str, metric: str, run_ids: list[str]) -> pd.DataFrame:
+    """Single-factor pairs among ``run_ids`` with the paired difference (b - a) of ``metric``."""
+    folder = results_root() / experiment
+    return _factor_effects(str(folder), _results_stamp(folder), metric, tuple(run_ids))

@@ -7,6 +7,8 @@ so listing names and validating configs stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
@@ -81,6 +83,20 @@ class Registry:
     def register(self, name: str, cls: type) -> None:
         """Register a class directly (tests and notebooks); packages should use entry points."""
         self._extra[name] = cls
+        self._loaded.pop(name, None)
+
+    def unregister(self, name: str) -> None:
+        self._extra.pop(name, None)
+        self._loaded.pop(name, None)
+
+    @contextmanager
+    def registered(self, name: str, cls: type) -> Iterator[None]:
+        """Register ``cls`` for the duration of a block, so tests leave the registry as they found it."""
+        self.register(name, cls)
+        try:
+            yield
+        finally:
+            self.unregister(name)
 
     def get(self, name: str) -> type:
         if name in self._loaded:

@@ -22,7 +22,8 @@ with st.form("ingest", clear_on_submit=False):
         "Drop files here", accept_multiple_files=True, type=list(get_settings().allowed_types),
         help=f"Up to {get_settings().max_file_mb:g} MB per file (RAGKIT_MAX_FILE_MB).",
     )
-    name = st.text_input("Corpus name", value="my-corpus", help="New or existing corpus; files with the same name replace.")
+    name = st.text_input("Corpus name", value="my-corpus",
+                         help="New or existing corpus; a file with the same name replaces the old one.")
     submitted = st.form_submit_button("Ingest", type="primary")
 
 if submitted:
@@ -67,8 +68,8 @@ chosen = st.selectbox("Corpus", table["name"].tolist(), key="preview_corpus")
 corpus = state.load_corpus(chosen)
 doc_ids = [document.id_ for document in corpus.documents]
 doc_id = st.selectbox("Document", doc_ids, key="preview_doc")
-chunker = st.selectbox("Chunker", registry.chunkers.names(),
-                       index=registry.chunkers.names().index("recursive") if "recursive" in registry.chunkers.names() else 0)
+names = registry.chunkers.names()
+chunker = st.selectbox("Chunker", names, index=names.index("recursive") if "recursive" in names else 0)
 with st.expander(f"{chunker} parameters"):
     params = forms.params_form(registry.chunkers.params_model(chunker), key=f"preview.{chunker}")
 

@@ -27,7 +27,8 @@ with st.expander("Import a question set", expanded=False):
         given = None
     else:
         files = None
-        given = st.text_input("Path", value="", help="A BEIR folder, a SQuAD-style folder or file, or a JSONL/CSV file.")
+        given = st.text_input("Path", value="",
+                              help="A BEIR folder, a SQuAD-style folder or file, or a JSONL/CSV file.")
     if st.button("Import", type="primary"):
         try:
             if files:

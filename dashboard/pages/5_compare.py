@@ -26,7 +26,8 @@ headline = [m for m in ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@
 chosen = st.multiselect("Metrics", metrics, default=state.query_list("metrics", metrics, headline or metrics[:1]),
                         key=f"metrics.{experiment}")
 bases = sorted({m.split("@", 1)[0] for m in metrics if "@" in m})
-base = st.selectbox("Curve over k", bases, index=state.query_choice("curve", bases, "recall"), key=f"curve.{experiment}")
+base = st.selectbox("Curve over k", bases, index=state.query_choice("curve", bases, "recall"),
+                    key=f"curve.{experiment}")
 state.set_query(metrics=chosen, curve=base)
 
 if chosen:
@@ -37,7 +38,8 @@ if chosen:
 
 left, right = st.columns(2)
 with left:
-    st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
+    if base:
+        st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
 with right:
     st.plotly_chart(charts.latency_chart(analysis.latency_by_stage(stages), runs).update_layout(
         title="Latency by stage"), key="latency_chart")
@@ -48,7 +50,7 @@ st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_la
     title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
 
 st.subheader("Single-factor pairs")
-effects = analysis.factor_effects(scores, stages, runs, [quality])
+effects = state.factor_effects(experiment, quality, run_ids)
 if effects.empty:
     st.caption("No two selected runs differ in exactly one factor.")
 else:

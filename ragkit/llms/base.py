@@ -91,6 +91,10 @@ class LLMBackend(Component):
             return self._client
 
     def chat(self, messages: list[Message], *, json_schema: dict[str, Any] | None, max_tokens: int) -> BackendReply:
+        if max_tokens < 1:
+            raise ValueError(f"llm '{self.name}': max_tokens must be >= 1, got {max_tokens}")
+        if not messages:
+            raise ValueError(f"llm '{self.name}': no messages to send")
         return self._chat(messages, json_schema=json_schema, max_tokens=max_tokens)
 
     def _create_client(self) -> Any:

@@ -101,7 +101,9 @@ class OpenAICompatibleLLM(LLMBackend):
             )
         if isinstance(error, httpx.TimeoutException):
             return LLMTimeoutError(f"{url} did not answer within timeout_s={self.params.timeout_s} ({attempts} attempts)")
-        return LLMError(f"OpenAI-compatible server at {url} failed after {attempts} attempts: {error}")
+        if _is_transient(error):
+            return LLMError(f"OpenAI-compatible server at {url} failed after {attempts} attempts: {error}")
+        return LLMError(f"OpenAI-compatible server at {url} refused the request: {error}")
 
 
 def _is_transient(error: BaseException) -> bool:

@@ -95,10 +95,11 @@ def test_params_may_be_given_as_a_mapping_or_left_out():
 
 
 def test_a_registered_plugin_builds_through_the_registry():
-    chunkers.register("lines", LineChunker)
-    chunker = chunkers.build({"type": "lines", "params": {"contextualize": True}})
-    assert isinstance(chunker, LineChunker)
-    assert chunker.spec_dict() == {"type": "lines", "params": {"contextualize": True}}
+    with chunkers.registered("lines", LineChunker):
+        chunker = chunkers.build({"type": "lines", "params": {"contextualize": True}})
+        assert isinstance(chunker, LineChunker)
+        assert chunker.spec_dict() == {"type": "lines", "params": {"contextualize": True}}
+    assert "lines" not in chunkers.names()
 
 
 def test_clean_spans_sorts_and_drops_spans_inside_the_previous_one():
