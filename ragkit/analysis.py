@@ -51,7 +51,7 @@ def load_results(results_dir: str | Path) -> Results:
         runs = runs.assign(label=run_labels(runs).astype("string"))
         runs = runs.sort_values("label", kind="stable").reset_index(drop=True)
     # Categories make the filters and group-bys over millions of score rows integer work.
-    scores = store.read("scores").astype({"run_id": "category", "question_id": "category", "metric": "category"})
+    scores = store.read("scores", categorical=("run_id", "question_id", "metric"))
     return Results(runs=runs, scores=scores, retrievals=store.read("retrievals"), stages=store.read("stages"))
 
 

@@ -21,6 +21,13 @@ def _with_labels(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(label=run_ids.map(labels).fillna(run_ids).astype(str))
 
 
+def _unit_range(values: pd.Series) -> list[float] | None:
+    """[0, 1.05] for values that are all shares (most metrics), so equal scores don't get a
+    stretched axis; None lets plotly choose for anything else."""
+    finite = values.dropna()
+    return [0.0, 1.05] if not finite.empty and finite.min() >= 0 and finite.max() <= 1 else None
+
+
 def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot") -> go.Figure:
     """One row per run, one trace per metric: the mean with its CI as an error bar.
 
@@ -42,6 +49,7 @@ def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot")
             figure.add_trace(go.Scatter(mode="markers", marker=dict(size=9), **common))
     figure.update_layout(
         barmode="group", xaxis_title="mean over questions (95% bootstrap CI)" if not frame.empty else None,
+        xaxis_range=_unit_range(pd.concat([frame["ci_low"], frame["ci_high"]])) if not frame.empty else None,
         yaxis=dict(categoryorder="array", categoryarray=order), height=max(300, 28 * len(order) + 120),
         margin=dict(l=10, r=10, t=40, b=40), legend_title_text="metric",
     )
@@ -55,6 +63,7 @@ def curve_chart(curves: pd.DataFrame, runs: pd.DataFrame, base_metric: str) -> g
     for label, group in frame.groupby("label", sort=True):
         figure.add_trace(go.Scatter(x=group["k"], y=group["mean"], mode="lines+markers", name=str(label)))
     figure.update_layout(title=f"{base_metric}@k", xaxis_title="k", yaxis_title=f"mean {base_metric}@k",
+                         yaxis_range=_unit_range(frame["mean"]) if not frame.empty else None,
                          margin=dict(l=10, r=10, t=40, b=40))
     return figure
 
@@ -66,8 +75,9 @@ def latency_chart(latency: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
     per_question = frame[frame["per_question"]]
     build = frame[~frame["per_question"]]
     columns = 2 if not build.empty else 1
-    titles = ["per question (ms)", "build, once (s)"][:columns]
-    figure = make_subplots(rows=1, cols=columns, shared_yaxes=True, subplot_titles=titles)
+    titles = ["ms per question", "build, s"][:columns]
+    figure = make_subplots(rows=1, cols=columns, shared_yaxes=True, subplot_titles=titles,
+                           column_widths=[0.65, 0.35][:columns], horizontal_spacing=0.08)
     for stage, group in per_question.groupby("stage", sort=False):
         figure.add_trace(go.Bar(x=group["seconds"] * 1000, y=group["label"], name=f"{stage}", orientation="h",
                                 legendgroup="question"), row=1, col=1)

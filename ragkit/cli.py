@@ -117,7 +117,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         sys.executable, "-m", "streamlit", "run", str(app),
         "--server.address", args.host, "--server.port", str(args.port),
         "--server.maxUploadSize", str(int(get_settings().max_file_mb)),
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     print(f"dashboard on http://{args.host}:{args.port}")
     return subprocess.call(command)

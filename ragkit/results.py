@@ -62,7 +62,9 @@ class ResultStore:
         folder = self._commit_dir()
         return {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
 
-    def read(self, name: str) -> pd.DataFrame:
+    def read(self, name: str, categorical: tuple[str, ...] = ()) -> pd.DataFrame:
+        """A whole table; ``categorical`` string columns come back as pandas categories, which is
+        much faster for big tables (no Python string per row)."""
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
         folder = self.root / name
@@ -78,7 +80,11 @@ class ResultStore:
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow.dataset as ds
 
-        return ds.dataset([str(p) for p in parts], format="parquet").to_table().to_pandas()
+        table = ds.dataset([str(p) for p in parts], format="parquet").to_table()
+        for column in categorical:
+            index = table.schema.get_field_index(column)
+            table = table.set_column(index, column, table.column(column).dictionary_encode())
+        return table.to_pandas()
 
     def exists(self) -> bool:
         return (self.root / "runs").exists()

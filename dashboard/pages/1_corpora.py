@@ -6,6 +6,7 @@ import time
 
 import pandas as pd
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from dashboard import forms, state
 from ragkit import registry
@@ -18,10 +19,14 @@ st.title("Corpora")
 # --- upload --------------------------------------------------------------------------------------
 with st.form("ingest", clear_on_submit=False):
     st.subheader("Add files")
-    files = st.file_uploader(
-        "Drop files here", accept_multiple_files=True, type=list(get_settings().allowed_types),
-        help=f"Up to {get_settings().max_file_mb:g} MB per file (RAGKIT_MAX_FILE_MB).",
-    )
+    try:
+        files = st.file_uploader(
+            "Drop files here", accept_multiple_files=True, type=list(get_settings().allowed_types),
+            help=f"Up to {get_settings().max_file_mb:g} MB per file (RAGKIT_MAX_FILE_MB).",
+        )
+    except StreamlitAPIException as error:  # e.g. a NUL byte in a file name: refused, nothing stored
+        st.error(f"Upload refused: {error}. Nothing was stored; reload the page to choose other files.")
+        files = []
     name = st.text_input("Corpus name", value="my-corpus",
                          help="New or existing corpus; a file with the same name replaces the old one.")
     submitted = st.form_submit_button("Ingest", type="primary")

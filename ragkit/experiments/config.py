@@ -54,7 +54,10 @@ class ExperimentConfig(StrictModel):
         default=None, description="Where documents come from; default: the dataset's own corpus.jsonl."
     )
     chunkers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="recursive")], min_length=1)
-    embedders: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="minilm")], min_length=1)
+    embedders: list[ComponentSpec] = Field(
+        default_factory=lambda: [ComponentSpec(type="minilm")],
+        description="May be empty when every retriever ignores vectors (bm25).",
+    )
     retrievers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="dense")], min_length=1)
     top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, description="Grid of top-k values.")
     shard_size: int = Field(default=100, ge=1, le=100_000, description="Questions per committed results part.")
@@ -78,6 +81,10 @@ class ExperimentConfig(StrictModel):
     def _components_exist(self) -> "ExperimentConfig":
         # Resolving checks names and params now, with messages that list the valid choices.
         self.resolved_components()
+        if not self.embedders:
+            needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
+            if needing:
+                raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
         return self
 
     def resolved_components(self) -> dict[str, list[ComponentSpec]]:
@@ -108,7 +115,7 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
     parts = config.resolved_components()
     points: dict[str, GridPoint] = {}
     for chunker, embedder, retriever, top_k in itertools.product(
-        parts["chunkers"], parts["embedders"], parts["retrievers"], config.top_k
+        parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k
     ):
         retriever_cls = registry.retrievers.get(retriever.type)
         params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})

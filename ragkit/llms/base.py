@@ -66,8 +66,6 @@ class LLMBackend(Component):
 
     kind: ClassVar[str] = "llm"
     Params: ClassVar[type[ComponentParams]] = LLMParams
-    # Whether ``json_schema`` constrains decoding (otherwise it is only a hint in the prompt).
-    supports_schema: ClassVar[bool] = True
 
     def __init__(self, params: ComponentParams) -> None:
         self.params = params

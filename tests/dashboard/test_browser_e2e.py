@@ -25,6 +25,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+playwright_api = pytest.importorskip("playwright.sync_api")
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENS = Path("/tmp/ragkit-screens")
@@ -43,7 +45,8 @@ QUESTIONS = {"q1": ("what animal purrs", "d1"), "q2": ("which animal barks", "d2
 TOP_K = (1, 3)
 # A marker in every hostile name, so an escaped copy can be searched for by name.
 ESCAPE_MARK = "ragkit-e2e-escape"
-HOSTILE_NAMES = [f"../../{ESCAPE_MARK}.txt", f"{ESCAPE_MARK}-nul\x00name.md", f"{ESCAPE_MARK}-" + "a" * 300 + ".txt"]
+HOSTILE_NAMES = [f"../../{ESCAPE_MARK}.txt", f"..\\..\\{ESCAPE_MARK}-win.md", f"{ESCAPE_MARK}-" + "a" * 300 + ".txt"]
+NUL_NAME = f"{ESCAPE_MARK}-nul\x00name.md"
 
 pytestmark = [
     pytest.mark.browser,
@@ -129,9 +132,7 @@ def server(isolated_data_dir) -> Iterator[str]:
 
 @pytest.fixture
 def browser_page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
+    with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
         page = context.new_page()
@@ -139,7 +140,6 @@ def browser_page(server):
         try:
             yield page
         finally:
-            page.screenshot(path="/tmp/e2edbg/last.png", full_page=True)  # DEBUG
             context.close()
             browser.close()
 
@@ -157,8 +157,16 @@ def go_to(page, title: str) -> None:
 
 
 def shot(page, tmp_path: Path, name: str) -> None:
+    """A screenshot of the whole page: Streamlit scrolls inside stMain, so grow the viewport to fit it."""
+    settle(page)
+    viewport = page.viewport_size
+    height = page.evaluate('Math.max(...[...document.querySelectorAll(\'[data-testid="stMain"], '
+                           '[data-testid="stAppViewContainer"]\')].map(e => e.scrollHeight))')
+    page.set_viewport_size({"width": viewport["width"], "height": max(viewport["height"], height)})
+    page.wait_for_timeout(1000)  # charts re-layout and progress bars finish their transition
     target = tmp_path / f"{name}.png"
     page.screenshot(path=str(target), full_page=True)
+    page.set_viewport_size(viewport)
     SCREENS.mkdir(parents=True, exist_ok=True)
     shutil.copy(target, SCREENS / target.name)
 
@@ -185,6 +193,7 @@ def expected_score_rows(top_ks: tuple[int, ...], questions: int) -> int:
 
 
 def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_path, isolated_data_dir):
+    expect = playwright_api.expect
     page = browser_page
     data_dir = isolated_data_dir
     upload_requests: list[str] = []
@@ -219,9 +228,8 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
         assert "\x00" not in path.name and "/" not in path.name and not path.name.startswith(".")
         assert len(path.name.encode()) <= 255
     assert {"cats.txt", "sun.md", f"{ESCAPE_MARK}.txt"} <= {p.name for p in stored}
-    searched = [data_dir.parent, REPO_ROOT / "dashboard", REPO_ROOT / "ragkit", Path.cwd()]
+    searched = [data_dir.parent, REPO_ROOT, Path.cwd()]  # data_dir.parent holds this test's tmp_path too
     assert escaped_copies(searched, data_dir) == []
-    assert not any(ESCAPE_MARK in p.name for p in REPO_ROOT.iterdir())
 
     # --- upload limit: the browser refuses, the server refuses a forged request -----------------
     uploader.set_input_files([{"name": "big.txt", "mimeType": "text/plain",
@@ -243,28 +251,37 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     )
     assert status == 413
 
+    # Streamlit itself refuses a name with NUL when the script reads the uploader: nothing is stored.
+    uploader.set_input_files([{"name": NUL_NAME, "mimeType": "text/plain", "buffer": b"nul"}])
+    chips.filter(has_text="name.md").wait_for()
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text("Filename cannot contain null bytes").wait_for()
+    shot(page, tmp_path, "03_upload_nul_name")
+    assert len([p for p in (data_dir / "uploads").rglob("*") if p.is_file()]) == 5
+    assert escaped_copies(searched, data_dir) == []
+
     # --- Question sets: import the tiny BEIR set by path ---------------------------------------
     beir = write_beir(tmp_path / "beir")
     go_to(page, "Question sets")
     page.get_by_test_id("stExpander").filter(has_text="Import a question set").locator("summary").click()
     page.get_by_text("Path on this machine").click()
     settle(page)
-    name_box = page.get_by_label("Name")
+    name_box = page.get_by_role("textbox", name="Name", exact=True)
     name_box.fill("tiny-beir")
     name_box.press("Enter")
     settle(page)
-    path_box = page.get_by_label("Path")
+    path_box = page.get_by_role("textbox", name="Path", exact=True)
     path_box.fill(str(beir))
     path_box.press("Enter")
     settle(page)
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 'tiny-beir': 3 questions").wait_for()
     settle(page)
-    shot(page, tmp_path, "03_question_sets")
+    shot(page, tmp_path, "04_question_sets")
 
     # --- New experiment: document chunker x bm25 x top-k 1 and 3 --------------------------------
     go_to(page, "New experiment")
-    experiment = page.get_by_label("Experiment name")
+    experiment = page.get_by_role("textbox", name="Experiment name", exact=True)
     experiment.fill("e2e")
     experiment.press("Enter")
     settle(page)
@@ -272,7 +289,6 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     set_checkbox(page, "recursive", False)
     set_checkbox(page, "document", True)
     set_checkbox(page, "dense", False)
-    set_checkbox(page, "minilm", False)
     set_checkbox(page, "bm25", True)
     top_k = page.get_by_test_id("stMultiSelect").filter(has_text="top-k values")
     for _ in range(2):  # drop the default values
@@ -282,10 +298,11 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
         top_k.click()
         page.get_by_role("option", name=str(k), exact=True).click()
         settle(page)
-    page.keyboard.press("Escape")
+    page.get_by_test_id("stMetric").first.click()  # closes the top-k dropdown
     metric = page.get_by_test_id("stMetric").filter(has_text="Runs in the grid")
-    assert metric.get_by_test_id("stMetricValue").inner_text().strip() == str(len(TOP_K))
-    shot(page, tmp_path, "04_new_experiment")
+    expect(metric.get_by_test_id("stMetricValue")).to_have_text(str(len(TOP_K)), timeout=WAIT_MS)
+    settle(page)
+    shot(page, tmp_path, "05_new_experiment")
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("Started job").wait_for()
     settle(page)
@@ -293,19 +310,26 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     # --- Runs: wait until the job is done ------------------------------------------------------
     go_to(page, "Runs")
     page.get_by_text(re.compile(r"^done · ")).wait_for(timeout=120_000)
-    shot(page, tmp_path, "05_runs")
+    shot(page, tmp_path, "06_runs")
 
     # --- Compare: the metric chart ---------------------------------------------------------------
     go_to(page, "Compare")
     page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.wait_for()
     page.locator(".js-plotly-plot .main-svg").first.wait_for()
     settle(page)
-    shot(page, tmp_path, "06_compare")
+    shot(page, tmp_path, "07_compare")
+
+    # --- Question drill-down: renders for the finished experiment -------------------------------
+    go_to(page, "Question drill-down")
+    page.get_by_test_id("stSelectbox").filter(has_text="Experiment").first.wait_for()
+    shot(page, tmp_path, "08_drilldown")
+    assert page.get_by_test_id("stException").count() == 0
 
     # --- Export: the CSV zip has one score row per run x question x metric ----------------------
     go_to(page, "Export")
     button = page.get_by_test_id("stDownloadButton").get_by_role("button", name=re.compile(r"Download e2e\.zip"))
-    shot(page, tmp_path, "07_export")
+    button.wait_for()
+    shot(page, tmp_path, "09_export")
     with page.expect_download() as download_info:
         button.click()
     archive = zipfile.ZipFile(io.BytesIO(Path(download_info.value.path()).read_bytes()))
@@ -313,4 +337,5 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     assert scores["run_id"].nunique() == len(TOP_K)
     assert set(scores["question_id"]) == set(QUESTIONS)
     assert not scores.duplicated(["run_id", "question_id", "metric"]).any()
-    assert len(scores) == expected_score_rows(TOP_K, len(QUESTIONS))
+    # (7 metrics at k=1 + 15 at k=3: the @1..@3 cut-offs, curve points and mrr) x 3 questions
+    assert len(scores) == expected_score_rows(TOP_K, len(QUESTIONS)) == 66

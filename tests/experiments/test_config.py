@@ -82,3 +82,9 @@ def test_paths_resolve_against_the_yaml_folder_and_set_against_cwd(tmp_path, mon
 def test_bundled_experiments_validate():
     for path in sorted(Path(__file__).resolve().parents[2].joinpath("experiments").glob("*.yaml")):
         assert load_config(path).name == path.stem
+
+
+def test_a_bm25_only_grid_needs_no_embedder_but_dense_does():
+    assert len(expand_grid(config_from_dict({**BASE, "embedders": [], "retrievers": ["bm25"]}))) == 1
+    with pytest.raises(ConfigError, match=r"retrievers \['dense'\] need an embedder"):
+        config_from_dict({**BASE, "embedders": [], "retrievers": ["bm25", "dense"]})
