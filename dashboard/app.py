@@ -1,4 +1,4 @@
-"""ragkit dashboard entry point: page config, sidebar, navigation over dashboard/pages/.
+"""ragkit dashboard entry point: page config, sidebar, navigation over dashboard/views/ (not "pages/": Streamlit would also serve that folder as legacy pages, bypassing this entry point).
 
 Run it with the server settings on the command line (no config file needed):
 
@@ -14,7 +14,7 @@ import streamlit as st
 
 from dashboard import state
 
-PAGES = Path(__file__).resolve().parent / "pages"
+PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="ragkit", page_icon=":material/science:", layout="wide")
 

@@ -51,7 +51,7 @@ class RemoteLLMParams(LLMParams):
 
 
 # Fields that change how a reply is fetched but never which reply: left out of the cache key.
-TRANSPORT_FIELDS = frozenset({"timeout_s", "max_retries", "retry_backoff_s"})
+TRANSPORT_FIELDS = frozenset({"timeout_s", "max_retries", "retry_backoff_s", "threads"})
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
-PAGES = sorted((DASHBOARD / "pages").glob("*.py"))
+PAGES = sorted((DASHBOARD / "views").glob("*.py"))
 TIMEOUT = 30
 
 pytestmark = pytest.mark.integration
 
 
 def page(name: str) -> AppTest:
-    return AppTest.from_file(str(DASHBOARD / "pages" / name), default_timeout=TIMEOUT)
+    return AppTest.from_file(str(DASHBOARD / "views" / name), default_timeout=TIMEOUT)
 
 
 def assert_ok(app: AppTest) -> None:

@@ -36,13 +36,11 @@ if chosen:
     figure.update_layout(title=" · ".join(chosen) + " (95% CI)")
     st.plotly_chart(figure, key="metric_chart")
 
-left, right = st.columns(2)
-with left:
-    if base:
-        st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
-with right:
-    st.plotly_chart(charts.latency_chart(analysis.latency_by_stage(stages), runs).update_layout(
-        title="Latency by stage"), key="latency_chart")
+# Full width: with a realistic grid (a dozen runs or more) side-by-side charts get unreadable.
+if base:
+    st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
+st.plotly_chart(charts.latency_chart(analysis.latency_by_stage(stages), runs).update_layout(
+    title="Latency by stage"), key="latency_chart")
 
 quality = chosen[0] if chosen else metrics[0]
 frame = analysis.quality_vs_latency(scores, stages, quality)
