@@ -7,24 +7,17 @@ from pathlib import Path
 import pytest
 
 from ragkit.cli import main
+from tests.factories import make_pdf
 
 MB = 1024 * 1024
-
-
-def _make_pdf(path: Path, text: str) -> None:
-    from reportlab.pdfgen import canvas
-
-    pdf = canvas.Canvas(str(path))
-    pdf.drawString(72, 720, text)
-    pdf.save()
 
 
 @pytest.mark.integration
 def test_ingest_reports_each_bad_file_and_exits_zero(tmp_path, capsys):
     folder = tmp_path / "upload"
     folder.mkdir()
-    _make_pdf(folder / "good.pdf", "Camelids include llamas and alpacas.")
-    _make_pdf(folder / "corrupt.pdf", "broken")
+    make_pdf(folder / "good.pdf", ["Camelids include llamas and alpacas."])
+    make_pdf(folder / "corrupt.pdf", ["broken"])
     (folder / "corrupt.pdf").write_bytes((folder / "corrupt.pdf").read_bytes()[:200])
     (folder / "empty.txt").write_bytes(b"")
     (folder / "program.txt").write_bytes(b"MZ\x90\x00\x03\x00\x00\x00" + bytes(range(256)))

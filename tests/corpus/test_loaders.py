@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import make_pdf
+
 from ragkit.corpus.loaders import load_file
 from ragkit.corpus.validation import IngestError
 
@@ -14,19 +16,6 @@ PAGE_ONE = "First page says hello."
 PAGE_TWO = "Second page talks about llamas."
 
 
-def make_pdf(path: Path, pages: list[str], title: str | None = None, author: str | None = None) -> Path:
-    from reportlab.pdfgen import canvas
-
-    pdf = canvas.Canvas(str(path))
-    if title:
-        pdf.setTitle(title)
-    if author:
-        pdf.setAuthor(author)
-    for text in pages:
-        pdf.drawString(72, 720, text)
-        pdf.showPage()
-    pdf.save()
-    return path
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import make_pdf
+
 import ragkit.corpus.store as store_module
 from ragkit.corpus.model import make_document
 from ragkit.corpus.store import CorpusStore, check_corpus_name
@@ -16,15 +18,6 @@ from ragkit.registry import ConfigError
 MB = 1024 * 1024
 
 
-def make_pdf(path: Path, pages: list[str]) -> Path:
-    from reportlab.pdfgen import canvas
-
-    pdf = canvas.Canvas(str(path))
-    for text in pages:
-        pdf.drawString(72, 720, text)
-        pdf.showPage()
-    pdf.save()
-    return path
 
 
 @pytest.fixture

@@ -27,21 +27,18 @@ import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
+from tests.factories import TINY_DOCS as DOCS, TINY_QUESTIONS as QUESTIONS, write_beir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENS = Path("/tmp/ragkit-screens")
+# Set RAGKIT_SCREENSHOTS to a folder to keep the screenshots for a look after the run.
+SCREENS = Path(os.environ["RAGKIT_SCREENSHOTS"]) if os.environ.get("RAGKIT_SCREENSHOTS") else None
 MAX_UPLOAD_MB = 1
 STARTUP_TIMEOUT_S = 90
 WAIT_MS = 60_000
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
-DOCS = {
-    "d1": "Cats are small furry animals that purr. They like to eat fish.",
-    "d2": "Dogs bark loudly and love long walks in the park.",
-    "d3": "The sun is a star at the centre of the solar system.",
-}
-QUESTIONS = {"q1": ("what animal purrs", "d1"), "q2": ("which animal barks", "d2"), "q3": ("what is the sun", "d3")}
 TOP_K = (1, 3)
 # A marker in every hostile name, so an escaped copy can be searched for by name.
 ESCAPE_MARK = "ragkit-e2e-escape"
@@ -54,15 +51,6 @@ pytestmark = [
 ]
 
 
-def write_beir(folder: Path) -> Path:
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in DOCS.items()), encoding="utf-8")
-    (folder / "queries.jsonl").write_text(
-        "\n".join(json.dumps({"_id": k, "text": v[0]}) for k, v in QUESTIONS.items()), encoding="utf-8")
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{k}\t{v[1]}\t1\n" for k, v in QUESTIONS.items()), encoding="utf-8")
-    return folder
 
 
 def free_port() -> int:
@@ -167,8 +155,9 @@ def shot(page, tmp_path: Path, name: str) -> None:
     target = tmp_path / f"{name}.png"
     page.screenshot(path=str(target), full_page=True)
     page.set_viewport_size(viewport)
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(target, SCREENS / target.name)
+    if SCREENS is not None:
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, SCREENS / target.name)
 
 
 def select_option(page, label: str, option: str) -> None:

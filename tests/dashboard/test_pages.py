@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tests.factories import TINY_DOCS as DOCS, TINY_QUESTIONS as QUESTIONS, write_beir
 from streamlit.testing.v1 import AppTest
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
@@ -24,23 +26,8 @@ def assert_ok(app: AppTest) -> None:
     assert not app.error, [e.value for e in app.error]
 
 
-DOCS = {
-    "d1": "Cats are small furry animals that purr. They like to eat fish.",
-    "d2": "Dogs bark loudly and love long walks in the park.",
-    "d3": "The sun is a star at the centre of the solar system.",
-}
-QUESTIONS = {"q1": ("what animal purrs", "d1"), "q2": ("which animal barks", "d2"), "q3": ("what is the sun", "d3")}
 
 
-def write_beir(folder: Path) -> Path:
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "\n".join(json.dumps({"_id": k, "title": k, "text": v}) for k, v in DOCS.items()), encoding="utf-8")
-    (folder / "queries.jsonl").write_text(
-        "\n".join(json.dumps({"_id": k, "text": v[0]}) for k, v in QUESTIONS.items()), encoding="utf-8")
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{k}\t{v[1]}\t1\n" for k, v in QUESTIONS.items()), encoding="utf-8")
-    return folder
 
 
 @pytest.fixture
