@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -44,10 +44,12 @@ def chunk_corpus(corpus: Corpus, chunker: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def load_or_build_chunkset(path: Path, corpus: Corpus, chunker: Any) -> tuple[pd.DataFrame, bool]:
-    """The chunk set and whether it was built now (False when read from the cache)."""
+def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[], Any]) -> tuple[pd.DataFrame, bool]:
+    """The chunk set and whether it was built now (False when read from the cache).
+
+    The chunker is made only on a cache miss: some (semantic) load a model."""
     if path.exists():
         return pd.read_parquet(path), False
-    frame = chunk_corpus(corpus, chunker)
+    frame = chunk_corpus(corpus, make_chunker())
     write_parquet_atomic(path, frame)
     return frame, True

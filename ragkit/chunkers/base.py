@@ -17,7 +17,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, model_validator
 
 from ragkit.corpus.model import POSITIONAL_METADATA
 from ragkit.registry import Component, ComponentParams
@@ -40,6 +40,21 @@ class ChunkerParams(ComponentParams):
         default=False,
         description="Prefix each chunk's embedded text with the document title and section breadcrumb.",
     )
+
+
+class WindowParams(ChunkerParams):
+    """Params of chunkers cut into windows: subclasses set the unit, defaults and bounds."""
+
+    chunk_size: int
+    chunk_overlap: int
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "WindowParams":
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
 
 
 class Chunker(Component, NodeParser):

@@ -12,9 +12,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.base import Chunker, Span, WindowParams
 
 DEFAULT_SEPARATORS = ("\n\n", "\n", ". ", " ", "")
 
@@ -86,7 +86,7 @@ def _merge(pieces: list[tuple[int, int]], chunk_size: int, chunk_overlap: int) -
     return spans
 
 
-class RecursiveParams(ChunkerParams):
+class RecursiveParams(WindowParams):
     chunk_size: int = Field(default=1000, ge=50, le=100_000, description="Maximum chunk length in characters.")
     chunk_overlap: int = Field(
         default=200, ge=0, le=50_000, description="Characters repeated between consecutive chunks (at most)."
@@ -97,14 +97,6 @@ class RecursiveParams(ChunkerParams):
         max_length=20,
         description="Separators tried in order; a piece still too long is split with the next one.",
     )
-
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> "RecursiveParams":
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        return self
 
 
 class RecursiveChunker(Chunker):

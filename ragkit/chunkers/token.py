@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from llama_index.core.node_parser import TokenTextSplitter
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span, close_gaps
+from ragkit.chunkers.base import Chunker, Span, WindowParams, close_gaps
 
 
 @functools.cache
@@ -112,19 +112,11 @@ def _unplaceable(needle: str) -> tuple[int, int]:  # a splitter change would sho
     raise ValueError(f"cannot place chunk {needle[:60]!r} on the splitter's splits")
 
 
-class TokenWindowParams(ChunkerParams):
+class TokenWindowParams(WindowParams):
     """Token-counted sizes, shared by the token and sentence chunkers."""
 
     chunk_size: int = Field(default=256, ge=16, le=8192, description="Maximum chunk length in tokens (cl100k_base).")
     chunk_overlap: int = Field(default=32, ge=0, le=4096, description="Tokens repeated between consecutive chunks.")
-
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> "TokenWindowParams":
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        return self
 
 
 class TokenChunker(Chunker):

@@ -66,15 +66,18 @@ class LocalExecutor:
     def _chunkset(self, plan: Plan, chunkset_id: str, report: ExecutionReport) -> pd.DataFrame:
         if chunkset_id not in self._chunksets:
             step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
-            chunker_deps = {}
-            if step.chunker.type == "semantic":
-                # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
-                # which embedder later indexes it.
-                embedder = self._embedder(registry.embedders.resolve("minilm"))
-                chunker_deps["embed_model"] = embedder.embed_model()
-            chunker = registry.chunkers.build(step.chunker, **chunker_deps)
+
+            def make_chunker() -> Any:
+                deps = {}
+                if step.chunker.type == "semantic":
+                    # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
+                    # which embedder later indexes it.
+                    deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
+                return registry.chunkers.build(step.chunker, **deps)
+
             started = time.perf_counter()
-            frame, built = load_or_build_chunkset(chunkset_path(self.derived_dir, chunkset_id), plan.corpus, chunker)
+            path = chunkset_path(self.derived_dir, chunkset_id)
+            frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker)
             if built:
                 report.chunksets_built += 1
                 write_json_atomic(self._step_record(chunkset_id), {"chunk": time.perf_counter() - started})
