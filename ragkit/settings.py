@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_OLLAMA_MODEL = "llama3.2"
 DEFAULT_ALLOWED_TYPES = ("pdf", "docx", "txt", "md", "html", "htm", "csv", "json", "jsonl")
 
 
@@ -31,6 +33,8 @@ class RagkitSettings(BaseSettings):
     )
     max_file_mb: float = Field(default=50.0, gt=0, description="Largest single file ingested, in MB.")
     max_total_mb: float = Field(default=2000.0, gt=0, description="Largest total size of one ingestion, in MB.")
+    ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
+    ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
 
     def resolved_data_dir(self) -> Path:

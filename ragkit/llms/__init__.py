@@ -17,7 +17,7 @@ from ragkit.llms.base import (
     llms,
 )
 from ragkit.llms.calls import CallRecord, LLMCache, LLMClient, LLMResult, StageUsage, summarise
-from ragkit.llms.defaults import LLMRoles, LLMSettings, ollama_answers, resolve_default_backend
+from ragkit.llms.defaults import LLMRoles, ollama_answers, resolve_default_backend
 from ragkit.llms.parsing import extract_json_text, parse_json_reply
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "LLMParams",
     "LLMResult",
     "LLMRoles",
-    "LLMSettings",
     "LLMTimeoutError",
     "LLMUnavailableError",
     "Message",

@@ -5,19 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ragkit.llms.ollama import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL
 from ragkit.registry import ComponentSpec, as_spec
-
-
-class LLMSettings(BaseSettings):
-    """LLM defaults from the environment (``RAGKIT_OLLAMA_URL``, ``RAGKIT_OLLAMA_MODEL``)."""
-
-    model_config = SettingsConfigDict(env_prefix="RAGKIT_", extra="ignore")
-
-    ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
-    ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
+from ragkit.settings import RagkitSettings, get_settings
 
 
 def ollama_answers(base_url: str, timeout_s: float = 0.5) -> bool:
@@ -31,15 +21,10 @@ def ollama_answers(base_url: str, timeout_s: float = 0.5) -> bool:
     return response.status_code == 200
 
 
-def resolve_default_backend(settings: Any = None, *, probe_timeout_s: float = 0.5) -> ComponentSpec:
-    """``ollama`` when a server answers at the configured URL, else the embedded ``local`` model.
-
-    ``settings`` is anything with ``ollama_url`` / ``ollama_model`` attributes (RagkitSettings
-    once it has them); missing ones come from the environment through LLMSettings.
-    """
-    defaults = LLMSettings()
-    url = getattr(settings, "ollama_url", None) or defaults.ollama_url
-    model = getattr(settings, "ollama_model", None) or defaults.ollama_model
+def resolve_default_backend(settings: RagkitSettings | None = None, *, probe_timeout_s: float = 0.5) -> ComponentSpec:
+    """``ollama`` when a server answers at the configured URL, else the embedded ``local`` model."""
+    settings = settings or get_settings()
+    url, model = settings.ollama_url, settings.ollama_model
     if ollama_answers(url, probe_timeout_s):
         return ComponentSpec(type="ollama", params={"base_url": url, "model": model})
     return ComponentSpec(type="local")

@@ -17,9 +17,8 @@ from ragkit.llms.base import (
     with_retries,
 )
 from ragkit.registry import ComponentParams
+from ragkit.settings import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL
 
-DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
-DEFAULT_OLLAMA_MODEL = "llama3.2"
 
 
 class OllamaParams(RemoteLLMParams):

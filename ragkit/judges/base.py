@@ -1,0 +1,102 @@
+"""What every judge shares: off / heuristic / llm modes and the judgement record.
+
+A judge is a real ablation: ``mode: off`` must behave exactly as if the judge did not exist, and
+a reply that cannot be parsed falls back to the judge-off behaviour and is recorded as invalid,
+never scored as a pass or a fail.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from ragkit.llms.calls import LLMClient, LLMResult
+from ragkit.registry import Component, ComponentParams, Registry
+
+JudgeMode = Literal["off", "heuristic", "llm"]
+
+
+class JudgeParams(ComponentParams):
+    mode: JudgeMode = Field(
+        default="llm", description="off: judge-free baseline; heuristic: a rule, no LLM; llm: ask the model."
+    )
+    prompt_version: int = Field(default=1, ge=1, le=1000, description="Bump to invalidate cached decisions.")
+
+
+@dataclass
+class Judgement:
+    """One decision, as stored in the results' ``judgements`` table."""
+
+    judge: str
+    input_summary: str
+    decision: dict[str, Any]
+    raw_reply: str | None = None
+    valid: bool = True
+    error: str | None = None
+    fell_back: bool = False  # the judge-off behaviour was used (bad reply, or a failed heuristic)
+    seconds: float = 0.0
+    cache_hit: bool = False
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge, "input_summary": self.input_summary, "decision": self.decision,
+            "raw_reply": self.raw_reply, "valid": self.valid, "error": self.error,
+            "fell_back": self.fell_back, "seconds": self.seconds, "cache_hit": self.cache_hit,
+        }
+
+
+@dataclass
+class JudgeTrace:
+    """The judgements one question produced, in order."""
+
+    judgements: list[Judgement] = field(default_factory=list)
+
+    def add(self, judgement: Judgement) -> Judgement:
+        self.judgements.append(judgement)
+        return judgement
+
+
+class Judge(Component):
+    """Base of every judge. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
+
+    kind: ClassVar[str] = "judge"
+    Params: ClassVar[type[ComponentParams]] = JudgeParams
+    # The modes this judge implements; "off" always exists.
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
+        self.params = params
+        if params.mode not in self.modes:
+            raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
+        if params.mode == "llm" and llm is None:
+            raise ValueError(f"judge '{self.name}' in mode 'llm' needs an LLM client")
+        self.llm = llm
+
+    @property
+    def enabled(self) -> bool:
+        return self.params.mode != "off"
+
+    def ask(self, prompt: str, schema: type[BaseModel], *, system: str | None = None,
+            max_tokens: int | None = None) -> LLMResult:
+        """One schema-constrained call, recorded under this judge's stage name."""
+        return self.llm.call(prompt, stage=f"judge:{self.name}", schema=schema, system=system, max_tokens=max_tokens)
+
+    def judgement(self, input_summary: str, decision: dict[str, Any], result: LLMResult | None = None,
+                  *, started: float, fell_back: bool = False, error: str | None = None) -> Judgement:
+        return Judgement(
+            judge=self.name,
+            input_summary=input_summary[:500],
+            decision=decision,
+            raw_reply=result.text if result else None,
+            valid=result.valid if result else error is None,
+            error=error or (result.parse_error if result else None),
+            fell_back=fell_back,
+            seconds=time.perf_counter() - started,
+            cache_hit=result.cache_hit if result else False,
+        )
+
+
+judges = Registry("judge")
