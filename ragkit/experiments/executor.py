@@ -52,6 +52,7 @@ class LocalExecutor:
         self._embedders: dict[str, Any] = {}
         self._indexes: dict[str, ChunkIndex] = {}
         self._chunksets: dict[str, pd.DataFrame] = {}
+        self._built: set[str] = set()  # chunk set and index ids built by this execution (not cached)
         self._index_store = IndexStore(derived_dir / "lancedb")
 
     def _step_record(self, key: str) -> Path:
@@ -79,6 +80,7 @@ class LocalExecutor:
             path = chunkset_path(self.derived_dir, chunkset_id)
             frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker)
             if built:
+                self._built.add(chunkset_id)
                 report.chunksets_built += 1
                 write_json_atomic(self._step_record(chunkset_id), {"chunk": time.perf_counter() - started})
             self._chunksets[chunkset_id] = frame
@@ -107,6 +109,7 @@ class LocalExecutor:
             index = self._index_store.build(step.index_id, chunks, vectors)
             timings["index"] = time.perf_counter() - started
             report.indexes_built += 1
+            self._built.add(step.index_id)
             write_json_atomic(self._step_record(step.index_id), timings)
         self._indexes[step.index_id] = index
         return index
@@ -117,7 +120,8 @@ class LocalExecutor:
             record = self._step_record(key)
             timings = json.loads(record.read_text()) if record.exists() else {}
             for stage, seconds in timings.items():
-                rows.append({"run_id": run.run_id, "question_id": None, "stage": stage, "seconds": seconds, "cached": False})
+                rows.append({"run_id": run.run_id, "question_id": None, "stage": stage, "seconds": seconds,
+                             "cached": key not in self._built})
         return rows
 
     def execute(self, plan: Plan, progress: Progress = lambda event, n: None) -> ExecutionReport:
@@ -173,6 +177,9 @@ def _answer_shard(run: RunStep, retriever: Any, questions: list[Question]) -> di
                                "end_char": item[2], "score": float(node.score or 0.0)})
         spans = [(s.doc_id, s.start, s.end) for s in question.spans]
         values = run_metrics(ranked, question.relevant_docs, spans, run.point.top_k)
+        if not values:  # a question nothing can be scored against is a visible row, not a silent gap
+            scores.append({"run_id": run.run_id, "question_id": question.id, "metric": "retrieval",
+                           "value": math.nan, "error": "no relevant documents or answer spans to score against"})
         scores.extend({"run_id": run.run_id, "question_id": question.id, "metric": name, "value": value, "error": None}
                       for name, value in values.items())
     return {"scores": pd.DataFrame(scores), "retrievals": pd.DataFrame(retrievals), "stages": pd.DataFrame(stages)}
