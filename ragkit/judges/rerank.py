@@ -1,0 +1,183 @@
+"""Rerank judge: score each chunk 0-100 for the question and keep the best ``top_n``.
+
+``llm`` mode scores a batch of chunks in one call (one reply holds a list of scores, one per
+chunk, in the order shown), which costs one call per ``batch_size`` chunks instead of one per
+chunk. ``heuristic`` mode is BM25 over the candidates: no PyPI package ships cross-encoder
+weights for offline use (flashrank and small-hybrid-reranker both download theirs at run time),
+so the rule is lexical. A reply that cannot be used keeps the original nodes, untouched.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from typing import Any, ClassVar
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import BaseModel, Field
+
+from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
+from ragkit.judges.retrieval import fallback, numbered_chunks
+from ragkit.llms.base import LLMError
+from ragkit.registry import ComponentParams
+
+
+class RerankJudgeParams(JudgeParams):
+    top_n: int = Field(default=5, ge=1, le=100, description="Chunks kept after reranking.")
+    batch_size: int = Field(default=8, ge=1, le=50, description="Chunks scored in one LLM call.")
+    chunk_chars: int = Field(
+        default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
+    )
+    max_tokens: int = Field(default=96, ge=8, le=2048, description="Most tokens in one reply.")
+
+
+class RerankReply(BaseModel):
+    scores: list[int] = Field(description="Relevance 0-100 of each chunk, in the order shown.")
+
+
+SYSTEM = "You rate how well text chunks answer a question. Reply with one JSON object only."
+
+EXAMPLE = (
+    "Example:\n"
+    "Question: Why do cats purr?\n"
+    "[1] Stocks fell after the rate rise.\n"
+    "[2] Cats purr when they are content.\n"
+    '{"scores": [0, 90]}'
+)
+
+
+def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int) -> str:
+    return (
+        f"{EXAMPLE}\n\n"
+        f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
+        f"Rate each of the {len(nodes)} chunks from 0 (useless) to 100 (answers it). "
+        "Reply as JSON with scores: one number per chunk, in order."
+    )
+
+
+_TOKEN = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by do does for from how in is it of on or that the this to was what when where which "
+    "who why with".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    return [token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS]
+
+
+def bm25_scores(query: str, texts: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of each text for the query, with document frequencies taken over ``texts``."""
+    documents = [Counter(terms(text)) for text in texts]
+    if not documents:
+        return []
+    lengths = [sum(document.values()) for document in documents]
+    average = (sum(lengths) / len(lengths)) or 1.0
+    query_terms = set(terms(query))
+    frequency = {term: sum(term in document for document in documents) for term in query_terms}
+    count = len(documents)
+    scores = []
+    for document, length in zip(documents, lengths):
+        score = 0.0
+        for term in query_terms:
+            tf = document.get(term, 0)
+            if tf:
+                idf = math.log(1 + (count - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        scores.append(score)
+    return scores
+
+
+class RerankJudge(Judge, BaseNodePostprocessor):
+    """A LlamaIndex node postprocessor; every decision goes to ``trace`` (one per batch)."""
+
+    name: ClassVar[str] = "rerank"
+    Params: ClassVar[type[ComponentParams]] = RerankJudgeParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+
+    params: Any = None
+    llm: Any = None
+    trace: Any = None
+
+    def __init__(self, params: RerankJudgeParams, llm: Any = None, trace: JudgeTrace | None = None,
+                 **_dependencies: Any) -> None:
+        BaseNodePostprocessor.__init__(self)
+        Judge.__init__(self, params, llm)
+        self.trace = trace if trace is not None else JudgeTrace()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RerankJudge"
+
+    def use_trace(self, trace: JudgeTrace) -> None:
+        """Record the next decisions into ``trace`` (one per question)."""
+        self.trace = trace
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        if not self.enabled or not nodes:
+            return list(nodes)
+        if query_bundle is None:
+            raise ValueError(f"judge '{self.name}' needs the query: pass query_str or query_bundle")
+        query = query_bundle.query_str
+        if self.params.mode == "heuristic":
+            return self._heuristic(query, nodes)
+        return self._llm(query, nodes)
+
+    def _heuristic(self, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        started = time.perf_counter()
+        scores = bm25_scores(query, [node.node.get_content() for node in nodes])
+        kept = self._keep_best(nodes, scores)
+        decision = {"method": "bm25", "scores": _by_id(nodes, scores), "kept": _ids(kept)}
+        self.trace.add(self.judgement(f"{query} | {len(nodes)} chunks", decision, started=started))
+        return kept
+
+    def _llm(self, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        size = self.params.batch_size
+        scores: list[float] = []
+        for first in range(0, len(nodes), size):
+            batch = nodes[first : first + size]
+            started = time.perf_counter()
+            summary = f"{query} | chunks {first + 1}-{first + len(batch)} of {len(nodes)}"
+            decision: dict[str, Any] = {"method": "llm", "shown": _ids(batch)}
+            try:
+                result = self.ask(build_prompt(query, batch, self.params.chunk_chars), RerankReply,
+                                  system=SYSTEM, max_tokens=self.params.max_tokens)
+            except LLMError as error:
+                self.trace.add(fallback(self, summary, decision, None, started, str(error)))
+                return list(nodes)
+            reply = result.parsed
+            problem = None if reply is None else _score_problem(reply.scores, len(batch))
+            if reply is None or problem:
+                self.trace.add(fallback(self, summary, decision, result, started, problem))
+                return list(nodes)
+            scores += [float(score) for score in reply.scores]
+            decision.update(scores=_by_id(batch, reply.scores))
+            self.trace.add(self.judgement(summary, decision, result, started=started))
+        kept = self._keep_best(nodes, scores)
+        self.trace.judgements[-1].decision["kept"] = _ids(kept)
+        return kept
+
+    def _keep_best(self, nodes: list[NodeWithScore], scores: list[float]) -> list[NodeWithScore]:
+        """Highest score first (ties keep retrieval order), the score replaced by the judge's."""
+        order = sorted(range(len(nodes)), key=lambda index: -scores[index])
+        return [NodeWithScore(node=nodes[index].node, score=scores[index]) for index in order[: self.params.top_n]]
+
+
+def _score_problem(scores: list[int], count: int) -> str | None:
+    """Why a list of scores cannot rank ``count`` chunks, or None if it can."""
+    if len(scores) != count:
+        return f"expected {count} scores, got {len(scores)}: {scores}"
+    outside = [score for score in scores if not 0 <= score <= 100]
+    return f"scores outside 0-100: {outside}" if outside else None
+
+
+def _ids(nodes: list[NodeWithScore]) -> list[str]:
+    return [node.node.node_id for node in nodes]
+
+
+def _by_id(nodes: list[NodeWithScore], scores: list[Any]) -> dict[str, float]:
+    return {node.node.node_id: float(score) for node, score in zip(nodes, scores)}
