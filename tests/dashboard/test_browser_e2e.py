@@ -8,7 +8,6 @@ a private RAGKIT_DATA_DIR. Screenshots of every page go to the test's tmp folder
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import shutil

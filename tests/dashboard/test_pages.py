@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import TINY_DOCS as DOCS, TINY_QUESTIONS as QUESTIONS, write_beir
+from tests.factories import write_beir
 from streamlit.testing.v1 import AppTest
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"

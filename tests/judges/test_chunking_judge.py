@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from ragkit.corpus.model import make_document
 from ragkit.judges.base import judges
 from ragkit.judges.chunking import ChunkingJudge, ChunkingJudgeParams, document_sample
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
-from ragkit.registry import ComponentParams, ConfigError, chunkers
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
+from ragkit.registry import ConfigError, chunkers
+from tests.factories import scripted_llm_class
 
 MARKDOWN = "# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + "Some words about this part. " * 30 for i in range(4))
 PYTHON = "import os\n\n\n" + "\n\n".join(
@@ -22,27 +23,7 @@ PLAIN = "The committee met on Tuesday and discussed the budget in detail. " * 60
 SHORT = "A short note about cats and how they purr."
 
 
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[Any], model: str = "scripted") -> None:
-        super().__init__(ScriptedParams(model=model))
-        self.replies = replies
-        self.requests: list[list[dict[str, str]]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+ScriptedLLM = scripted_llm_class()
 
 
 def reply(chunker: str, params: dict[str, Any] | None = None, justification: str = "why") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
@@ -13,36 +13,16 @@ from llama_index.core.prompts import PromptTemplate
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams, split_claims
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
-from ragkit.registry import ComponentParams
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
+from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
 CONTEXTS = ["Cats purr when they are content.", "Felines sleep most of the day."]
 ANSWER = "Cats purr when they are content [1]. Cats sleep most of the day [2]. Cats can fly over houses."
 
 
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[Any]) -> None:
-        super().__init__(ScriptedParams())
-        self.replies = replies
-        self.requests: list[list[dict[str, str]]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+ScriptedLLM = scripted_llm_class()
 
 
 def verdict(supported: bool, evidence: str = "") -> str:

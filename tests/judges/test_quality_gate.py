@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -11,34 +11,14 @@ from pydantic import ValidationError
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.quality_gate import QualityGate, QualityGateParams, keywords, mean_top_score
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
-from ragkit.registry import ComponentParams
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
+from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
 
 
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[Any]) -> None:
-        super().__init__(ScriptedParams())
-        self.replies = replies
-        self.requests: list[list[dict[str, str]]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+ScriptedLLM = scripted_llm_class()
 
 
 class StubRetrieve:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -13,10 +13,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.rerank import RerankJudge, RerankJudgeParams, bm25_scores, terms
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
-from ragkit.registry import ComponentParams
+from tests.factories import scripted_llm_class
 
 TEXTS = {
     "dogs": "Dogs bark at strangers and are loyal companions.",
@@ -27,27 +27,7 @@ TEXTS = {
 QUERY = "why do cats purr"
 
 
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[Any]) -> None:
-        super().__init__(ScriptedParams())
-        self.replies = replies
-        self.requests: list[list[dict[str, str]]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+ScriptedLLM = scripted_llm_class()
 
 
 def nodes() -> list[NodeWithScore]:

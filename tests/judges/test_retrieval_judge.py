@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from llama_index.core.retrievers import BaseRetriever
@@ -12,10 +12,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
-from ragkit.registry import ComponentParams
+from tests.factories import scripted_llm_class
 
 TEXTS = {
     "dogs": "Dogs bark at strangers and are loyal companions.",
@@ -25,27 +25,7 @@ TEXTS = {
 }
 
 
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[str]) -> None:
-        super().__init__(ScriptedParams())
-        self.replies = replies
-        self.requests: list[list[dict[str, str]]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append(messages)
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+ScriptedLLM = scripted_llm_class()
 
 
 class StubRetriever(BaseRetriever):
