@@ -55,16 +55,27 @@ class Component:
         return content_key(self.kind, self.name, self.version, self.params.model_dump(mode="json"))
 
 
-def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:
-    valid = ", ".join(sorted(params_model.model_fields)) or "(none)"
+def validation_problems(error: ValidationError, unknown: str, empty_location: str) -> str:
+    """A pydantic error as one readable line: each bad field named, with what was wrong.
+
+    ``unknown`` names what an extra key is ("parameter", "field"); a ConfigError raised inside a
+    validator keeps its own message (without pydantic's "Value error, " prefix).
+    """
     problems = []
     for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "(params)"
+        where = ".".join(str(part) for part in item["loc"]) or empty_location
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown parameter '{field}'")
+            problems.append(f"unknown {unknown} '{where}'")
         else:
-            problems.append(f"'{field}': {item['msg']} (got {item.get('input')!r})")
-    return f"{kind} '{name}': " + "; ".join(problems) + f". Valid parameters: {valid}."
+            message = item["msg"].removeprefix("Value error, ")
+            got = f" (got {item['input']!r})" if item["type"] != "value_error" else ""
+            problems.append(f"'{where}': {message}{got}")
+    return "; ".join(problems).rstrip(".")
+
+
+def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:
+    valid = ", ".join(sorted(params_model.model_fields)) or "(none)"
+    return f"{kind} '{name}': {validation_problems(error, 'parameter', '(params)')}. Valid parameters: {valid}."
 
 
 class Registry:

@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragkit import registry
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec, ConfigError, validation_problems
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
 # (values given with --set are resolved against the current directory instead).
@@ -175,15 +175,9 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Experiment
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            where = ".".join(str(p) for p in item["loc"]) or "(top level)"
-            if item["type"] == "extra_forbidden":
-                problems.append(f"unknown field '{where}'")
-            else:
-                problems.append(f"{where}: {item['msg']}")
         fields = ", ".join(ExperimentConfig.model_fields)
-        raise ConfigError(f"{source}: " + "; ".join(problems) + f". Top-level fields: {fields}.") from None
+        problems = validation_problems(error, "field", "(top level)")
+        raise ConfigError(f"{source}: {problems}. Top-level fields: {fields}.") from None
 
 
 def config_to_yaml(config: ExperimentConfig) -> str:
