@@ -22,9 +22,9 @@ with st.sidebar:
     st.markdown("**ragkit**")
     st.caption(f"Data directory: `{state.data_dir()}`")
     st.caption("Embedder: MiniLM (all-MiniLM-L6-v2, bundled)")
-    st.caption("LLM backend: none yet")
-    ollama = "answers" if state.ollama_available() else "not reachable"
-    st.caption(f"Ollama at {state.OLLAMA_URL}: {ollama}")
+    backend, model, ollama_url, ollama_up = state.default_llm()
+    st.caption(f"LLM backend (auto): {backend} · {model}")
+    st.caption(f"Ollama: {'answers' if ollama_up else 'not reachable'} at {ollama_url}")
 
 navigation = st.navigation(
     [

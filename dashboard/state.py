@@ -9,7 +9,6 @@ Pages call the plain helpers below, never ``st.cache_*`` themselves.
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,10 @@ from ragkit.settings import get_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_QUESTION_SET = REPO_ROOT / "datasets" / "covidqa_sample"
-OLLAMA_URL = "http://127.0.0.1:11434"
 DATA_TTL_S = 30
+# The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
+PROBE_TIMEOUT_S = 0.3
+PROBE_TTL_S = 30
 
 
 # --- where things live -------------------------------------------------------------------------
@@ -255,6 +256,56 @@ def metric_means(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.
     return _metric_means(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
 
 
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _table(folder: str, stamp: float, name: str) -> pd.DataFrame:
+    from ragkit.results import ResultStore
+
+    return ResultStore(Path(folder)).read(name)
+
+
+def results_table(experiment: str, name: str) -> pd.DataFrame:
+    """One table of an experiment's results (e.g. judgements, answers), empty when not written."""
+    folder = results_root() / experiment
+    return _table(str(folder), _results_stamp(folder), name)
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _llm_usage(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
+    from ragkit.pipeline import USAGE_FIELDS
+
+    stages = _results(folder, stamp).stages
+    usage = stages[stages["run_id"].isin(run_ids)][["run_id", *USAGE_FIELDS]].fillna(0)
+    if not usage[list(USAGE_FIELDS)].to_numpy().any():
+        return pd.DataFrame()
+    return usage.groupby("run_id", observed=True).sum().astype("int64").reset_index()
+
+
+def llm_usage(experiment: str, run_ids: list[str]) -> pd.DataFrame:
+    """Per run: LLM calls (answered and sent to the backend), invalid replies and tokens; empty
+    when these runs made no LLM call."""
+    folder = results_root() / experiment
+    return _llm_usage(str(folder), _results_stamp(folder), tuple(run_ids))
+
+
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _judge_replies(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
+    judgements = _table(folder, stamp, "judgements")
+    judgements = judgements[judgements["run_id"].isin(run_ids)]
+    if judgements.empty:
+        return pd.DataFrame()
+    table = judgements.assign(invalid=~judgements["valid"]).groupby("judge").agg(
+        decisions=("judge", "size"), invalid_share=("invalid", "mean"), fell_back_share=("fell_back", "mean"),
+        mean_seconds=("seconds", "mean"),
+    )
+    return table.reset_index()
+
+
+def judge_replies(experiment: str, run_ids: list[str]) -> pd.DataFrame:
+    """Per judge over ``run_ids``: decisions, share of invalid replies and of fallbacks, mean seconds."""
+    folder = results_root() / experiment
+    return _judge_replies(str(folder), _results_stamp(folder), tuple(run_ids))
+
+
 def dataset_of(out_dir: Path) -> str | None:
     """The dataset path of the job that wrote ``out_dir``, when a dashboard job did."""
     import yaml
@@ -302,14 +353,22 @@ def set_query(**values: str | list[str] | None) -> None:
 # --- sidebar -----------------------------------------------------------------------------------
 
 
-@st.cache_data(ttl=30)
-def ollama_available(url: str = OLLAMA_URL) -> bool:
-    """Whether an Ollama server answers within 0.3 s (cached for 30 s)."""
-    try:
-        with urllib.request.urlopen(f"{url}/api/tags", timeout=0.3) as response:
-            return response.status == 200
-    except (OSError, ValueError):
-        return False
+@st.cache_data(ttl=PROBE_TTL_S)
+def _default_llm(ollama_url: str, ollama_model: str) -> tuple[str, str]:
+    """(backend, model) that resolve_default_backend picks now; url and model key the cache."""
+    from ragkit.llms.base import llms
+    from ragkit.llms.defaults import resolve_default_backend
+
+    spec = resolve_default_backend(get_settings(), probe_timeout_s=PROBE_TIMEOUT_S)
+    return spec.type, llms.build(spec).model_name
+
+
+def default_llm() -> tuple[str, str, str, bool]:
+    """(backend, model, Ollama URL, whether Ollama answers there): probed at most every PROBE_TTL_S."""
+    settings = get_settings()
+    backend, model = _default_llm(settings.ollama_url, settings.ollama_model)
+    # resolve_default_backend picks ollama exactly when the server answers: one probe tells both.
+    return backend, model, settings.ollama_url, backend == "ollama"
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=8)

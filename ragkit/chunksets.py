@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ragkit.atomic import write_parquet_atomic
+from ragkit.atomic import write_json_atomic, write_parquet_atomic
 from ragkit.corpus.model import Corpus
 from ragkit.hashing import text_sha256
 
@@ -20,9 +20,34 @@ def chunkset_path(derived_dir: Path, chunkset_id: str) -> Path:
     return derived_dir / "chunksets" / f"{chunkset_id}.parquet"
 
 
+def decisions_path(derived_dir: Path, chunkset_id: str) -> Path:
+    """The Chunking Judge's per-document decisions, kept beside the chunk set they made."""
+    return derived_dir / "chunksets" / f"{chunkset_id}.decisions.json"
+
+
 def chunk_corpus(corpus: Corpus, chunker: Any) -> pd.DataFrame:
     """One row per chunk with exact offsets into its document and the text to embed."""
-    nodes = chunker.chunk(list(corpus.documents))
+    return chunk_frame(chunker.chunk(list(corpus.documents)))
+
+
+def chunk_judged(corpus: Corpus, decide: Callable[[Any], tuple[Any, Any]],
+                 build_chunker: Callable[[Any], Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Each document cut by the chunker the judge chose for it; returns the chunks and one
+    decision row per document (with the document id) for the judgements table."""
+    chunkers: dict[str, Any] = {}
+    nodes, decisions = [], []
+    for document in corpus.documents:
+        spec, judgement = decide(document)
+        key = spec.model_dump_json()
+        if key not in chunkers:
+            chunkers[key] = build_chunker(spec)
+        nodes += chunkers[key].chunk([document])
+        if judgement is not None:
+            decisions.append({**judgement.as_row(), "doc_id": document.id_})
+    return chunk_frame(nodes), decisions
+
+
+def chunk_frame(nodes: list[Any]) -> pd.DataFrame:
     rows = []
     for node in nodes:
         meta = node.metadata
@@ -53,3 +78,16 @@ def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[]
     frame = chunk_corpus(corpus, make_chunker())
     write_parquet_atomic(path, frame)
     return frame, True
+
+
+def load_or_build_judged_chunkset(path: Path, decisions_file: Path, corpus: Corpus,
+                                  build: Callable[[], tuple[pd.DataFrame, list[dict[str, Any]]]]
+                                  ) -> tuple[pd.DataFrame, list[dict[str, Any]], bool]:
+    """Like load_or_build_chunkset, with the judge's decisions; they are written first, so an
+    existing chunk set always has its decisions beside it."""
+    if path.exists() and decisions_file.exists():
+        return pd.read_parquet(path), json.loads(decisions_file.read_text(encoding="utf-8")), False
+    frame, decisions = build()
+    write_json_atomic(decisions_file, decisions)
+    write_parquet_atomic(path, frame)
+    return frame, decisions, True

@@ -15,7 +15,7 @@ import pandas as pd
 from ragkit.atomic import write_json_atomic, write_parquet_atomic
 from ragkit.hashing import content_key
 
-PART_TABLES = ("scores", "retrievals", "stages")
+PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs",) + PART_TABLES
 
 SCHEMAS: dict[str, dict[str, str]] = {
@@ -24,8 +24,25 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "run_id": "string", "question_id": "string", "rank": "int64", "chunk_id": "string", "doc_id": "string",
         "start_char": "int64", "end_char": "int64", "score": "float64",
     },
-    "stages": {"run_id": "string", "question_id": "string", "stage": "string", "seconds": "float64", "cached": "bool"},
+    "stages": {
+        "run_id": "string", "question_id": "string", "stage": "string", "seconds": "float64", "cached": "bool",
+        # LLM usage of the stage's calls: what the replies cost when produced (also on a cache hit),
+        # and backend_calls, the calls this run actually sent.
+        "llm_calls": "int64", "backend_calls": "int64", "invalid_replies": "int64",
+        "prompt_tokens": "int64", "completion_tokens": "int64",
+    },
+    # Every judge decision; question_id is empty for per-document (chunking) decisions.
+    "judgements": {
+        "run_id": "string", "question_id": "string", "judge": "string", "input_summary": "string",
+        "decision": "string", "raw_reply": "string", "valid": "bool", "error": "string", "fell_back": "bool",
+        "seconds": "float64", "cache_hit": "bool",
+    },
+    "answers": {
+        "run_id": "string", "question_id": "string", "answer": "string", "citations": "string",
+        "contexts": "string", "prompt": "string", "valid": "bool", "error": "string",
+    },
 }
+_ARROW_TYPES = {"string": "string", "float64": "float64", "int64": "int64", "bool": "bool_"}
 
 
 def empty_table(name: str) -> pd.DataFrame:
@@ -45,8 +62,9 @@ class ResultStore:
     def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame]) -> None:
         part = f"{run_id}-{content_key(question_ids, length=12)}"
         for name in PART_TABLES:
-            frame = tables.get(name, empty_table(name))
-            write_parquet_atomic(self.root / name / f"{part}.parquet", frame.astype(SCHEMAS[name]))
+            frame = tables.get(name)
+            frame = empty_table(name) if frame is None or frame.empty else frame
+            write_parquet_atomic(self.root / name / f"{part}.parquet", _conform(frame, name))
         # The marker goes last: until it exists the shard does not count as written.
         write_json_atomic(self._commit_dir() / f"{part}.json", {"run_id": run_id, "question_ids": question_ids})
 
@@ -80,7 +98,8 @@ class ResultStore:
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow.dataset as ds
 
-        table = ds.dataset([str(p) for p in parts], format="parquet").to_table()
+        # The schema is given, not inferred, so parts written before a column existed read as nulls.
+        table = ds.dataset([str(p) for p in parts], format="parquet", schema=arrow_schema(name)).to_table()
         for column in categorical:
             index = table.schema.get_field_index(column)
             table = table.set_column(index, column, table.column(column).dictionary_encode())
@@ -88,3 +107,21 @@ class ResultStore:
 
     def exists(self) -> bool:
         return (self.root / "runs").exists()
+
+
+def _conform(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Exactly the table's columns in its dtypes; a column the writer did not fill is null (0 for counts)."""
+    schema = SCHEMAS[name]
+    frame = frame.copy()
+    for column, dtype in schema.items():
+        if column not in frame.columns:
+            frame[column] = 0 if dtype == "int64" else (False if dtype == "bool" else None)
+    frame = frame[list(schema)]
+    fills = {c: 0 for c, d in schema.items() if d == "int64"} | {c: False for c, d in schema.items() if d == "bool"}
+    return frame.fillna(fills).astype(schema)
+
+
+def arrow_schema(name: str):
+    import pyarrow as pa
+
+    return pa.schema([(column, getattr(pa, _ARROW_TYPES[dtype])()) for column, dtype in SCHEMAS[name].items()])

@@ -1,4 +1,4 @@
-"""New experiment: pick data, tick component variants, fill generated forms, see the grid, run it."""
+"""New experiment: pick data, tick component variants, toggle judges, fill generated forms, see the grid, run it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import streamlit as st
 
 from dashboard import forms, state
 from ragkit import registry
-from ragkit.experiments.config import config_from_dict, config_to_yaml, expand_grid
+from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
+from ragkit.judges.base import judges
 from ragkit.registry import ConfigError
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
@@ -52,6 +53,31 @@ for column, (kind, reg) in zip(st.columns(3), KINDS.items()):
                 params = {}
             specs[kind].append({"type": component, "params": params})
 
+# --- judges, answers, LLM -------------------------------------------------------------------------
+st.subheader("Judges")
+st.caption("Each mode chosen is a grid point of its own: \"both\" runs the judge off and on, so the results pair them.")
+judge_choices: dict[str, dict] = {}
+judge_columns = st.columns(2)
+for position, judge in enumerate(judge_names()):
+    with judge_columns[position % 2]:
+        choice = forms.judge_choice(judge, key=f"judges.{judge}")
+        if choice is not None:
+            judge_choices[judge] = choice
+
+st.subheader("Answers and LLM")
+left, right = st.columns(2)
+with left:
+    generate = st.checkbox(
+        "Generate answers", key="generator.on",
+        help="Answer every question from the retrieved chunks, with citations (needed by groundedness).",
+    )
+    if generate:
+        with st.expander("generator parameters"):
+            generator_params = forms.params_form(judges.params_model(GENERATOR), key="generator.params",
+                                                 exclude=("mode",))
+with right:
+    llm_default = forms.llm_backend_choice(key="llm.default")
+
 # --- grid & YAML ---------------------------------------------------------------------------------
 entry = sets[question_set]
 data = {
@@ -61,6 +87,9 @@ data = {
     **({"corpus": {"name": corpus}} if corpus != own else {}),
     **specs,
     "top_k": sorted(top_k),
+    **({"judges": judge_choices} if judge_choices else {}),
+    **({"generator": {"params": generator_params}} if generate else {}),
+    **({"llm": {"default": llm_default}} if llm_default else {}),
 }
 try:
     config = config_from_dict(data, source="experiment form")
@@ -70,6 +99,11 @@ except ConfigError as error:
     st.stop()
 
 st.metric("Runs in the grid", len(grid))
+used_modes = {(spec.type, spec.params["mode"]) for point in grid for spec in point.judges}
+judge_modes = {judge: [mode for mode in MODE_ORDER if (judge, mode) in used_modes] for judge in judge_choices}
+if judge_modes:
+    st.caption("Judge modes in the grid: "
+               + " × ".join(f"{judge} ({', '.join(modes)})" for judge, modes in judge_modes.items()))
 yaml_text = config_to_yaml(config)
 with st.expander("Experiment YAML (what `ragkit run` takes)"):
     st.code(yaml_text, language="yaml")

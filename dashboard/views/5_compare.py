@@ -1,4 +1,5 @@
-"""Compare: metric means with 95% CIs, curves over k, latency, Pareto front, single-factor pairs.
+"""Compare: metric means with 95% CIs, curves over k, latency, Pareto front, single-factor pairs,
+LLM calls and tokens, and each judge's share of invalid replies.
 
 The selection (experiment, runs, metrics, curve) lives in st.query_params: the URL is shareable.
 """
@@ -62,3 +63,19 @@ else:
 
 st.subheader("Runs x metrics")
 st.dataframe(analysis.metric_table(scores, runs, chosen or None), hide_index=True, key="runs_table")
+
+usage = state.llm_usage(experiment, run_ids)
+replies = state.judge_replies(experiment, run_ids)
+if not usage.empty or not replies.empty:
+    st.subheader("LLM usage")
+if not usage.empty:
+    labels = dict(zip(runs["run_id"], runs["label"]))
+    st.dataframe(usage.assign(run_id=usage["run_id"].map(labels)).rename(columns={"run_id": "run"}),
+                 hide_index=True, key="llm_usage_table")
+    st.caption("llm_calls: replies the run used (cached ones too); backend_calls: calls actually sent this time.")
+if not replies.empty:
+    st.dataframe(replies, hide_index=True, key="judge_replies_table",
+                 column_config={"invalid_share": st.column_config.NumberColumn(format="percent"),
+                                "fell_back_share": st.column_config.NumberColumn(format="percent")})
+    st.caption("Per judge over the selected runs. invalid_share: replies that could not be parsed (never scored); "
+               "fell_back_share: decisions where the judge used its off behaviour instead.")

@@ -1,4 +1,4 @@
-"""Question drill-down: one question, the chunks 2-4 runs retrieved for it, side by side."""
+"""Question drill-down: one question, what 2-4 runs retrieved, answered and decided for it, side by side."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, traces
 from dashboard.selection import pick_results
 from ragkit.qa import resolve_answer_spans
 
@@ -37,6 +37,8 @@ documents = state.documents_for(str(first["corpus"]), str(first["corpus_id"]), e
 questions = resolve_answer_spans(state.load_questions(entry["path"], entry["format"]), documents).by_id()
 
 retrieved = results.retrievals[results.retrievals["run_id"].isin(run_ids)]
+answers = state.results_table(experiment, "answers")
+judgements = state.results_table(experiment, "judgements")
 question_ids = [q for q in dict.fromkeys(retrieved["question_id"].dropna().tolist())]
 if not question_ids:
     st.info("These runs retrieved nothing yet.")
@@ -79,7 +81,25 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
     with column:
         st.markdown(f"**{html.escape(str(run_rows.loc[run_id, 'label']))}**")
         rows = retrieved[(retrieved["run_id"] == run_id) & (retrieved["question_id"] == question_id)]
-        for row in rows.sort_values("rank").itertuples():
+        rows = rows.sort_values("rank")
+        answer = answers[(answers["run_id"] == run_id) & (answers["question_id"] == question_id)]
+        cited: set[str] = set()
+        if not answer.empty:
+            traces.show_answer(answer.iloc[0], dict(zip(rows["chunk_id"], rows["rank"])))
+            cited = set(traces.citations(answer.iloc[0]))
+        decisions = judgements[(judgements["run_id"] == run_id) & (judgements["question_id"] == question_id)]
+        if not decisions.empty:
+            st.markdown("**Judge decisions**, in order")
+            for judgement in decisions.itertuples():
+                traces.show_judgement(judgement)
+        per_document = judgements[(judgements["run_id"] == run_id) & judgements["question_id"].isna()]
+        if not per_document.empty:
+            with st.expander(f"Per-document chunking decisions ({len(per_document)})"):
+                for judgement in per_document.itertuples():
+                    traces.show_judgement(judgement)
+        if not answer.empty or not decisions.empty:
+            st.markdown("**Retrieved chunks**")
+        for row in rows.itertuples():
             body, overlaps = highlighted(row.doc_id, int(row.start_char), int(row.end_char))
             relevant = question is not None and row.doc_id in question.relevant_docs
             crumb = breadcrumb(row.doc_id, int(row.start_char))
@@ -87,6 +107,7 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
                 f"**#{row.rank}** · score {row.score:.3f} · `{row.doc_id}`"
                 + (f" · {html.escape(crumb)}" if crumb else "")
                 + (" · :green[answer span]" if overlaps else " · :green[relevant doc]" if relevant else "")
+                + (" · :blue[cited]" if row.chunk_id in cited else "")
             )
             with st.container(height=200):
                 st.markdown(f"<div style='white-space: pre-wrap'>{body or '(document not found)'}</div>",

@@ -10,7 +10,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragkit import registry
-from ragkit.registry import ComponentSpec, ConfigError, validation_problems
+from ragkit.judges.base import judges as judge_registry
+from ragkit.llms.base import llms as llm_registry
+from ragkit.registry import ComponentSpec, ConfigError, as_spec, validation_problems
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
 # (values given with --set are resolved against the current directory instead).
@@ -46,6 +48,91 @@ def _specs(value: Any) -> Any:
     return [{"type": item} if isinstance(item, str) else item for item in value]
 
 
+# The generator answers questions; it is configured by `generator`, not toggled as a judge.
+GENERATOR = "generator"
+MODE_ORDER = ("off", "heuristic", "llm")
+
+
+def judge_names() -> list[str]:
+    return [name for name in judge_registry.names() if name != GENERATOR]
+
+
+class JudgeChoice(StrictModel):
+    """Which modes of one judge the grid runs, and the judge's parameters.
+
+    Written as `retrieval: llm`, `retrieval: both` (off and the judge's strongest mode),
+    `{mode: [off, heuristic, llm], params: {...}}` or `{enabled: true|false|both}`.
+    """
+
+    mode: list[str] = Field(min_length=1, description="Modes to run: off, heuristic, llm, or both (off + strongest).")
+    params: dict[str, Any] = Field(default_factory=dict, description="The judge's parameters (except mode).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_forms(cls, value: Any) -> Any:
+        if isinstance(value, (str, bool, list)):
+            value = {"mode": value}
+        if isinstance(value, dict) and "enabled" in value:
+            value = dict(value)
+            enabled = value.pop("enabled")
+            if "mode" in value:
+                raise ValueError("give either 'enabled' or 'mode', not both")
+            value["mode"] = {True: "on", False: "off"}.get(enabled, enabled)
+        if isinstance(value, dict) and not isinstance(value.get("mode"), list) and "mode" in value:
+            value = {**value, "mode": [value["mode"]]}
+        return value
+
+
+def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
+    """One resolved spec per mode, in the order off, heuristic, llm; `both`/`on` expanded."""
+    cls = judge_registry.get(name)
+    strongest = "llm" if "llm" in cls.modes else cls.modes[-1]
+    if "mode" in choice.params:
+        raise ConfigError(f"judges.{name}: set the mode with 'mode', not inside params")
+    modes: set[str] = set()
+    for mode in choice.mode:
+        mode = str(mode).lower()
+        expanded = {"both": ["off", strongest], "on": [strongest], "true": [strongest], "false": ["off"]}.get(mode, [mode])
+        for item in expanded:
+            if item not in cls.modes:
+                valid = ", ".join(list(cls.modes) + ["both"])
+                raise ConfigError(f"judges.{name}: no mode '{item}'. Valid modes: {valid}")
+            modes.add(item)
+    ordered = [mode for mode in MODE_ORDER if mode in modes]
+    return [judge_registry.resolve({"type": name, "params": {**choice.params, "mode": mode}}) for mode in ordered]
+
+
+class LLMConfig(StrictModel):
+    """Which LLM backend each role uses; without `default`, ollama if a server answers, else local."""
+
+    default: ComponentSpec | None = Field(default=None, description="Backend for every role not listed.")
+    roles: dict[str, ComponentSpec] = Field(
+        default_factory=dict, description="Role (a judge name, generator or evaluation) -> backend spec."
+    )
+
+    @field_validator("default", mode="before")
+    @classmethod
+    def _short_default(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _short_roles(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {role: {"type": spec} if isinstance(spec, str) else spec for role, spec in value.items()}
+        return value
+
+    def resolved(self) -> "LLMConfig":
+        valid_roles = judge_names() + [GENERATOR, "evaluation"]
+        unknown = sorted(set(self.roles) - set(valid_roles))
+        if unknown:
+            raise ConfigError(f"llm.roles: unknown role {unknown}. Valid roles: {', '.join(valid_roles)}")
+        return LLMConfig(
+            default=llm_registry.resolve(self.default) if self.default is not None else None,
+            roles={role: llm_registry.resolve(spec) for role, spec in self.roles.items()},
+        )
+
+
 class ExperimentConfig(StrictModel):
     name: str = Field(description="Experiment name (also the default results folder name).")
     description: str = Field(default="", description="Free text shown in reports.")
@@ -60,7 +147,25 @@ class ExperimentConfig(StrictModel):
     )
     retrievers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="dense")], min_length=1)
     top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, description="Grid of top-k values.")
+    judges: dict[str, JudgeChoice] = Field(
+        default_factory=dict, description="Judge name -> modes to run (off / heuristic / llm / both) and params."
+    )
+    generator: ComponentSpec | None = Field(
+        default=None, description="Generate answers (true or {params: ...}); default: retrieval only."
+    )
+    llm: LLMConfig = Field(default_factory=LLMConfig, description="LLM backend per role; default: auto.")
     shard_size: int = Field(default=100, ge=1, le=100_000, description="Questions per committed results part.")
+
+    @field_validator("generator", mode="before")
+    @classmethod
+    def _generator_short(cls, value: Any) -> Any:
+        if value is True:
+            return {"type": GENERATOR}
+        if value is False:
+            return None
+        if isinstance(value, dict) and "type" not in value:
+            return {"type": GENERATOR, **value}
+        return value
 
     _shorthand_specs = field_validator("chunkers", "embedders", "retrievers", mode="before")(_specs)
 
@@ -85,13 +190,23 @@ class ExperimentConfig(StrictModel):
             needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
+        if "groundedness" in self.judges and self.generator is None:
+            needs_answer = [s for s in judge_specs("groundedness", self.judges["groundedness"]) if s.params["mode"] != "off"]
+            if needs_answer:
+                raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
         return self
 
-    def resolved_components(self) -> dict[str, list[ComponentSpec]]:
+    def resolved_components(self) -> dict[str, Any]:
+        unknown = sorted(set(self.judges) - set(judge_names()))
+        if unknown:
+            raise ConfigError(f"judges: unknown judge {unknown}. Valid judges: {', '.join(judge_names())}")
         return {
             "chunkers": [registry.chunkers.resolve(s) for s in self.chunkers],
             "embedders": [registry.embedders.resolve(s) for s in self.embedders],
             "retrievers": [registry.retrievers.resolve(s) for s in self.retrievers],
+            "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
+            "generator": judge_registry.resolve(self.generator) if self.generator is not None else None,
+            "llm": self.llm.resolved(),
         }
 
 
@@ -104,18 +219,29 @@ class GridPoint(BaseModel):
     embedder: ComponentSpec | None
     retriever: ComponentSpec
     top_k: int
+    # Every judge named in the config, in name order, each with its mode for this point.
+    judges: tuple[ComponentSpec, ...] = ()
+    generator: ComponentSpec | None = None
+
+    def active_judges(self) -> tuple[ComponentSpec, ...]:
+        """The judges that do something here: a judge that is off is as if it were not configured."""
+        return tuple(spec for spec in self.judges if spec.params.get("mode") != "off")
+
+    def judge(self, name: str) -> ComponentSpec | None:
+        return next((spec for spec in self.active_judges() if spec.type == name), None)
 
 
 def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
-    """chunkers x embedders x retrievers x top_k, deduplicated.
+    """chunkers x embedders x retrievers x top_k x each judge's modes, deduplicated.
 
     A retriever that ignores vectors (bm25) gets no embedder, so it is not repeated once per
     embedder in the grid.
     """
     parts = config.resolved_components()
     points: dict[str, GridPoint] = {}
-    for chunker, embedder, retriever, top_k in itertools.product(
-        parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k
+    judge_options = list(itertools.product(*parts["judges"].values()))
+    for chunker, embedder, retriever, top_k, judges in itertools.product(
+        parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k, judge_options
     ):
         retriever_cls = registry.retrievers.get(retriever.type)
         params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
@@ -124,6 +250,8 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
             embedder=embedder if retriever_cls.uses_embedder else None,
             retriever=params,
             top_k=top_k,
+            judges=tuple(judges),
+            generator=parts["generator"],
         )
         points.setdefault(point.model_dump_json(), point)
     return list(points.values())

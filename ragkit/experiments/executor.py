@@ -14,14 +14,27 @@ import pandas as pd
 
 from ragkit import registry
 from ragkit.atomic import write_json_atomic
-from ragkit.chunksets import chunkset_path, load_or_build_chunkset
+from ragkit.chunksets import (
+    chunk_judged,
+    chunkset_path,
+    decisions_path,
+    load_or_build_chunkset,
+    load_or_build_judged_chunkset,
+)
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
-from ragkit.experiments.plan import IndexStep, Plan, RunStep, component_key, run_row
+from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, component_key, run_row
 from ragkit.index import ChunkIndex, IndexStore
+from ragkit.judges.base import judges as judge_registry
+from ragkit.llms.base import llms as llm_registry
+from ragkit.llms.calls import LLMClient
 from ragkit.metrics.retrieval import run_metrics
+from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
+
+# Query transforms wrap the retriever, innermost first.
+TRANSFORMS = ("hyde", "multi_query")
 
 Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
 
@@ -53,7 +66,16 @@ class LocalExecutor:
         self._indexes: dict[str, ChunkIndex] = {}
         self._chunksets: dict[str, pd.DataFrame] = {}
         self._built: set[str] = set()  # chunk set and index ids built by this execution (not cached)
+        self._decisions: dict[str, list[dict]] = {}  # chunk set id -> Chunking Judge decisions
+        self._llm_clients: dict[str, LLMClient] = {}
         self._index_store = IndexStore(derived_dir / "lancedb")
+
+    def _llm_client(self, spec) -> LLMClient:
+        """One client (and one loaded model) per backend spec, shared by every run and role."""
+        key = component_key(llm_registry, spec)
+        if key not in self._llm_clients:
+            self._llm_clients[key] = LLMClient.for_data_dir(llm_registry.build(spec), self.data_dir)
+        return self._llm_clients[key]
 
     def _step_record(self, key: str) -> Path:
         return self.derived_dir / "steps" / f"{key}.json"
@@ -78,13 +100,74 @@ class LocalExecutor:
 
             started = time.perf_counter()
             path = chunkset_path(self.derived_dir, chunkset_id)
-            frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker)
+            if step.judge is None:
+                frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker)
+                record = {"chunk": time.perf_counter() - started}
+            else:
+                frame, decisions, built = self._judged_chunkset(plan, step, path)
+                self._decisions[chunkset_id] = decisions
+                record = {"judge:chunking": stage_row("judge:chunking", time.perf_counter() - started,
+                                                      self._llm_client(step.judge_llm).drain_usage()
+                                                      if step.judge_llm else [])}
             if built:
                 self._built.add(chunkset_id)
                 report.chunksets_built += 1
-                write_json_atomic(self._step_record(chunkset_id), {"chunk": time.perf_counter() - started})
+                write_json_atomic(self._step_record(chunkset_id), record)
             self._chunksets[chunkset_id] = frame
         return self._chunksets[chunkset_id]
+
+    def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path) -> tuple[pd.DataFrame, list[dict], bool]:
+        llm = self._llm_client(step.judge_llm) if step.judge_llm else None
+        if llm is not None:
+            llm.drain_usage()  # only the judge's own calls count for its stage
+        # The grid's chunker is the judge's fallback: a decision that cannot be used cuts the
+        # document as the judge-off run would.
+        judge = judge_registry.build({"type": step.judge.type,
+                                      "params": {**step.judge.params, "default": step.chunker.model_dump()}}, llm=llm)
+
+        def build_chunker(spec):
+            deps = {}
+            if spec.type == "semantic":
+                deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
+            return registry.chunkers.build(spec, **deps)
+
+        return load_or_build_judged_chunkset(path, decisions_path(self.derived_dir, step.chunkset_id), plan.corpus,
+                                             lambda: chunk_judged(plan.corpus, judge.decide, build_chunker))
+
+    def _chunk_decisions(self, plan: Plan, run: RunStep, report: ExecutionReport) -> list[dict]:
+        """The Chunking Judge's decisions behind this run's chunk set (none when it is off)."""
+        step = next(s for s in plan.chunk_steps if s.chunkset_id == run.chunkset_id)
+        if step.judge is None:
+            return []
+        if run.chunkset_id not in self._decisions:
+            self._chunkset(plan, run.chunkset_id, report)
+        return self._decisions[run.chunkset_id]
+
+    def _pipeline(self, run: RunStep, index: ChunkIndex) -> Pipeline:
+        point = run.point
+        embedder = self._embedder(point.embedder) if point.embedder else None
+        base = registry.retrievers.build(point.retriever, index=index, embedder=embedder)
+        clients = {role: self._llm_client(spec) for role, spec in run.llms.items()}
+
+        def judge(spec, **deps):
+            return judge_registry.build(spec, llm=clients.get(spec.type), **deps) if spec is not None else None
+
+        retriever, transforms = base, []
+        for name in TRANSFORMS:
+            if point.judge(name) is not None:
+                retriever = judge(point.judge(name), retriever=retriever)
+                transforms.append(name)
+        return Pipeline(
+            retriever=retriever,
+            base_retriever=base,
+            retrieve_stage="judge:" + "+".join(transforms) if transforms else "retrieve",
+            quality_gate=judge(point.judge("quality_gate")),
+            retrieval_judge=judge(point.judge("retrieval")),
+            rerank=judge(point.judge("rerank")),
+            generator=judge(point.generator),
+            groundedness=judge(point.judge("groundedness")),
+            clients=tuple({id(c): c for c in clients.values()}.values()),
+        )
 
     def _index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> ChunkIndex:
         if step.index_id in self._indexes:
@@ -119,9 +202,9 @@ class LocalExecutor:
         for key in (run.chunkset_id, run.index_id):
             record = self._step_record(key)
             timings = json.loads(record.read_text()) if record.exists() else {}
-            for stage, seconds in timings.items():
-                rows.append({"run_id": run.run_id, "question_id": None, "stage": stage, "seconds": seconds,
-                             "cached": key not in self._built})
+            for stage, value in timings.items():
+                row = value if isinstance(value, dict) else {"stage": stage, "seconds": value}
+                rows.append({**row, "run_id": run.run_id, "question_id": None, "cached": key not in self._built})
         return rows
 
     def execute(self, plan: Plan, progress: Progress = lambda event, n: None) -> ExecutionReport:
@@ -139,13 +222,16 @@ class LocalExecutor:
                 continue
             report.runs_computed += 1
             index = self._index(plan, index_steps[run.index_id], report, progress)
-            embedder = self._embedder(run.point.embedder) if run.point.embedder else None
-            retriever = registry.retrievers.build(run.point.retriever, index=index, embedder=embedder)
+            pipeline = self._pipeline(run, index)
             first_shard = not finished
             for shard in _shards(pending, plan.shard_size):
-                tables = _answer_shard(run, retriever, shard)
+                tables = _answer_shard(run, pipeline, shard)
                 if first_shard:
-                    tables["stages"] = pd.concat([pd.DataFrame(self._build_stage_rows(run)), tables["stages"]])
+                    # Run-level rows (build costs, per-document chunking decisions) go with the first shard.
+                    tables["stages"] = _concat(pd.DataFrame(self._build_stage_rows(run)), tables["stages"])
+                    decisions = [_judgement_row(run.run_id, None, row)
+                                 for row in self._chunk_decisions(plan, run, report)]
+                    tables["judgements"] = _concat(pd.DataFrame(decisions), tables["judgements"])
                     first_shard = False
                 self.store.commit_shard(run.run_id, [q.id for q in shard], tables)
                 report.questions_computed += len(shard)
@@ -158,28 +244,64 @@ def _shards(items: list[Question], size: int) -> list[list[Question]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _answer_shard(run: RunStep, retriever: Any, questions: list[Question]) -> dict[str, pd.DataFrame]:
-    scores, retrievals, stages = [], [], []
+def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
+    frames = [frame for frame in frames if not frame.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _judgement_row(run_id: str, question_id: str | None, row: dict) -> dict:
+    decision = dict(row["decision"])
+    if row.get("doc_id"):
+        decision.setdefault("doc_id", row["doc_id"])
+    return {**{k: v for k, v in row.items() if k != "doc_id"}, "run_id": run_id, "question_id": question_id,
+            "decision": json.dumps(decision, default=str, ensure_ascii=False)}
+
+
+def _error_score(run: RunStep, question: Question, metric: str, error: str) -> dict:
+    return {"run_id": run.run_id, "question_id": question.id, "metric": metric, "value": math.nan, "error": error}
+
+
+def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question]) -> dict[str, pd.DataFrame]:
+    tables: dict[str, list[dict]] = {"scores": [], "retrievals": [], "stages": [], "judgements": [], "answers": []}
     for question in questions:
-        started = time.perf_counter()
         try:
-            nodes = retriever.retrieve(question.text)
+            trace = pipeline.answer(question.text)
         except Exception as error:  # one failing question is a row with its error, not a lost run
-            scores.append({"run_id": run.run_id, "question_id": question.id, "metric": "retrieval",
-                           "value": math.nan, "error": f"{type(error).__name__}: {error}"})
+            tables["scores"].append(_error_score(run, question, "retrieval", f"{type(error).__name__}: {error}"))
             continue
-        stages.append({"run_id": run.run_id, "question_id": question.id, "stage": "retrieve",
-                       "seconds": time.perf_counter() - started, "cached": False})
-        ranked = [(n.node.metadata["doc_id"], n.node.metadata["start_char"], n.node.metadata["end_char"]) for n in nodes]
-        for rank, (item, node) in enumerate(zip(ranked, nodes), start=1):
-            retrievals.append({"run_id": run.run_id, "question_id": question.id, "rank": rank,
-                               "chunk_id": node.node.node_id, "doc_id": item[0], "start_char": item[1],
-                               "end_char": item[2], "score": float(node.score or 0.0)})
-        spans = [(s.doc_id, s.start, s.end) for s in question.spans]
-        values = run_metrics(ranked, question.relevant_docs, spans, run.point.top_k)
-        if not values:  # a question nothing can be scored against is a visible row, not a silent gap
-            scores.append({"run_id": run.run_id, "question_id": question.id, "metric": "retrieval",
-                           "value": math.nan, "error": "no relevant documents or answer spans to score against"})
-        scores.extend({"run_id": run.run_id, "question_id": question.id, "metric": name, "value": value, "error": None}
-                      for name, value in values.items())
-    return {"scores": pd.DataFrame(scores), "retrievals": pd.DataFrame(retrievals), "stages": pd.DataFrame(stages)}
+        for name, rows in _question_rows(run, question, trace).items():
+            tables[name].extend(rows)
+    return {name: pd.DataFrame(rows) for name, rows in tables.items()}
+
+
+def _question_rows(run: RunStep, question: Question, trace: Trace) -> dict[str, list[dict]]:
+    keys = {"run_id": run.run_id, "question_id": question.id}
+    nodes = trace.nodes
+    ranked = [(n.node.metadata["doc_id"], n.node.metadata["start_char"], n.node.metadata["end_char"]) for n in nodes]
+    retrievals = [{**keys, "rank": rank, "chunk_id": node.node.node_id, "doc_id": item[0], "start_char": item[1],
+                   "end_char": item[2], "score": float(node.score or 0.0)}
+                  for rank, (item, node) in enumerate(zip(ranked, nodes), start=1)]
+    spans = [(s.doc_id, s.start, s.end) for s in question.spans]
+    values = run_metrics(ranked, question.relevant_docs, spans, run.point.top_k)
+    scores = [{**keys, "metric": name, "value": value, "error": None} for name, value in values.items()]
+    if not values:  # a question nothing can be scored against is a visible row, not a silent gap
+        scores.append(_error_score(run, question, "retrieval", "no relevant documents or answer spans to score against"))
+    if run.point.judge("groundedness") is not None:
+        if trace.groundedness is None:
+            scores.append(_error_score(run, question, "groundedness", trace.groundedness_error or "not scored"))
+        else:
+            scores.append({**keys, "metric": "groundedness", "value": trace.groundedness, "error": None})
+    answers = []
+    if trace.answer is not None:
+        answer = trace.answer
+        contexts = {node.node.node_id: node.node.get_content() for node in nodes}
+        answers.append({**keys, "answer": answer.text, "citations": json.dumps(answer.citations),
+                        "contexts": json.dumps([contexts[i] for i in contexts], ensure_ascii=False),
+                        "prompt": answer.prompt, "valid": answer.valid, "error": answer.error})
+    return {
+        "scores": scores,
+        "retrievals": retrievals,
+        "stages": [{**keys, **row} for row in trace.stages],
+        "judgements": [_judgement_row(run.run_id, question.id, j.as_row()) for j in trace.judgements],
+        "answers": answers,
+    }

@@ -6,20 +6,27 @@ several configurations appear once, and an executor can skip every step whose ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragkit import registry
 from ragkit.corpus.model import Corpus
-from ragkit.experiments.config import ExperimentConfig, GridPoint, expand_grid
+from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
+from ragkit.judges.base import judges as judge_registry
+from ragkit.llms.base import llms as llm_registry
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
+
+CHUNKING = "chunking"
 
 
 @dataclass(frozen=True)
 class ChunkStep:
     chunkset_id: str
     chunker: ComponentSpec
+    # With the Chunking Judge on, `chunker` is its fallback and each document gets the judge's choice.
+    judge: ComponentSpec | None = None
+    judge_llm: ComponentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class RunStep:
     point: GridPoint
     chunkset_id: str
     index_id: str
+    # The LLM backend of each role that calls one in this run (judges in llm mode, generator).
+    llms: dict[str, ComponentSpec] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -60,21 +69,54 @@ def questions_key(questions: QuestionSet) -> str:
     return content_key("questions", [q.model_dump(mode="json") for q in questions.questions])
 
 
-def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet) -> Plan:
+def roles_calling_llm(point: GridPoint) -> list[str]:
+    """The roles of this grid point that call an LLM: judges in llm mode, and the generator."""
+    roles = [spec.type for spec in point.active_judges() if spec.params.get("mode") == "llm"]
+    if point.generator is not None:
+        roles.append(GENERATOR)
+    return roles
+
+
+def _llm_key(spec: ComponentSpec | None) -> str | None:
+    return component_key(llm_registry, spec)
+
+
+def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
+              llm_roles: dict[str, ComponentSpec] | None = None) -> Plan:
+    """``llm_roles``: the resolved backend of every role (see runner.resolve_llm_roles); a run's
+    id covers the backend of each role it calls, so changing a model re-runs only those runs."""
     q_key = questions_key(questions)
     chunk_steps: dict[str, ChunkStep] = {}
     index_steps: dict[str, IndexStep] = {}
     runs: dict[str, RunStep] = {}
+    llm_roles = llm_roles or {}
     for point in expand_grid(config):
-        chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker))
+        missing = [role for role in roles_calling_llm(point) if role not in llm_roles]
+        if missing:
+            raise ValueError(f"no LLM backend resolved for roles {missing}")
+        llms = {role: llm_roles[role] for role in roles_calling_llm(point)}
+        chunk_judge = point.judge(CHUNKING)
+        # The judge's decisions are a function of the documents (corpus_id), its params, the
+        # chunkers it may choose and its model, all in the key; the decisions themselves are
+        # made (and cached) when the chunk set is built.
+        judge_part = None if chunk_judge is None else (
+            component_key(judge_registry, chunk_judge), registry.chunkers.names(), _llm_key(llms.get(CHUNKING)))
+        chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),
+                                  *([judge_part] if judge_part else []))
         index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder))
+        # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
+        pipeline_part = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
+                         for spec in point.active_judges() if spec.type != CHUNKING]
+        if point.generator is not None:
+            pipeline_part.append((component_key(judge_registry, point.generator), _llm_key(llms[GENERATOR])))
         run_id = content_key(
-            "run", corpus.corpus_id, q_key, component_key(registry.chunkers, point.chunker),
+            "run", corpus.corpus_id, q_key, chunkset_id if judge_part else component_key(registry.chunkers, point.chunker),
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
+            *([pipeline_part] if pipeline_part else []),
         )
-        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker))
+        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge, llms.get(CHUNKING)))
         index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder))
-        runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id))
+        runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id, llms))
     return Plan(
         experiment=config.name,
         corpus=corpus,
@@ -105,5 +147,20 @@ def run_row(plan: Plan, step: RunStep) -> dict:
     }
     for kind, spec in (("chunker", point.chunker), ("embedder", point.embedder), ("retriever", point.retriever)):
         for name, value in (spec.params if spec else {}).items():
-            row[f"{kind}.{name}"] = value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+            row[f"{kind}.{name}"] = _cell(value)
+    for spec in point.judges:
+        mode = spec.params["mode"]
+        row[f"judge.{spec.type}"] = mode
+        if mode != "off":  # an off judge has no parameters in effect
+            for name, value in spec.params.items():
+                if name != "mode":
+                    row[f"judge.{spec.type}.{name}"] = _cell(value)
+    row["generator"] = point.generator is not None
+    for role, spec in sorted(step.llms.items()):
+        backend = llm_registry.build(spec)
+        row[f"llm.{role}"] = f"{spec.type}:{backend.model_name}"
     return row
+
+
+def _cell(value: object) -> object:
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)

@@ -6,9 +6,12 @@ from pathlib import Path
 
 from ragkit.corpus.model import Corpus
 from ragkit.corpus.store import CorpusStore
-from ragkit.experiments.config import ExperimentConfig
+from ragkit.experiments.config import ExperimentConfig, expand_grid
 from ragkit.experiments.executor import ExecutionReport, LocalExecutor, Progress
-from ragkit.experiments.plan import Plan, make_plan
+from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
+from ragkit.llms.base import llms
+from ragkit.llms.defaults import resolve_default_backend
+from ragkit.registry import ComponentSpec
 from ragkit.qa import QuestionSet, load_dataset_corpus, load_question_set, resolve_answer_spans
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
@@ -44,11 +47,27 @@ def load_questions(config: ExperimentConfig, corpus: Corpus) -> QuestionSet:
     return resolve_answer_spans(questions, corpus.by_id())
 
 
+def resolve_llm_roles(config: ExperimentConfig) -> dict[str, ComponentSpec]:
+    """The backend of every role the grid calls an LLM for: the role's own spec, else
+    `llm.default`, else (probed once) ollama when a server answers, else the embedded model."""
+    llm = config.llm.resolved()
+    roles = sorted({role for point in expand_grid(config) for role in roles_calling_llm(point)})
+    automatic: ComponentSpec | None = None
+    resolved = {}
+    for role in roles:
+        spec = llm.roles.get(role) or llm.default
+        if spec is None:
+            automatic = automatic or llms.resolve(resolve_default_backend())
+            spec = automatic
+        resolved[role] = spec
+    return resolved
+
+
 def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
     """The plan and the derived-data folder of its corpus (chunk sets, indexes)."""
     store = CorpusStore()
     corpus = load_corpus(config, store)
-    plan = make_plan(config, corpus, load_questions(config, corpus))
+    plan = make_plan(config, corpus, load_questions(config, corpus), resolve_llm_roles(config))
     return plan, store.derived_dir(corpus.corpus_id)
 
 

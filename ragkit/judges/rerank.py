@@ -13,11 +13,12 @@ import math
 import re
 import time
 from collections import Counter
-from typing import Any, ClassVar
+from functools import lru_cache
+from typing import Annotated, Any, ClassVar
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import fallback, numbered_chunks
@@ -36,6 +37,18 @@ class RerankJudgeParams(JudgeParams):
 
 class RerankReply(BaseModel):
     scores: list[int] = Field(description="Relevance 0-100 of each chunk, in the order shown.")
+
+
+@lru_cache(maxsize=64)
+def reply_model(count: int) -> type[RerankReply]:
+    """The reply schema for a batch of ``count`` chunks: exactly ``count`` scores in 0-100.
+
+    With a schema-constrained backend the grammar then forbids a list of the wrong length
+    (a small model otherwise copies the example's two scores, or runs on).
+    """
+    scores = Annotated[list[Annotated[int, Field(ge=0, le=100)]], Field(min_length=count, max_length=count)]
+    return create_model(f"RerankReply{count}", __base__=RerankReply,
+                        scores=(scores, Field(description="Relevance 0-100 of each chunk, in the order shown.")))
 
 
 SYSTEM = "You rate how well text chunks answer a question. Reply with one JSON object only."
@@ -144,7 +157,7 @@ class RerankJudge(Judge, BaseNodePostprocessor):
             summary = f"{query} | chunks {first + 1}-{first + len(batch)} of {len(nodes)}"
             decision: dict[str, Any] = {"method": "llm", "shown": _ids(batch)}
             try:
-                result = self.ask(build_prompt(query, batch, self.params.chunk_chars), RerankReply,
+                result = self.ask(build_prompt(query, batch, self.params.chunk_chars), reply_model(len(batch)),
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as error:
                 self.trace.add(fallback(self, summary, decision, None, started, str(error)))

@@ -37,6 +37,10 @@ class LocalParams(LLMParams):
         description="Constrain JSON replies with a grammar built from the schema: they always parse, but "
         "decoding is several times slower per token on CPU.",
     )
+    repeat_penalty: float = Field(
+        default=1.1, ge=1.0, le=2.0,
+        description="Penalty on repeated tokens; above 1 keeps a small model from looping until max_tokens.",
+    )
     threads: int | None = Field(default=None, ge=1, le=256, description="CPU threads; default: half the cores, at most 4.")
 
 
@@ -102,7 +106,8 @@ class LocalLLM(LLMBackend):
         with self._client_lock:
             try:
                 response = model.create_chat_completion(
-                    messages=messages, temperature=self.params.temperature, max_tokens=max_tokens, **extra
+                    messages=messages, temperature=self.params.temperature, max_tokens=max_tokens,
+                    repeat_penalty=self.params.repeat_penalty, **extra
                 )
             except ValueError as error:  # llama-cpp-python reports a too-long prompt this way
                 raise LLMError(f"llm 'local' ({self.model_name}): {error}") from error

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import yaml
 
 from tests.factories import write_beir
 from streamlit.testing.v1 import AppTest
@@ -13,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
 PAGES = sorted((DASHBOARD / "views").glob("*.py"))
 TIMEOUT = 30
+TINY_TEXT = "Cats are small furry animals that purr."
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +28,6 @@ def page(name: str) -> AppTest:
 def assert_ok(app: AppTest) -> None:
     assert not app.exception, [e.value for e in app.exception]
     assert not app.error, [e.value for e in app.error]
-
-
-
-
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_app_entry_point_renders(with_results):
     app = AppTest.from_file(str(DASHBOARD / "app.py"), default_timeout=TIMEOUT).run()
     assert_ok(app)
     sidebar = " ".join(c.value for c in app.sidebar.caption)
-    assert "Data directory" in sidebar and "none yet" in sidebar and "Ollama" in sidebar
+    assert "Data directory" in sidebar and "LLM backend (auto)" in sidebar and "Ollama" in sidebar
     assert app.title[0].value == "Corpora"
 
 
@@ -335,3 +335,191 @@ def test_corpus_delete_needs_confirmation(tmp_path):
     assert_ok(app)
     assert CorpusStore().list() == []
     assert any("No corpus yet" in i.value for i in app.info)
+
+
+# --- judges, answers and the LLM backend ---------------------------------------------------------
+
+
+def radio(app: AppTest, key: str):
+    return next(r for r in app.radio if r.key == key)
+
+
+def form_config(app: AppTest):
+    """The experiment the form shows as YAML, read back the way `ragkit run` reads it."""
+    from ragkit.experiments.config import config_from_dict
+
+    return config_from_dict(yaml.safe_load(app.code[0].value))
+
+
+def test_judge_selectors_offer_only_each_judges_modes():
+    from ragkit.experiments.config import judge_names
+    from ragkit.judges.base import judges
+
+    app = page("3_new_experiment.py").run()
+    assert_ok(app)
+    keys = {r.key for r in app.radio}
+    assert {f"judges.{name}.mode" for name in judge_names()} <= keys
+    assert "judges.generator.mode" not in keys  # the generator is the "Generate answers" box
+    rerank, retrieval = radio(app, "judges.rerank.mode"), radio(app, "judges.retrieval.mode")
+    assert rerank.options[:3] == ["off", "heuristic", "llm"] and rerank.options[3].startswith("both (off + llm")
+    assert retrieval.options == ["off", "llm", "both (off + llm)"]
+    for name in judge_names():
+        offered = radio(app, f"judges.{name}.mode").options
+        assert [o for o in offered if o in ("off", "heuristic", "llm")] == list(judges.get(name).modes)
+        assert radio(app, f"judges.{name}.mode").value == "off"
+    assert "judges" not in form_config(app).model_dump(exclude_defaults=True)
+
+
+def test_judge_toggles_multiply_the_grid_and_the_config_round_trips(with_results):
+    from ragkit.experiments.config import expand_grid
+
+    app = page("3_new_experiment.py").run()
+    before = int(app.metric[0].value)
+    radio(app, "judges.retrieval.mode").set_value("both").run()
+    radio(app, "judges.rerank.mode").set_value("all").run()
+    assert_ok(app)
+    app.number_input(key="judges.rerank.params.top_n").set_value(3).run()
+    assert_ok(app)
+    assert int(app.metric[0].value) == before * 2 * 3
+    assert any("rerank (off, heuristic, llm) × retrieval (off, llm)" in c.value for c in app.caption)
+
+    config = form_config(app)
+    assert len(expand_grid(config)) == before * 6
+    assert config.judges["rerank"].params["top_n"] == 3
+    modes = {(spec.type, spec.params["mode"]) for point in expand_grid(config) for spec in point.judges}
+    assert modes == {("retrieval", "off"), ("retrieval", "llm"),
+                     ("rerank", "off"), ("rerank", "heuristic"), ("rerank", "llm")}
+
+    radio(app, "judges.retrieval.mode").set_value("off").run()
+    assert int(app.metric[0].value) == before * 3
+
+
+def test_groundedness_needs_generated_answers_and_the_backend_choice_is_written(with_results):
+    from ragkit.settings import get_settings
+
+    app = page("3_new_experiment.py").run()
+    radio(app, "judges.groundedness.mode").set_value("llm").run()
+    assert app.error and "generator" in app.error[0].value
+    app.checkbox(key="generator.on").check().run()
+    app.number_input(key="generator.params.max_chunks").set_value(3).run()
+    radio(app, "llm.default").set_value("ollama").run()
+    assert_ok(app)
+    settings = get_settings()
+    assert app.text_input(key="llm.default.ollama.model").value == settings.ollama_model
+    assert app.text_input(key="llm.default.ollama.base_url").value == settings.ollama_url
+    config = form_config(app)
+    assert config.generator is not None and config.generator.params["max_chunks"] == 3
+    assert config.llm.default.type == "ollama" and config.llm.default.params["base_url"] == settings.ollama_url
+
+    radio(app, "llm.default").set_value("openai").run()
+    assert app.error and "model" in app.error[0].value  # an OpenAI-compatible server needs a model name
+    app.text_input(key="llm.default.openai.model").set_value("qwen2.5").run()
+    assert_ok(app)
+    assert form_config(app).llm.default.params["model"] == "qwen2.5"
+
+
+@pytest.fixture
+def judged_results(tmp_path, isolated_data_dir) -> Path:
+    """A hand-written results folder 'judged': runs r1 (rerank judge in llm mode) and r2 (rerank
+    off), both with the Retrieval Judge and generated answers, for question q1."""
+    from dashboard import state
+    from ragkit.results import ResultStore
+    from ragkit.settings import get_settings
+
+    beir = write_beir(tmp_path / "beir")
+    state.register_question_set("tiny-beir", beir, "beir")
+    out = get_settings().results_root() / "judged"
+    store = ResultStore(out)
+    for run_id, rerank in (("r1", "llm"), ("r2", "off")):
+        store.write_run(run_id, {
+            "run_id": run_id, "experiment": "judged", "corpus": "beir", "corpus_id": "c", "chunkset_id": "cs",
+            "index_id": "ix", "chunker": "document", "embedder": None, "retriever": "bm25", "top_k": 2,
+            "retriever.top_k": 2, "judge.retrieval": "llm", "judge.rerank": rerank, "generator": True,
+        })
+        retrievals = pd.DataFrame([
+            {"run_id": run_id, "question_id": "q1", "rank": 1, "chunk_id": "c-d1", "doc_id": "d1", "start_char": 0,
+             "end_char": 40, "score": 2.0},
+            {"run_id": run_id, "question_id": "q1", "rank": 2, "chunk_id": "c-d2", "doc_id": "d2", "start_char": 0,
+             "end_char": 30, "score": 1.0},
+        ])
+        answers = pd.DataFrame([{
+            "run_id": run_id, "question_id": "q1", "answer": "Cats purr when content [1].",
+            "citations": json.dumps(["c-d1"]), "contexts": json.dumps([TINY_TEXT]), "prompt": "Answer from the sources.",
+            "valid": True, "error": None,
+        }])
+        judgements = [
+            {"run_id": run_id, "question_id": "q1", "judge": "retrieval", "input_summary": "what animal purrs | 2 chunks",
+             "decision": json.dumps({"relevant": ["c-d1"], "request_more": False}), "raw_reply": '{"relevant": [1]}',
+             "valid": True, "error": None, "fell_back": False, "seconds": 0.42, "cache_hit": False},
+            {"run_id": run_id, "question_id": None, "judge": "chunking", "input_summary": "d1",
+             "decision": json.dumps({"chunker": "document"}), "raw_reply": None,
+             "valid": True, "error": None, "fell_back": False, "seconds": 0.01, "cache_hit": False},
+        ]
+        stages = [
+            {"run_id": run_id, "question_id": "q1", "stage": "retrieve", "seconds": 0.01, "cached": False},
+            {"run_id": run_id, "question_id": "q1", "stage": "judge:retrieval", "seconds": 0.42, "cached": False,
+             "llm_calls": 1, "backend_calls": 1, "prompt_tokens": 120, "completion_tokens": 12},
+            {"run_id": run_id, "question_id": "q1", "stage": "generate", "seconds": 0.9, "cached": False,
+             "llm_calls": 1, "backend_calls": 1, "prompt_tokens": 200, "completion_tokens": 20},
+        ]
+        if rerank == "llm":
+            judgements.insert(1, {
+                "run_id": run_id, "question_id": "q1", "judge": "rerank", "input_summary": "what animal purrs | 1 chunk",
+                "decision": json.dumps({"kept": ["c-d1"]}), "raw_reply": "I think the first one", "valid": False,
+                "error": "no JSON object in the reply", "fell_back": True, "seconds": 0.2, "cache_hit": False,
+            })
+            stages.append({"run_id": run_id, "question_id": "q1", "stage": "judge:rerank", "seconds": 0.2,
+                           "cached": False, "llm_calls": 1, "backend_calls": 1, "invalid_replies": 1,
+                           "prompt_tokens": 80, "completion_tokens": 6})
+        scores = pd.DataFrame([{"run_id": run_id, "question_id": "q1", "metric": "recall@1", "value": 1.0,
+                                "error": None}])
+        store.commit_shard(run_id, ["q1"], {"scores": scores, "retrievals": retrievals, "stages": pd.DataFrame(stages),
+                                            "answers": answers, "judgements": pd.DataFrame(judgements)})
+    return out
+
+
+def test_drilldown_shows_the_answer_and_each_judge_decision(judged_results):
+    app = page("6_drilldown.py")
+    app.query_params["runs"] = "r1"
+    app.run()
+    assert_ok(app)
+    markdown = [m.value for m in app.markdown]
+    assert "what animal purrs" in " ".join(markdown)
+    assert "Cats purr when content [1]." in markdown
+    assert any("Cites: #1" in c.value for c in app.caption)
+    # decisions in the order the judges made them, each with its validity
+    judged = [m for m in markdown if m.startswith("**retrieval**") or m.startswith("**rerank**")]
+    assert judged[0].startswith("**retrieval**") and ":green[valid]" in judged[0] and "0.42 s" in judged[0]
+    assert judged[1].startswith("**rerank**") and ":red[invalid]" in judged[1] and "fell back" in judged[1]
+    assert json.loads(app.json[0].value) == {"relevant": ["c-d1"], "request_more": False}
+    codes = [c.value for c in app.code]
+    assert "I think the first one" in codes  # the raw reply
+    assert any("chunker" in j.value for j in app.json)  # the per-document chunking decision
+    assert any(":blue[cited]" in m and "#1" in m for m in markdown)
+
+
+def test_compare_shows_llm_calls_tokens_and_invalid_replies(judged_results):
+    app = page("5_compare.py").run()
+    assert_ok(app)
+    tables = [d.value for d in app.dataframe]
+    usage = next(t for t in tables if "prompt_tokens" in t.columns).set_index("run")
+    columns = ["llm_calls", "invalid_replies", "prompt_tokens", "completion_tokens"]
+    assert sorted(usage[columns].values.tolist()) == [[2, 0, 320, 32], [3, 1, 400, 38]]
+    replies = next(t for t in tables if "invalid_share" in t.columns).set_index("judge")
+    assert replies.loc["rerank", "invalid_share"] == 1.0 and replies.loc["retrieval", "invalid_share"] == 0.0
+    assert replies.loc["retrieval", "decisions"] == 2
+
+
+def test_sidebar_says_when_ollama_is_not_reachable(monkeypatch):
+    from ragkit.settings import get_settings
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAGKIT_OLLAMA_URL", f"http://127.0.0.1:{port}")
+    get_settings.cache_clear()
+    app = AppTest.from_file(str(DASHBOARD / "app.py"), default_timeout=TIMEOUT).run()
+    assert_ok(app)
+    sidebar = [c.value for c in app.sidebar.caption]
+    assert f"Ollama: not reachable at http://127.0.0.1:{port}" in sidebar
+    assert any(c.startswith("LLM backend (auto): local · ") for c in sidebar)

@@ -10,6 +10,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.executor import _answer_shard
 from ragkit.experiments.plan import RunStep
+from ragkit.pipeline import Pipeline
 from ragkit.qa import AnswerSpan, Question
 from ragkit.registry import ComponentSpec
 
@@ -40,7 +41,7 @@ def test_scored_failed_and_unscorable_questions_each_leave_rows():
         Question(id="err", text="boom", relevant_docs={"a": 1.0}),
         Question(id="none", text="no truth", answers=["an answer found in no document"]),
     ]
-    tables = _answer_shard(RUN, StubRetriever(), questions)
+    tables = _answer_shard(RUN, Pipeline(StubRetriever(), StubRetriever()), questions)
     scores = tables["scores"].set_index(["question_id", "metric"])
 
     # "ok": b is at rank 2 -> mrr 1/2, recall@1 0, recall@2 1; its span overlaps chunk b -> span_mrr 1/2

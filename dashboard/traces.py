@@ -1,0 +1,61 @@
+"""How the drill-down draws one run's answer and judge decisions for a question."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+
+def _json(text: Any, empty: Any) -> Any:
+    if text is None or pd.isna(text):
+        return empty
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def validity_badge(valid: bool, fell_back: bool = False) -> str:
+    badge = ":green[valid]" if valid else ":red[invalid]"
+    return badge + (" · :orange[fell back]" if fell_back else "")
+
+
+def citations(answer: pd.Series) -> list[str]:
+    """The chunk ids an answer cites, first cited first."""
+    value = _json(answer["citations"], [])
+    return [str(chunk_id) for chunk_id in value] if isinstance(value, list) else []
+
+
+def show_answer(answer: pd.Series, ranks: dict[str, int]) -> None:
+    """The generated answer, its citations as the ranks of the chunks shown below, and its prompt."""
+    st.markdown("**Answer** · " + validity_badge(bool(answer["valid"])))
+    if pd.notna(answer["error"]):
+        st.caption(f"Error: {answer['error']}")
+    st.markdown(answer["answer"] if pd.notna(answer["answer"]) and answer["answer"] else "*(no answer)*")
+    cited = citations(answer)
+    if cited:
+        st.caption("Cites: " + ", ".join(f"#{ranks[c]}" if c in ranks else f"`{c}`" for c in cited))
+    with st.expander("Prompt"):
+        st.code(answer["prompt"] if pd.notna(answer["prompt"]) else "", language=None)
+
+
+def show_judgement(judgement: Any) -> None:
+    """One decision: judge, validity, seconds, the decision as JSON and the raw reply."""
+    with st.container(border=True):
+        cached = " · cached" if judgement.cache_hit else ""
+        st.markdown(f"**{judgement.judge}** · {validity_badge(bool(judgement.valid), bool(judgement.fell_back))}"
+                    f" · {judgement.seconds:.2f} s{cached}")
+        if pd.notna(judgement.input_summary) and judgement.input_summary:
+            st.caption(judgement.input_summary)
+        if pd.notna(judgement.error):
+            st.caption(f"Error: {judgement.error}")
+        decision = _json(judgement.decision, {})
+        if isinstance(decision, (dict, list)):
+            st.json(decision)
+        else:
+            st.code(str(decision), language=None)
+        with st.expander("Raw reply"):
+            st.code(judgement.raw_reply if pd.notna(judgement.raw_reply) else "(no LLM reply)", language=None)

@@ -1,0 +1,154 @@
+"""Judges inside a real run: grid toggles, run ids, the judgements/answers tables, LLM usage in
+stages, the Chunking Judge in the chunk set key, and re-runs that make 0 LLM calls.
+
+The LLM here is a deterministic backend that answers by the reply schema it is asked for, so
+every judge gets a well-formed decision; real BM25 over LanceDB, real results store. The real
+embedded model runs the example experiment in test_judges_example.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import pytest
+
+from ragkit.experiments.config import config_from_dict, expand_grid
+from ragkit.experiments.runner import run_experiment
+from ragkit.llms import LLMBackend, LLMParams, llms
+from ragkit.llms.base import BackendReply
+from ragkit.registry import ComponentParams
+from ragkit.results import ResultStore
+from ragkit.summary import summary_table
+from tests.factories import TINY_DOCS, write_beir
+
+pytestmark = pytest.mark.integration
+
+
+class RuleParams(LLMParams):
+    model: str = "rules"
+
+
+class RuleLLM(LLMBackend):
+    """Replies by the schema asked for: keeps chunks 2 and 1, scores chunks descending, picks
+    `document` for every document, answers citing [1]. Counts the calls it really answers."""
+
+    name: ClassVar[str] = "rules"
+    Params: ClassVar[type[ComponentParams]] = RuleParams
+    calls: ClassVar[list[str]] = []
+
+    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+        title = (json_schema or {}).get("title", "text")
+        RuleLLM.calls.append(title)
+        if title == "RetrievalReply":
+            text = {"refined_query": "", "relevant": [2, 1], "order": [2, 1], "request_more": False}
+        elif title.startswith("RerankReply"):
+            count = json_schema["properties"]["scores"]["minItems"]
+            text = {"scores": [100 - 10 * i for i in range(count)]}
+        elif title == "ChunkingReply":
+            text = {"chunker": "document", "params": {}, "justification": "short"}
+        elif title == "GeneratorReply":
+            text = {"answer": "It is in the first source [1].", "citations": [1]}
+        else:
+            text = "It is in the first source [1]."
+        return BackendReply(text=text if isinstance(text, str) else json.dumps(text), prompt_tokens=10,
+                            completion_tokens=5)
+
+
+@pytest.fixture
+def rules_llm():
+    RuleLLM.calls = []
+    with llms.registered("rules", RuleLLM):
+        yield RuleLLM
+
+
+def config(dataset, **extra: Any):
+    return config_from_dict({
+        "name": "judged", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
+        "chunkers": [{"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}],
+        "top_k": 3, "llm": {"default": "rules"}, **extra,
+    })
+
+
+def test_each_judge_toggle_doubles_the_grid_and_off_runs_keep_the_judge_free_run_id(tmp_path, rules_llm):
+    dataset = write_beir(tmp_path / "beir")
+    plain = run_experiment(config(dataset), tmp_path / "plain")
+    judged = config(dataset, judges={"retrieval": "both", "rerank": {"mode": ["off", "heuristic", "llm"]}},
+                    generator=True)
+    assert len(expand_grid(judged)) == 6
+    report = run_experiment(judged, tmp_path / "out")
+    assert report.runs_total == 6
+
+    runs = ResultStore(tmp_path / "out").read("runs")
+    plain_id = ResultStore(tmp_path / "plain").read("runs")["run_id"].item()
+    both_off = runs[(runs["judge.retrieval"] == "off") & (runs["judge.rerank"] == "off")]
+    assert plain.runs_total == 1 and len(both_off) == 1
+    # Same retrieval, plus answers: the generator is part of the id, the judges that are off are not.
+    assert both_off["run_id"].item() != plain_id
+    assert set(runs["judge.rerank"]) == {"off", "heuristic", "llm"}
+    assert runs.loc[runs["judge.rerank"] == "off", "judge.rerank.top_n"].isna().all()
+    assert set(runs["llm.generator"]) == {"rules:rules"}
+
+
+def test_judgements_answers_and_llm_usage_are_stored_and_a_rerun_calls_no_llm(tmp_path, rules_llm):
+    dataset = write_beir(tmp_path / "beir")
+    judged = config(dataset, judges={"retrieval": "both", "rerank": "both"}, generator=True)
+    run_experiment(judged, tmp_path / "out")
+    store = ResultStore(tmp_path / "out")
+    runs, judgements, stages = store.read("runs"), store.read("judgements"), store.read("stages")
+    answers, scores = store.read("answers"), store.read("scores")
+
+    on = runs[(runs["judge.retrieval"] == "llm") & (runs["judge.rerank"] == "llm")]["run_id"].item()
+    mine = judgements[judgements["run_id"] == on]
+    assert set(mine.groupby("question_id")["judge"].apply(tuple)) == {("retrieval", "rerank", "generator")}
+    assert mine["valid"].all()
+    for text in mine[mine["judge"] == "retrieval"]["decision"]:
+        decision = json.loads(text)  # the rule LLM keeps chunks 2 and 1 of those shown, in that order
+        assert decision["action"] == "final" and decision["kept"] == decision["shown"][:2][::-1]
+
+    assert len(answers) == 4 * 3 and (answers["answer"] == "It is in the first source [1].").all()
+    assert all(len(json.loads(c)) == 1 for c in answers["citations"])
+    per_stage = stages[stages["run_id"] == on].groupby("stage")["llm_calls"].sum()
+    assert per_stage["judge:retrieval"] == 3 and per_stage["judge:rerank"] == 3 and per_stage["generate"] == 3
+    assert per_stage["retrieve"] == 0
+    # The final chunks are scored: with rerank kept at the default top_n the retrieval metrics exist.
+    assert scores[scores["run_id"] == on]["metric"].str.startswith("recall@").any()
+
+    summary = summary_table(store)
+    assert {"llm_calls/q", "tokens/q", "invalid:retrieval", "invalid:rerank"} <= set(summary.columns)
+    assert (summary["invalid:retrieval"].dropna() == 0).all()
+
+    # The same experiment into a fresh folder: every reply comes from the LLM cache.
+    made = len(RuleLLM.calls)
+    run_experiment(judged, tmp_path / "again")
+    assert len(RuleLLM.calls) == made
+    again = ResultStore(tmp_path / "again").read("stages")
+    assert again["llm_calls"].sum() == stages["llm_calls"].sum() and again["backend_calls"].sum() == 0
+
+
+def test_the_chunking_judge_is_part_of_the_chunk_set_and_its_decisions_are_recorded(tmp_path, rules_llm):
+    dataset = write_beir(tmp_path / "beir")
+    run_experiment(config(dataset, judges={"chunking": ["off", "heuristic", "llm"]}), tmp_path / "out")
+    store = ResultStore(tmp_path / "out")
+    runs, judgements = store.read("runs"), store.read("judgements")
+    assert runs["chunkset_id"].nunique() == 3
+    per_document = judgements[judgements["question_id"].isna()]
+    assert len(per_document) == 2 * len(TINY_DOCS)  # heuristic and llm runs, one decision per document
+    chosen = {json.loads(d)["chunker"] for d in per_document["decision"]}
+    assert chosen == {"document"}  # short documents (heuristic) and the rule LLM both choose it
+    retrievals = store.read("retrievals").merge(runs[["run_id", "judge.chunking"]], on="run_id")
+    # Judged runs retrieve whole documents (chunk index 0 only); the 16-token windows split them.
+    judged_chunks = retrievals[retrievals["judge.chunking"] != "off"]["chunk_id"]
+    assert judged_chunks.str.endswith(":0").all()
+
+
+def test_a_bad_judge_config_names_the_judge_and_the_valid_choices(tmp_path, rules_llm):
+    dataset = write_beir(tmp_path / "beir")
+    with pytest.raises(ValueError, match="no mode 'heuristic'. Valid modes: off, llm, both"):
+        config(dataset, judges={"retrieval": "heuristic"})
+    with pytest.raises(ValueError, match="unknown judge \\['reranker'\\]. Valid judges: chunking"):
+        config(dataset, judges={"reranker": "llm"})
+    with pytest.raises(ValueError, match="top_n"):
+        config(dataset, judges={"rerank": {"mode": "llm", "params": {"top_n": 0}}})
+    with pytest.raises(ValueError, match="set 'generator: true'"):
+        config(dataset, judges={"groundedness": "llm"})

@@ -1,0 +1,104 @@
+"""The pipeline: judges in order, each step timed with its LLM usage, fallbacks recorded (scripted LLM)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from ragkit.judges.generator import Generator, GeneratorParams
+from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams
+from ragkit.judges.rerank import RerankJudge, RerankJudgeParams
+from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams
+from ragkit.llms import LLMClient
+from ragkit.pipeline import Pipeline
+from tests.factories import scripted_llm_class
+
+pytestmark = pytest.mark.unit
+
+ScriptedLLM = scripted_llm_class()
+TEXTS = {
+    "dogs": "Dogs bark at strangers.",
+    "cats": "Cats purr when they are content.",
+    "market": "The stock market fell.",
+}
+
+
+class TableRetriever(BaseRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [NodeWithScore(node=TextNode(id_=key, text=text, metadata={"doc_id": key}), score=1.0 - 0.1 * rank)
+                for rank, (key, text) in enumerate(TEXTS.items())]
+
+
+def ids(nodes: list[NodeWithScore]) -> list[str]:
+    return [node.node.node_id for node in nodes]
+
+
+def test_without_judges_the_pipeline_is_plain_retrieval():
+    retriever = TableRetriever()
+    trace = Pipeline(retriever, retriever).answer("why do cats purr")
+    assert ids(trace.nodes) == ["dogs", "cats", "market"]
+    assert [row["stage"] for row in trace.stages] == ["retrieve"]
+    assert trace.stages[0]["llm_calls"] == 0 and trace.stages[0]["cached"] is False
+    assert trace.answer is None and trace.judgements == []
+
+
+def test_judges_run_in_order_and_each_stage_carries_its_llm_usage(tmp_path):
+    backend = ScriptedLLM([
+        json.dumps({"refined_query": "", "relevant": [2, 1], "order": [2, 1], "request_more": False}),  # retrieval
+        json.dumps({"scores": [90, 10]}),  # rerank of the two kept chunks
+        json.dumps({"answer": "They are content [1].", "citations": [1]}),  # generator
+        json.dumps({"supported": True, "evidence": "Cats purr when they are content"}),  # groundedness claim
+    ])
+    llm = LLMClient(backend, tmp_path)
+    retriever = TableRetriever()
+    pipeline = Pipeline(
+        retriever, retriever,
+        retrieval_judge=RetrievalJudge(RetrievalJudgeParams(), llm),
+        rerank=RerankJudge(RerankJudgeParams(top_n=1), llm),
+        generator=Generator(GeneratorParams(), llm),
+        groundedness=GroundednessJudge(GroundednessParams(claim_split="heuristic"), llm),
+        clients=(llm,),
+    )
+    trace = pipeline.answer("why do cats purr")
+
+    assert ids(trace.nodes) == ["cats"]  # judge kept [cats, dogs], rerank kept the best one
+    assert trace.answer.text == "They are content [1]." and trace.answer.citations == ["cats"]
+    assert trace.groundedness == 1.0
+    assert [j.judge for j in trace.judgements] == ["retrieval", "rerank", "generator", "groundedness"]
+    stages = {row["stage"]: row for row in trace.stages}
+    assert list(stages) == ["retrieve", "judge:retrieval", "judge:rerank", "generate", "judge:groundedness"]
+    assert [stages[s]["llm_calls"] for s in stages] == [0, 1, 1, 1, 1]
+    assert stages["generate"]["prompt_tokens"] == 1 and stages["generate"]["backend_calls"] == 1
+
+
+def test_a_garbage_reply_falls_back_to_the_judge_off_output_and_is_recorded_invalid(tmp_path):
+    llm = LLMClient(ScriptedLLM(["not json at all"]), tmp_path)
+    retriever = TableRetriever()
+    pipeline = Pipeline(retriever, retriever, retrieval_judge=RetrievalJudge(RetrievalJudgeParams(), llm),
+                        clients=(llm,))
+    trace = pipeline.answer("why do cats purr")
+    assert ids(trace.nodes) == ["dogs", "cats", "market"]  # exactly the unjudged retrieval
+    (judgement,) = trace.judgements
+    assert judgement.valid is False and judgement.fell_back is True and judgement.raw_reply == "not json at all"
+    assert trace.stages[1]["invalid_replies"] == 1
+
+
+def test_usage_left_from_an_earlier_question_is_not_charged_to_the_next(tmp_path):
+    llm = LLMClient(ScriptedLLM(['{"answer": "x", "citations": []}']), tmp_path)
+    llm.call("unrelated", stage="elsewhere")
+    retriever = TableRetriever()
+    trace = Pipeline(retriever, retriever, generator=Generator(GeneratorParams(), llm), clients=(llm,)).answer("q")
+    assert sum(row["llm_calls"] for row in trace.stages) == 1
+
+
+def test_an_empty_answer_is_not_checked_for_groundedness_and_says_why(tmp_path):
+    llm = LLMClient(ScriptedLLM(['{"answer": "", "citations": []}']), tmp_path)
+    retriever = TableRetriever()
+    pipeline = Pipeline(retriever, retriever, generator=Generator(GeneratorParams(), llm),
+                        groundedness=GroundednessJudge(GroundednessParams(), llm), clients=(llm,))
+    trace = pipeline.answer("q")
+    assert trace.groundedness is None and "empty answer" in trace.groundedness_error
+    assert [j.judge for j in trace.judgements] == ["generator"]
