@@ -2,10 +2,12 @@
 
 Builds a synthetic results folder (the quickstart's metric names, curve metrics at every k up to
 top_k, 100-question shards like a real run), then times load_results, metric_means for one
-metric, a curve, and the charts, against a baseline measured in the same process: a plain pandas
-groupby mean of the same scores table. A script, not a test:
+metric, a curve, the single-factor effects (paired bootstrap CIs and permutation p-values), and the
+charts, against a baseline measured in the same process: a plain pandas groupby mean of the same
+scores table. With --report, also the `ragkit report` markdown (every default metric), which is
+a command, not part of the page. A script, not a test:
 
-    python benchmarks/bench_compare.py [--runs 50] [--questions 1000] [--keep DIR]
+    PYTHONPATH=. python benchmarks/bench_compare.py [--runs 50] [--questions 1000] [--keep DIR] [--report]
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ragkit import analysis, charts
+from ragkit import analysis, charts, report
 from ragkit.metrics.retrieval import run_metrics
 from ragkit.results import ResultStore
 
@@ -82,6 +84,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--keep", help="build (or reuse) the results folder here instead of a temp folder")
+    parser.add_argument("--report", action="store_true", help="also time `ragkit report` (default metrics)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -103,17 +106,22 @@ def main() -> None:
         latency = timed("latency_by_stage", lambda: analysis.latency_by_stage(results.stages), timings)
         scatter = timed("quality_vs_latency", lambda: analysis.quality_vs_latency(scores, results.stages, "recall@5"),
                         timings)
+        timed("factor_effects(recall@5)",
+              lambda: analysis.factor_effects(scores, results.stages, results.runs, ["recall@5"]), timings)
         timed("charts (4)", lambda: [charts.metric_bar_chart(means, results.runs),
                                      charts.curve_chart(points, results.runs, "recall"),
                                      charts.latency_chart(latency, results.runs),
                                      charts.pareto_chart(scatter, results.runs)], timings)
+
+        if args.report:
+            timed("report (md)", lambda: report.render_report(root), timings)
 
         print(f"scores: {len(scores):,} rows, {scores['metric'].nunique()} metrics; "
               f"retrievals: {len(results.retrievals):,} rows")
         reference = timings["baseline: groupby mean"]
         for label, seconds in timings.items():
             print(f"{label:28} {seconds * 1000:9.1f} ms   {seconds / reference:8.1f}x baseline")
-        page = sum(v for k, v in timings.items() if k not in ("load_results", "baseline: groupby mean"))
+        page = sum(v for k, v in timings.items() if k not in ("load_results", "baseline: groupby mean", "report (md)"))
         print(f"{'compare page (no load)':28} {page * 1000:9.1f} ms   {page / reference:8.1f}x baseline")
 
 

@@ -1,6 +1,7 @@
 """Comparing runs: metric means with bootstrap CIs, curves over k, latency, Pareto fronts and
-paired single-factor differences. Pure pandas/numpy/scipy, vectorised over questions so a
-50-run x 1,000-question comparison stays interactive.
+paired single-factor differences with permutation-test p-values (Holm-corrected when many are
+shown). Pure pandas/numpy/scipy, vectorised over questions so a 50-run x 1,000-question
+comparison stays interactive.
 
 Conventions:
 - A score row counts when its `error` is empty and its `value` is not NaN; every other row is a
@@ -31,6 +32,15 @@ _METRIC_NAME = re.compile(r"^(?P<base>[a-z0-9_]+?)(?:@(?P<k>\d+))?$")
 _FAMILY_ORDER = ("recall", "precision", "f1", "hit", "ndcg", "map", "mrr")
 # Bootstrap resamples drawn at once: bounds memory at about 8 * runs * questions * batch bytes.
 _BOOTSTRAP_BATCH = 100
+# Sign-flip resamples of the permutation test. A resampled two-sided p-value is never below
+# 2 / (n + 1), so Holm over m comparisons never goes below 2m / (n + 1): raise it for big
+# families. When 2^questions <= n (up to 9 questions at 999) every sign pattern is tested instead.
+PERMUTATIONS = 999
+# Differences the permutation test permutes at once; scipy holds about four float32 copies of
+# them, so this bounds its memory near 64 MB whatever the number of pairs and questions.
+_PERMUTATION_BATCH_VALUES = 4_000_000
+# Modes a judge can run in, baseline first: a pair reads "off -> heuristic", "heuristic -> llm".
+_MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2}
 
 
 @dataclass(frozen=True)
@@ -85,17 +95,68 @@ def _bootstrap_mean_ci(matrix: np.ndarray, confidence: float, n_resamples: int, 
     return np.column_stack([result.confidence_interval.low, result.confidence_interval.high])
 
 
+def _sign_flip_pvalues(diffs: np.ndarray, n_permutations: int, seed: int) -> np.ndarray:
+    """Two-sided paired permutation p-values of the row means of `diffs` (pairs x questions).
+
+    With no effect, each question's difference b - a is as likely to have either sign, so the
+    null distribution flips signs (scipy's `samples` permutation of a single sample). Every row
+    sees the same sign patterns, so a row's p-value equals a call with that row alone.
+    """
+    if diffs.shape[1] == 1:
+        # One question: both signs of its difference are as extreme as the one observed.
+        return np.ones(diffs.shape[0])
+    # float32 halves the copies scipy makes of every resample (about twice as fast); its 7
+    # significant digits are far finer than the resampled p-value's resolution, and scipy's tie
+    # tolerance follows the dtype.
+    result = stats.permutation_test(
+        (diffs.astype("float32"),), lambda d, axis: d.mean(axis=axis), permutation_type="samples", vectorized=True,
+        n_resamples=n_permutations, batch=max(1, _PERMUTATION_BATCH_VALUES // diffs.size),
+        alternative="two-sided", axis=-1, rng=np.random.default_rng(seed),
+    )
+    return np.atleast_1d(result.pvalue)
+
+
+def _equal_size_groups(sizes: np.ndarray):
+    """For consecutive groups of values (group g has sizes[g] of them), per distinct non-zero size:
+    the positions of the groups of that size and the (groups x size) indices of their values."""
+    offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1].astype("int64")
+    for size in np.unique(sizes[sizes > 0]):
+        positions = np.flatnonzero(sizes == size)
+        yield positions, offsets[positions][:, None] + np.arange(size)[None, :]
+
+
 def _grouped_mean_cis(values: np.ndarray, sizes: np.ndarray, confidence: float, n_resamples: int,
                       seed: int) -> np.ndarray:
     """CIs of the mean of consecutive groups of `values` (group g has sizes[g] values); groups
     of equal size bootstrap together as one matrix. Empty groups get NaN."""
     bounds = np.full((len(sizes), 2), np.nan)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1]
-    for size in np.unique(sizes[sizes > 0]):
-        positions = np.flatnonzero(sizes == size)
-        rows = offsets[positions][:, None] + np.arange(size)[None, :]
+    for positions, rows in _equal_size_groups(sizes):
         bounds[positions] = _bootstrap_mean_ci(values[rows], confidence, n_resamples, seed)
     return bounds
+
+
+def _grouped_pvalues(values: np.ndarray, sizes: np.ndarray, n_permutations: int, seed: int) -> np.ndarray:
+    """Sign-flip p-values of consecutive groups of paired differences, laid out as for
+    _grouped_mean_cis: groups of equal size go through one vectorised permutation test."""
+    pvalues = np.full(len(sizes), np.nan)
+    for positions, rows in _equal_size_groups(sizes):
+        pvalues[positions] = _sign_flip_pvalues(values[rows], n_permutations, seed)
+    return pvalues
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
+
+    The i-th smallest of m p-values becomes max over j <= i of (m - j + 1) * p_(j), capped at 1.
+    NaN p-values (comparisons with nothing to test) stay NaN and do not count in m.
+    """
+    p = np.asarray(p_values, dtype="float64")
+    adjusted = np.full(p.shape, np.nan)
+    known = np.flatnonzero(~np.isnan(p))
+    order = known[np.argsort(p[known], kind="stable")]
+    scaled = (len(order) - np.arange(len(order))) * p[order]
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
 
 
 def metric_means(
@@ -194,8 +255,11 @@ def _factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
 
     A dotted column belongs to the longest dotted prefix that is itself a column, so a
     component's type and its parameters form one factor (`retriever` with `retriever.rrf_k`).
-    `<kind>.top_k` mirrors the `top_k` column and joins that factor. A dotted column with no
-    such prefix (e.g. `judge.retrieval.enabled`) is a factor on its own.
+    `<kind>.top_k` mirrors the `top_k` column and joins that factor. `llm.<role>` names the
+    model behind a role and joins that role's factor (`judge.<role>`, or `<role>` such as
+    `generator`): it is set exactly when the role calls an LLM, so switching a judge to llm mode
+    still pairs as one factor. A dotted column with no such prefix (e.g.
+    `judge.retrieval.enabled`) is a factor on its own.
     """
     config = [c for c in runs.columns
               if c not in NON_CONFIG_COLUMNS and not c.endswith("_id") and not c.endswith("_key")]
@@ -205,6 +269,9 @@ def _factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
         factor = column
         if column.endswith(".top_k") and "top_k" in names:
             factor = "top_k"
+        elif column.startswith("llm."):
+            role = column.removeprefix("llm.")
+            factor = next((owner for owner in (f"judge.{role}", role) if owner in names), column)
         else:
             parts = column.split(".")
             for length in range(len(parts) - 1, 0, -1):
@@ -223,30 +290,38 @@ def _format_value(value: object) -> str:
     return str(value)
 
 
+def _param_name(column: str) -> str:
+    return "llm" if column.startswith("llm.") else column.split(".")[-1]
+
+
 def _describe(row: pd.Series, factor: str, columns: list[str], differing: list[str]) -> str:
     if len(columns) == 1:
         return _format_value(row[columns[0]])
     head = row[factor] if factor in columns else None
     shown = [c for c in differing if c != factor and not c.endswith(".top_k")]
-    params = ", ".join(f"{c.split('.')[-1]}={_format_value(row[c])}" for c in shown)
+    params = ", ".join(f"{_param_name(c)}={_format_value(row[c])}" for c in shown)
     if factor in differing or not params:
         return str(head)
     return f"{head}({params})"
 
 
 def _sort_value(value: object) -> tuple:
-    if isinstance(value, (bool, np.bool_)):
-        return (0, float(value), "")
-    if isinstance(value, (int, float, np.integer, np.floating)) and not pd.isna(value):
-        return (0, float(value), "")
-    return (1, 0.0, str(value))
+    """Baseline first: missing (the component is absent), then False before True and smaller
+    numbers first, then judge modes off < heuristic < llm, then other names alphabetically."""
+    if not isinstance(value, str) and pd.isna(value):
+        return (0, 0.0, "")
+    if isinstance(value, (bool, np.bool_, int, float, np.integer, np.floating)):
+        return (1, float(value), "")
+    return (2, float(_MODE_ORDER.get(str(value), len(_MODE_ORDER))), str(value))
 
 
 def single_factor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
     """Pairs of runs whose configurations differ in exactly one factor (see _factor_columns).
 
-    Missing values compare equal to each other. In each pair run_a holds the smaller value
-    (False before True, 5 before 10, alphabetical for names), so b - a reads as "turning it on".
+    Missing values compare equal to each other. In each pair run_a is the baseline, so b - a
+    reads as "turning it on": it holds the smaller value of the factor's main column (missing
+    first, False before True, 5 before 10, judge modes off < heuristic < llm, other names
+    alphabetically), and when that is the same, of its differing parameters in column order.
     """
     columns = ["run_a", "run_b", "factor", "value_a", "value_b"]
     if len(runs) < 2:
@@ -267,7 +342,8 @@ def single_factor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
         differing = [c for c in cols if not (pd.isna(runs.at[i, c]) and pd.isna(runs.at[j, c]))
                      and (pd.isna(runs.at[i, c]) or pd.isna(runs.at[j, c]) or runs.at[i, c] != runs.at[j, c])]
         key_column = factor if factor in cols else cols[0]
-        if _sort_value(runs.at[j, key_column]) < _sort_value(runs.at[i, key_column]):
+        ordering = [key_column] + [c for c in differing if c != key_column]
+        if [_sort_value(runs.at[j, c]) for c in ordering] < [_sort_value(runs.at[i, c]) for c in ordering]:
             i, j = j, i
         records.append({
             "run_a": runs.at[i, "run_id"], "run_b": runs.at[j, "run_id"], "factor": factor,
@@ -277,20 +353,18 @@ def single_factor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=columns)
 
 
-def _paired_stats(a: np.ndarray, b: np.ndarray, confidence: float, seed: int, n_resamples: int) -> dict:
+def _paired_stats(a: np.ndarray, b: np.ndarray, confidence: float, seed: int, n_resamples: int,
+                  n_permutations: int) -> dict:
     diff = b - a
     n = len(diff)
     result = {"mean_diff": float(diff.mean()) if n else float("nan"), "ci_low": float("nan"),
-              "ci_high": float("nan"), "n": n, "wins": int((diff > 0).sum()), "ties": int((diff == 0).sum()),
-              "losses": int((diff < 0).sum())}
-    if n == 1:
-        result["ci_low"] = result["ci_high"] = result["mean_diff"]
-    elif n > 1:
-        interval = stats.bootstrap(
-            (a, b), lambda x, y, axis: (y - x).mean(axis=axis), n_resamples=n_resamples, vectorized=True,
-            paired=True, confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed),
-        ).confidence_interval
-        result["ci_low"], result["ci_high"] = float(interval.low), float(interval.high)
+              "ci_high": float("nan"), "p_value": float("nan"), "n": n, "wins": int((diff > 0).sum()),
+              "ties": int((diff == 0).sum()), "losses": int((diff < 0).sum())}
+    if n:
+        # Resampling the questions of the differences is the paired bootstrap, as in factor_effects.
+        low, high = _bootstrap_mean_ci(diff[None, :], confidence, n_resamples, seed)[0]
+        result["ci_low"], result["ci_high"] = float(low), float(high)
+        result["p_value"] = float(_sign_flip_pvalues(diff[None, :], n_permutations, seed)[0])
     return result
 
 
@@ -302,54 +376,58 @@ def _question_matrix(scores: pd.DataFrame, metric: str, run_ids: list[str] | Non
     return chosen.pivot_table(index="question_id", columns="run_id", values="value", aggfunc="mean", observed=True)
 
 
-def _paired_from_matrix(wide: pd.DataFrame, run_a: str, run_b: str, confidence: float, seed: int,
-                        n_resamples: int) -> dict:
-    if run_a not in wide or run_b not in wide:
-        return _paired_stats(np.empty(0), np.empty(0), confidence, seed, n_resamples)
-    both = wide[[run_a, run_b]].dropna()
-    return _paired_stats(both[run_a].to_numpy(dtype="float64"), both[run_b].to_numpy(dtype="float64"),
-                         confidence, seed, n_resamples)
-
-
 def paired_difference(
     scores: pd.DataFrame, run_a: str, run_b: str, metric: str, confidence: float = 0.95,
-    seed: int = 0, n_resamples: int = 1000,
+    seed: int = 0, n_resamples: int = 1000, n_permutations: int = PERMUTATIONS,
 ) -> dict:
-    """Mean of (b - a) over the questions both runs scored, with a paired bootstrap CI, and on
-    how many questions b won, tied and lost."""
+    """Mean of (b - a) over the questions both runs scored, with a paired bootstrap CI, a
+    two-sided paired permutation-test p-value (sign flips of the differences), and on how many
+    questions b won, tied and lost."""
     wide = _question_matrix(scores, metric, [run_a, run_b])
-    return _paired_from_matrix(wide, run_a, run_b, confidence, seed, n_resamples)
+    both = wide.reindex(columns=[run_a, run_b]).dropna()
+    return _paired_stats(both[run_a].to_numpy(dtype="float64"), both[run_b].to_numpy(dtype="float64"),
+                         confidence, seed, n_resamples, n_permutations)
 
 
 def factor_effects(
     scores: pd.DataFrame, stages: pd.DataFrame, runs: pd.DataFrame, metrics: list[str],
-    confidence: float = 0.95, seed: int = 0,
+    confidence: float = 0.95, seed: int = 0, n_resamples: int = 1000, n_permutations: int = PERMUTATIONS,
 ) -> pd.DataFrame:
     """The "factor on vs off" view: every single-factor pair x metric with its paired
-    difference (b - a) and the per-question latency it cost (b - a, in ms)."""
+    difference (b - a), paired bootstrap CI, permutation-test `p_value`, and the per-question
+    latency it cost (b - a, in ms); equal to paired_difference pair by pair.
+
+    `p_holm` is Holm-adjusted over every row of the returned table, the comparisons "shown at
+    once": to show a subset of pairs or metrics, pass only those (runs, metrics) rather than
+    filtering the result, or the correction covers comparisons nobody sees.
+    """
     pairs = single_factor_pairs(runs)
     latency_ms = run_latency(stages) * 1000
+    paired_runs = sorted(set(pairs["run_a"]) | set(pairs["run_b"]))
     records = []
     for metric in metrics:
-        wide = _question_matrix(scores, metric, sorted(set(pairs["run_a"]) | set(pairs["run_b"])))
-        wide = wide.reindex(columns=sorted(set(pairs["run_a"]) | set(pairs["run_b"])))
+        wide = _question_matrix(scores, metric, paired_runs).reindex(columns=paired_runs)
         column = {run_id: i for i, run_id in enumerate(wide.columns)}
         matrix = wide.to_numpy(dtype="float64")
         # One row of paired differences per pair; resampling a pair's questions is the paired bootstrap.
-        diffs = (matrix[:, pairs["run_b"].map(column).to_numpy()] - matrix[:, pairs["run_a"].map(column).to_numpy()]).T
+        diffs = (matrix[:, pairs["run_b"].map(column).to_numpy(dtype="int64")]
+                 - matrix[:, pairs["run_a"].map(column).to_numpy(dtype="int64")]).T
         present = ~np.isnan(diffs)
         sizes = present.sum(axis=1)
-        bounds = _grouped_mean_cis(diffs[present], sizes, confidence, 1000, seed)
+        bounds = _grouped_mean_cis(diffs[present], sizes, confidence, n_resamples, seed)
+        pvalues = _grouped_pvalues(diffs[present], sizes, n_permutations, seed)
         with np.errstate(invalid="ignore"):
             means = np.nansum(diffs, axis=1) / np.where(sizes > 0, sizes, np.nan)
         for index, pair in enumerate(pairs.itertuples(index=False)):
             records.append({
                 **pair._asdict(), "metric": metric, "mean_diff": means[index], "ci_low": bounds[index, 0],
-                "ci_high": bounds[index, 1], "n": int(sizes[index]), "wins": int((diffs[index] > 0).sum()),
-                "ties": int((diffs[index] == 0).sum()), "losses": int((diffs[index] < 0).sum()),
+                "ci_high": bounds[index, 1], "p_value": pvalues[index], "n": int(sizes[index]),
+                "wins": int((diffs[index] > 0).sum()), "ties": int((diffs[index] == 0).sum()),
+                "losses": int((diffs[index] < 0).sum()),
                 "latency_ms_diff": latency_ms.get(pair.run_b, np.nan) - latency_ms.get(pair.run_a, np.nan),
             })
-    columns = list(pairs.columns) + ["metric", "mean_diff", "ci_low", "ci_high", "n", "wins", "ties", "losses",
-                                     "latency_ms_diff"]
-    return pd.DataFrame.from_records(records, columns=columns)
-
+    columns = list(pairs.columns) + ["metric", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm", "n", "wins",
+                                     "ties", "losses", "latency_ms_diff"]
+    table = pd.DataFrame.from_records(records, columns=columns)
+    table["p_holm"] = holm(table["p_value"])
+    return table

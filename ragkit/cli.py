@@ -103,6 +103,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ragkit.report import render_report
+
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    text = render_report(Path(args.results), args.format, metrics)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"report written to {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     import subprocess
 
@@ -158,6 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", help="output file (default: beside the results folder, named after it)")
     export.add_argument("--runs", help="comma-separated run ids (default: every run)")
     export.set_defaults(func=_cmd_export)
+
+    report = sub.add_parser("report", help="print per-configuration metrics with CIs and every single-factor "
+                                           "comparison with CIs and p-values")
+    report.add_argument("results", help="results folder")
+    report.add_argument("--format", default="md", choices=["md", "html"], help="markdown (default) or html")
+    report.add_argument("--metrics", help="comma-separated metrics (default: headline and generation metrics)")
+    report.add_argument("--out", help="write to this file instead of printing")
+    report.set_defaults(func=_cmd_report)
+
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")

@@ -120,7 +120,9 @@ def test_component_params_count_with_their_component():
     pairs = analysis.single_factor_pairs(runs).set_index(["run_a", "run_b"])
     assert set(pairs["factor"]) == {"retriever"}
     assert pairs.loc[("dense", "hybrid"), "value_b"] == "hybrid"
-    assert pairs.loc[("hybrid", "hybrid30"), "value_a"] == "hybrid(rrf_k=60)"
+    # Same retriever: the smaller differing parameter is the baseline.
+    assert pairs.loc[("hybrid30", "hybrid"), ["value_a", "value_b"]].tolist() == ["hybrid(rrf_k=30)",
+                                                                                  "hybrid(rrf_k=60)"]
 
 
 def test_new_config_columns_pair_automatically():
@@ -152,21 +154,29 @@ def test_a_known_shift_gives_a_paired_ci_excluding_zero():
     rows += [("b", f"q{i}", "ndcg@10", v + 0.05 + rng.normal(0, 0.02)) for i, v in enumerate(base)]
     diff = analysis.paired_difference(_scores(rows), "a", "b", "ndcg@10")
     assert 0 < diff["ci_low"] < 0.05 < diff["ci_high"]
+    # Not one of 999 sign-flip resamples reaches the observed mean: the smallest p there is.
+    assert diff["p_value"] == pytest.approx(2 / 1000)
 
 
 def test_factor_effects_agree_with_paired_difference():
-    runs = pd.DataFrame([_run("a", top_k=5), _run("b", top_k=10)])
+    # Two pairs with the same questions go through one vectorised test and must still each
+    # equal their own computation.
+    runs = pd.DataFrame([_run("a", top_k=5), _run("b", top_k=10), _run("c", chunker="sentence", top_k=5)])
     rng = np.random.default_rng(3)
-    rows = [(run, f"q{i}", "mrr", float(v)) for run in "ab" for i, v in enumerate(rng.uniform(0, 1, 50))]
+    rows = [(run, f"q{i}", "mrr", float(v)) for run in "abc" for i, v in enumerate(rng.uniform(0, 1, 50))]
     scores = _scores(rows)
-    stages = pd.DataFrame({"run_id": ["a", "b"], "question_id": ["q0", "q0"], "stage": "retrieve",
-                           "seconds": [0.01, 0.03], "cached": False})
+    stages = pd.DataFrame({"run_id": ["a", "b", "c"], "question_id": "q0", "stage": "retrieve",
+                           "seconds": [0.01, 0.03, 0.02], "cached": False})
     effects = analysis.factor_effects(scores, stages, runs, ["mrr"])
-    single = analysis.paired_difference(scores, "a", "b", "mrr")
-    row = effects.iloc[0]
-    assert row["mean_diff"] == pytest.approx(single["mean_diff"])
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((single["ci_low"], single["ci_high"]), abs=0.02)
-    assert row["latency_ms_diff"] == pytest.approx(20.0)
+    assert len(effects) == 2
+    for row in effects.itertuples():
+        single = analysis.paired_difference(scores, row.run_a, row.run_b, "mrr")
+        assert row.mean_diff == pytest.approx(single["mean_diff"])
+        assert (row.ci_low, row.ci_high, row.p_value) == pytest.approx(
+            (single["ci_low"], single["ci_high"], single["p_value"]))
+        assert (row.n, row.wins, row.ties, row.losses) == (single["n"], single["wins"], single["ties"],
+                                                           single["losses"])
+    assert effects.set_index("run_b").loc["b", "latency_ms_diff"] == pytest.approx(20.0)
 
 
 def test_load_results_labels_runs(tmp_path):
@@ -182,3 +192,150 @@ def test_load_results_labels_runs(tmp_path):
 def test_load_results_of_a_missing_folder_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         analysis.load_results(tmp_path / "nowhere")
+
+
+def _judge_run(run_id: str, mode: str, **params) -> dict:
+    """A run with the rerank judge in `mode`; parameters and the LLM only when it is on."""
+    row = _run(run_id, **{"judge.rerank": mode, "generator": False})
+    if mode != "off":
+        row["judge.rerank.top_n"] = params.get("top_n", 5)
+    if mode == "llm":
+        row["llm.rerank"] = params.get("llm", "local:smollm2")
+    return row
+
+
+@pytest.mark.parametrize(("listed_first", "listed_second", "baseline"), [
+    # (run "x" config, run "y" config, which run must be run_a); x is listed first on purpose.
+    ({"judge.rerank": "llm"}, {"judge.rerank": "off"}, "y"),
+    ({"judge.rerank": "heuristic"}, {"judge.rerank": "off"}, "y"),
+    ({"judge.rerank": "llm"}, {"judge.rerank": "heuristic"}, "y"),
+    ({"judge.rerank": "off"}, {"judge.rerank": "llm"}, "x"),
+    ({"generator": True}, {"generator": False}, "y"),
+    ({"judge.retrieval.enabled": True}, {"judge.retrieval.enabled": False}, "y"),
+    ({"top_k": 10, "retriever.top_k": 10}, {"top_k": 5, "retriever.top_k": 5}, "y"),
+    ({"top_k": 2, "retriever.top_k": 2}, {"top_k": 10, "retriever.top_k": 10}, "x"),
+    ({"chunker": "token"}, {"chunker": "sentence"}, "y"),
+])
+def test_pair_direction_puts_the_baseline_first(listed_first, listed_second, baseline):
+    common = {"judge.rerank": "off", "generator": False, "judge.retrieval.enabled": False}
+    runs = pd.DataFrame([_run("x", **{**common, **listed_first}), _run("y", **{**common, **listed_second})])
+    runs["chunker"] = [listed_first.get("chunker", "token"), listed_second.get("chunker", "token")]
+    pairs = analysis.single_factor_pairs(runs)
+    assert len(pairs) == 1
+    assert pairs.iloc[0]["run_a"] == baseline
+
+
+def test_judge_mode_pairs_as_one_factor_with_its_parameters_and_llm():
+    runs = pd.DataFrame([
+        _judge_run("llm", "llm"), _judge_run("off", "off"), _judge_run("heuristic", "heuristic"),
+        _judge_run("llm_top10", "llm", top_n=10), _judge_run("llm_other_model", "llm", llm="ollama:qwen2.5"),
+    ])
+    pairs = analysis.single_factor_pairs(runs)
+    found = {(p.run_a, p.run_b): (p.factor, p.value_a, p.value_b) for p in pairs.itertuples()}
+    assert found[("off", "llm")] == ("judge.rerank", "off", "llm")
+    assert found[("off", "heuristic")] == ("judge.rerank", "off", "heuristic")
+    assert found[("heuristic", "llm")] == ("judge.rerank", "heuristic", "llm")
+    assert found[("llm", "llm_top10")] == ("judge.rerank", "llm(top_n=5)", "llm(top_n=10)")
+    assert found[("llm", "llm_other_model")] == ("judge.rerank", "llm(llm=local:smollm2)",
+                                                 "llm(llm=ollama:qwen2.5)")
+    assert set(pairs["factor"]) == {"judge.rerank"}
+
+
+def test_the_generator_llm_joins_the_generator_factor():
+    runs = pd.DataFrame([_run("on", generator=True, **{"llm.generator": "local:smollm2"}),
+                         _run("off", generator=False)])
+    pairs = analysis.single_factor_pairs(runs)
+    assert pairs[["run_a", "run_b", "factor", "value_a", "value_b"]].values.tolist() == [
+        ["off", "on", "generator", "False", "True"]]
+
+
+@pytest.mark.parametrize(("p_values", "expected"), [
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max
+    ([0.01, 0.04, 0.03, 0.005], [0.03, 0.06, 0.06, 0.02]),
+    # NaN is not a comparison: m = 2
+    ([0.02, np.nan, 0.04], [0.04, np.nan, 0.04]),
+    # capped at 1, and the running max keeps the order
+    ([0.5, 0.6], [1.0, 1.0]),
+    ([0.3], [0.3]),
+    # equal p-values: 3 * 0.01, then max(3 * 0.01, 2 * 0.01), max(..., 1 * 0.01)
+    ([0.01, 0.01, 0.01], [0.03, 0.03, 0.03]),
+    ([np.nan], [np.nan]),
+    ([], []),
+])
+def test_holm_by_hand(p_values, expected):
+    assert analysis.holm(p_values) == pytest.approx(np.array(expected, dtype="float64"), nan_ok=True)
+
+
+def _pair_scores(a: list[float], b: list[float], metric: str = "mrr") -> pd.DataFrame:
+    """Runs a and b; question ids sort in list order, so resamples match a direct scipy call."""
+    return _scores([("a", f"q{i:04d}", metric, v) for i, v in enumerate(a)]
+                   + [("b", f"q{i:04d}", metric, v) for i, v in enumerate(b)])
+
+
+@pytest.mark.parametrize(("differences", "p_value"), [
+    # Exact tests (2^n sign patterns <= 999): p = 2 * share of patterns with a mean >= the observed one.
+    ([1.0, 1.0, 1.0], 2 * 1 / 8),
+    ([1.0, 1.0, 0.0, 0.0], 2 * 4 / 16),  # zeros flip onto themselves
+    ([0.5, 0.5, -0.25], 2 * 2 / 8),  # means 1.25 and 0.75 reach the observed 0.75
+    ([0.1, 0.2, 0.3, 0.4, 0.5], 2 * 1 / 32),
+    ([1.0, -1.0], 1.0),
+    ([0.0, 0.0, 0.0], 1.0),
+    ([0.3], 1.0),  # one question: both signs are as extreme
+])
+def test_permutation_p_value_by_hand(differences, p_value):
+    base = [0.5] * len(differences)
+    diff = analysis.paired_difference(_pair_scores(base, [0.5 + d for d in differences]), "a", "b", "mrr")
+    assert diff["p_value"] == pytest.approx(p_value)
+
+
+def test_identical_configs_give_p_one_and_a_ci_at_zero():
+    rng = np.random.default_rng(5)
+    values = rng.uniform(0, 1, 300).tolist()
+    diff = analysis.paired_difference(_pair_scores(values, values), "a", "b", "mrr")
+    assert diff["p_value"] == 1.0
+    assert (diff["ci_low"], diff["mean_diff"], diff["ci_high"]) == (0.0, 0.0, 0.0)
+    assert (diff["wins"], diff["ties"], diff["losses"]) == (0, 300, 0)
+
+
+def test_as_many_wins_as_losses_give_p_one_and_a_ci_covering_zero():
+    a = [1.0, 0.0] * 100
+    b = [0.0, 1.0] * 100
+    diff = analysis.paired_difference(_pair_scores(a, b), "a", "b", "mrr")
+    assert diff["mean_diff"] == 0.0 and diff["p_value"] == 1.0
+    assert diff["ci_low"] < 0 < diff["ci_high"]
+    assert (diff["wins"], diff["ties"], diff["losses"]) == (100, 0, 100)
+
+
+def test_paired_statistics_equal_a_direct_scipy_computation():
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    a = rng.uniform(0, 1, 40)
+    b = np.clip(a + rng.normal(0.03, 0.1, 40), 0, 1)
+    diff = analysis.paired_difference(_pair_scores(a.tolist(), b.tolist()), "a", "b", "mrr")
+    interval = stats.bootstrap((a, b), lambda x, y, axis: (y - x).mean(axis=axis), paired=True, vectorized=True,
+                               n_resamples=1000, confidence_level=0.95, method="percentile",
+                               rng=np.random.default_rng(0)).confidence_interval
+    test = stats.permutation_test((b - a,), lambda d, axis: d.mean(axis=axis), permutation_type="samples",
+                                  vectorized=True, n_resamples=999, alternative="two-sided",
+                                  rng=np.random.default_rng(0))
+    assert (diff["ci_low"], diff["ci_high"]) == pytest.approx((interval.low, interval.high))
+    assert diff["p_value"] == pytest.approx(test.pvalue)
+    assert 0.001 < diff["p_value"] < 1  # a resampled, not an exact, and not a trivial p-value
+
+
+def test_factor_effects_holm_corrects_over_every_row_returned():
+    runs = pd.DataFrame([_judge_run("off", "off"), _judge_run("llm", "llm"), _judge_run("heuristic", "heuristic")])
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0, 1, 60)
+    shift = {"off": 0.0, "heuristic": 0.02, "llm": 0.2}
+    rows = [(run, f"q{i}", metric, float(np.clip(v + shift[run] + rng.normal(0, 0.05), 0, 1)))
+            for run in shift for metric in ("mrr", "recall@5") for i, v in enumerate(base)]
+    stages = pd.DataFrame({"run_id": list(shift), "question_id": "q0", "stage": "retrieve",
+                           "seconds": [0.01, 0.02, 0.5], "cached": False})
+    effects = analysis.factor_effects(_scores(rows), stages, runs, ["mrr", "recall@5"])
+    assert len(effects) == 6  # 3 pairs x 2 metrics form the family
+    assert effects["p_holm"].to_numpy() == pytest.approx(analysis.holm(effects["p_value"]))
+    assert (effects["p_holm"] >= effects["p_value"]).all()
+    turned_on = effects[(effects["run_a"] == "off") & (effects["run_b"] == "llm")]
+    assert (turned_on["ci_low"] > 0).all() and (turned_on["p_holm"] < 0.05).all()

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ragkit import registry
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
-from ragkit.registry import ComponentSpec, ConfigError, as_spec, validation_problems
+from ragkit.registry import ComponentSpec, ConfigError, validation_problems
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
 # (values given with --set are resolved against the current directory instead).

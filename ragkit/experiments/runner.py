@@ -63,11 +63,24 @@ def resolve_llm_roles(config: ExperimentConfig) -> dict[str, ComponentSpec]:
     return resolved
 
 
+def check_llms(roles: dict[str, ComponentSpec]) -> None:
+    """Stop before anything runs if a backend the grid needs cannot answer."""
+    problems = {}
+    for role, spec in roles.items():
+        problem = llms.build(spec).problem()
+        if problem:
+            problems.setdefault(problem, []).append(role)
+    if problems:
+        raise ConfigError("; ".join(f"LLM for {', '.join(roles)}: {problem}" for problem, roles in problems.items()))
+
+
 def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
     """The plan and the derived-data folder of its corpus (chunk sets, indexes)."""
     store = CorpusStore()
     corpus = load_corpus(config, store)
-    plan = make_plan(config, corpus, load_questions(config, corpus), resolve_llm_roles(config))
+    roles = resolve_llm_roles(config)
+    check_llms(roles)
+    plan = make_plan(config, corpus, load_questions(config, corpus), roles)
     return plan, store.derived_dir(corpus.corpus_id)
 
 

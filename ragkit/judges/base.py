@@ -82,7 +82,21 @@ class Judge(Component):
     def ask(self, prompt: str, schema: type[BaseModel], *, system: str | None = None,
             max_tokens: int | None = None) -> LLMResult:
         """One schema-constrained call, recorded under this judge's stage name."""
-        return self.llm.call(prompt, stage=f"judge:{self.name}", schema=schema, system=system, max_tokens=max_tokens)
+        return self.llm.call(prompt, stage=f"judge:{self.name}", schema=schema, system=system, max_tokens=max_tokens,
+                             cache_salt=self.cache_salt())
+
+    def cache_salt(self) -> str | None:
+        """Bumping ``prompt_version`` asks the model again instead of reusing cached replies."""
+        version = self.params.prompt_version
+        return None if version == 1 else f"{self.name}:prompt_version={version}"
+
+    def fallback(self, input_summary: str, decision: dict[str, Any], result: LLMResult | None,
+                 started: float, error: str | None) -> Judgement:
+        """The record of a reply that could not be used: invalid, and the judge-off output was returned."""
+        judgement = self.judgement(input_summary, {**decision, "action": "fell back"}, result, started=started,
+                                   fell_back=True, error=error)
+        judgement.valid = False
+        return judgement
 
     def judgement(self, input_summary: str, decision: dict[str, Any], result: LLMResult | None = None,
                   *, started: float, fell_back: bool = False, error: str | None = None) -> Judgement:

@@ -118,7 +118,7 @@ class Generator(Judge):
         decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown]}
         try:
             result = self.llm.call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
-                                   system=SYSTEM, max_tokens=p.max_tokens)
+                                   system=SYSTEM, max_tokens=p.max_tokens, cache_salt=self.cache_salt())
         except LLMError as error:
             trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
                                      fell_back=True, error=str(error)))

@@ -171,7 +171,7 @@ class GroundednessJudge(Judge, BaseEvaluator):
         try:
             result = self.llm.call(self.split_prompt.format(answer=" ".join(answer.split())),
                                    stage=f"judge:{self.name}", schema=ClaimsReply, system=SYSTEM,
-                                   max_tokens=self.params.max_tokens * 2)
+                                   max_tokens=self.params.max_tokens * 2, cache_salt=self.cache_salt())
         except LLMError as error:
             return rule, {**info, "split_fell_back": True, "split_error": str(error)}
         claims = [" ".join(c.split()) for c in result.parsed.claims if c.strip()] if result.parsed else []

@@ -20,7 +20,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.judges.retrieval import fallback
 from ragkit.llms.base import LLMError
 from ragkit.registry import ComponentParams
 
@@ -101,15 +100,15 @@ class MultiQueryRetriever(_TransformRetriever):
             result = self.ask(multi_query_prompt(query, self.params.num_queries), MultiQueryReply,
                               system=MULTI_QUERY_SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(fallback(self, query, {}, None, started, str(error)))
+            self.trace.add(self.fallback(query, {}, None, started, str(error)))
             return self._base(query)
         if result.parsed is None:
-            self.trace.add(fallback(self, query, {}, result, started, None))
+            self.trace.add(self.fallback(query, {}, result, started, None))
             return self._base(query)
 
         variants, dropped = self._variants(query, result.parsed.queries)
         if not variants:
-            self.trace.add(fallback(self, query, {"dropped_queries": dropped}, result, started,
+            self.trace.add(self.fallback(query, {"dropped_queries": dropped}, result, started,
                                     "no usable query in the reply"))
             return self._base(query)
         queries = ([query] if self.params.include_original else []) + variants
@@ -175,12 +174,12 @@ class HyDERetriever(_TransformRetriever):
         try:
             result = self.ask(hyde_prompt(query), HyDEReply, system=HYDE_SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(fallback(self, query, {}, None, started, str(error)))
+            self.trace.add(self.fallback(query, {}, None, started, str(error)))
             return self._base(query)
         passage = " ".join(result.parsed.passage.split())[: self.params.passage_chars].strip() if result.parsed else ""
         if not passage:
             error = None if result.parsed is None else "empty passage"
-            self.trace.add(fallback(self, query, {}, result, started, error))
+            self.trace.add(self.fallback(query, {}, result, started, error))
             return self._base(query)
 
         if self.params.combine == "passage":

@@ -21,7 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.judges.retrieval import fallback, numbered_chunks
+from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
 from ragkit.registry import ComponentParams
 
@@ -160,12 +160,12 @@ class RerankJudge(Judge, BaseNodePostprocessor):
                 result = self.ask(build_prompt(query, batch, self.params.chunk_chars), reply_model(len(batch)),
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as error:
-                self.trace.add(fallback(self, summary, decision, None, started, str(error)))
+                self.trace.add(self.fallback(summary, decision, None, started, str(error)))
                 return list(nodes)
             reply = result.parsed
             problem = None if reply is None else _score_problem(reply.scores, len(batch))
             if reply is None or problem:
-                self.trace.add(fallback(self, summary, decision, result, started, problem))
+                self.trace.add(self.fallback(summary, decision, result, started, problem))
                 return list(nodes)
             scores += [float(score) for score in reply.scores]
             decision.update(scores=_by_id(batch, reply.scores))

@@ -16,9 +16,8 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
-from ragkit.judges.base import Judge, JudgeParams, Judgement, JudgeTrace
+from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
-from ragkit.llms.calls import LLMResult
 from ragkit.registry import ComponentParams
 
 
@@ -100,15 +99,6 @@ def merge_nodes(*lists: list[NodeWithScore]) -> list[NodeWithScore]:
     return sorted(best.values(), key=_score, reverse=True)
 
 
-def fallback(judge: Judge, input_summary: str, decision: dict[str, Any], result: LLMResult | None,
-             started: float, error: str | None) -> Judgement:
-    """The record of a reply that could not be used: invalid, and the judge-off output was returned."""
-    judgement = judge.judgement(input_summary, {**decision, "action": "fell back"}, result, started=started,
-                                fell_back=True, error=error)
-    judgement.valid = False
-    return judgement
-
-
 def _score(node: NodeWithScore) -> float:
     return float("-inf") if node.score is None else float(node.score)
 
@@ -144,11 +134,11 @@ class RetrievalJudge(Judge):
                 result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars), RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as error:
-                trace.add(fallback(self, summary, decision, None, started, str(error)))
+                trace.add(self.fallback(summary, decision, None, started, str(error)))
                 return list(nodes)
             reply = result.parsed
             if reply is None:
-                trace.add(fallback(self, summary, decision, result, started, None))
+                trace.add(self.fallback(summary, decision, result, started, None))
                 return list(nodes)
 
             relevant, dropped = valid_numbers(reply.relevant, len(shown))
@@ -156,7 +146,7 @@ class RetrievalJudge(Judge):
             dropped += [number for number in dropped_order if number not in dropped]
             if reply.relevant and not relevant:  # well-formed JSON, but it names none of the chunks shown
                 error = f"no chunk number in 1..{len(shown)}: relevant={reply.relevant}"
-                trace.add(fallback(self, summary, {**decision, "dropped_numbers": dropped}, result, started, error))
+                trace.add(self.fallback(summary, {**decision, "dropped_numbers": dropped}, result, started, error))
                 return list(nodes)
             ranked = [number for number in order if number in relevant]
             ranked += [number for number in relevant if number not in ranked]

@@ -81,6 +81,13 @@ class LLMBackend(Component):
         params = self.params.model_dump(mode="json", exclude=set(TRANSPORT_FIELDS))
         return {"backend": self.name, "version": self.version, "model": self.model_name, "params": params}
 
+    def problem(self) -> str | None:
+        """Why this backend cannot answer now (missing package or model, server down), else None.
+
+        Checked once before a run, so a missing model stops the run with one clear message
+        instead of failing every question."""
+        return None
+
     def client(self) -> Any:
         """The loaded model or HTTP client, created once on first use."""
         with self._client_lock:

@@ -120,11 +120,14 @@ class LLMClient:
         schema: type[BaseModel] | None = None,
         system: str | None = None,
         max_tokens: int | None = None,
+        cache_salt: str | None = None,
     ) -> LLMResult:
+        """``cache_salt`` (e.g. a judge's prompt version) makes a separate cache entry for the same prompt."""
         messages = _as_messages(prompt, system)
         json_schema = schema_for(schema) if schema is not None else None
         limit = max_tokens if max_tokens is not None else self.backend.params.max_tokens
-        key = content_key(self.backend.cache_identity(), messages, json_schema, limit, length=32)
+        parts = (self.backend.cache_identity(), messages, json_schema, limit) + ((cache_salt,) if cache_salt else ())
+        key = content_key(*parts, length=32)
 
         started = self._clock()
         entry = self.cache.get(key) if self.cache is not None else None

@@ -81,6 +81,15 @@ class LocalLLM(LLMBackend):
             raise FileNotFoundError(f"llm 'local': model_path {path} does not exist")
         return path
 
+    def problem(self) -> str | None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            return LLAMA_CPP_HINT
+        try:
+            self.model_path()
+        except (ImportError, FileNotFoundError) as error:
+            return str(error)
+        return None
+
     def _create_client(self) -> Any:
         try:
             from llama_cpp import Llama

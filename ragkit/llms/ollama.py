@@ -40,6 +40,11 @@ class OllamaLLM(LLMBackend):
     name: ClassVar[str] = "ollama"
     Params: ClassVar[type[ComponentParams]] = OllamaParams
 
+    def problem(self) -> str | None:
+        from ragkit.llms.defaults import ollama_answers
+
+        return None if ollama_answers(self.params.base_url, timeout_s=2.0) else unreachable_message(self.params.base_url)
+
     def _create_client(self) -> Any:
         try:
             from ollama import Client

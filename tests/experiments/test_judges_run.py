@@ -152,3 +152,15 @@ def test_a_bad_judge_config_names_the_judge_and_the_valid_choices(tmp_path, rule
         config(dataset, judges={"rerank": {"mode": "llm", "params": {"top_n": 0}}})
     with pytest.raises(ValueError, match="set 'generator: true'"):
         config(dataset, judges={"groundedness": "llm"})
+
+
+def test_an_llm_that_cannot_answer_stops_the_run_before_anything_is_written(tmp_path):
+    dataset = write_beir(tmp_path / "beir")
+    down = config_from_dict({
+        "name": "down", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
+        "judges": {"retrieval": "both"}, "generator": True,
+        "llm": {"default": {"type": "ollama", "params": {"base_url": "http://127.0.0.1:9"}}},
+    })
+    with pytest.raises(ValueError, match=r"LLM for generator, retrieval: Ollama is not reachable at http://127.0.0.1:9"):
+        run_experiment(down, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

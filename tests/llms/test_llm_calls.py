@@ -254,3 +254,13 @@ def test_builtin_backends_are_registered_through_entry_points():
     assert {"local", "ollama", "openai"} <= set(llms.names())
     for name in ("local", "ollama"):
         assert llms.build(name)._client is None  # construction loads no model and opens no connection
+
+
+def test_a_cache_salt_asks_again_instead_of_reusing_the_unsalted_reply(tmp_path):
+    backend = scripted(["first", "second"])
+    client = LLMClient(backend, tmp_path / "llm_cache")
+    plain = client.call("Same prompt", stage="judge:x")
+    salted = client.call("Same prompt", stage="judge:x", cache_salt="x:prompt_version=2")
+    again = client.call("Same prompt", stage="judge:x", cache_salt="x:prompt_version=2")
+    assert (plain.text, salted.text, again.text) == ("first", "second", "second")
+    assert len(backend.requests) == 2 and again.cache_hit
