@@ -49,7 +49,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
-    from ragkit.summary import format_summary, summary_table
 
     config = load_config(args.config, args.overrides)
     out_dir = Path(args.out) if args.out else get_settings().results_root() / config.name
@@ -83,15 +82,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"computed {report.questions_computed} question(s) in {report.runs_computed} run(s); "
           f"built {report.chunksets_built} chunk set(s), {report.indexes_built} index(es); "
           f"chunks embedded: {report.chunks_embedded}; {report.seconds:.1f} s")
-    print(format_summary(summary_table(ResultStore(out_dir))))
+    _print_summary(ResultStore(out_dir))
     return 0
+
+
+def _print_summary(store) -> None:
+    from ragkit.summary import format_failures, format_summary, metric_failures, summary_table
+
+    print(format_summary(summary_table(store)))
+    failures = format_failures(metric_failures(store.read("scores")))
+    if failures:
+        print(failures)
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
     from ragkit.results import ResultStore
-    from ragkit.summary import format_summary, summary_table
 
-    print(format_summary(summary_table(ResultStore(Path(args.results)))))
+    _print_summary(ResultStore(Path(args.results)))
     return 0
 
 

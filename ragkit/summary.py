@@ -8,6 +8,7 @@ from ragkit.results import ResultStore
 
 HEADLINE_METRICS = (
     "recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_recall@10", "span_mrr", "groundedness",
+    "faithfulness", "answer_relevancy", "embedding_groundedness",
 )
 
 
@@ -79,13 +80,23 @@ def _add_llm_columns(table: pd.DataFrame, stages: pd.DataFrame, judgements: pd.D
     if per_question.empty:
         return
     questions = per_question.groupby("run_id", observed=True)["question_id"].nunique()
-    table["latency_ms"] = per_question.groupby("run_id", observed=True)["seconds"].sum() / questions * 1000
+    # Evaluation (eval, eval:<metric>) measures the answer; it is not part of answering.
+    evaluating = per_question["stage"].astype(str).str.startswith("eval")
+    pipeline = per_question[~evaluating]
+    table["latency_ms"] = pipeline.groupby("run_id", observed=True)["seconds"].sum() / questions * 1000
+    if evaluating.any():
+        table["eval_ms"] = per_question[evaluating].groupby("run_id", observed=True)["seconds"].sum() / questions * 1000
     if "llm_calls" in stages.columns and stages["llm_calls"].fillna(0).sum() > 0:
-        totals = stages.groupby("run_id", observed=True)[["llm_calls", "backend_calls", "prompt_tokens",
-                                                          "completion_tokens"]].sum()
+        usage = ["llm_calls", "backend_calls", "prompt_tokens", "completion_tokens"]
+        evaluating_all = stages["stage"].astype(str).str.startswith("eval")
+        totals = stages[~evaluating_all].groupby("run_id", observed=True)[usage].sum()
         table["llm_calls/q"] = totals["llm_calls"] / questions
         table["tokens/q"] = (totals["prompt_tokens"] + totals["completion_tokens"]) / questions
-        table["backend_calls"] = totals["backend_calls"].reindex(table.index).fillna(0).astype(int)
+        evaluation = stages[evaluating_all].groupby("run_id", observed=True)[usage].sum()
+        if evaluation["llm_calls"].sum() > 0:
+            table["eval_tokens/q"] = (evaluation["prompt_tokens"] + evaluation["completion_tokens"]) / questions
+        sent = stages.groupby("run_id", observed=True)["backend_calls"].sum()
+        table["backend_calls"] = sent.reindex(table.index).fillna(0).astype(int)
     if judgements is not None and not judgements.empty:
         invalid = (~judgements["valid"].astype(bool)).groupby([judgements["run_id"], judgements["judge"]],
                                                               observed=True).mean().unstack("judge")
@@ -103,3 +114,30 @@ def format_summary(table: pd.DataFrame) -> str:
         return "(no runs)"
     shown = table.drop(columns=["run_id"]).copy()
     return shown.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")
+
+
+def metric_failures(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per metric that failed somewhere: questions scored, questions failed, the commonest reason.
+
+    A failed metric is NaN with its reason in `error` (a timeout, an unparseable judge reply),
+    never 0, so this is where those questions are accounted for."""
+    columns = ["metric", "scored", "failed", "top_reason", "reasons"]
+    failed = scores["error"].notna() | scores["value"].isna()
+    if not failed.any():
+        return pd.DataFrame(columns=columns)
+    metrics = scores.loc[failed, "metric"].astype(str).unique()
+    rows = []
+    for metric in sorted(metrics):
+        mine = scores[scores["metric"].astype(str) == metric]
+        bad = mine[mine["error"].notna() | mine["value"].isna()]
+        # Reasons quote the judge's reply; keep their first clause so equal causes count together.
+        reasons = bad["error"].fillna("no value").astype(str).str.split(":").str[0].value_counts()
+        rows.append({"metric": metric, "scored": int(len(mine) - len(bad)), "failed": int(len(bad)),
+                     "top_reason": reasons.index[0], "reasons": int(len(reasons))})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def format_failures(table: pd.DataFrame) -> str:
+    if table.empty:
+        return ""
+    return "metrics not computed for some questions (NaN with a reason, never 0):\n" + table.to_string(index=False)

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ragkit import registry
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
+from ragkit.metrics.generation import METRICS as GENERATION_METRICS
+from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec, ConfigError, validation_problems
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
@@ -154,7 +156,17 @@ class ExperimentConfig(StrictModel):
         default=None, description="Generate answers (true or {params: ...}); default: retrieval only."
     )
     llm: LLMConfig = Field(default_factory=LLMConfig, description="LLM backend per role; default: auto.")
+    evaluation: EvaluationParams | None = Field(
+        default=None,
+        description="Generation metrics (ragas, embedding groundedness) of the answers; the LLM judge "
+        "is the `evaluation` role of `llm`. true: the default metrics.",
+    )
     shard_size: int = Field(default=100, ge=1, le=100_000, description="Questions per committed results part.")
+
+    @field_validator("evaluation", mode="before")
+    @classmethod
+    def _evaluation_short(cls, value: Any) -> Any:
+        return {} if value is True else (None if value is False else value)
 
     @field_validator("generator", mode="before")
     @classmethod
@@ -194,7 +206,14 @@ class ExperimentConfig(StrictModel):
             needs_answer = [s for s in judge_specs("groundedness", self.judges["groundedness"]) if s.params["mode"] != "off"]
             if needs_answer:
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
+        if self.evaluation is not None and self.generator is None:
+            needing = [m for m in self.evaluation.metrics if "answer" in GENERATION_METRICS[m].inputs]
+            if needing:
+                raise ValueError(f"evaluation metrics {needing} score generated answers: set 'generator: true'")
         return self
+
+    def evaluation_calls_llm(self) -> bool:
+        return self.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in self.evaluation.metrics)
 
     def resolved_components(self) -> dict[str, Any]:
         unknown = sorted(set(self.judges) - set(judge_names()))
@@ -222,6 +241,7 @@ class GridPoint(BaseModel):
     # Every judge named in the config, in name order, each with its mode for this point.
     judges: tuple[ComponentSpec, ...] = ()
     generator: ComponentSpec | None = None
+    evaluation: EvaluationParams | None = None
 
     def active_judges(self) -> tuple[ComponentSpec, ...]:
         """The judges that do something here: a judge that is off is as if it were not configured."""
@@ -252,6 +272,7 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
             top_k=top_k,
             judges=tuple(judges),
             generator=parts["generator"],
+            evaluation=config.evaluation,
         )
         points.setdefault(point.model_dump_json(), point)
     return list(points.values())

@@ -22,7 +22,8 @@ from ragkit.chunksets import (
     load_or_build_judged_chunkset,
 )
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
-from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, component_key, run_row
+from ragkit.experiments.evaluate import QuestionEvaluator
+from ragkit.experiments.plan import EVALUATION, ChunkStep, IndexStep, Plan, RunStep, component_key, run_row
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
@@ -143,6 +144,16 @@ class LocalExecutor:
             self._chunkset(plan, run.chunkset_id, report)
         return self._decisions[run.chunkset_id]
 
+    def _evaluator(self, plan: Plan, run: RunStep) -> QuestionEvaluator | None:
+        params = run.point.evaluation
+        if params is None:
+            return None
+        llm = self._llm_client(run.llms[EVALUATION]) if EVALUATION in run.llms else None
+        # The bundled MiniLM embeds for answer relevancy and embedding groundedness, whatever
+        # embedder the run retrieves with, so the metric means the same across runs.
+        embed_model = self._embedder(registry.embedders.resolve("minilm")).embed_model()
+        return QuestionEvaluator(params, llm, embed_model, plan.corpus.by_id())
+
     def _pipeline(self, run: RunStep, index: ChunkIndex) -> Pipeline:
         point = run.point
         embedder = self._embedder(point.embedder) if point.embedder else None
@@ -223,9 +234,10 @@ class LocalExecutor:
             report.runs_computed += 1
             index = self._index(plan, index_steps[run.index_id], report, progress)
             pipeline = self._pipeline(run, index)
+            evaluator = self._evaluator(plan, run)
             first_shard = not finished
             for shard in _shards(pending, plan.shard_size):
-                tables = _answer_shard(run, pipeline, shard)
+                tables = _answer_shard(run, pipeline, shard, evaluator)
                 if first_shard:
                     # Run-level rows (build costs, per-document chunking decisions) go with the first shard.
                     tables["stages"] = _concat(pd.DataFrame(self._build_stage_rows(run)), tables["stages"])
@@ -261,7 +273,8 @@ def _error_score(run: RunStep, question: Question, metric: str, error: str) -> d
     return {"run_id": run.run_id, "question_id": question.id, "metric": metric, "value": math.nan, "error": error}
 
 
-def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question]) -> dict[str, pd.DataFrame]:
+def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
+                  evaluator: QuestionEvaluator | None = None) -> dict[str, pd.DataFrame]:
     tables: dict[str, list[dict]] = {"scores": [], "retrievals": [], "stages": [], "judgements": [], "answers": []}
     for question in questions:
         try:
@@ -271,6 +284,16 @@ def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question]) -
             continue
         for name, rows in _question_rows(run, question, trace).items():
             tables[name].extend(rows)
+        if evaluator is not None:
+            keys = {"run_id": run.run_id, "question_id": question.id}
+            try:
+                scores, stages = evaluator(question, trace)
+            except Exception as error:  # a crashing metric library costs the metrics, not the answer
+                scores = [{"metric": metric, "value": math.nan, "error": f"{type(error).__name__}: {error}"}
+                          for metric in evaluator.params.metrics]
+                stages = []
+            tables["scores"] += [{**keys, **row} for row in scores]
+            tables["stages"] += [{**keys, **row} for row in stages]
     return {name: pd.DataFrame(rows) for name, rows in tables.items()}
 
 

@@ -14,10 +14,12 @@ from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, ex
 from ragkit.hashing import content_key
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
+from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
 
 CHUNKING = "chunking"
+EVALUATION = "evaluation"
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ def roles_calling_llm(point: GridPoint) -> list[str]:
     roles = [spec.type for spec in point.active_judges() if spec.params.get("mode") == "llm"]
     if point.generator is not None:
         roles.append(GENERATOR)
+    if point.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in point.evaluation.metrics):
+        roles.append(EVALUATION)
     return roles
 
 
@@ -109,6 +113,8 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
                          for spec in point.active_judges() if spec.type != CHUNKING]
         if point.generator is not None:
             pipeline_part.append((component_key(judge_registry, point.generator), _llm_key(llms[GENERATOR])))
+        if point.evaluation is not None:
+            pipeline_part.append(("evaluation", point.evaluation.model_dump(mode="json"), _llm_key(llms.get(EVALUATION))))
         run_id = content_key(
             "run", corpus.corpus_id, q_key, chunkset_id if judge_part else component_key(registry.chunkers, point.chunker),
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
@@ -156,6 +162,10 @@ def run_row(plan: Plan, step: RunStep) -> dict:
                 if name != "mode":
                     row[f"judge.{spec.type}.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
+    if point.evaluation is not None:
+        row["evaluation"] = ",".join(point.evaluation.metrics)
+        if point.evaluation.repeats > 1:
+            row["evaluation.repeats"] = point.evaluation.repeats
     for role, spec in sorted(step.llms.items()):
         backend = llm_registry.build(spec)
         row[f"llm.{role}"] = f"{spec.type}:{backend.model_name}"

@@ -9,6 +9,7 @@ embedded model runs the example experiment in test_judges_example.py.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, ClassVar
 
 import pytest
@@ -19,8 +20,8 @@ from ragkit.llms import LLMBackend, LLMParams, llms
 from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 from ragkit.results import ResultStore
-from ragkit.summary import summary_table
-from tests.factories import TINY_DOCS, write_beir
+from ragkit.summary import metric_failures, summary_table
+from tests.factories import TINY_DOCS, TINY_QUESTIONS, write_beir
 
 pytestmark = pytest.mark.integration
 
@@ -164,3 +165,33 @@ def test_an_llm_that_cannot_answer_stops_the_run_before_anything_is_written(tmp_
     with pytest.raises(ValueError, match=r"LLM for generator, retrieval: Ollama is not reachable at http://127.0.0.1:9"):
         run_experiment(down, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_generation_metrics_are_scored_per_question_with_reasons_and_their_cost_kept_apart(tmp_path, rules_llm):
+    dataset = write_beir(tmp_path / "beir")
+    evaluated = config(dataset, generator=True,
+                       evaluation={"metrics": ["faithfulness", "embedding_groundedness", "answer_overlap"],
+                                   "timeout_s": 30})
+    run_experiment(evaluated, tmp_path / "out")
+    store = ResultStore(tmp_path / "out")
+    scores, stages, runs = store.read("scores"), store.read("stages"), store.read("runs")
+    assert runs["evaluation"].item() == "faithfulness,embedding_groundedness,answer_overlap"
+    assert set(runs["llm.evaluation"]) == {"rules:rules"}
+    table = scores.set_index(["question_id", "metric"])
+    for question in TINY_QUESTIONS:
+        # The rule LLM does not speak ragas' formats: NaN with the reason, never 0.
+        faithfulness = table.loc[(question, "faithfulness")]
+        assert math.isnan(faithfulness["value"]) and "unparseable judge output" in faithfulness["error"]
+        overlap = table.loc[(question, "answer_overlap")]  # BEIR questions carry no reference answer
+        assert math.isnan(overlap["value"]) and overlap["error"] == "no reference answer"
+        assert 0.0 <= table.loc[(question, "embedding_groundedness"), "value"] <= 1.0
+    evaluating = stages["stage"].str.startswith("eval")
+    assert stages[stages["stage"] == "eval:faithfulness"]["llm_calls"].min() >= 1
+    assert stages[~evaluating & stages["question_id"].notna()]["stage"].isin(["retrieve", "generate"]).all()
+
+    summary = summary_table(store)
+    assert "eval_ms" in summary and "eval_tokens/q" in summary
+    failures = metric_failures(scores).set_index("metric")
+    assert failures.loc["faithfulness", ["scored", "failed"]].tolist() == [0, len(TINY_QUESTIONS)]
+    assert failures.loc["answer_overlap", "top_reason"] == "no reference answer"
+    assert "embedding_groundedness" not in failures.index

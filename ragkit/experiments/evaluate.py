@@ -1,0 +1,65 @@
+"""Generation metrics for one answered question, inside a run: its score rows and the
+evaluation's own stage rows (``eval:<metric>``), kept apart from the pipeline's cost."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.schema import Document
+
+from ragkit.llms.calls import LLMClient
+from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
+from ragkit.pipeline import Trace, stage_row
+from ragkit.qa import Question
+
+# Characters kept on each side of an answer span for its reference context: about a paragraph.
+SPAN_CONTEXT_CHARS = 300
+EVAL_STAGE = "eval"
+
+
+def reference_contexts(question: Question, documents: dict[str, Document]) -> list[str]:
+    """The text around each answer span, the gold passage the non-LLM context metrics compare to."""
+    passages = []
+    for span in question.spans:
+        document = documents.get(span.doc_id)
+        if document is not None:
+            text = document.text
+            passages.append(text[max(0, span.start - SPAN_CONTEXT_CHARS): span.end + SPAN_CONTEXT_CHARS])
+    return passages
+
+
+def sample_for(question: Question, trace: Trace, documents: dict[str, Document]) -> GenerationSample:
+    return GenerationSample(
+        question_id=question.id,
+        question=question.text,
+        answer=trace.answer.text if trace.answer is not None else "",
+        contexts=[node.node.get_content() for node in trace.nodes],
+        reference=question.answers[0] if question.answers else None,
+        reference_contexts=reference_contexts(question, documents) or None,
+    )
+
+
+@dataclass
+class QuestionEvaluator:
+    params: EvaluationParams
+    llm: LLMClient | None
+    embed_model: Any
+    documents: dict[str, Document]
+
+    def __call__(self, question: Question, trace: Trace) -> tuple[list[dict], list[dict]]:
+        """``(score rows, stage rows)`` without run_id; a metric that fails is NaN with its reason."""
+        if self.llm is not None:
+            self.llm.drain_usage()  # only evaluation calls are charged to eval stages
+        started = time.perf_counter()
+        frame = evaluate_generation([sample_for(question, trace, self.documents)], self.params,
+                                    llm=self.llm, embed_model=self.embed_model)
+        seconds = time.perf_counter() - started
+        usage = self.llm.drain_usage() if self.llm is not None else []
+        stages = [stage_row(item.stage, item.seconds, [item]) for item in usage]
+        # What the LLM stages do not cover: embedding and string metrics, ragas' own work.
+        stages.append(stage_row(EVAL_STAGE, max(0.0, seconds - sum(item.seconds for item in usage)), []))
+        scores = [{"metric": row.metric, "value": row.value, "error": row.error if isinstance(row.error, str) else None}
+                  for row in frame.itertuples(index=False)]
+        return scores, stages
