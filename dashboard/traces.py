@@ -1,4 +1,4 @@
-"""How the drill-down draws one run's answer and judge decisions for a question."""
+"""How the drill-down draws one run's answer, its generation metrics and judge decisions for a question."""
 
 from __future__ import annotations
 
@@ -59,3 +59,15 @@ def show_judgement(judgement: Any) -> None:
             st.code(str(decision), language=None)
         with st.expander("Raw reply"):
             st.code(judgement.raw_reply if pd.notna(judgement.raw_reply) else "(no LLM reply)", language=None)
+
+
+def show_verdicts(verdicts: pd.DataFrame) -> None:
+    """Each generation metric's value for this answer (with the judge's spread when it judged
+    repeatedly) and the reason it has none, or which repeats failed."""
+    st.markdown("**Answer quality**")
+    for row in verdicts.itertuples():
+        value = "not scored" if pd.isna(row.value) else f"{row.value:.3f}"
+        spread = getattr(row, "judge_sd", float("nan"))
+        st.markdown(f"`{row.metric}` **{value}**" + (f" · judge sd {spread:.3f}" if pd.notna(spread) else ""))
+        if pd.notna(row.reason):
+            st.caption(f"{row.metric}: {row.reason}")

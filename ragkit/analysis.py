@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ragkit.results import ResultStore
+from ragkit.results import ResultStore, empty_table
 from ragkit.summary import run_labels
 
 # runs columns that identify or key a run rather than configure it
@@ -45,14 +46,34 @@ _MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2}
 
 @dataclass(frozen=True)
 class Results:
+    """The tables of a results folder. `judgements` and `answers` are read on first use, only
+    for the runs in `runs`: answers carry every prompt, so reading them up front would slow down
+    every page that only compares scores. Without `root` both are empty."""
+
     runs: pd.DataFrame
     scores: pd.DataFrame
     retrievals: pd.DataFrame
     stages: pd.DataFrame
+    root: Path | None = None
+
+    @cached_property
+    def judgements(self) -> pd.DataFrame:
+        return self._read_for_runs("judgements")
+
+    @cached_property
+    def answers(self) -> pd.DataFrame:
+        return self._read_for_runs("answers")
+
+    def _read_for_runs(self, name: str) -> pd.DataFrame:
+        if self.root is None:
+            return empty_table(name)
+        table = ResultStore(self.root).read(name)
+        return table[table["run_id"].isin(self.runs["run_id"])].reset_index(drop=True)
 
 
 def load_results(results_dir: str | Path) -> Results:
-    """Every table of a results folder; `runs` gets a readable `label` column."""
+    """Every table of a results folder (judgements and answers on first use); `runs` gets a
+    readable `label` column."""
     store = ResultStore(Path(results_dir))
     if not store.exists():
         raise FileNotFoundError(f"no results folder at {results_dir} (expected a 'runs' subfolder)")
@@ -62,7 +83,8 @@ def load_results(results_dir: str | Path) -> Results:
         runs = runs.sort_values("label", kind="stable").reset_index(drop=True)
     # Categories make the filters and group-bys over millions of score rows integer work.
     scores = store.read("scores", categorical=("run_id", "question_id", "metric"))
-    return Results(runs=runs, scores=scores, retrievals=store.read("retrievals"), stages=store.read("stages"))
+    return Results(runs=runs, scores=scores, retrievals=store.read("retrievals"), stages=store.read("stages"),
+                   root=store.root)
 
 
 def _valid_mask(scores: pd.DataFrame) -> pd.Series:
@@ -222,9 +244,11 @@ def latency_by_stage(stages: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_latency(stages: pd.DataFrame) -> pd.Series:
-    """Mean seconds per question per run: the sum of the per-question stage means."""
+    """Mean seconds per question per run: the sum of the per-question stage means. Evaluation
+    stages (eval, eval:<metric>) measure the answer after the fact and are left out."""
     latency = latency_by_stage(stages)
-    return latency[latency["per_question"]].groupby("run_id")["seconds"].sum()
+    answering = latency["per_question"] & ~latency["stage"].astype(str).str.startswith("eval")
+    return latency[answering].groupby("run_id")["seconds"].sum()
 
 
 def pareto_front(frame: pd.DataFrame, quality: str, cost: str) -> pd.Series:

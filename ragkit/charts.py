@@ -28,14 +28,10 @@ def _unit_range(values: pd.Series) -> list[float] | None:
     return [0.0, 1.05] if not finite.empty and finite.min() >= 0 and finite.max() <= 1 else None
 
 
-def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot") -> go.Figure:
-    """One row per run, one trace per metric: the mean with its CI as an error bar.
-
-    `means` comes from analysis.metric_means; kind is "dot" or "bar".
-    """
-    frame = _with_labels(means, runs)
-    order = frame.groupby("label")["mean"].mean().sort_values().index.tolist()
-    figure = go.Figure()
+def _mean_traces(frame: pd.DataFrame, kind: str = "dot") -> list[go.BaseTraceType]:
+    """One trace per metric of a labelled metric_means frame: the mean per run with its CI as an
+    error bar, and the scored/failed counts on hover."""
+    traces = []
     for metric, group in frame.groupby("metric", sort=False, observed=True):
         error = dict(type="data", symmetric=False, array=(group["ci_high"] - group["mean"]).to_numpy(),
                      arrayminus=(group["mean"] - group["ci_low"]).to_numpy())
@@ -43,16 +39,54 @@ def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot")
         common = dict(x=group["mean"], y=group["label"], name=str(metric), error_x=error,
                       customdata=group[["n", "n_failed"]].to_numpy(), hovertemplate=hover, orientation="h")
         if kind == "bar":
-            figure.add_trace(go.Bar(**common))
+            traces.append(go.Bar(**common))
         else:
             common.pop("orientation")
-            figure.add_trace(go.Scatter(mode="markers", marker=dict(size=9), **common))
+            traces.append(go.Scatter(mode="markers", marker=dict(size=9), **common))
+    return traces
+
+
+def _run_order(frame: pd.DataFrame) -> list[str]:
+    """Run labels by their mean over the frame's metrics, best at the top."""
+    return frame.groupby("label")["mean"].mean().sort_values().index.tolist()
+
+
+def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot") -> go.Figure:
+    """One row per run, one trace per metric: the mean with its CI as an error bar.
+
+    `means` comes from analysis.metric_means; kind is "dot" or "bar".
+    """
+    frame = _with_labels(means, runs)
+    order = _run_order(frame)
+    figure = go.Figure(_mean_traces(frame, kind))
     figure.update_layout(
         barmode="group", xaxis_title="mean over questions (95% bootstrap CI)" if not frame.empty else None,
         xaxis_range=_unit_range(pd.concat([frame["ci_low"], frame["ci_high"]])) if not frame.empty else None,
         yaxis=dict(categoryorder="array", categoryarray=order), height=max(300, 28 * len(order) + 120),
         margin=dict(l=10, r=10, t=40, b=40), legend_title_text="metric",
     )
+    return figure
+
+
+def panels_chart(panels: list[tuple[str, pd.DataFrame]], runs: pd.DataFrame) -> go.Figure:
+    """Panels side by side on one row per run, each a metric_means frame drawn as means with CI
+    error bars: e.g. answer quality beside recall@k beside latency. Runs are ordered by the first
+    panel; a panel of shares gets a 0-1 axis, any other (latency) its own scale."""
+    figure = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.06,
+                           subplot_titles=[title for title, _ in panels])
+    order: list[str] = []
+    for column, (_, means) in enumerate(panels, start=1):
+        frame = _with_labels(means, runs)
+        order = order or _run_order(frame)
+        for trace in _mean_traces(frame):
+            figure.add_trace(trace, row=1, col=column)
+        if not frame.empty:
+            figure.update_xaxes(range=_unit_range(pd.concat([frame["ci_low"], frame["ci_high"]])), row=1, col=column)
+    labels = _with_labels(pd.concat([means for _, means in panels]), runs)["label"].unique().tolist()
+    order += [label for label in sorted(labels) if label not in order]
+    figure.update_yaxes(categoryorder="array", categoryarray=order)
+    figure.update_layout(height=max(300, 28 * len(order) + 160), margin=dict(l=10, r=10, t=60, b=40),
+                         legend=dict(orientation="h", yanchor="top", y=-0.15, title=dict(text="metric", side="left")))
     return figure
 
 
@@ -127,4 +161,48 @@ def factor_effect_chart(effects: pd.DataFrame, metric: str) -> go.Figure:
     figure.update_layout(xaxis_title=f"Δ {metric} (b - a, 95% paired bootstrap CI)",
                          yaxis=dict(tickvals=list(range(len(names))), ticktext=names),
                          height=max(300, 26 * len(names) + 120), margin=dict(l=10, r=10, t=40, b=40))
+    return figure
+
+
+def pair_names(effects: pd.DataFrame) -> pd.Series:
+    """"rerank: off → llm" for each row's pair (a judge factor without its "judge." prefix); pairs
+    that read the same (one toggle over different other settings) are numbered #1, #2, ..."""
+    pairs = effects.drop_duplicates(["run_a", "run_b"])
+    names = pairs["factor"].str.removeprefix("judge.") + ": " + pairs["value_a"] + " → " + pairs["value_b"]
+    numbers = " #" + (names.groupby(names).cumcount() + 1).astype(str)
+    names = names + numbers.where(names.duplicated(keep=False), "")
+    lookup = dict(zip(zip(pairs["run_a"], pairs["run_b"]), names))
+    return pd.Series([lookup[key] for key in zip(effects["run_a"], effects["run_b"])], index=effects.index,
+                     dtype="string")
+
+
+def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
+    """Forest plot of paired differences, one panel per metric, one row per pair: the mean
+    difference b - a with its 95% CI, a dotted line at no difference. `effects` as from
+    analysis.factor_effects (e.g. only the judge on/off pairs)."""
+    metrics = list(dict.fromkeys(effects["metric"]))
+    data = effects.assign(pair=pair_names(effects), label_a=effects["run_a"].map(_labels(runs)),
+                          label_b=effects["run_b"].map(_labels(runs)))
+    pairs = list(dict.fromkeys(data["pair"]))
+    figure = make_subplots(rows=1, cols=max(1, len(metrics)), shared_yaxes=True, horizontal_spacing=0.04,
+                           subplot_titles=[f"Δ {metric}" for metric in metrics])
+    for column, metric in enumerate(metrics, start=1):
+        group = data[data["metric"] == metric]
+        figure.add_trace(go.Scatter(
+            x=group["mean_diff"], y=group["pair"], mode="markers", marker=dict(size=9), name=str(metric),
+            error_x=dict(type="data", symmetric=False, array=(group["ci_high"] - group["mean_diff"]).to_numpy(),
+                         arrayminus=(group["mean_diff"] - group["ci_low"]).to_numpy()),
+            customdata=group[["label_a", "label_b", "p_value", "p_holm", "n"]].to_numpy(dtype=object),
+            hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ = %{x:.3f}"
+                           "<br>p = %{customdata[2]:.3f}, p (Holm) = %{customdata[3]:.3f}, n = %{customdata[4]}"
+                           "<extra></extra>"),
+        ), row=1, col=column)
+        figure.add_vline(x=0, line_dash="dot", row=1, col=column)
+        # Centred on no difference, so the side a CI falls on reads at a glance.
+        reach = pd.concat([group["ci_low"], group["ci_high"], group["mean_diff"]]).abs().max()
+        if pd.notna(reach) and reach > 0:
+            figure.update_xaxes(range=[-1.15 * reach, 1.15 * reach], row=1, col=column)
+    figure.update_yaxes(categoryorder="array", categoryarray=pairs[::-1])
+    figure.update_xaxes(title_text="b - a (95% CI)")
+    figure.update_layout(showlegend=False, height=max(300, 30 * len(pairs) + 140), margin=dict(l=10, r=10, t=60, b=40))
     return figure

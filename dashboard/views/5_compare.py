@@ -1,14 +1,19 @@
-"""Compare: metric means with 95% CIs, curves over k, latency, Pareto front, single-factor pairs,
-LLM calls and tokens, and each judge's share of invalid replies.
+"""Compare: metric means with 95% CIs, answer quality beside recall@k and latency, curves over k,
+latency, Pareto front, judge on/off pairs, single-factor pairs, LLM calls and tokens (pipeline and
+evaluation apart), and each judge's share of invalid replies.
 
-The selection (experiment, runs, metrics, curve) lives in st.query_params: the URL is shareable.
+Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
+`eval:*` LLM calls have their own table.
+
+The selection (experiment, runs, metrics, curve, judge metrics) lives in st.query_params: the URL
+is shareable.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import evaluation, state
 from dashboard.selection import pick_results
 from ragkit import analysis, charts
 
@@ -16,13 +21,14 @@ st.title("Compare runs")
 
 experiment, results, run_ids = pick_results()
 scores = results.scores[results.scores["run_id"].isin(run_ids)]
-stages = results.stages[results.stages["run_id"].isin(run_ids)]
+stages = evaluation.pipeline_stages(results.stages[results.stages["run_id"].isin(run_ids)])
 runs = results.runs[results.runs["run_id"].isin(run_ids)]
 metrics = analysis.available_metrics(scores)
 if not metrics:
     st.info("These runs have no scores yet.")
     st.stop()
 
+labels = dict(zip(runs["run_id"], runs["label"]))
 headline = [m for m in ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_mrr") if m in metrics]
 chosen = st.multiselect("Metrics", metrics, default=state.query_list("metrics", metrics, headline or metrics[:1]),
                         key=f"metrics.{experiment}")
@@ -37,6 +43,33 @@ if chosen:
     figure.update_layout(title=" · ".join(chosen) + " (95% CI)")
     st.plotly_chart(figure, key="metric_chart")
 
+generation = evaluation.generation_metrics(metrics)
+if generation:
+    st.subheader("Answer quality")
+    charted = evaluation.generation_metrics(metrics, charted_only=True) or generation
+    recall = next((m for m in [*chosen, "recall@5", "recall@10", *reversed(metrics)]
+                   if m.startswith("recall@") and m in metrics), None)
+    quality_means = state.metric_means(experiment, charted + ([recall] if recall else []), run_ids)
+    panels = [("answer quality (95% CI)", quality_means[quality_means["metric"].isin(charted)])]
+    if recall:
+        panels.append((f"{recall} (95% CI)", quality_means[quality_means["metric"] == recall]))
+    panels.append(("pipeline ms/question (95% CI)", state.latency_means(experiment, run_ids)))
+    st.plotly_chart(charts.panels_chart(panels, runs), key="quality_chart")
+    st.caption("faithfulness and answer_relevancy are ragas' LLM-judged scores; embedding_groundedness is ours, by "
+               "embedding similarity (not an LLM verdict); groundedness is the pipeline's own judge. Means over the "
+               "questions each run scored; hover for scored/failed counts per run.")
+    counts = state.scored_and_failed(experiment, generation, run_ids)
+    st.dataframe(counts, hide_index=True, key="scored_failed_table",
+                 column_config={"failed_share": st.column_config.NumberColumn(format="percent")})
+    st.caption("scored / failed: run x question pairs summed over the selected runs. A failed question has no value "
+               "or an error and is never averaged as 0." + (" judge_sd: the LLM judge's mean standard deviation "
+               "over repeated judgements of a question." if "judge_sd" in counts else ""))
+    reasons = state.failure_reasons(experiment, generation, run_ids)
+    if not reasons.empty:
+        st.dataframe(reasons, hide_index=True, key="failure_reasons_table")
+        st.caption(f"The {evaluation.TOP_REASONS} most common reasons per metric, grouped by the text before "
+                   "their first colon; example: one full message.")
+
 # Full width: with a realistic grid (a dozen runs or more) side-by-side charts get unreadable.
 if base:
     st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
@@ -48,34 +81,61 @@ frame = analysis.quality_vs_latency(scores, stages, quality)
 st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_layout(
     title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
 
+st.subheader("Judges on/off")
+if evaluation.judge_pairs(runs).empty:
+    st.caption("No two selected runs differ only in one judge's mode.")
+else:
+    judge_defaults = [*chosen[:1], *evaluation.generation_metrics(metrics, charted_only=True)]
+    judge_metrics = st.multiselect("Metrics compared", metrics, key=f"judge_metrics.{experiment}",
+                                   default=state.query_list("judge_metrics", metrics, judge_defaults))
+    state.set_query(judge_metrics=judge_metrics)
+    judged = state.judge_effects(experiment, judge_metrics, run_ids)
+    if judged.empty:
+        st.caption("Choose at least one metric to compare.")
+    else:
+        st.plotly_chart(charts.forest_chart(judged, runs).update_layout(title="Judge on - off (95% CI)"),
+                        key="judge_chart")
+        st.dataframe(evaluation.judge_table(judged, runs), hide_index=True, key="judge_table", column_config={
+            name: st.column_config.NumberColumn(format="%.3f") for name in ("Δ mean", "CI low", "CI high", "p", "p (Holm)")
+        })
+        st.caption(evaluation.judge_table_note(len(judged)))
+
 st.subheader("Single-factor pairs")
 effects = state.factor_effects(experiment, quality, run_ids)
 if effects.empty:
     st.caption("No two selected runs differ in exactly one factor.")
 else:
-    labels = dict(zip(runs["run_id"], runs["label"]))
     st.dataframe(
         effects.assign(run_a=effects["run_a"].map(labels), run_b=effects["run_b"].map(labels)),
         hide_index=True, key="pairs_table",
     )
     st.caption(f"mean_diff = {quality}(b) - {quality}(a) over the questions both runs scored, "
-               "95% paired bootstrap CI; wins/ties/losses count questions where b beat, tied or lost to a.")
+               "95% paired bootstrap CI; wins/ties/losses count questions where b beat, tied or lost to a; "
+               "p_holm is corrected over every row of this table.")
 
 st.subheader("Runs x metrics")
 st.dataframe(analysis.metric_table(scores, runs, chosen or None), hide_index=True, key="runs_table")
 
 usage = state.llm_usage(experiment, run_ids)
 replies = state.judge_replies(experiment, run_ids)
+evaluated = state.evaluation_cost(experiment, run_ids)
 if not usage.empty or not replies.empty:
-    st.subheader("LLM usage")
+    st.subheader("LLM usage: pipeline")
 if not usage.empty:
-    labels = dict(zip(runs["run_id"], runs["label"]))
     st.dataframe(usage.assign(run_id=usage["run_id"].map(labels)).rename(columns={"run_id": "run"}),
                  hide_index=True, key="llm_usage_table")
-    st.caption("llm_calls: replies the run used (cached ones too); backend_calls: calls actually sent this time.")
+    st.caption("llm_calls: replies the run used (cached ones too); backend_calls: calls actually sent this time. "
+               "Evaluation calls are counted below, not here.")
 if not replies.empty:
     st.dataframe(replies, hide_index=True, key="judge_replies_table",
                  column_config={"invalid_share": st.column_config.NumberColumn(format="percent"),
                                 "fell_back_share": st.column_config.NumberColumn(format="percent")})
     st.caption("Per judge over the selected runs. invalid_share: replies that could not be parsed (never scored); "
                "fell_back_share: decisions where the judge used its off behaviour instead.")
+if not evaluated.empty:
+    st.subheader("LLM usage: evaluation")
+    st.dataframe(evaluated.assign(run_id=evaluated["run_id"].map(labels)).rename(columns={"run_id": "run"}),
+                 hide_index=True, key="evaluation_cost_table")
+    st.caption("What scoring the answers cost, apart from what serving them cost: eval:<metric> stages are the "
+               "evaluation's LLM calls (ragas' judges), eval its other work (embeddings, string metrics). Not part of "
+               "the latency or tokens above.")

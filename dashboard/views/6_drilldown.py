@@ -1,4 +1,4 @@
-"""Question drill-down: one question, what 2-4 runs retrieved, answered and decided for it, side by side."""
+"""Question drill-down: one question, what 2-4 runs retrieved, answered, scored and decided for it, side by side."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import state, traces
+from dashboard import evaluation, state, traces
 from dashboard.selection import pick_results
 from ragkit.qa import resolve_answer_spans
 
@@ -37,8 +37,6 @@ documents = state.documents_for(str(first["corpus"]), str(first["corpus_id"]), e
 questions = resolve_answer_spans(state.load_questions(entry["path"], entry["format"]), documents).by_id()
 
 retrieved = results.retrievals[results.retrievals["run_id"].isin(run_ids)]
-answers = state.results_table(experiment, "answers")
-judgements = state.results_table(experiment, "judgements")
 question_ids = [q for q in dict.fromkeys(retrieved["question_id"].dropna().tolist())]
 if not question_ids:
     st.info("These runs retrieved nothing yet.")
@@ -48,6 +46,9 @@ question_id = st.selectbox(
     format_func=lambda q: f"{q}: {questions[q].text[:100]}" if q in questions else q,
 )
 state.set_query(q=question_id)
+answers = state.question_rows(experiment, "answers", run_ids, question_id)
+judgements = state.question_rows(experiment, "judgements", run_ids, question_id)
+scored = results.scores[results.scores["run_id"].isin(run_ids) & (results.scores["question_id"] == question_id)]
 question = questions.get(question_id)
 if question is None:
     st.warning(f"Question {question_id} is not in this question set: pick the one the experiment used.")
@@ -87,6 +88,9 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
         if not answer.empty:
             traces.show_answer(answer.iloc[0], dict(zip(rows["chunk_id"], rows["rank"])))
             cited = set(traces.citations(answer.iloc[0]))
+        verdicts = evaluation.question_verdicts(scored[scored["run_id"] == run_id])
+        if not verdicts.empty:
+            traces.show_verdicts(verdicts)
         decisions = judgements[(judgements["run_id"] == run_id) & (judgements["question_id"] == question_id)]
         if not decisions.empty:
             st.markdown("**Judge decisions**, in order")
@@ -97,7 +101,7 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
             with st.expander(f"Per-document chunking decisions ({len(per_document)})"):
                 for judgement in per_document.itertuples():
                     traces.show_judgement(judgement)
-        if not answer.empty or not decisions.empty:
+        if not answer.empty or not verdicts.empty or not decisions.empty:
             st.markdown("**Retrieved chunks**")
         for row in rows.itertuples():
             body, overlaps = highlighted(row.doc_id, int(row.start_char), int(row.end_char))

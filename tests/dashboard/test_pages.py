@@ -523,3 +523,233 @@ def test_sidebar_says_when_ollama_is_not_reachable(monkeypatch):
     sidebar = [c.value for c in app.sidebar.caption]
     assert f"Ollama: not reachable at http://127.0.0.1:{port}" in sidebar
     assert any(c.startswith("LLM backend (auto): local · ") for c in sidebar)
+
+
+# --- answer quality, judge on/off and evaluation cost ---------------------------------------------
+
+QUESTION_COUNT = 12
+FAITHFULNESS_SHIFT = 0.25
+TIMEOUT_REASON = "timeout after 60 s"
+PARSE_REASON = "ragas faithfulness failed: OutputParserException: no JSON in 'I think so'"
+
+
+def _judge_pair_question(run_id: str, index: int, rerank: str) -> dict[str, list[dict]]:
+    """One question's rows for a run of the judge_pair fixture (see there)."""
+    question_id = f"q{index}"
+    keys = {"run_id": run_id, "question_id": question_id}
+    on = rerank == "llm"
+    faithfulness, error = 0.3 + 0.04 * index + (FAITHFULNESS_SHIFT if on else 0.0), None
+    if index == QUESTION_COUNT or (on and index == QUESTION_COUNT - 1):
+        faithfulness, error = float("nan"), TIMEOUT_REASON if on else PARSE_REASON
+    scores = [
+        {**keys, "metric": "recall@1", "value": 1.0, "error": None},
+        {**keys, "metric": "faithfulness", "value": faithfulness, "error": error},
+        {**keys, "metric": "embedding_groundedness", "value": 0.6, "error": None},
+    ]
+    if index == 1:
+        scores.append({**keys, "metric": "faithfulness.judge_sd", "value": 0.05, "error": None})
+    stages = [
+        {**keys, "stage": "retrieve", "seconds": 0.01, "cached": False},
+        {**keys, "stage": "generate", "seconds": 0.9, "cached": False, "llm_calls": 1, "backend_calls": 1,
+         "prompt_tokens": 200, "completion_tokens": 20},
+        # evaluation: slower and dearer for the judged run, so counting it would show in the costs
+        {**keys, "stage": "eval:faithfulness", "seconds": 5.0 if on else 3.0, "cached": False, "llm_calls": 2,
+         "backend_calls": 2, "prompt_tokens": 700 if on else 500, "completion_tokens": 50},
+        {**keys, "stage": "eval", "seconds": 0.5, "cached": False},
+    ]
+    if on:
+        stages.append({**keys, "stage": "judge:rerank", "seconds": 0.2, "cached": False, "llm_calls": 1,
+                       "backend_calls": 1, "prompt_tokens": 80, "completion_tokens": 6})
+    return {
+        "scores": scores, "stages": stages,
+        "retrievals": [{**keys, "rank": 1, "chunk_id": "c-d1", "doc_id": "d1", "start_char": 0, "end_char": 40,
+                        "score": 1.0}],
+        "answers": [{**keys, "answer": f"Cats purr, answer {index} [1].", "citations": json.dumps(["c-d1"]),
+                     "contexts": json.dumps([TINY_TEXT]), "prompt": "Answer from the sources.", "valid": True,
+                     "error": None}],
+    }
+
+
+@pytest.fixture
+def judge_pair_results(tmp_path, isolated_data_dir) -> Path:
+    """A hand-written results folder 'judge_pair' over 12 questions q1..q12: runs 'off' and 'on'
+    differ only in the rerank judge (off -> llm); 'off-k3' is 'off' with top_k 3.
+
+    faithfulness of 'on' is that of 'off' + 0.25 on q1..q10; it is NaN on q11 for 'on' (timeout)
+    and on q12 for every run (timeout for 'on', an unparseable judge reply for the others).
+    embedding_groundedness and recall@1 are the same everywhere. Per question the judge adds
+    0.2 s and 86 tokens to the pipeline; evaluation (eval:faithfulness, and 0.5 s of eval) costs
+    3.5 s / 550 tokens off and 5.5 s / 750 tokens on, which the pipeline costs must not include.
+    """
+    from dashboard import state
+    from ragkit.results import ResultStore
+    from ragkit.settings import get_settings
+
+    questions = {f"q{i}": (f"does the cat purr, case {i}", "d1") for i in range(1, QUESTION_COUNT + 1)}
+    beir = write_beir(tmp_path / "beir", questions=questions)
+    state.register_question_set("pair-beir", beir, "beir")
+    out = get_settings().results_root() / "judge_pair"
+    store = ResultStore(out)
+    for run_id, rerank, top_k in (("off", "off", 1), ("on", "llm", 1), ("off-k3", "off", 3)):
+        store.write_run(run_id, {
+            "run_id": run_id, "experiment": "judge_pair", "corpus": "beir", "corpus_id": "c", "chunkset_id": "cs",
+            "index_id": "ix", "chunker": "document", "embedder": None, "retriever": "bm25", "top_k": top_k,
+            "retriever.top_k": top_k, "judge.rerank": rerank, "llm.rerank": "local:smollm" if rerank == "llm" else None,
+            "generator": True, "llm.generator": "local:smollm",
+        })
+        rows: dict[str, list[dict]] = {}
+        for index in range(1, QUESTION_COUNT + 1):
+            for name, table in _judge_pair_question(run_id, index, rerank).items():
+                rows.setdefault(name, []).extend(table)
+        store.commit_shard(run_id, list(questions), {name: pd.DataFrame(table) for name, table in rows.items()})
+    return out
+
+
+def plotted(values) -> list:
+    """A trace's values from a chart spec: plotly writes numpy arrays as base64 typed arrays."""
+    if isinstance(values, dict):
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
+
+
+def table_with(app: AppTest, *columns: str) -> pd.DataFrame:
+    return next(d.value for d in app.dataframe if set(columns) <= set(d.value.columns))
+
+
+def test_results_read_judgements_and_answers_on_first_use(judge_pair_results):
+    from ragkit.analysis import Results, load_results
+
+    results = load_results(judge_pair_results)
+    assert "answers" not in vars(results) and "judgements" not in vars(results)  # nothing read yet
+    assert len(results.answers) == 3 * QUESTION_COUNT and results.judgements.empty
+    assert "answers" in vars(results)  # read once, then kept
+    only_on = Results(*(frame[frame["run_id"] == "on"] for frame in
+                        (results.runs, results.scores, results.retrievals, results.stages)), root=results.root)
+    assert set(only_on.answers["run_id"]) == {"on"}
+    assert Results(results.runs, results.scores, results.retrievals, results.stages).answers.empty
+
+
+def test_every_generation_metric_is_known_to_the_dashboard():
+    from dashboard.evaluation import GENERATION_METRICS
+    from ragkit.metrics.generation import METRICS
+
+    assert set(GENERATION_METRICS) == set(METRICS) | {"groundedness"}
+
+
+def test_compare_charts_answer_quality_and_counts_scored_and_failed(judge_pair_results):
+    app = page("5_compare.py")
+    app.query_params["runs"] = "off,on"
+    app.run()
+    assert_ok(app)
+    charts = {chart.proto.id: json.loads(chart.proto.spec) for chart in app.get("plotly_chart")}
+    quality = next(spec for spec in charts.values()
+                   if any(a.get("text") == "answer quality (95% CI)" for a in spec["layout"].get("annotations", [])))
+    panels = [a["text"] for a in quality["layout"]["annotations"]]
+    assert panels == ["answer quality (95% CI)", "recall@1 (95% CI)", "pipeline ms/question (95% CI)"]
+    latency = next(trace for trace in quality["data"] if trace["name"] == "ms/question")
+    # the pipeline only: 0.91 s per question off, 1.11 s on (evaluation's 3-5 s left out)
+    assert sorted(round(x) for x in plotted(latency["x"])) == [910, 1110]
+
+    counts = table_with(app, "scored", "failed").set_index("metric")
+    assert (counts.loc["faithfulness", "scored"], counts.loc["faithfulness", "failed"]) == (21, 3)
+    assert counts.loc["faithfulness", "runs_with_failures"] == 2
+    assert counts.loc["faithfulness", "judge_sd"] == pytest.approx(0.05)
+    assert (counts.loc["embedding_groundedness", "scored"], counts.loc["embedding_groundedness", "failed"]) == (24, 0)
+    reasons = table_with(app, "reason", "count")
+    assert reasons[["metric", "reason", "count"]].values.tolist() == [
+        ["faithfulness", TIMEOUT_REASON, 2], ["faithfulness", "ragas faithfulness failed", 1]]
+    assert PARSE_REASON in reasons["example"].tolist()
+
+
+def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_results):
+    app = page("5_compare.py").run()
+    assert_ok(app)
+    metrics = app.multiselect(key="judge_metrics.judge_pair")
+    assert metrics.value == ["recall@1", "faithfulness", "embedding_groundedness"]
+    judged = table_with(app, "p (Holm)", "W/T/L").set_index("metric")
+    # only the judge pair, though off and off-k3 also differ in one factor
+    assert set(judged["judge pair"]) == {"rerank: off → llm"} and len(judged) == 3
+    shifted = judged.loc["faithfulness"]
+    assert shifted["Δ mean"] == pytest.approx(FAITHFULNESS_SHIFT)
+    assert 0 < shifted["CI low"] <= shifted["CI high"] and shifted["n"] == 10
+    assert shifted["W/T/L"] == "10/0/0"
+    assert shifted["p"] < 0.01
+    assert shifted["p (Holm)"] == pytest.approx(3 * shifted["p"])  # Holm over the 3 rows shown
+    same = judged.loc["embedding_groundedness"]
+    assert same["p"] == 1.0 and same["W/T/L"] == "0/12/0" and same["CI low"] <= 0 <= same["CI high"]
+    # what turning the judge on cost the pipeline per question, evaluation left out
+    assert shifted["Δ ms/question"] == pytest.approx(200.0)
+    assert shifted["Δ LLM tokens/question"] == pytest.approx(86.0)
+    captions = " ".join(c.value for c in app.caption)
+    assert "p (Holm): corrected over the 3 rows shown here" in captions
+    forest = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    assert any([a["text"] for a in spec["layout"].get("annotations", [])][:3]
+               == ["Δ recall@1", "Δ faithfulness", "Δ embedding_groundedness"] for spec in forest)
+
+    app.multiselect(key="judge_metrics.judge_pair").set_value(["faithfulness"]).run()
+    assert_ok(app)
+    alone = table_with(app, "p (Holm)", "W/T/L")
+    assert alone["p (Holm)"].tolist() == pytest.approx(alone["p"].tolist())  # one row: nothing to correct
+    assert app.query_params["judge_metrics"] in (["faithfulness"], "faithfulness")
+
+
+def test_compare_separates_evaluation_cost_from_pipeline_usage(judge_pair_results):
+    app = page("5_compare.py")
+    app.query_params["runs"] = "off,on"
+    app.run()
+    assert_ok(app)
+    pipeline = next(d.value for d in app.dataframe
+                    if "prompt_tokens" in d.value.columns and "stage" not in d.value.columns).set_index("run")
+    assert sorted(pipeline[["llm_calls", "prompt_tokens", "completion_tokens"]].values.tolist()) == [
+        [12, 2400, 240], [24, 3360, 312]]
+    evaluation = table_with(app, "stage", "prompt_tokens")
+    assert sorted(evaluation[["stage", "seconds", "llm_calls", "prompt_tokens"]].values.tolist()) == [
+        ["eval", 6.0, 0, 0], ["eval", 6.0, 0, 0], ["eval:faithfulness", 36.0, 24, 6000],
+        ["eval:faithfulness", 60.0, 24, 8400]]
+
+
+def test_drilldown_shows_each_generation_metric_and_why_it_failed(judge_pair_results):
+    app = page("6_drilldown.py")
+    app.query_params["runs"] = "off,on"
+    app.query_params["q"] = f"q{QUESTION_COUNT - 1}"
+    app.run()
+    assert_ok(app)
+    markdown = [m.value for m in app.markdown]
+    assert "Cats purr, answer 11 [1]." in markdown
+    assert "`faithfulness` **not scored**" in markdown  # 'on' timed out on q11
+    assert f"`faithfulness` **{0.3 + 0.04 * 11:.3f}**" in markdown  # 'off' scored it
+    assert "`embedding_groundedness` **0.600**" in markdown
+    assert f"faithfulness: {TIMEOUT_REASON}" in [c.value for c in app.caption]
+
+    app.query_params["q"] = "q1"
+    app.selectbox[-1].select("q1").run()
+    assert_ok(app)
+    assert any(m.startswith("`faithfulness` **") and "judge sd 0.050" in m for m in (x.value for x in app.markdown))
+
+
+def test_judge_effects_test_only_the_judge_pairs_of_a_grid():
+    """A 2 x 2 grid (rerank judge off/llm x top_k 1/3) has two judge pairs and two top_k pairs;
+    only the judge pairs are tested, and Holm covers exactly them."""
+    import numpy as np
+
+    from dashboard.evaluation import judge_effects
+    from ragkit.analysis import holm
+
+    runs = pd.DataFrame([{"run_id": f"{judge}-k{k}", "retriever": "bm25", "top_k": k, "judge.rerank": judge}
+                         for judge in ("off", "llm") for k in (1, 3)])
+    questions = [f"q{i}" for i in range(12)]
+    base = np.linspace(0.2, 0.6, len(questions))
+    scores = pd.concat([pd.DataFrame({"run_id": run_id, "question_id": questions, "metric": "faithfulness",
+                                      "value": base + (0.1 if run_id.startswith("llm") else 0.0), "error": None})
+                        for run_id in runs["run_id"]], ignore_index=True)
+    stages = pd.DataFrame({"run_id": runs["run_id"], "question_id": "q0", "stage": "retrieve", "seconds": 0.01})
+    stages[["prompt_tokens", "completion_tokens"]] = 0
+    effects = judge_effects(scores, stages, runs, ["faithfulness"])
+    assert set(zip(effects["run_a"], effects["run_b"])) == {("off-k1", "llm-k1"), ("off-k3", "llm-k3")}
+    assert effects["mean_diff"].tolist() == pytest.approx([0.1, 0.1])
+    assert effects["p_holm"].tolist() == pytest.approx(holm(effects["p_value"]).tolist())
+    assert effects["p_holm"].tolist() == pytest.approx((2 * effects["p_value"]).tolist())  # two tests, not four

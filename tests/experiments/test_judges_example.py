@@ -1,5 +1,6 @@
 """experiments/judges_on_off.yaml through the CLI on the real embedded SmolLM2: offline, LLM cost
-per stage in the results, and a re-run into a fresh folder that sends 0 calls to the model."""
+per stage in the results, generation metrics for every config, the report's judge on/off
+comparisons, and a re-run into a fresh folder that sends 0 calls to the model."""
 
 from __future__ import annotations
 
@@ -42,12 +43,29 @@ def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_call
     assert {(r, k) for r, k in zip(runs["judge.retrieval"], runs["judge.rerank"])} == {
         ("off", "off"), ("off", "llm"), ("llm", "off"), ("llm", "llm")}
     llm_stages = stages[stages["llm_calls"] > 0].groupby("stage")["prompt_tokens"].sum()
-    assert set(llm_stages.index) == {"judge:retrieval", "judge:rerank", "generate"}
+    pipeline_stages = {s for s in llm_stages.index if not s.startswith("eval")}
+    assert pipeline_stages == {"judge:retrieval", "judge:rerank", "generate"}
+    # ragas' LLM metrics call the model in stages of their own, kept apart from pipeline cost.
+    assert set(llm_stages.index) - pipeline_stages == {"eval:faithfulness", "eval:answer_relevancy"}
     assert (llm_stages > 0).all()
     # Each judge decision is stored; a reply the judge could not use is invalid and fell back.
     assert set(judgements["judge"]) == {"retrieval", "rerank", "generator"}
     assert (judgements["valid"] | judgements["fell_back"]).all()
     assert "llm_calls/q" in first.stdout and "invalid:rerank" in first.stdout
+    # Every config has faithfulness and answer relevancy: a value, or NaN with the reason (the
+    # 135M judge's replies mostly do not parse), never a silent 0 or a missing row.
+    scores = store.read("scores")
+    generation = scores[scores["metric"].isin(["faithfulness", "answer_relevancy", "embedding_groundedness"])]
+    assert len(generation) == 4 * 3
+    failed = generation[generation["value"].isna()]
+    assert failed["error"].str.len().gt(0).all()
+    assert generation.dropna(subset=["value"])["value"].between(0, 1).all()
+
+    report = subprocess.run([sys.executable, "-m", "ragkit.cli", "report", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "| judge.retrieval | off -> llm |" in report.stdout and "| judge.rerank | off -> llm |" in report.stdout
+    assert "p (Holm)" in report.stdout and "95% CI" in report.stdout
 
     again = ragkit_run(tmp_path / "again", tmp_path / "data")
     assert again.returncode == 0, again.stderr[-2000:]
