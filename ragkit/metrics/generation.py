@@ -119,7 +119,8 @@ class EvaluationParams(BaseModel):
     )
     timeout_s: float = Field(
         default=300.0, gt=0.0, le=3600.0,
-        description="Seconds one LLM-judged metric may take on one question (one repeat); then NaN.",
+        description="Seconds one LLM-judged metric may take on one question (one repeat); then NaN with "
+        "the reason. A timeout says nothing about the answer, so a re-run tries it again.",
     )
     judge_max_tokens: int | None = Field(
         default=None, ge=16, le=32768, description="Most tokens per judge reply; None: the LLM's own max_tokens."

@@ -70,4 +70,12 @@ def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_call
     again = ragkit_run(tmp_path / "again", tmp_path / "data")
     assert again.returncode == 0, again.stderr[-2000:]
     rerun = ResultStore(tmp_path / "again").read("stages")
-    assert rerun["backend_calls"].sum() == 0 and rerun["llm_calls"].sum() == stages["llm_calls"].sum()
+    # Every call comes from the cache, except an evaluation that timed out the first time (the
+    # 135M judge on 2 busy cores): a timeout is no verdict, so the re-run tries it again.
+    timed_out = {(run, question, f"eval:{metric}") for run, question, metric, error in
+                 generation[["run_id", "question_id", "metric", "error"]].itertuples(index=False)
+                 if str(error).startswith("timeout")}
+    called = rerun[rerun["backend_calls"] > 0]
+    assert set(zip(called["run_id"], called["question_id"], called["stage"])) <= timed_out
+    pipeline = ~rerun["stage"].str.startswith("eval")
+    assert rerun.loc[pipeline, "llm_calls"].sum() == stages.loc[~stages["stage"].str.startswith("eval"), "llm_calls"].sum()
