@@ -43,9 +43,13 @@ class Trace:
 
 
 def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage]) -> dict[str, Any]:
-    """A ``stages`` row: wall seconds of the step plus the LLM usage of its calls (zeros without)."""
+    """A ``stages`` row: the step's seconds plus the LLM usage of its calls (zeros without).
+
+    Like a reused index, which reports the time it took to build, a reply read from the cache
+    counts the time it took to generate: seconds is what the step costs this configuration, and
+    backend_calls what this run actually sent."""
     usage = list(usage)
-    row: dict[str, Any] = {"stage": stage, "seconds": seconds}
+    row: dict[str, Any] = {"stage": stage, "seconds": seconds + sum(item.replayed_seconds for item in usage)}
     for name in USAGE_FIELDS:
         row[name] = sum(getattr(item, name) for item in usage)
     # A step is cached when it made LLM calls and all were answered from the cache.

@@ -25,6 +25,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "start_char": "int64", "end_char": "int64", "score": "float64",
     },
     "stages": {
+        # seconds: what the stage costs the configuration; a reused index counts its build time and
+        # a cached LLM reply the time it took to generate.
         "run_id": "string", "question_id": "string", "stage": "string", "seconds": "float64", "cached": "bool",
         # LLM usage of the stage's calls: what the replies cost when produced (also on a cache hit),
         # and backend_calls, the calls this run actually sent.

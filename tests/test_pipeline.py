@@ -13,7 +13,8 @@ from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams
 from ragkit.judges.rerank import RerankJudge, RerankJudgeParams
 from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams
 from ragkit.llms import LLMClient
-from ragkit.pipeline import Pipeline
+from ragkit.llms.calls import StageUsage
+from ragkit.pipeline import Pipeline, stage_row
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit
@@ -102,3 +103,15 @@ def test_an_empty_answer_is_not_checked_for_groundedness_and_says_why(tmp_path):
     trace = pipeline.answer("q")
     assert trace.groundedness is None and "empty answer" in trace.groundedness_error
     assert [j.judge for j in trace.judgements] == ["generator"]
+
+
+@pytest.mark.parametrize(("wall", "usage", "seconds"), [
+    (0.3, [], 0.3),  # no LLM call: the step's own time
+    (5.2, [StageUsage("generate", 1, 1, 0, 5.1, 5.0, 10, 5, False, replayed_seconds=0.0)], 5.2),
+    # the same reply from the cache: 0.2 s now, plus the 4.9 s it took to generate beyond reading it
+    (0.2, [StageUsage("generate", 1, 0, 0, 0.1, 5.0, 10, 5, True, replayed_seconds=4.9)], 5.1),
+])
+def test_a_cached_reply_costs_the_stage_what_it_took_to_generate(wall, usage, seconds):
+    row = stage_row("generate", wall, usage)
+    assert row["seconds"] == pytest.approx(seconds)
+    assert row["backend_calls"] == sum(item.backend_calls for item in usage)

@@ -68,6 +68,10 @@ class StageUsage:
     prompt_tokens: int
     completion_tokens: int
     cache_hit: bool  # every call of the stage was answered from the cache
+    # What the cached replies took to generate beyond the time reading them took now: added back
+    # to the stage's seconds, so a configuration's latency does not depend on whether another
+    # configuration (or an earlier run) happened to ask the same question first.
+    replayed_seconds: float = 0.0
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,6 +210,8 @@ def summarise(records: Sequence[CallRecord]) -> list[StageUsage]:
             prompt_tokens=sum(record.prompt_tokens for record in group),
             completion_tokens=sum(record.completion_tokens for record in group),
             cache_hit=all(record.cache_hit for record in group),
+            replayed_seconds=sum(max(0.0, record.generation_seconds - record.seconds)
+                                 for record in group if record.cache_hit),
         )
         for stage, group in stages.items()
     ]

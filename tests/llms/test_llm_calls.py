@@ -141,6 +141,25 @@ def test_tokens_time_and_usage_are_summed_per_stage(tmp_path):
     assert usage["generate"].as_row()["llm_calls"] == 1
 
 
+class ListClock:
+    def __init__(self, *times: float) -> None:
+        self.times = list(times)
+
+    def __call__(self) -> float:
+        return self.times.pop(0)
+
+
+def test_a_cache_hit_reports_the_generation_time_it_saved(tmp_path):
+    # miss: start 0, backend done 5.0, end 5.1; hit: start 10.0, end 10.1
+    client = LLMClient(scripted(["x"]), tmp_path, clock=ListClock(0.0, 5.0, 5.1, 10.0, 10.1))
+    client.call("q", stage="fresh")
+    (fresh,) = client.drain_usage()
+    client.call("q", stage="cached")
+    (cached,) = client.drain_usage()
+    assert (fresh.seconds, fresh.replayed_seconds) == (pytest.approx(5.1), 0.0)
+    assert cached.seconds == pytest.approx(0.1) and cached.replayed_seconds == pytest.approx(4.9)
+
+
 def test_drain_usage_returns_and_forgets(tmp_path):
     client = LLMClient(scripted(), tmp_path)
     client.call("q", stage="s")
