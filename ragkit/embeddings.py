@@ -105,10 +105,8 @@ class OllamaEmbedder(Embedder):
     Params: ClassVar[type[ComponentParams]] = OllamaEmbedParams
 
     def _create_model(self) -> Any:
-        try:
-            from llama_index.embeddings.ollama import OllamaEmbedding
-        except ImportError as error:
-            raise ImportError("the 'ollama' embedder needs the extra: pip install 'ragkit[ollama]'") from error
+        from llama_index.embeddings.ollama import OllamaEmbedding  # imported late: only this embedder needs it
+
         return OllamaEmbedding(model_name=self.params.model_name, base_url=self.params.base_url)
 
 

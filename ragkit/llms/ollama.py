@@ -46,10 +46,8 @@ class OllamaLLM(LLMBackend):
         return None if ollama_answers(self.params.base_url, timeout_s=2.0) else unreachable_message(self.params.base_url)
 
     def _create_client(self) -> Any:
-        try:
-            from ollama import Client
-        except ImportError as error:
-            raise ImportError("the 'ollama' llm needs the extra: pip install 'ragkit[ollama]'") from error
+        from ollama import Client
+
         return Client(host=self.params.base_url, timeout=self.params.timeout_s)
 
     def _llm(self, max_tokens: int) -> Any:

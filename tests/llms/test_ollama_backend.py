@@ -10,14 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from ragkit.embeddings import OllamaEmbedder, OllamaEmbedParams
 from ragkit.llms import LLMClient, LLMError, LLMTimeoutError, LLMUnavailableError, resolve_default_backend
 from ragkit.llms.ollama import OllamaLLM, OllamaParams
 from ragkit.llms.openai_compat import OpenAICompatibleLLM, OpenAICompatibleParams
-
-pytest.importorskip("llama_index.llms.ollama", reason="the ollama extra is not installed: pip install 'ragkit[ollama]'")
 
 pytestmark = pytest.mark.integration
 
@@ -73,6 +73,10 @@ class FakeOllama(BaseHTTPRequestHandler):
                 "model": model, "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
                 "message": {"role": "assistant", "content": content}, "prompt_eval_count": 21, "eval_count": 4,
             })
+        elif self.path == "/api/embed":
+            # A vector per input that a test can predict: (length, number of spaces, 1).
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            self._send(200, {"model": model, "embeddings": [[len(t), t.count(" "), 1.0] for t in texts]})
         elif self.path == "/v1/chat/completions":
             wants_json = body.get("response_format") is not None
             content = '{"score": 70, "reason": "ok"}' if wants_json else "Madrid."
@@ -178,6 +182,22 @@ def test_default_backend_reads_the_url_from_the_environment(server, monkeypatch)
 def test_default_backend_is_local_when_nothing_listens():
     settings = SimpleNamespace(ollama_url=free_port_url(), ollama_model="fake-model")
     assert resolve_default_backend(settings).type == "local"
+
+
+def test_ollama_embedder_embeds_texts_and_queries_through_the_server(server):
+    embedder = OllamaEmbedder(OllamaEmbedParams(model_name="fake-embed", base_url=server.url))
+    texts = embedder.embed_texts(["ab cd", "x"])
+    expected = np.array([[5, 1, 1], [1, 0, 1]], dtype=np.float32)
+    np.testing.assert_allclose(texts, expected / np.linalg.norm(expected, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(embedder.embed_query("ab cd"), texts[0], rtol=1e-6)
+    embeds = [r for r in server.requests if r["path"] == "/api/embed"]
+    assert embeds and all(r["model"] == "fake-embed" for r in embeds)
+
+
+def test_ollama_embedder_reports_a_missing_model(server):
+    embedder = OllamaEmbedder(OllamaEmbedParams(model_name="missing-model", base_url=server.url))
+    with pytest.raises(Exception, match="missing-model"):
+        embedder.embed_texts(["a"])
 
 
 def test_openai_compatible_backend_sends_json_schema_response_format(server, tmp_path):
