@@ -36,14 +36,36 @@ def unreachable_message(base_url: str) -> str:
     )
 
 
+def has_model(pulled: list[str], model: str) -> bool:
+    # Ollama lists "llama3.2:latest" for a model pulled as "llama3.2".
+    return model in pulled or (":" not in model and f"{model}:latest" in pulled)
+
+
+def missing_model_message(base_url: str, model: str, pulled: list[str]) -> str:
+    return (
+        f"Ollama at {base_url} has no model '{model}' — pull it with `ollama pull {model}` "
+        f"or choose one it has: {', '.join(pulled) or '(none pulled)'}"
+    )
+
+
 class OllamaLLM(LLMBackend):
     name: ClassVar[str] = "ollama"
     Params: ClassVar[type[ComponentParams]] = OllamaParams
 
     def problem(self) -> str | None:
-        from ragkit.llms.defaults import ollama_answers
+        """Why a run could not use this backend: server down, or the model not pulled (else None)."""
+        import httpx
 
-        return None if ollama_answers(self.params.base_url, timeout_s=2.0) else unreachable_message(self.params.base_url)
+        url = self.params.base_url.rstrip("/")
+        try:
+            response = httpx.get(url + "/api/tags", timeout=2.0)
+        except httpx.HTTPError:
+            return unreachable_message(self.params.base_url)
+        if response.status_code != 200:
+            return unreachable_message(self.params.base_url)
+        pulled = sorted(str(entry.get("name", "")) for entry in response.json().get("models", []))
+        return None if has_model(pulled, self.params.model) else missing_model_message(
+            self.params.base_url, self.params.model, pulled)
 
     def _create_client(self) -> Any:
         from ollama import Client

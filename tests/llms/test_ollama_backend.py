@@ -52,7 +52,7 @@ class FakeOllama(BaseHTTPRequestHandler):
         if self.path == "/api/version":
             self._send(200, {"version": "0.0.0-fake"})
         elif self.path == "/api/tags":
-            self._send(200, {"models": [{"name": "fake-model"}]})
+            self._send(200, {"models": [{"name": "fake-model:latest"}]})
         else:
             self._send(404, {"error": "not found"})
 
@@ -164,6 +164,21 @@ def test_server_down_says_ollama_is_not_reachable():
     with pytest.raises(LLMUnavailableError) as error:
         backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
     assert str(error.value).startswith(f"Ollama is not reachable at {url} — start it with `ollama serve` or choose another backend")
+
+
+@pytest.mark.parametrize(("model", "problem"), [
+    ("fake-model", None),
+    ("fake-model:latest", None),  # the tag Ollama lists for an untagged pull
+    ("llama3.2", "no model 'llama3.2' — pull it with `ollama pull llama3.2` or choose one it has: fake-model:latest"),
+])
+def test_the_pre_run_check_names_a_model_that_is_not_pulled(server, model, problem):
+    found = ollama(server.url, model=model).problem()
+    assert found == (None if problem is None else f"Ollama at {server.url} has {problem}")
+
+
+def test_the_pre_run_check_says_when_ollama_is_down():
+    url = free_port_url()
+    assert ollama(url).problem().startswith(f"Ollama is not reachable at {url}")
 
 
 def test_default_backend_is_ollama_when_a_server_answers(server):
