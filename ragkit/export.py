@@ -24,8 +24,11 @@ FORMATS: dict[str, tuple[str, str]] = {
     "json": (".json", "application/json"),
     "html": (".html", "text/html"),
 }
-# Summary first: it is what a reader opens the file for.
-TABLE_ORDER = ("summary", "runs", "scores", "retrievals", "stages")
+# Summary first: it is what a reader opens the file for. Judgements and answers (with the prompts)
+# last: they are the largest and the least often read.
+TABLE_ORDER = ("summary", "runs", "scores", "retrievals", "stages", "judgements", "answers")
+# An Excel cell holds at most this many characters; longer prompts and replies are cut in xlsx only.
+XLSX_CELL_LIMIT = 32_767
 # The report charts these metrics with CIs, and these curves, when the runs scored them.
 REPORT_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_mrr")
 REPORT_CURVES = ("recall", "ndcg", "span_recall", "span_ndcg")
@@ -45,8 +48,10 @@ def select_runs(results: Results, run_ids: list[str] | None) -> Results:
         raise ConfigError(f"unknown run id(s): {', '.join(unknown)}. "
                           f"Valid run ids: {', '.join(results.runs['run_id'])}")
     keep = list(run_ids)
+    # With the root kept, the subset reads judgements and answers of its own runs on first use.
     return Results(*(frame[frame["run_id"].isin(keep)].reset_index(drop=True)
-                     for frame in (results.runs, results.scores, results.retrievals, results.stages)))
+                     for frame in (results.runs, results.scores, results.retrievals, results.stages)),
+                   root=results.root)
 
 
 def summary_frame(results: Results, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
@@ -56,13 +61,28 @@ def summary_frame(results: Results, metrics: tuple[str, ...] = HEADLINE_METRICS)
 
 def result_tables(results: Results) -> dict[str, pd.DataFrame]:
     tables = {"summary": summary_frame(results), "runs": results.runs, "scores": results.scores,
-              "retrievals": results.retrievals, "stages": results.stages}
+              "retrievals": results.retrievals, "stages": results.stages, "judgements": results.judgements,
+              "answers": results.answers}
     return {name: tables[name] for name in TABLE_ORDER}
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     """Nullable pandas dtypes as plain object/float columns, for writers that cannot take them."""
     return frame.astype(object).where(frame.notna(), None)
+
+
+def _xlsx_cell(value: object) -> object:
+    """A value Excel accepts: control characters openpyxl refuses are dropped, and text beyond a
+    cell's limit is cut with a note saying where the whole text is."""
+    if not isinstance(value, str):
+        return value
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    value = ILLEGAL_CHARACTERS_RE.sub("", value)
+    if len(value) <= XLSX_CELL_LIMIT:
+        return value
+    note = f" [cut at {XLSX_CELL_LIMIT} characters for Excel; the csv, parquet and json exports hold it whole]"
+    return value[: XLSX_CELL_LIMIT - len(note)] + note
 
 
 def _zip(files: dict[str, bytes]) -> bytes:
@@ -84,7 +104,12 @@ def _to_xlsx(tables: dict[str, pd.DataFrame]) -> bytes:
                               "export csv or parquet instead, or select fewer runs")
         sheet = workbook.create_sheet(name)
         sheet.append([str(column) for column in frame.columns])
+        text_columns = [i for i, dtype in enumerate(frame.dtypes) if not pd.api.types.is_numeric_dtype(dtype)]
         for row in _plain(frame).itertuples(index=False, name=None):
+            if text_columns:
+                row = list(row)
+                for i in text_columns:
+                    row[i] = _xlsx_cell(row[i])
             sheet.append(row)
     buffer = io.BytesIO()
     workbook.save(buffer)

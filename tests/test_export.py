@@ -18,6 +18,8 @@ from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 
 QUESTIONS = ["q1", "q2", "q3"]
+# Longer than an Excel cell holds, with a control character openpyxl refuses.
+LONG_PROMPT = "Context:\x01 " + "x" * 40_000
 METRICS = {"recall@1": [0.0, 1.0, 1.0], "recall@2": [1.0, 1.0, 1.0], "mrr": [0.5, 1.0, 1.0]}
 
 
@@ -36,7 +38,14 @@ def _write_store(root) -> None:
                                 "cached": False} for q in QUESTIONS]
                               + [{"run_id": run_id, "question_id": None, "stage": "index", "seconds": 2.0,
                                   "cached": False}])
-        store.commit_shard(run_id, QUESTIONS, {"scores": scores, "retrievals": retrievals, "stages": stages})
+        judgements = pd.DataFrame([{"run_id": run_id, "question_id": q, "judge": "rerank", "input_summary": "2 chunks",
+                                    "decision": '{"keep": ["c1"]}', "raw_reply": "{}", "valid": True, "error": None,
+                                    "fell_back": False, "seconds": 0.5, "cache_hit": False} for q in QUESTIONS])
+        answers = pd.DataFrame([{"run_id": run_id, "question_id": q, "answer": f"answer {q}", "citations": '["c1"]',
+                                 "contexts": "[]", "prompt": LONG_PROMPT if q == "q1" else "p", "valid": True,
+                                 "error": None} for q in QUESTIONS])
+        store.commit_shard(run_id, QUESTIONS, {"scores": scores, "retrievals": retrievals, "stages": stages,
+                                               "judgements": judgements, "answers": answers})
 
 
 @pytest.fixture
@@ -46,7 +55,8 @@ def results_dir(tmp_path):
     return root
 
 
-EXPECTED_ROWS = {"summary": 2, "runs": 2, "scores": 18, "retrievals": 12, "stages": 8}
+EXPECTED_ROWS = {"summary": 2, "runs": 2, "scores": 18, "retrievals": 12, "stages": 8, "judgements": 6,
+                 "answers": 6}
 
 
 @pytest.mark.unit
@@ -59,6 +69,8 @@ def test_zip_exports_hold_one_file_per_table(results_dir, tmp_path, fmt):
             data = io.BytesIO(archive.read(f"{name}.{fmt}"))
             frame = pd.read_csv(data) if fmt == "csv" else pd.read_parquet(data)
             assert len(frame) == rows, name
+            if name == "answers":  # the whole prompt, control character included
+                assert LONG_PROMPT in set(frame["prompt"])
 
 
 @pytest.mark.unit
@@ -68,6 +80,8 @@ def test_xlsx_has_one_sheet_per_table_summary_first(results_dir, tmp_path):
     assert list(sheets) == list(EXPECTED_ROWS)
     assert {name: len(frame) for name, frame in sheets.items()} == EXPECTED_ROWS
     assert sheets["summary"].set_index("run_id").loc["r1", "mrr"] == pytest.approx(2.5 / 3)
+    prompt = sheets["answers"].set_index(["run_id", "question_id"]).loc[("r1", "q1"), "prompt"]
+    assert len(prompt) == 32_767 and prompt.startswith("Context: xxx") and prompt.endswith("hold it whole]")
 
 
 @pytest.mark.unit
@@ -95,6 +109,8 @@ def test_export_bytes_selects_runs_and_names_the_file(results_dir):
     assert (filename, mime) == ("ragkit-results.json", "application/json")
     payload = json.loads(data)
     assert {r["run_id"] for r in payload["scores"]} == {"r2"} and len(payload["runs"]) == 1
+    assert [r["run_id"] for r in payload["judgements"]] == ["r2"] * 3
+    assert [r["answer"] for r in payload["answers"]] == ["answer q1", "answer q2", "answer q3"]
 
 
 @pytest.mark.unit
