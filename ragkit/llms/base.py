@@ -7,6 +7,7 @@ never branches on the backend.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from dataclasses import dataclass
@@ -71,6 +72,8 @@ class LLMBackend(Component):
         self.params = params
         self._client: Any = None
         self._client_lock = threading.Lock()
+        # Set on a copy from with_params: the model is loaded (once) by the original.
+        self._shares_client_of: LLMBackend | None = None
 
     @property
     def model_name(self) -> str:
@@ -88,8 +91,17 @@ class LLMBackend(Component):
         instead of failing every question."""
         return None
 
+    def with_params(self, **update: Any) -> LLMBackend:
+        """This backend with some parameters changed, sharing the loaded model or HTTP client."""
+        twin = copy.copy(self)
+        twin.params = self.params.model_copy(update=update)
+        twin._shares_client_of = self._shares_client_of or self
+        return twin
+
     def client(self) -> Any:
         """The loaded model or HTTP client, created once on first use."""
+        if self._shares_client_of is not None:
+            return self._shares_client_of.client()
         with self._client_lock:
             if self._client is None:
                 self._client = self._create_client()

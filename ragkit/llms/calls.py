@@ -7,6 +7,7 @@ recorded per call and summed per stage for the results' ``stages`` table.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -191,8 +192,17 @@ class LLMClient:
     def drain_usage(self) -> list[StageUsage]:
         """Usage since the last drain, then forget it: the executor calls this once per question."""
         with self._lock:
-            records, self._records = self._records, []
+            # Emptied in place: a sibling from with_backend_params records into the same list.
+            records = list(self._records)
+            self._records.clear()
         return summarise(records)
+
+    def with_backend_params(self, **update: Any) -> LLMClient:
+        """This client with some backend parameters changed (e.g. seed and temperature for a
+        re-sampled judge): its own cache keys, but the same cache, loaded model and usage records."""
+        sibling = copy.copy(self)
+        sibling.backend = self.backend.with_params(**update)
+        return sibling
 
 
 def summarise(records: Sequence[CallRecord]) -> list[StageUsage]:

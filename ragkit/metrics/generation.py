@@ -36,7 +36,6 @@ separate cached call (greedy decoding would only repeat itself). Then per questi
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -46,7 +45,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragkit.llms.calls import LLMClient, LLMResult
+from ragkit.llms.calls import LLMClient
 from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
@@ -245,23 +244,8 @@ def _rows(question_id: str, name: str, parts: Sequence[tuple[str, float, str | N
     ]
 
 
-class _ResampledClient(LLMClient):
-    """The caller's client with the judge re-sampled: same cache, usage recorded by the caller's client."""
-
-    def __init__(self, parent: LLMClient, seed: int, temperature: float) -> None:
-        backend = copy.copy(parent.backend)
-        backend.params = parent.backend.params.model_copy(update={"seed": seed, "temperature": temperature})
-        backend.client = parent.backend.client  # use the parent's model, loaded once, not a second copy
-        super().__init__(backend, cache_dir=None, clock=parent._clock)
-        self.cache = parent.cache
-        self._parent = parent
-
-    def _record(self, stage: str, result: LLMResult) -> None:
-        self._parent._record(stage, result)
-
-
 def resampled_client(client: LLMClient, repeat: int, temperature: float) -> LLMClient:
     """``client`` sampling with seed + ``repeat`` at ``temperature``: the seed and temperature are
     backend parameters, so each repeat has its own cache key and a second run reuses it."""
     base_seed = getattr(client.backend.params, "seed", None) or 0
-    return _ResampledClient(client, base_seed + repeat, temperature)
+    return client.with_backend_params(seed=base_seed + repeat, temperature=temperature)

@@ -283,3 +283,29 @@ def test_a_cache_salt_asks_again_instead_of_reusing_the_unsalted_reply(tmp_path)
     again = client.call("Same prompt", stage="judge:x", cache_salt="x:prompt_version=2")
     assert (plain.text, salted.text, again.text) == ("first", "second", "second")
     assert len(backend.requests) == 2 and again.cache_hit
+
+
+class CountingLLM(ScriptedLLM):
+    loads = 0
+
+    def _create_client(self) -> Any:
+        CountingLLM.loads += 1
+        return object()
+
+    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+        self.client()
+        return super()._chat(messages, json_schema=json_schema, max_tokens=max_tokens)
+
+
+def test_a_sibling_with_other_backend_params_shares_cache_model_and_usage(tmp_path):
+    CountingLLM.loads = 0
+    client = LLMClient(CountingLLM(ScriptedParams(seed=1)), tmp_path)
+    sibling = client.with_backend_params(seed=2, temperature=0.7)
+    assert (client.backend.params.seed, sibling.backend.params.seed) == (1, 2)
+    first, resampled = client.call("q", stage="eval"), sibling.call("q", stage="eval")
+    assert first.key != resampled.key and not resampled.cache_hit  # a re-sample is its own cache entry
+    assert sibling.call("q", stage="eval").cache_hit  # ...kept in the shared cache
+    assert CountingLLM.loads == 1  # the model is loaded once, by the original
+    (usage,) = client.drain_usage()  # the sibling's calls are drained by the original
+    assert (usage.llm_calls, usage.backend_calls) == (3, 2)
+    assert sibling.drain_usage() == []
