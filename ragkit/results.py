@@ -29,7 +29,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # a cached LLM reply the time it took to generate.
         "run_id": "string", "question_id": "string", "stage": "string", "seconds": "float64", "cached": "bool",
         # LLM usage of the stage's calls: what the replies cost when produced (also on a cache hit),
-        # and backend_calls, the calls this run actually sent.
+        # and backend_calls, the calls this run actually sent. invalid_replies counts replies that
+        # failed the JSON schema ragkit asked for; ragas parses its own replies, so an evaluation
+        # judge's unparseable reply shows as the metric's NaN + error in scores instead.
         "llm_calls": "int64", "backend_calls": "int64", "invalid_replies": "int64",
         "prompt_tokens": "int64", "completion_tokens": "int64",
     },
