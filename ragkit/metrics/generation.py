@@ -28,7 +28,9 @@ computed once): repeat k asks the judge with seed + k at ``repeat_temperature``,
 separate cached call (greedy decoding would only repeat itself). Then per question and metric:
 
 - ``<metric>``: the mean of the valid repeats; NaN when none was valid. ``error`` lists the
-  failed repeats' reasons ("2 of 3 repeats invalid: ...") even when a mean exists.
+  failed repeats' reasons ("2 of 3 repeats invalid: ...") even when a mean exists. Such a row
+  counts as failed in means, comparisons and the failure summary (a row with an error is never
+  scored); its value stays for inspection.
 - ``<metric>.judge_sd``: the sample standard deviation (ddof=1) of the valid repeats; NaN with
   a reason when fewer than two were valid.
 - ``<metric>.invalid_share``: the share of repeats that gave no value, for any reason.
