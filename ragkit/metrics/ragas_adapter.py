@@ -32,6 +32,7 @@ the failed LLM call, or why ragas itself returned NaN (e.g. the judge found no s
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import warnings
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
 
 # Before any import of ragas (all are inside functions): ragas otherwise posts usage analytics.
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+# ragas logs every unparseable judge reply at ERROR, over the run's progress bar; ragkit records
+# each one as the metric's NaN + reason and counts them in the run summary instead.
+logging.getLogger("ragas.prompt").setLevel(logging.CRITICAL)
 
 T = TypeVar("T")
 
