@@ -61,9 +61,13 @@ class OllamaLLM(LLMBackend):
             response = httpx.get(url + "/api/tags", timeout=2.0)
         except httpx.HTTPError:
             return unreachable_message(self.params.base_url)
-        if response.status_code != 200:
+        try:
+            listing = response.json() if response.status_code == 200 else None
+        except ValueError:  # something else listens there
+            listing = None
+        if not isinstance(listing, dict):
             return unreachable_message(self.params.base_url)
-        pulled = sorted(str(entry.get("name", "")) for entry in response.json().get("models", []))
+        pulled = sorted(str(entry.get("name", "")) for entry in listing.get("models") or [])
         return None if has_model(pulled, self.params.model) else missing_model_message(
             self.params.base_url, self.params.model, pulled)
 

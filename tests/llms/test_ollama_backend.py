@@ -176,6 +176,28 @@ def test_the_pre_run_check_names_a_model_that_is_not_pulled(server, model, probl
     assert found == (None if problem is None else f"Ollama at {server.url} has {problem}")
 
 
+def test_the_pre_run_check_says_when_something_else_answers():
+    class NotOllama(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b"<html>hello</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), NotOllama)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        assert ollama(url).problem().startswith(f"Ollama is not reachable at {url}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_the_pre_run_check_says_when_ollama_is_down():
     url = free_port_url()
     assert ollama(url).problem().startswith(f"Ollama is not reachable at {url}")
