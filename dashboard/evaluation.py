@@ -19,16 +19,15 @@ import pandas as pd
 
 from ragkit import analysis, charts
 from ragkit.report import GENERATION_METRICS as CHARTED_METRICS
+from ragkit.results import JUDGE_SD_SUFFIX, USAGE_FIELDS, is_evaluation_stage
 
 # Every generation metric a run can score, in reading order: ragas' LLM-judged metrics, ragas'
-# non-LLM forms, answer overlap, our embedding score, the pipeline's own groundedness judge.
+# non-LLM forms, answer overlap, our embedding score (ragkit.metrics.generation.METRICS, named
+# here because importing that module loads LlamaIndex), the pipeline's own groundedness judge.
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
     "nonllm_context_recall", "answer_overlap", "embedding_groundedness", "groundedness",
 )
-# With each question judged r >= 2 times, `<metric>.judge_sd` is the judge's own spread.
-JUDGE_SD_SUFFIX = ".judge_sd"
-EVAL_STAGE = "eval"
 JUDGE_FACTOR_PREFIX = "judge."
 # A runs column judge_effects adds: which group of judge-toggled runs a run belongs to.
 LINKED_GROUP_COLUMN = "linked by judge toggles"
@@ -48,14 +47,9 @@ def generation_metrics(metrics: Iterable[str], charted_only: bool = False) -> li
     return [m for m in (CHARTED_METRICS if charted_only else GENERATION_METRICS) if m in present]
 
 
-def _is_evaluation(stages: pd.DataFrame) -> pd.Series:
-    stage = stages["stage"].astype("string")
-    return ((stage == EVAL_STAGE) | stage.str.startswith(EVAL_STAGE + ":")).fillna(False).astype(bool)
-
-
 def pipeline_stages(stages: pd.DataFrame) -> pd.DataFrame:
     """The stages a question costs when the pipeline serves it: every stage but ``eval`` and ``eval:*``."""
-    return stages[~_is_evaluation(stages)]
+    return stages[~is_evaluation_stage(stages["stage"])]
 
 
 def latency_scores(stages: pd.DataFrame) -> pd.DataFrame:
@@ -71,8 +65,6 @@ def latency_scores(stages: pd.DataFrame) -> pd.DataFrame:
 def llm_usage(stages: pd.DataFrame) -> pd.DataFrame:
     """Per run: the pipeline's LLM calls, invalid replies and tokens (evaluation left out); empty
     when the runs made no pipeline LLM call."""
-    from ragkit.pipeline import USAGE_FIELDS  # on use: it imports LlamaIndex
-
     usage = pipeline_stages(stages)[["run_id", *USAGE_FIELDS]].fillna(0)
     if not usage[list(USAGE_FIELDS)].to_numpy().any():
         return pd.DataFrame()
@@ -82,10 +74,8 @@ def llm_usage(stages: pd.DataFrame) -> pd.DataFrame:
 def evaluation_cost(stages: pd.DataFrame) -> pd.DataFrame:
     """Per run and evaluation stage (``eval:<metric>``, and ``eval`` for the rest): seconds, LLM
     calls, invalid replies and tokens; empty when these runs were not evaluated."""
-    from ragkit.pipeline import USAGE_FIELDS
-
     columns = ["seconds", *USAGE_FIELDS]
-    evaluated = stages[_is_evaluation(stages)].fillna({column: 0 for column in columns})
+    evaluated = stages[is_evaluation_stage(stages["stage"])].fillna({column: 0 for column in columns})
     if evaluated.empty:
         return pd.DataFrame()
     cost = evaluated.astype({"stage": "string"}).groupby(["run_id", "stage"], observed=True)[columns].sum()

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ragkit.results import ResultStore, empty_table
+from ragkit.results import ResultStore, empty_table, is_evaluation_stage
 from ragkit.summary import run_labels
 
 # runs columns that identify or key a run rather than configure it
@@ -247,7 +247,7 @@ def run_latency(stages: pd.DataFrame) -> pd.Series:
     """Mean seconds per question per run: the sum of the per-question stage means. Evaluation
     stages (eval, eval:<metric>) measure the answer after the fact and are left out."""
     latency = latency_by_stage(stages)
-    answering = latency["per_question"] & ~latency["stage"].astype(str).str.startswith("eval")
+    answering = latency["per_question"] & ~is_evaluation_stage(latency["stage"])
     return latency[answering].groupby("run_id")["seconds"].sum()
 
 

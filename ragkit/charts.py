@@ -145,25 +145,6 @@ def pareto_chart(frame: pd.DataFrame, runs: pd.DataFrame, quality: str = "qualit
     return figure
 
 
-def factor_effect_chart(effects: pd.DataFrame, metric: str) -> go.Figure:
-    """Mean paired difference (b - a) with its CI per single-factor pair, for one metric
-    (`effects` from analysis.factor_effects)."""
-    data = effects[effects["metric"] == metric]
-    names = (data["factor"] + ": " + data["value_a"] + " → " + data["value_b"]).tolist()
-    figure = go.Figure(go.Scatter(
-        x=data["mean_diff"], y=list(range(len(names))), mode="markers", marker=dict(size=9),
-        error_x=dict(type="data", symmetric=False, array=(data["ci_high"] - data["mean_diff"]).to_numpy(),
-                     arrayminus=(data["mean_diff"] - data["ci_low"]).to_numpy()),
-        text=names, customdata=data[["latency_ms_diff"]].to_numpy(),
-        hovertemplate="%{text}<br>Δ = %{x:.3f}<br>Δ latency = %{customdata[0]:.1f} ms<extra></extra>",
-    ))
-    figure.add_vline(x=0, line_dash="dot")
-    figure.update_layout(xaxis_title=f"Δ {metric} (b - a, 95% paired bootstrap CI)",
-                         yaxis=dict(tickvals=list(range(len(names))), ticktext=names),
-                         height=max(300, 26 * len(names) + 120), margin=dict(l=10, r=10, t=40, b=40))
-    return figure
-
-
 def pair_names(effects: pd.DataFrame) -> pd.Series:
     """"rerank: off → llm" for each row's pair (a judge factor without its "judge." prefix); pairs
     that read the same (one toggle over different other settings) are numbered #1, #2, ..."""

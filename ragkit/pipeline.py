@@ -25,8 +25,7 @@ from ragkit.judges.quality_gate import QualityGate
 from ragkit.judges.rerank import RerankJudge
 from ragkit.judges.retrieval import RetrievalJudge
 from ragkit.llms.calls import LLMClient, StageUsage
-
-USAGE_FIELDS = ("llm_calls", "backend_calls", "invalid_replies", "prompt_tokens", "completion_tokens")
+from ragkit.results import USAGE_FIELDS
 
 
 @dataclass

@@ -46,6 +46,22 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "contexts": "string", "prompt": "string", "valid": "bool", "error": "string",
     },
 }
+# The stages columns that count LLM usage, summed per stage and per run.
+USAGE_FIELDS = ("llm_calls", "backend_calls", "invalid_replies", "prompt_tokens", "completion_tokens")
+# Evaluation stages: "eval:<metric>" (the evaluation's LLM calls) and "eval" (its other work). They
+# measure the answer after the fact, so latency and pipeline cost leave them out.
+EVAL_STAGE = "eval"
+# Score rows a metric judged r >= 2 times adds: the judge's own spread and its invalid share.
+JUDGE_SD_SUFFIX = ".judge_sd"
+INVALID_SHARE_SUFFIX = ".invalid_share"
+
+
+def is_evaluation_stage(stage: pd.Series) -> pd.Series:
+    """True for the rows of ``stage`` that are ``eval`` or ``eval:<metric>``."""
+    stage = stage.astype("string")
+    return ((stage == EVAL_STAGE) | stage.str.startswith(EVAL_STAGE + ":")).fillna(False).astype(bool)
+
+
 _ARROW_TYPES = {"string": "string", "float64": "float64", "int64": "int64", "bool": "bool_"}
 
 

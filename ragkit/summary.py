@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragkit.results import ResultStore
+from ragkit.results import ResultStore, is_evaluation_stage
 
 HEADLINE_METRICS = (
     "recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_recall@10", "span_mrr", "groundedness",
@@ -81,14 +81,14 @@ def _add_llm_columns(table: pd.DataFrame, stages: pd.DataFrame, judgements: pd.D
         return
     questions = per_question.groupby("run_id", observed=True)["question_id"].nunique()
     # Evaluation (eval, eval:<metric>) measures the answer; it is not part of answering.
-    evaluating = per_question["stage"].astype(str).str.startswith("eval")
+    evaluating = is_evaluation_stage(per_question["stage"])
     pipeline = per_question[~evaluating]
     table["latency_ms"] = pipeline.groupby("run_id", observed=True)["seconds"].sum() / questions * 1000
     if evaluating.any():
         table["eval_ms"] = per_question[evaluating].groupby("run_id", observed=True)["seconds"].sum() / questions * 1000
     if "llm_calls" in stages.columns and stages["llm_calls"].fillna(0).sum() > 0:
         usage = ["llm_calls", "backend_calls", "prompt_tokens", "completion_tokens"]
-        evaluating_all = stages["stage"].astype(str).str.startswith("eval")
+        evaluating_all = is_evaluation_stage(stages["stage"])
         totals = stages[~evaluating_all].groupby("run_id", observed=True)[usage].sum()
         table["llm_calls/q"] = totals["llm_calls"] / questions
         table["tokens/q"] = (totals["prompt_tokens"] + totals["completion_tokens"]) / questions

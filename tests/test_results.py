@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragkit.results import ResultStore
+from ragkit.results import ResultStore, is_evaluation_stage
 
 pytestmark = pytest.mark.unit
 
@@ -37,3 +37,12 @@ def test_parts_without_a_commit_marker_are_ignored(tmp_path):
 def test_unknown_table_lists_valid_ones(tmp_path):
     with pytest.raises(ValueError, match="Valid tables: runs, scores, retrievals, stages"):
         ResultStore(tmp_path).read("nope")
+
+
+@pytest.mark.parametrize(("stage", "evaluating"), [
+    ("eval", True), ("eval:faithfulness", True),
+    ("generate", False), ("judge:rerank", False), ("evaluator", False), (None, False),
+])
+def test_evaluation_stages_are_eval_and_eval_metric_only(stage, evaluating):
+    for dtype in ("string", "category"):
+        assert is_evaluation_stage(pd.Series([stage], dtype=dtype)).tolist() == [evaluating]

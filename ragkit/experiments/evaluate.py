@@ -13,10 +13,10 @@ from ragkit.llms.calls import LLMClient
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.pipeline import Trace, stage_row
 from ragkit.qa import Question
+from ragkit.results import EVAL_STAGE
 
 # Characters kept on each side of an answer span for its reference context: about a paragraph.
 SPAN_CONTEXT_CHARS = 300
-EVAL_STAGE = "eval"
 
 
 def reference_contexts(question: Question, documents: dict[str, Document]) -> list[str]:

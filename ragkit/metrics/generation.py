@@ -51,10 +51,9 @@ from ragkit.llms.calls import LLMClient
 from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
+from ragkit.results import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
 
 COLUMNS = ["question_id", "metric", "value", "error"]
-JUDGE_SD_SUFFIX = ".judge_sd"
-INVALID_SHARE_SUFFIX = ".invalid_share"
 
 
 @dataclass(frozen=True)
