@@ -231,8 +231,9 @@ def _results_stamp(folder: Path) -> float:
     return _folder_stamp(folder / "_commits") + _folder_stamp(folder / "runs")
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=8)
+@st.cache_resource(ttl=DATA_TTL_S, max_entries=8)
 def _results(folder: str, stamp: float):
+    """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
 
     return load_results(Path(folder))
@@ -243,138 +244,19 @@ def load_results(experiment: str):
     return _results(str(folder), _results_stamp(folder))
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
-def _metric_means(folder: str, stamp: float, metrics: tuple[str, ...], run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from ragkit.analysis import metric_means
+@st.cache_data(ttl=DATA_TTL_S, max_entries=64)
+def _view(folder: str, stamp: float, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
+    from ragkit.analysis.views import VIEWS
 
-    scores = _results(folder, stamp).scores
-    return metric_means(scores[scores["run_id"].isin(run_ids)], list(metrics))
+    return VIEWS[name](_results(folder, stamp).subset(list(run_ids) if run_ids is not None else None), *args)
 
 
-def metric_means(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.DataFrame:
+def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> Any:
+    """``ragkit.analysis.views.<name>(results of these runs, *args)``, cached per results folder
+    state: the one cached helper every page's tables and charts come through."""
     folder = results_root() / experiment
-    return _metric_means(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
-def _question_rows(folder: str, stamp: float, name: str, run_ids: tuple[str, ...], question_id: str) -> pd.DataFrame:
-    table = getattr(_results(folder, stamp), name)
-    return table[table["run_id"].isin(run_ids)
-                 & (table["question_id"].isna() | (table["question_id"] == question_id))].reset_index(drop=True)
-
-
-def question_rows(experiment: str, name: str, run_ids: list[str], question_id: str) -> pd.DataFrame:
-    """The ``answers`` or ``judgements`` rows of ``run_ids`` for one question, and their run-level
-    rows (no question id, e.g. per-document chunking decisions)."""
-    folder = results_root() / experiment
-    return _question_rows(str(folder), _results_stamp(folder), name, tuple(run_ids), question_id)
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _llm_usage(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import llm_usage
-
-    stages = _results(folder, stamp).stages
-    return llm_usage(stages[stages["run_id"].isin(run_ids)])
-
-
-def llm_usage(experiment: str, run_ids: list[str]) -> pd.DataFrame:
-    """Per run: the pipeline's LLM calls (answered and sent to the backend), invalid replies and
-    tokens, evaluation calls left out; empty when these runs made no pipeline LLM call."""
-    folder = results_root() / experiment
-    return _llm_usage(str(folder), _results_stamp(folder), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _evaluation_cost(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import evaluation_cost
-
-    stages = _results(folder, stamp).stages
-    return evaluation_cost(stages[stages["run_id"].isin(run_ids)])
-
-
-def evaluation_cost(experiment: str, run_ids: list[str]) -> pd.DataFrame:
-    """Per run and evaluated metric: seconds, LLM calls and tokens of the ``eval:*`` stages."""
-    folder = results_root() / experiment
-    return _evaluation_cost(str(folder), _results_stamp(folder), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _judge_replies(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
-    judgements = _results(folder, stamp).judgements
-    judgements = judgements[judgements["run_id"].isin(run_ids)]
-    if judgements.empty:
-        return pd.DataFrame()
-    table = judgements.assign(invalid=~judgements["valid"]).groupby("judge").agg(
-        decisions=("judge", "size"), invalid_share=("invalid", "mean"), fell_back_share=("fell_back", "mean"),
-        mean_seconds=("seconds", "mean"),
-    )
-    return table.reset_index()
-
-
-def judge_replies(experiment: str, run_ids: list[str]) -> pd.DataFrame:
-    """Per judge over ``run_ids``: decisions, share of invalid replies and of fallbacks, mean seconds."""
-    folder = results_root() / experiment
-    return _judge_replies(str(folder), _results_stamp(folder), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _latency_means(folder: str, stamp: float, run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import LATENCY_METRIC, latency_scores
-    from ragkit.analysis import metric_means
-
-    stages = _results(folder, stamp).stages
-    return metric_means(latency_scores(stages[stages["run_id"].isin(run_ids)]), [LATENCY_METRIC])
-
-
-def latency_means(experiment: str, run_ids: list[str]) -> pd.DataFrame:
-    """Per run: mean pipeline ms per question with a 95% bootstrap CI, as analysis.metric_means."""
-    folder = results_root() / experiment
-    return _latency_means(str(folder), _results_stamp(folder), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _scored_and_failed(folder: str, stamp: float, metrics: tuple[str, ...], run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import scored_and_failed
-
-    scores = _results(folder, stamp).scores
-    return scored_and_failed(scores[scores["run_id"].isin(run_ids)], list(metrics))
-
-
-def scored_and_failed(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.DataFrame:
-    """Per metric over ``run_ids``: questions scored and failed, and the judge's spread if repeated."""
-    folder = results_root() / experiment
-    return _scored_and_failed(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _failure_reasons(folder: str, stamp: float, metrics: tuple[str, ...], run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import failure_reasons
-
-    scores = _results(folder, stamp).scores
-    return failure_reasons(scores[scores["run_id"].isin(run_ids)], list(metrics))
-
-
-def failure_reasons(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.DataFrame:
-    """The most common reasons ``metrics`` could not be computed over ``run_ids``."""
-    folder = results_root() / experiment
-    return _failure_reasons(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
-def _judge_effects(folder: str, stamp: float, metrics: tuple[str, ...], run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import judge_effects
-
-    results = _results(folder, stamp)
-    keep = {name: getattr(results, name)[getattr(results, name)["run_id"].isin(run_ids)]
-            for name in ("scores", "stages", "runs")}
-    return judge_effects(keep["scores"], keep["stages"], keep["runs"], list(metrics))
-
-
-def judge_effects(experiment: str, metrics: list[str], run_ids: list[str]) -> pd.DataFrame:
-    """Judge on/off pairs among ``run_ids`` x ``metrics``: paired differences, p and Holm p over these rows, costs."""
-    folder = results_root() / experiment
-    return _judge_effects(str(folder), _results_stamp(folder), tuple(metrics), tuple(run_ids))
+    return _view(str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
+                 tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args))
 
 
 def dataset_of(out_dir: Path) -> str | None:
@@ -440,34 +322,3 @@ def default_llm() -> tuple[str, str, str, bool]:
     backend, model = _default_llm(settings.ollama_url, settings.ollama_model)
     # resolve_default_backend picks ollama exactly when the server answers: one probe tells both.
     return backend, model, settings.ollama_url, backend == "ollama"
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=8)
-def _export(folder: str, stamp: float, fmt: str, run_ids: tuple[str, ...] | None, name: str) -> tuple[bytes, str, str]:
-    from ragkit.export import export_bytes
-
-    return export_bytes(_results(folder, stamp), fmt, list(run_ids) if run_ids else None, name=name)
-
-
-def export(experiment: str, fmt: str, run_ids: list[str] | None) -> tuple[bytes, str, str]:
-    """(bytes, file name, MIME type) of an export of ``experiment`` (all runs when run_ids is None)."""
-    folder = results_root() / experiment
-    return _export(str(folder), _results_stamp(folder), fmt, tuple(run_ids) if run_ids else None, experiment)
-
-
-@st.cache_data(ttl=DATA_TTL_S, max_entries=32)
-def _factor_effects(folder: str, stamp: float, metric: str, run_ids: tuple[str, ...]) -> pd.DataFrame:
-    from dashboard.evaluation import pipeline_stages
-    from ragkit.analysis import factor_effects
-
-    results = _results(folder, stamp)
-    keep = {name: getattr(results, name)[getattr(results, name)["run_id"].isin(run_ids)]
-            for name in ("scores", "stages", "runs")}
-    return factor_effects(keep["scores"], pipeline_stages(keep["stages"]), keep["runs"], [metric])
-
-
-def factor_effects(experiment: str, metric: str, run_ids: list[str]) -> pd.DataFrame:
-    """Single-factor pairs among ``run_ids`` with the paired difference (b - a) of ``metric`` and
-    the pipeline latency it cost (evaluation stages left out)."""
-    folder = results_root() / experiment
-    return _factor_effects(str(folder), _results_stamp(folder), metric, tuple(run_ids))

@@ -87,7 +87,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(store) -> None:
-    from ragkit.summary import format_failures, format_summary, metric_failures, summary_table
+    from ragkit.analysis.failures import format_failures, metric_failures
+    from ragkit.analysis.summary import format_summary, summary_table
 
     print(format_summary(summary_table(store)))
     failures = format_failures(metric_failures(store.read("scores")))
@@ -98,12 +99,15 @@ def _print_summary(store) -> None:
 def _cmd_summary(args: argparse.Namespace) -> int:
     from ragkit.results import ResultStore
 
-    _print_summary(ResultStore(Path(args.results)))
+    store = ResultStore(Path(args.results))
+    if not store.exists():
+        raise FileNotFoundError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
+    _print_summary(store)
     return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ragkit.export import export_results
+    from ragkit.analysis.export import export_results
 
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     print(export_results(Path(args.results), args.format, args.out, run_ids))
@@ -111,10 +115,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ragkit.report import render_report
+    from ragkit.analysis.report import render_report
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    text = render_report(Path(args.results), args.format, metrics)
+    text = render_report(Path(args.results), args.format, metrics, detail=not args.no_detail,
+                         depth_rule=args.depth_rule)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
@@ -180,11 +185,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--runs", help="comma-separated run ids (default: every run)")
     export.set_defaults(func=_cmd_export)
 
-    report = sub.add_parser("report", help="print per-configuration metrics with CIs and every single-factor "
-                                           "comparison with CIs and p-values")
+    report = sub.add_parser("report", help="print what each factor does (each level vs the best), per-configuration "
+                                           "metrics, and every single-factor pair, with CIs and p-values")
     report.add_argument("results", help="results folder")
-    report.add_argument("--format", default="md", choices=["md", "html"], help="markdown (default) or html")
+    report.add_argument("--format", default="md", choices=["md", "html", "json"],
+                        help="markdown (default), html, or json (every number unformatted)")
     report.add_argument("--metrics", help="comma-separated metrics (default: headline and generation metrics)")
+    report.add_argument("--no-detail", action="store_true",
+                        help="leave out the single-factor pairs (the factor answers and configurations stay)")
+    report.add_argument("--depth-rule", default="common", choices=["common", "asked"],
+                        help="compare runs whose final contexts differ in depth at the common depth (default) "
+                             "or at the metric's own cut-off")
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
 

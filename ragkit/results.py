@@ -3,6 +3,10 @@
 Each (run, shard of questions) writes one Parquet part per table, then a commit marker; readers
 only see parts whose marker exists. A run killed mid-shard leaves uncommitted parts that the
 next attempt overwrites, so resuming never loses nor duplicates a row.
+
+Two tables are not per shard: ``runs`` (one file per run) and ``questions`` (one file per
+question set, ``questions/<questions_key>.parquet``, written whole before any question is
+answered). Both are written atomically, so a file that exists is complete.
 """
 
 from __future__ import annotations
@@ -16,13 +20,15 @@ from ragkit.atomic import write_json_atomic, write_parquet_atomic
 from ragkit.hashing import content_key
 
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
-TABLES = ("runs",) + PART_TABLES
+TABLES = ("runs",) + PART_TABLES + ("questions",)
 
 SCHEMAS: dict[str, dict[str, str]] = {
     "scores": {"run_id": "string", "question_id": "string", "metric": "string", "value": "float64", "error": "string"},
     "retrievals": {
         "run_id": "string", "question_id": "string", "rank": "int64", "chunk_id": "string", "doc_id": "string",
         "start_char": "int64", "end_char": "int64", "score": "float64",
+        # cl100k tokens of the chunk's text (ragkit.metrics.final_context); null in older results.
+        "tokens": "int64",
     },
     "stages": {
         # seconds: what the stage costs the configuration; a reused index counts its build time and
@@ -44,6 +50,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "answers": {
         "run_id": "string", "question_id": "string", "answer": "string", "citations": "string",
         "contexts": "string", "prompt": "string", "valid": "bool", "error": "string",
+    },
+    # One row per question, whatever the run: document is the question's source document (the
+    # cluster statistics resample), or the question's own id when it has none.
+    "questions": {
+        "question_id": "string", "text": "string", "document": "string", "n_relevant_docs": "int64",
+        "n_answer_groups": "int64",
     },
 }
 # The stages columns that count LLM usage, summed per stage and per run.
@@ -79,14 +91,22 @@ class ResultStore:
     def write_run(self, run_id: str, row: dict) -> None:
         write_parquet_atomic(self.root / "runs" / f"{run_id}.parquet", pd.DataFrame([row]))
 
+    def write_questions(self, questions_key: str, frame: pd.DataFrame) -> None:
+        """The question set's ``questions`` rows, one file per question set."""
+        write_parquet_atomic(self.root / "questions" / f"{questions_key}.parquet", _conform(frame, "questions"))
+
     def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame]) -> None:
         part = f"{run_id}-{content_key(question_ids, length=12)}"
         for name in PART_TABLES:
             frame = tables.get(name)
             frame = empty_table(name) if frame is None or frame.empty else frame
             write_parquet_atomic(self.root / name / f"{part}.parquet", _conform(frame, name))
-        # The marker goes last: until it exists the shard does not count as written.
-        write_json_atomic(self._commit_dir() / f"{part}.json", {"run_id": run_id, "question_ids": question_ids})
+        scores = tables.get("scores")
+        metrics = sorted(scores["metric"].dropna().astype(str).unique()) if scores is not None and not scores.empty else []
+        # The marker goes last: until it exists the shard does not count as written. It lists the
+        # part's metrics, so a page lists a folder's metrics without reading its scores.
+        write_json_atomic(self._commit_dir() / f"{part}.json",
+                          {"run_id": run_id, "question_ids": question_ids, "metrics": metrics})
 
     def completed_questions(self) -> dict[str, set[str]]:
         done: dict[str, set[str]] = {}
@@ -100,30 +120,73 @@ class ResultStore:
         folder = self._commit_dir()
         return {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
 
-    def read(self, name: str, categorical: tuple[str, ...] = ()) -> pd.DataFrame:
-        """A whole table; ``categorical`` string columns come back as pandas categories, which is
-        much faster for big tables (no Python string per row)."""
+    def _parts(self, name: str) -> list[Path]:
+        folder = self.root / name
+        if not folder.exists():
+            return []
+        if name in PART_TABLES:
+            committed = self._committed_parts()
+            return sorted(p for p in folder.glob("*.parquet") if p.stem in committed)
+        return sorted(folder.glob("*.parquet"))
+
+    def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
+             columns: list[str] | None = None) -> pd.DataFrame:
+        """A table; ``categorical`` string columns come back as pandas categories, read as
+        dictionaries (no Python string per row: much faster for big tables). ``metrics`` keeps
+        only those rows of a table with a metric column, filtered while reading; ``columns``
+        reads only those columns of a part table."""
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
-        folder = self.root / name
-        if name == "runs":
-            parts = sorted(folder.glob("*.parquet")) if folder.exists() else []
-        else:
-            committed = self._committed_parts()
-            parts = sorted(p for p in folder.glob("*.parquet") if p.stem in committed) if folder.exists() else []
+        parts = self._parts(name)
         if not parts:
-            return empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
-        if name == "runs":  # one small file per run, columns differ by component: let pandas align them
-            return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+            table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
+            return table if columns is None else table[columns]
+        if name == "runs":  # one small file per run, columns differ by component: let arrow align them
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default").to_pandas()
+        if name == "questions":  # question sets of several plans may share questions
+            frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+            return _conform(frame.drop_duplicates("question_id", ignore_index=True), name)
         # Part tables share one schema: one multi-file read is several times faster than a concat.
+        import pyarrow as pa
         import pyarrow.dataset as ds
 
         # The schema is given, not inferred, so parts written before a column existed read as nulls.
-        table = ds.dataset([str(p) for p in parts], format="parquet", schema=arrow_schema(name)).to_table()
-        for column in categorical:
-            index = table.schema.get_field_index(column)
-            table = table.set_column(index, column, table.column(column).dictionary_encode())
-        return table.to_pandas()
+        schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in categorical else f
+                            for f in arrow_schema(name)])
+        options = ds.ParquetReadOptions(dictionary_columns=list(categorical))
+        dataset = ds.dataset([str(p) for p in parts], format=ds.ParquetFileFormat(read_options=options), schema=schema)
+        where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
+        table = dataset.to_table(columns=columns, filter=where)
+        # Each file has its own dictionary; one shared set of categories per column for pandas.
+        return table.unify_dictionaries().to_pandas()
+
+    def metric_names(self, run_ids: list[str] | None = None) -> list[str]:
+        """The distinct metrics in ``scores`` (of ``run_ids`` only, when given): from the commit
+        markers, and from the metric column of parts committed before markers listed them."""
+        names: set[str] = set()
+        unlisted: list[str] = []
+        folder = self._commit_dir()
+        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
+            record = json.loads(marker.read_text(encoding="utf-8"))
+            if run_ids is not None and record["run_id"] not in run_ids:
+                continue
+            if "metrics" in record:
+                names.update(record["metrics"])
+            else:
+                unlisted.append(marker.stem)
+        if unlisted:
+            import pyarrow.compute as pc
+            import pyarrow.dataset as ds
+
+            parts = [str(p) for p in self._parts("scores") if p.stem in set(unlisted)]
+            if parts:
+                dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"))
+                names.update(str(n) for n in pc.unique(dataset.to_table(columns=["metric"]).column("metric")).to_pylist()
+                             if n is not None)
+        return sorted(names)
 
     def exists(self) -> bool:
         return (self.root / "runs").exists()

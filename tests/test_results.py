@@ -46,3 +46,40 @@ def test_unknown_table_lists_valid_ones(tmp_path):
 def test_evaluation_stages_are_eval_and_eval_metric_only(stage, evaluating):
     for dtype in ("string", "category"):
         assert is_evaluation_stage(pd.Series([stage], dtype=dtype)).tolist() == [evaluating]
+
+
+def _questions(ids: list[str], document: str) -> pd.DataFrame:
+    return pd.DataFrame({"question_id": ids, "text": "t", "document": document, "n_relevant_docs": 1,
+                         "n_answer_groups": 1})
+
+
+def test_questions_are_the_union_of_every_question_set(tmp_path):
+    store = ResultStore(tmp_path)
+    store.write_questions("set-a", _questions(["q1", "q2"], "d1"))
+    store.write_questions("set-b", _questions(["q2", "q3"], "d1"))
+    store.write_questions("set-a", _questions(["q1", "q2"], "d1"))  # a re-run rewrites its own file
+    questions = store.read("questions")
+    assert sorted(questions["question_id"]) == ["q1", "q2", "q3"]
+    assert questions["n_answer_groups"].dtype == "int64"
+    assert sorted(p.name for p in (tmp_path / "questions").iterdir()) == ["set-a.parquet", "set-b.parquet"]
+
+
+def test_a_results_folder_from_before_the_questions_table_reads_an_empty_one(tmp_path):
+    store = ResultStore(tmp_path)
+    store.commit_shard("r1", ["a"], {"scores": _scores("r1", ["a"])})
+    questions = store.read("questions")
+    assert questions.empty
+    assert list(questions.columns) == ["question_id", "text", "document", "n_relevant_docs", "n_answer_groups"]
+
+
+def test_retrievals_written_before_the_tokens_column_read_it_as_null(tmp_path):
+    store = ResultStore(tmp_path)
+    chunk = {"run_id": "r1", "question_id": "a", "rank": 1, "chunk_id": "d:0", "doc_id": "d", "start_char": 0,
+             "end_char": 9, "score": 1.0}
+    store.commit_shard("r1", ["a"], {"retrievals": pd.DataFrame([{**chunk, "tokens": 3}])})
+    old = pd.DataFrame([{**chunk, "question_id": "b"}]).astype({"rank": "int64", "start_char": "int64",
+                                                                  "end_char": "int64"})
+    (tmp_path / "retrievals" / "r1-old.parquet").write_bytes(old.to_parquet(index=False))
+    (tmp_path / "_commits" / "r1-old.json").write_text('{"run_id": "r1", "question_ids": ["b"]}')
+    tokens = store.read("retrievals").set_index("question_id")["tokens"]
+    assert tokens["a"] == 3 and pd.isna(tokens["b"])

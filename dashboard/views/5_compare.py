@@ -1,6 +1,8 @@
-"""Compare: metric means with 95% CIs, answer quality beside recall@k and latency, curves over k,
-latency, Pareto front, judge on/off pairs, single-factor pairs, LLM calls and tokens (pipeline and
-evaluation apart), and each judge's share of invalid replies.
+"""Compare: first what each factor does (each level against the factor's best level, paired over
+the other factors), then metric means with 95% CIs, answer quality beside recall@k and latency,
+curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs on demand, LLM calls
+and tokens (pipeline and evaluation apart), and each judge's share of invalid replies. Every
+number comes from ragkit.analysis (through state.view), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.
@@ -13,112 +15,134 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import evaluation, state
+from dashboard import state
 from dashboard.selection import pick_results
-from ragkit import analysis, charts
+from ragkit.analysis import charts, failures, judges
+from ragkit.analysis.latency import latency_by_stage, pipeline_stages
+from ragkit.analysis.pairing import single_factor_pairs
+from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
+from ragkit.analysis.statistics import describe_method
+from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, HEADLINE_METRICS
 
 st.title("Compare runs")
 
 experiment, results, run_ids = pick_results()
-scores = results.scores[results.scores["run_id"].isin(run_ids)]
-stages = evaluation.pipeline_stages(results.stages[results.stages["run_id"].isin(run_ids)])
+stages = pipeline_stages(results.stages[results.stages["run_id"].isin(run_ids)])
 runs = results.runs[results.runs["run_id"].isin(run_ids)]
-metrics = analysis.available_metrics(scores)
+metrics = state.view("metric_names", experiment, run_ids)
 if not metrics:
     st.info("These runs have no scores yet.")
     st.stop()
 
 labels = dict(zip(runs["run_id"], runs["label"]))
-headline = [m for m in ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_mrr") if m in metrics]
+headline = [m for m in HEADLINE_METRICS if m in metrics]
 chosen = st.multiselect("Metrics", metrics, default=state.query_list("metrics", metrics, headline or metrics[:1]),
                         key=f"metrics.{experiment}")
 bases = sorted({m.split("@", 1)[0] for m in metrics if "@" in m})
 base = st.selectbox("Curve over k", bases, index=state.query_choice("curve", bases, "recall"),
                     key=f"curve.{experiment}")
 state.set_query(metrics=chosen, curve=base)
+state.view("read_metrics", experiment, run_ids, chosen, base)
+
+st.subheader("What each factor does")
+if chosen:
+    effects = state.view("factor_effects", experiment, run_ids, chosen)
+    if effects.empty and single_factor_pairs(runs).empty:
+        st.caption("No two selected runs differ in exactly one factor.")
+    elif effects.empty:
+        st.caption("No two levels of a factor could be compared on these metrics: a level lacks them (a cut-off "
+                   "beyond its top_k, or a metric it does not score).")
+    else:
+        st.plotly_chart(charts.forest_chart(effects, runs).update_layout(title="Best level - level (95% CI)"),
+                        key="factor_chart")
+        st.dataframe(factor_table(effects), hide_index=True, key="factor_table")
+        st.caption("Each level against the best level of its factor, paired over every matched setting of the other "
+                   "factors (settings). " + describe_method(results.unit) + f" p (Holm): over the {len(effects)} "
+                   "rows shown. strict Δ scores a failed question 0. A judge that changes how many chunks reach "
+                   "the generator is compared at the common depth ('at ...').")
 
 if chosen:
-    means = state.metric_means(experiment, chosen, run_ids)
+    means = state.view("means", experiment, run_ids, chosen)
     figure = charts.metric_bar_chart(means, runs)
     figure.update_layout(title=" · ".join(chosen) + " (95% CI)")
     st.plotly_chart(figure, key="metric_chart")
+    st.caption(CUT_RULE)
 
-generation = evaluation.generation_metrics(metrics)
+generation = [m for m in GENERATION_METRICS if m in metrics]
 if generation:
     st.subheader("Answer quality")
-    charted = evaluation.generation_metrics(metrics, charted_only=True) or generation
+    charted = [m for m in CHARTED_GENERATION_METRICS if m in metrics] or generation
     recall = next((m for m in [*chosen, "recall@5", "recall@10", *reversed(metrics)]
                    if m.startswith("recall@") and m in metrics), None)
-    quality_means = state.metric_means(experiment, charted + ([recall] if recall else []), run_ids)
+    quality_means = state.view("means", experiment, run_ids, charted + ([recall] if recall else []))
     panels = [("answer quality (95% CI)", quality_means[quality_means["metric"].isin(charted)])]
     if recall:
         panels.append((f"{recall} (95% CI)", quality_means[quality_means["metric"] == recall]))
-    panels.append(("pipeline ms/question (95% CI)", state.latency_means(experiment, run_ids)))
+    panels.append(("pipeline ms/question (95% CI)", state.view("latency_means", experiment, run_ids)))
     st.plotly_chart(charts.panels_chart(panels, runs), key="quality_chart")
     st.caption("faithfulness and answer_relevancy are ragas' LLM-judged scores; embedding_groundedness is ours, by "
                "embedding similarity (not an LLM verdict); groundedness is the pipeline's own judge. Means over the "
                "questions each run scored; hover for scored/failed counts per run.")
-    counts = state.scored_and_failed(experiment, generation, run_ids)
+    counts = state.view("scored_and_failed", experiment, run_ids, generation)
     st.dataframe(counts, hide_index=True, key="scored_failed_table",
                  column_config={"failed_share": st.column_config.NumberColumn(format="percent")})
     st.caption("scored / failed: run x question pairs summed over the selected runs. A failed question has no value "
                "or an error and is never averaged as 0." + (" judge_sd: the LLM judge's mean standard deviation "
                "over repeated judgements of a question." if "judge_sd" in counts else ""))
-    reasons = state.failure_reasons(experiment, generation, run_ids)
+    reasons = state.view("failure_reasons", experiment, run_ids, generation)
     if not reasons.empty:
         st.dataframe(reasons, hide_index=True, key="failure_reasons_table")
-        st.caption(f"The {evaluation.TOP_REASONS} most common reasons per metric, grouped by the text before "
+        st.caption(f"The {failures.TOP_REASONS} most common reasons per metric, grouped by the text before "
                    "their first colon; example: one full message.")
 
 # Full width: with a realistic grid (a dozen runs or more) side-by-side charts get unreadable.
 if base:
-    st.plotly_chart(charts.curve_chart(analysis.curve(scores, base), runs, base), key="curve_chart")
-st.plotly_chart(charts.latency_chart(analysis.latency_by_stage(stages), runs).update_layout(
+    st.plotly_chart(charts.curve_chart(state.view("curve_points", experiment, run_ids, base), runs, base),
+                    key="curve_chart")
+st.plotly_chart(charts.latency_chart(latency_by_stage(stages), runs).update_layout(
     title="Latency by stage"), key="latency_chart")
 
 quality = chosen[0] if chosen else metrics[0]
-frame = analysis.quality_vs_latency(scores, stages, quality)
+frame = state.view("quality_latency", experiment, run_ids, quality)
 st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_layout(
     title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
 
 st.subheader("Judges on/off")
-if evaluation.judge_pairs(runs).empty:
+if judges.judge_pairs(runs).empty:
     st.caption("No two selected runs differ only in one judge's mode.")
 else:
-    judge_defaults = [*chosen[:1], *evaluation.generation_metrics(metrics, charted_only=True)]
+    judge_defaults = [*chosen[:1], *(m for m in CHARTED_GENERATION_METRICS if m in metrics)]
     judge_metrics = st.multiselect("Metrics compared", metrics, key=f"judge_metrics.{experiment}",
                                    default=state.query_list("judge_metrics", metrics, judge_defaults))
     state.set_query(judge_metrics=judge_metrics)
-    judged = state.judge_effects(experiment, judge_metrics, run_ids)
+    judged = state.view("judge_effects", experiment, run_ids, judge_metrics)
     if judged.empty:
         st.caption("Choose at least one metric to compare.")
     else:
         st.plotly_chart(charts.forest_chart(judged, runs).update_layout(title="Judge on - off (95% CI)"),
                         key="judge_chart")
-        st.dataframe(evaluation.judge_table(judged, runs), hide_index=True, key="judge_table", column_config={
-            name: st.column_config.NumberColumn(format="%.3f") for name in ("Δ mean", "CI low", "CI high", "p", "p (Holm)")
+        st.dataframe(judges.judge_table(judged, runs), hide_index=True, key="judge_table", column_config={
+            name: st.column_config.NumberColumn(format="%.3f")
+            for name in ("Δ mean", "CI low", "CI high", "p", "p (Holm)", "strict Δ")
         })
-        st.caption(evaluation.judge_table_note(len(judged)))
+        st.caption(judges.judge_table_note(judged))
 
-st.subheader("Single-factor pairs")
-effects = state.factor_effects(experiment, quality, run_ids)
-if effects.empty:
-    st.caption("No two selected runs differ in exactly one factor.")
-else:
-    st.dataframe(
-        effects.assign(run_a=effects["run_a"].map(labels), run_b=effects["run_b"].map(labels)),
-        hide_index=True, key="pairs_table",
-    )
-    st.caption(f"mean_diff = {quality}(b) - {quality}(a) over the questions both runs scored, "
-               "95% paired bootstrap CI; wins/ties/losses count questions where b beat, tied or lost to a; "
-               "p_holm is corrected over every row of this table.")
+with st.expander("Single-factor pairs (detail)"):
+    pairs = state.view("pair_effects", experiment, run_ids, [quality])
+    if pairs.empty:
+        st.caption("No two selected runs differ in exactly one factor.")
+    else:
+        st.dataframe(pair_table(pairs, runs), hide_index=True, key="pairs_table")
+        st.caption(f"{quality}(b) - {quality}(a) over the questions both runs scored. " + describe_method(results.unit)
+                   + f" p (Holm): over the {len(pairs)} rows of this table. W/T/L: questions where b won, tied, lost.")
 
 st.subheader("Runs x metrics")
-st.dataframe(analysis.metric_table(scores, runs, chosen or None), hide_index=True, key="runs_table")
+st.dataframe(state.view("runs_by_metrics", experiment, run_ids, chosen or metrics), hide_index=True,
+             key="runs_table")
 
-usage = state.llm_usage(experiment, run_ids)
-replies = state.judge_replies(experiment, run_ids)
-evaluated = state.evaluation_cost(experiment, run_ids)
+usage = state.view("llm_usage", experiment, run_ids)
+replies = state.view("judge_replies", experiment, run_ids)
+evaluated = state.view("evaluation_cost", experiment, run_ids)
 if not usage.empty or not replies.empty:
     st.subheader("LLM usage: pipeline")
 if not usage.empty:

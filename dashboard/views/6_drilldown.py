@@ -8,8 +8,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import evaluation, state, traces
+from dashboard import state, traces
 from dashboard.selection import pick_results
+from ragkit.analysis.failures import question_verdicts
 from ragkit.qa import resolve_answer_spans
 
 st.title("Question drill-down")
@@ -46,8 +47,8 @@ question_id = st.selectbox(
     format_func=lambda q: f"{q}: {questions[q].text[:100]}" if q in questions else q,
 )
 state.set_query(q=question_id)
-answers = state.question_rows(experiment, "answers", run_ids, question_id)
-judgements = state.question_rows(experiment, "judgements", run_ids, question_id)
+answers = state.view("question_rows", experiment, run_ids, "answers", question_id)
+judgements = state.view("question_rows", experiment, run_ids, "judgements", question_id)
 scored = results.scores[results.scores["run_id"].isin(run_ids) & (results.scores["question_id"] == question_id)]
 question = questions.get(question_id)
 if question is None:
@@ -88,7 +89,7 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
         if not answer.empty:
             traces.show_answer(answer.iloc[0], dict(zip(rows["chunk_id"], rows["rank"])))
             cited = set(traces.citations(answer.iloc[0]))
-        verdicts = evaluation.question_verdicts(scored[scored["run_id"] == run_id])
+        verdicts = question_verdicts(scored[scored["run_id"] == run_id])
         if not verdicts.empty:
             traces.show_verdicts(verdicts)
         decisions = judgements[(judgements["run_id"] == run_id) & (judgements["question_id"] == question_id)]

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.selection import pick_results
-from ragkit.export import FORMATS
+from ragkit.analysis.export import FORMATS
 
 NAMES = {"csv": "CSV (zip of tables)", "parquet": "Parquet (zip of tables)", "xlsx": "Excel",
          "json": "JSON", "html": "HTML report (offline)"}
@@ -16,6 +16,6 @@ st.title("Export")
 experiment, results, run_ids = pick_results()
 fmt = st.radio("Format", list(FORMATS), format_func=lambda f: NAMES.get(f, f), horizontal=True)
 all_runs = len(run_ids) == len(results.runs)
-data, file_name, mime = state.export(experiment, fmt, None if all_runs else run_ids)
+data, file_name, mime = state.view("export", experiment, None if all_runs else run_ids, fmt, experiment)
 st.download_button(f"Download {file_name}", data, file_name=file_name, mime=mime, type="primary")
 st.caption(f"{len(run_ids)} runs · {len(data) / 1024:,.1f} KB")

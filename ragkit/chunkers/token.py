@@ -22,12 +22,9 @@ from ragkit.chunkers.base import Chunker, Span, WindowParams, close_gaps
 
 
 @functools.cache
-def cl100k_tokenizer() -> Callable[[str], list[int]]:
-    """The cl100k_base tokenizer (LlamaIndex's default), loaded from LlamaIndex's bundled file.
-
-    Not ``llama_index.core.utils.get_tokenizer()``: that returns a process-wide tokenizer which
-    any caller may replace, and chunk sizes must not depend on who ran first.
-    """
+def cl100k_encoding() -> Any:
+    """The tiktoken ``cl100k_base`` encoding (LlamaIndex's default), loaded from LlamaIndex's
+    bundled file so it works offline; for decoding. Encode with ``cl100k_tokenizer``."""
     import llama_index.core
     import tiktoken
 
@@ -35,11 +32,20 @@ def cl100k_tokenizer() -> Callable[[str], list[int]]:
     previous = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bundled))  # works offline
     try:
-        encoding = tiktoken.get_encoding("cl100k_base")
+        return tiktoken.get_encoding("cl100k_base")
     finally:
         if previous is None:
             del os.environ["TIKTOKEN_CACHE_DIR"]
-    return functools.partial(encoding.encode, allowed_special="all")
+
+
+@functools.cache
+def cl100k_tokenizer() -> Callable[[str], list[int]]:
+    """The cl100k_base tokenizer (LlamaIndex's default), loaded from LlamaIndex's bundled file.
+
+    Not ``llama_index.core.utils.get_tokenizer()``: that returns a process-wide tokenizer which
+    any caller may replace, and chunk sizes must not depend on who ran first.
+    """
+    return functools.partial(cl100k_encoding().encode, allowed_special="all")
 
 
 def place_chunks(text: str, splits: Sequence[tuple[str, int]], chunks: Sequence[str], overlap: int) -> list[Span]:

@@ -1,5 +1,10 @@
 """Execution is dumb: build the chunk sets and indexes the cache lacks, then answer the
-questions each run has not committed yet, one shard at a time."""
+questions each run has not committed yet, one shard at a time.
+
+Every question a run is asked leaves a row per metric it is scored on: a question whose pipeline
+raises gets NaN with the error for each of those metrics (the names come from scoring an empty
+final context, so they are exactly the names a success writes), and a question with no ground
+truth gets a ``retrieval`` row saying so."""
 
 from __future__ import annotations
 
@@ -23,19 +28,26 @@ from ragkit.chunksets import (
 )
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
 from ragkit.experiments.evaluate import QuestionEvaluator
-from ragkit.experiments.plan import EVALUATION, ChunkStep, IndexStep, Plan, RunStep, component_key, run_row
+from ragkit.experiments.plan import (
+    EVALUATION,
+    TRANSFORMS,
+    ChunkStep,
+    IndexStep,
+    Plan,
+    RunStep,
+    component_key,
+    run_row,
+)
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
-from ragkit.metrics.retrieval import run_metrics
+from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
+from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
-
-# Query transforms wrap the retriever, innermost first.
-TRANSFORMS = ("hyde", "multi_query")
 
 Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
 
@@ -223,6 +235,7 @@ class LocalExecutor:
         report = ExecutionReport(runs_total=len(plan.runs))
         for run in plan.runs:
             self.store.write_run(run.run_id, run_row(plan, run))
+        self.store.write_questions(plan.questions_key, pd.DataFrame([question_row(q) for q in plan.questions.questions]))
         done = self.store.completed_questions()
         index_steps = {s.index_id: s for s in plan.index_steps}
         for run in plan.runs:
@@ -273,14 +286,20 @@ def _error_score(run: RunStep, question: Question, metric: str, error: str) -> d
     return {"run_id": run.run_id, "question_id": question.id, "metric": metric, "value": math.nan, "error": error}
 
 
+def question_row(question: Question) -> dict:
+    """The ``questions`` table row; a question without a source document is its own cluster."""
+    return {"question_id": question.id, "text": question.text, "document": question.source_document or question.id,
+            "n_relevant_docs": len(question.relevant_docs), "n_answer_groups": len(question.span_groups())}
+
+
 def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
                   evaluator: QuestionEvaluator | None = None) -> dict[str, pd.DataFrame]:
     tables: dict[str, list[dict]] = {"scores": [], "retrievals": [], "stages": [], "judgements": [], "answers": []}
     for question in questions:
         try:
             trace = pipeline.answer(question.text)
-        except Exception as error:  # one failing question is a row with its error, not a lost run
-            tables["scores"].append(_error_score(run, question, "retrieval", f"{type(error).__name__}: {error}"))
+        except Exception as error:  # one failing question is a row per metric with its error, not a lost run
+            tables["scores"] += _failure_scores(run, question, evaluator, f"{type(error).__name__}: {error}")
             continue
         for name, rows in _question_rows(run, question, trace).items():
             tables[name].extend(rows)
@@ -289,31 +308,60 @@ def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
             try:
                 scores, stages = evaluator(question, trace)
             except Exception as error:  # a crashing metric library costs the metrics, not the answer
-                scores = [{"metric": metric, "value": math.nan, "error": f"{type(error).__name__}: {error}"}
-                          for metric in evaluator.params.metrics]
+                message = f"{type(error).__name__}: {error}"
+                scores = [{"metric": name, "value": math.nan, "error": message}
+                          for name in evaluation_names(evaluator.params)]
                 stages = []
             tables["scores"] += [{**keys, **row} for row in scores]
             tables["stages"] += [{**keys, **row} for row in stages]
     return {name: pd.DataFrame(rows) for name, rows in tables.items()}
 
 
-def _question_rows(run: RunStep, question: Question, trace: Trace) -> dict[str, list[dict]]:
+def evaluation_names(params: EvaluationParams) -> list[str]:
+    """The score rows an evaluation writes per question (with the repeat suffixes), read off the
+    evaluation itself: a sample with nothing in it fails every metric's input check, so nothing
+    is computed and no model is called."""
+    nothing = GenerationSample(question_id="-", question="", answer="")
+    return evaluate_generation([nothing], params, llm=None, embed_model=None)["metric"].tolist()
+
+
+def _failure_scores(run: RunStep, question: Question, evaluator: QuestionEvaluator | None, error: str) -> list[dict]:
+    """NaN with ``error`` for every metric the question would have been scored on."""
+    names = [row["metric"] for row in _scores(run, question, FinalContext.empty(), Trace(question=question.text))]
+    if evaluator is not None:
+        names += evaluation_names(evaluator.params)
+    return [_error_score(run, question, name, error) for name in names]
+
+
+def _answer_groups(question: Question) -> AnswerGroups:
+    return [[(span.doc_id, span.start, span.end) for span in group] for group in question.span_groups()]
+
+
+def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trace) -> list[dict]:
+    """The score rows of the final context and the groundedness judge (not the evaluation)."""
     keys = {"run_id": run.run_id, "question_id": question.id}
-    nodes = trace.nodes
-    ranked = [(n.node.metadata["doc_id"], n.node.metadata["start_char"], n.node.metadata["end_char"]) for n in nodes]
-    retrievals = [{**keys, "rank": rank, "chunk_id": node.node.node_id, "doc_id": item[0], "start_char": item[1],
-                   "end_char": item[2], "score": float(node.score or 0.0)}
-                  for rank, (item, node) in enumerate(zip(ranked, nodes), start=1)]
-    spans = [(s.doc_id, s.start, s.end) for s in question.spans]
-    values = run_metrics(ranked, question.relevant_docs, spans, run.point.top_k)
+    groups = _answer_groups(question)
+    values = question_metrics(context, question.relevant_docs, groups, run.point.top_k, run.ks)
     scores = [{**keys, "metric": name, "value": value, "error": None} for name, value in values.items()]
-    if not values:  # a question nothing can be scored against is a visible row, not a silent gap
+    if not (has_relevant(question.relevant_docs) or has_spans(groups)):
+        # a question nothing can be scored against is a visible row, not a silent gap
         scores.append(_error_score(run, question, "retrieval", "no relevant documents or answer spans to score against"))
     if run.point.judge("groundedness") is not None:
         if trace.groundedness is None:
             scores.append(_error_score(run, question, "groundedness", trace.groundedness_error or "not scored"))
         else:
             scores.append({**keys, "metric": "groundedness", "value": trace.groundedness, "error": None})
+    return scores
+
+
+def _question_rows(run: RunStep, question: Question, trace: Trace) -> dict[str, list[dict]]:
+    keys = {"run_id": run.run_id, "question_id": question.id}
+    nodes = trace.nodes
+    ranked = [(n.node.metadata["doc_id"], n.node.metadata["start_char"], n.node.metadata["end_char"]) for n in nodes]
+    context = FinalContext.from_texts(ranked, [node.node.get_content() for node in nodes])
+    retrievals = [{**keys, "rank": rank, "chunk_id": node.node.node_id, "doc_id": item[0], "start_char": item[1],
+                   "end_char": item[2], "score": float(node.score or 0.0), "tokens": tokens}
+                  for rank, (item, node, tokens) in enumerate(zip(ranked, nodes, context.tokens), start=1)]
     answers = []
     if trace.answer is not None:
         answer = trace.answer
@@ -322,7 +370,7 @@ def _question_rows(run: RunStep, question: Question, trace: Trace) -> dict[str, 
                         "contexts": json.dumps([contexts[i] for i in contexts], ensure_ascii=False),
                         "prompt": answer.prompt, "valid": answer.valid, "error": answer.error})
     return {
-        "scores": scores,
+        "scores": _scores(run, question, context, trace),
         "retrievals": retrievals,
         "stages": [{**keys, **row} for row in trace.stages],
         "judgements": [_judgement_row(run.run_id, question.id, j.as_row()) for j in trace.judgements],

@@ -6,7 +6,8 @@ several configurations appear once, and an executor can skip every step whose ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ragkit import registry
 from ragkit.corpus.model import Corpus
@@ -15,11 +16,16 @@ from ragkit.hashing import content_key
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
+from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
 
 CHUNKING = "chunking"
 EVALUATION = "evaluation"
+# Query transforms wrap the retriever, innermost first.
+TRANSFORMS = ("hyde", "multi_query")
+# The judges that shape the final context, in pipeline order (ragkit.pipeline.Pipeline.answer).
+CONTEXT_JUDGES = (*TRANSFORMS, "quality_gate", "retrieval", "rerank")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,18 @@ class RunStep:
     index_id: str
     # The LLM backend of each role that calls one in this run (judges in llm mode, generator).
     llms: dict[str, ComponentSpec] = field(default_factory=dict, hash=False, compare=False)
+    # The depths of every run in the plan: each run scores those up to its own, so that any two
+    # runs can be compared at their common depth.
+    plan_depths: tuple[int, ...] = field(default=(), hash=False, compare=False)
+
+    @cached_property
+    def depth(self) -> int:
+        return final_depth(self.point)
+
+    @cached_property
+    def ks(self) -> list[int]:
+        """The cut-offs this run scores (``ragkit.metrics.retrieval.scored_ks``); not in its id."""
+        return scored_ks(self.point.top_k, self.depth, self.plan_depths)
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,18 @@ def roles_calling_llm(point: GridPoint) -> list[str]:
     if point.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in point.evaluation.metrics):
         roles.append(EVALUATION)
     return roles
+
+
+def final_depth(point: GridPoint) -> int:
+    """The most chunks the final context can hold: the retriever's top_k, then each judge's own
+    rule (``Judge.final_depth``) in pipeline order, e.g. top_k 10 with rerank top_n 5 -> 5."""
+    depth = point.top_k
+    for name in CONTEXT_JUDGES:
+        spec = point.judge(name)
+        if spec is not None:
+            params = judge_registry.validate_params(name, spec.params)
+            depth = judge_registry.get(name).final_depth(params, depth, point.top_k)
+    return depth
 
 
 def _llm_key(spec: ComponentSpec | None) -> str | None:
@@ -123,6 +153,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge, llms.get(CHUNKING)))
         index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder))
         runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id, llms))
+    depths = tuple(sorted({run.depth for run in runs.values()}))
     return Plan(
         experiment=config.name,
         corpus=corpus,
@@ -130,7 +161,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         questions_key=q_key,
         chunk_steps=tuple(chunk_steps.values()),
         index_steps=tuple(index_steps.values()),
-        runs=tuple(runs.values()),
+        runs=tuple(replace(run, plan_depths=depths) for run in runs.values()),
         shard_size=config.shard_size,
     )
 
@@ -150,6 +181,7 @@ def run_row(plan: Plan, step: RunStep) -> dict:
         "embedder": point.embedder.type if point.embedder else None,
         "retriever": point.retriever.type,
         "top_k": point.top_k,
+        "depth": step.depth,
     }
     for kind, spec in (("chunker", point.chunker), ("embedder", point.embedder), ("retriever", point.retriever)):
         for name, value in (spec.params if spec else {}).items():

@@ -79,6 +79,20 @@ class Judge(Component):
     def enabled(self) -> bool:
         return self.params.mode != "off"
 
+    @classmethod
+    def final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        """The most chunks this judge passes on when it receives at most ``depth``, ``top_k``
+        being the base retriever's list length (for a judge that retrieves again).
+
+        It counts what the judge's decisions can produce: a reply the judge cannot use passes the
+        judge-off list on, which metrics cut at depth like any longer list. Off changes nothing."""
+        return depth if params.mode == "off" else cls._final_depth(params, depth, top_k)
+
+    @classmethod
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        """Override in a judge that changes how many chunks go on; by default it keeps the depth."""
+        return depth
+
     def ask(self, prompt: str, schema: type[BaseModel], *, system: str | None = None,
             max_tokens: int | None = None) -> LLMResult:
         """One schema-constrained call, recorded under this judge's stage name."""

@@ -91,6 +91,11 @@ class MultiQueryRetriever(_TransformRetriever):
     Params: ClassVar[type[ComponentParams]] = MultiQueryParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
+    @classmethod
+    def _final_depth(cls, params: MultiQueryParams, depth: int, top_k: int) -> int:
+        queries = params.num_queries + int(params.include_original)
+        return min(params.top_k, queries * depth)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
         if not self.enabled:
@@ -165,6 +170,11 @@ class HyDERetriever(_TransformRetriever):
     name: ClassVar[str] = "hyde"
     Params: ClassVar[type[ComponentParams]] = HyDEParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    @classmethod
+    def _final_depth(cls, params: HyDEParams, depth: int, top_k: int) -> int:
+        fused = 2 if params.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
+        return min(params.top_k, fused * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str

@@ -125,6 +125,10 @@ class RerankJudge(Judge, BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "RerankJudge"
 
+    @classmethod
+    def _final_depth(cls, params: RerankJudgeParams, depth: int, top_k: int) -> int:
+        return min(depth, params.top_n)
+
     def use_trace(self, trace: JudgeTrace) -> None:
         """Record the next decisions into ``trace`` (one per question)."""
         self.trace = trace

@@ -115,6 +115,13 @@ class RetrievalJudge(Judge):
     def __init__(self, params: RetrievalJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
+    @classmethod
+    def _final_depth(cls, params: RetrievalJudgeParams, depth: int, top_k: int) -> int:
+        # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
+        # keeps chunks from the max_chunks shown, and keep_unjudged appends the rest of the pool.
+        pool = depth + (params.max_iterations - 1) * top_k
+        return pool if params.keep_unjudged else min(pool, params.max_chunks)
+
     def refine(self, query: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
                trace: JudgeTrace) -> list[NodeWithScore]:
         """The judged chunks; ``nodes`` unchanged when the judge is off or a reply is unusable."""

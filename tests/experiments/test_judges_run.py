@@ -20,7 +20,8 @@ from ragkit.llms import LLMBackend, LLMParams, llms
 from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 from ragkit.results import ResultStore
-from ragkit.summary import metric_failures, summary_table
+from ragkit.analysis.failures import metric_failures
+from ragkit.analysis.summary import summary_table
 from tests.factories import TINY_DOCS, TINY_QUESTIONS, write_beir
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,8 @@
-"""Retrieval metrics: tables of hand-computed cases, plus a cross-check against ranx."""
+"""Retrieval metrics: tables of hand-computed cases, plus a cross-check against ranx.
+
+Span ground truth is a list of answer groups (parts, all-of), each a list of alternative spans
+(any-of). The old flat span lists read here as one group per span.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,10 @@ from ragkit.metrics.retrieval import (
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
+    reciprocal_rank_at_k,
     retrieval_metrics,
+    run_metrics,
+    scored_ks,
     span_average_precision_at_k,
     span_f1_at_k,
     span_hit_at_k,
@@ -29,7 +36,11 @@ from ragkit.metrics.retrieval import (
     span_precision_at_k,
     span_recall_at_k,
     span_reciprocal_rank,
+    span_reciprocal_rank_at_k,
 )
+from ragkit.metrics.documents import DOC_AT_K
+from ragkit.metrics.names import DOC_FAMILIES, SPAN_FAMILIES
+from ragkit.metrics.spans import SPAN_AT_K
 
 log2 = math.log2
 
@@ -152,10 +163,10 @@ def test_overlaps(chunk, span, expected) -> None:
     assert overlaps(chunk, span) is expected
 
 
-SPANS_AB = [("a", 10, 20), ("b", 10, 20)]
+SPANS_AB = [[("a", 10, 20)], [("b", 10, 20)]]  # two parts
 # Two chunks cover the first span, then the wrong doc at the right offsets, then the second span.
 SPLIT = [("a", 10, 15), ("a", 15, 20), ("c", 10, 20), ("b", 0, 11)]
-SPANS_AA = [("a", 10, 20), ("a", 30, 40)]
+SPANS_AA = [[("a", 10, 20)], [("a", 30, 40)]]  # two parts
 WIDE = [("a", 15, 35), ("a", 0, 10)]  # one chunk covers both spans; the second only touches
 TOUCHING = [("a", 0, 10), ("b", 20, 30), ("c", 10, 20), ("a", 19, 21)]
 
@@ -164,7 +175,7 @@ TOUCHING = [("a", 0, 10), ("b", 20, 30), ("c", 10, 20), ("a", 19, 21)]
 @pytest.mark.parametrize(
     ("metric", "retrieved", "spans", "k", "expected"),
     [
-        # recall: spans overlapped by any of the first k chunks / all spans
+        # recall: groups covered by any of the first k chunks / all groups
         (span_recall_at_k, SPLIT, SPANS_AB, 1, 1 / 2),
         (span_recall_at_k, SPLIT, SPANS_AB, 3, 1 / 2),  # the wrong doc adds nothing
         (span_recall_at_k, SPLIT, SPANS_AB, 4, 2 / 2),
@@ -182,14 +193,14 @@ TOUCHING = [("a", 0, 10), ("b", 20, 30), ("c", 10, 20), ("a", 19, 21)]
         (span_f1_at_k, TOUCHING, SPANS_AB, 3, 0.0),
         (span_hit_at_k, TOUCHING, SPANS_AB, 3, 0.0),
         (span_hit_at_k, TOUCHING, SPANS_AB, 4, 1.0),
-        # ndcg: gain 1 only for a chunk that covers a not-yet-covered span; IDCG = min(k, spans) ones
+        # ndcg: gain 1 only for a chunk that covers a not-yet-covered group; IDCG = min(k, groups) ones
         (span_ndcg_at_k, SPLIT, SPANS_AB, 2, (1 / log2(2) + 0 / log2(3)) / (1 / log2(2) + 1 / log2(3))),
         (span_ndcg_at_k, SPLIT, SPANS_AB, 4, (1 / log2(2) + 1 / log2(5)) / (1 / log2(2) + 1 / log2(3))),
         (span_ndcg_at_k, WIDE, SPANS_AA, 1, (1 / log2(2)) / (1 / log2(2))),
         (span_ndcg_at_k, WIDE, SPANS_AA, 2, (1 / log2(2)) / (1 / log2(2) + 1 / log2(3))),
         (span_ndcg_at_k, TOUCHING, SPANS_AB, 4, (1 / log2(5)) / (1 / log2(2) + 1 / log2(3))),
         (span_ndcg_at_k, TOUCHING, SPANS_AB, 3, 0.0),
-        # AP@k with the same new-hit relevance, divided by the number of spans
+        # AP@k with the same new-hit relevance, divided by the number of groups
         (span_average_precision_at_k, SPLIT, SPANS_AB, 4, (1 / 1 + 2 / 4) / 2),
         (span_average_precision_at_k, SPLIT, SPANS_AB, 3, (1 / 1) / 2),
         (span_average_precision_at_k, WIDE, SPANS_AA, 2, (1 / 1) / 2),
@@ -252,25 +263,65 @@ def test_missing_ground_truth_is_rejected_by_the_level_functions() -> None:
         doc_metrics(MIXED, {"d1": 0}, [1])
     with pytest.raises(ValueError, match="answer span"):
         span_metrics(MIXED, [], [1])
+    with pytest.raises(ValueError, match="answer span"):
+        span_metrics(MIXED, [[], []], [1])  # parts whose answer was found nowhere
+    with pytest.raises(ValueError, match=r"got the span \('a', 10, 20\): pass \[\[span"):
+        span_metrics(MIXED, [("a", 10, 20)], [1])  # a flat list of spans, not groups
 
 
 @pytest.mark.unit
 def test_retrieval_metrics_keys_per_available_ground_truth() -> None:
     ks = [1, 5]
-    doc_keys = {f"{name}@{k}" for name in ("recall", "precision", "f1", "hit", "ndcg", "map") for k in ks} | {"mrr"}
+    doc_keys = {f"{name}@{k}" for name in ("recall", "precision", "f1", "hit", "ndcg", "map", "mrr") for k in ks} | {"mrr"}
     span_keys = {f"span_{key}" for key in doc_keys}
     assert set(retrieval_metrics(SPLIT, {"a": 1}, SPANS_AB, ks)) == doc_keys | span_keys
     assert set(retrieval_metrics(SPLIT, {"a": 1}, None, ks)) == doc_keys
     assert set(retrieval_metrics(SPLIT, None, SPANS_AB, ks)) == span_keys
     assert retrieval_metrics(SPLIT, {}, [], ks) == {}
     assert retrieval_metrics(SPLIT, {"a": 0}, None, ks) == {}  # only judged-irrelevant docs
+    assert retrieval_metrics(SPLIT, None, [[]], ks) == {}  # an answer found in no document
 
 
 @pytest.mark.unit
 def test_empty_retrieval_scores_zero_everywhere() -> None:
     scores = retrieval_metrics([], {"a": 2}, SPANS_AB, [1, 10])
-    assert len(scores) == 2 * (6 * 2 + 1)
+    assert len(scores) == 2 * (7 * 2 + 1)
     assert all(value == 0.0 for value in scores.values())
+
+
+# ranx's names for our document families at k.
+RANX_NAMES = {"ndcg": "ndcg", "recall": "recall", "precision": "precision", "map": "map", "mrr": "mrr", "hit": "hit_rate"}
+
+
+def _ranx_scores(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], metrics: list[str]) -> dict:
+    """ranx's per-query scores; a ranking gets strictly descending scores, so ranx keeps its order."""
+    import ranx
+
+    run = ranx.Run({query_id: {doc_id: float(len(ranking) - rank) for rank, doc_id in enumerate(ranking)}
+                    for query_id, ranking in rankings.items()})
+    ranx.evaluate(ranx.Qrels(qrels), run, metrics)
+    return run.scores
+
+
+@pytest.mark.unit
+@pytest.mark.filterwarnings("ignore:.*unsafe cast")
+def test_a_tiny_ranking_scores_as_by_hand_and_as_ranx() -> None:
+    """Documents x, r1, y, r2 with r1 and r2 relevant (grade 1): by hand at k = 2 and k = 4."""
+    retrieved = chunks("x", "r1", "y", "r2")
+    qrels = {"r1": 1, "r2": 1}
+    idcg = 1 / log2(2) + 1 / log2(3)
+    by_hand = {
+        2: {"recall": 1 / 2, "precision": 1 / 2, "hit": 1.0, "ndcg": (1 / log2(3)) / idcg, "map": (1 / 2) / 2,
+            "mrr": 1 / 2},
+        4: {"recall": 2 / 2, "precision": 2 / 4, "hit": 1.0, "ndcg": (1 / log2(3) + 1 / log2(5)) / idcg,
+            "map": (1 / 2 + 2 / 4) / 2, "mrr": 1 / 2},
+    }
+    for k, expected in by_hand.items():
+        ranx_scores = _ranx_scores({"q": ["x", "r1", "y", "r2"]}, {"q": qrels},
+                                   [f"{RANX_NAMES[family]}@{k}" for family in expected])
+        for family, value in expected.items():
+            assert DOC_AT_K[family](retrieved, qrels, k) == pytest.approx(value, abs=1e-12), (family, k)
+            assert ranx_scores[f"{RANX_NAMES[family]}@{k}"]["q"] == pytest.approx(value, abs=1e-12), (family, k)
 
 
 @pytest.mark.unit
@@ -280,8 +331,6 @@ def test_doc_metrics_agree_with_ranx() -> None:
 
     k = 3 with up to 5 relevant documents checks the AP normalisation (R, not min(R, k)).
     """
-    import ranx
-
     rng = random.Random(20240607)
     corpus = [f"doc{i}" for i in range(15)]
     qrels: dict[str, dict[str, int]] = {}
@@ -292,38 +341,156 @@ def test_doc_metrics_agree_with_ranx() -> None:
         qrels[query_id] = {doc_id: rng.randint(1, 3) for doc_id in relevant}
         retrieved_by_query[query_id] = chunks(*(rng.choice(corpus) for _ in range(rng.randint(1, 20))))
 
-    def ranx_run(cut: int | None) -> ranx.Run:
-        runs = {}
+    for k in (1, 3, 10):
+        rankings = {query_id: doc_ranking_at_k(retrieved, k) for query_id, retrieved in retrieved_by_query.items()}
+        ranx_scores = _ranx_scores(rankings, qrels, [f"{name}@{k}" for name in RANX_NAMES.values()])
         for query_id, retrieved in retrieved_by_query.items():
-            ranking = doc_ranking_at_k(retrieved, cut or len(retrieved))
-            runs[query_id] = {doc_id: float(len(ranking) - rank) for rank, doc_id in enumerate(ranking)}
-        return ranx.Run(runs)
+            for family, name in RANX_NAMES.items():
+                ours = DOC_AT_K[family](retrieved, qrels[query_id], k)
+                assert ours == pytest.approx(ranx_scores[f"{name}@{k}"][query_id], abs=1e-9), (family, k, query_id)
 
-    for k in (3, 10):
-        run = ranx_run(k)
-        ranx.evaluate(ranx.Qrels(qrels), run, [f"ndcg@{k}", f"recall@{k}", f"map@{k}"])
-        for query_id, retrieved in retrieved_by_query.items():
-            relevant = qrels[query_id]
-            assert ndcg_at_k(retrieved, relevant, k) == pytest.approx(run.scores[f"ndcg@{k}"][query_id], abs=1e-6)
-            assert recall_at_k(retrieved, relevant, k) == pytest.approx(run.scores[f"recall@{k}"][query_id], abs=1e-6)
-            assert average_precision_at_k(retrieved, relevant, k) == pytest.approx(
-                run.scores[f"map@{k}"][query_id], abs=1e-6
-            )
-
-    full_run = ranx_run(None)
-    ranx.evaluate(ranx.Qrels(qrels), full_run, ["mrr"])
+    whole = {query_id: doc_ranking_at_k(retrieved, len(retrieved)) for query_id, retrieved in retrieved_by_query.items()}
+    ranx_mrr = _ranx_scores(whole, qrels, ["mrr"])["mrr"]
     for query_id, retrieved in retrieved_by_query.items():
-        assert reciprocal_rank(retrieved, qrels[query_id]) == pytest.approx(full_run.scores["mrr"][query_id], abs=1e-6)
+        assert reciprocal_rank(retrieved, qrels[query_id]) == pytest.approx(ranx_mrr[query_id], abs=1e-9)
 
 
 @pytest.mark.unit
 def test_run_metrics_adds_curve_points_for_every_k():
-    from ragkit.metrics.retrieval import run_metrics
-
     retrieved = [("a", 0, 5), ("b", 0, 5), ("c", 0, 5), ("d", 0, 5)]
-    scores = run_metrics(retrieved, {"c": 1.0}, [("c", 2, 3)], top_k=4)
+    scores = run_metrics(retrieved, {"c": 1.0}, [[("c", 2, 3)]], top_k=4)
     # recall curve: c first appears at rank 3
     assert [scores[f"recall@{k}"] for k in (1, 2, 3, 4)] == [0.0, 0.0, 1.0, 1.0]
     assert scores["span_ndcg@2"] == 0.0 and scores["ndcg@4"] == pytest.approx(1 / math.log2(4))
     # non-curve metrics only at metric_ks(4) = 1, 3, 4
     assert "precision@2" not in scores and "precision@3" in scores and "precision@4" in scores
+
+
+@pytest.mark.unit
+def test_the_families_scored_at_k_are_the_catalogued_ones() -> None:
+    assert set(DOC_AT_K) == set(DOC_FAMILIES)
+    assert set(SPAN_AT_K) == set(SPAN_FAMILIES)
+
+
+# One answer part stated twice, the two statements overlapping: alternatives, any-of.
+ALTERNATIVES = [[("a", 10, 30), ("a", 20, 40)]]
+BOTH_ALTERNATIVES = [("a", 0, 50), ("x", 0, 10), ("y", 0, 10)]  # rank 1 covers both spans
+# The same part found in two documents: covered by either.
+ELSEWHERE = [[("a", 0, 10), ("b", 0, 10)]]
+# Two parts, the second with two alternatives: all-of across parts.
+TWO_PARTS = [[("a", 0, 10)], [("b", 0, 10), ("c", 0, 10)]]
+PARTS_RANKING = [("c", 0, 50), ("x", 0, 5), ("a", 0, 50), ("b", 0, 50)]
+# Two parts, the second found in no document: it counts, and is never covered.
+UNRESOLVED = [[("a", 0, 10)], []]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("k", [1, 2, 3, 10])
+@pytest.mark.parametrize("metric", [span_recall_at_k, span_hit_at_k, span_ndcg_at_k, span_average_precision_at_k,
+                                    span_reciprocal_rank_at_k])
+def test_a_rank_1_chunk_covering_both_alternatives_scores_1_at_every_k(metric, k) -> None:
+    assert metric(BOTH_ALTERNATIVES, ALTERNATIVES, k) == 1.0
+
+
+@pytest.mark.unit
+def test_alternatives_give_perfect_uncut_and_rank_1_scores() -> None:
+    assert span_reciprocal_rank(BOTH_ALTERNATIVES, ALTERNATIVES) == 1.0
+    assert span_precision_at_k(BOTH_ALTERNATIVES, ALTERNATIVES, 1) == 1.0
+    assert span_precision_at_k(BOTH_ALTERNATIVES, ALTERNATIVES, 2) == 1 / 2
+    assert span_f1_at_k(BOTH_ALTERNATIVES, ALTERNATIVES, 1) == 1.0
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("metric", "retrieved", "groups", "k", "expected"),
+    [
+        # one part in two documents: the second chunk covers nothing new
+        (span_recall_at_k, [("b", 0, 50), ("a", 0, 50)], ELSEWHERE, 1, 1.0),
+        (span_ndcg_at_k, [("b", 0, 50), ("a", 0, 50)], ELSEWHERE, 2, 1.0),  # IDCG = min(2, 1 group) = 1
+        (span_average_precision_at_k, [("b", 0, 50), ("a", 0, 50)], ELSEWHERE, 2, 1.0),
+        (span_precision_at_k, [("b", 0, 50), ("a", 0, 50)], ELSEWHERE, 2, 2 / 2),
+        (span_ndcg_at_k, [("x", 0, 50), ("a", 0, 50)], ELSEWHERE, 2, (1 / log2(3)) / 1),
+        # two parts: the ranking covers part 2 (via c) at rank 1 and part 1 at rank 3
+        (span_recall_at_k, PARTS_RANKING, TWO_PARTS, 1, 1 / 2),
+        (span_recall_at_k, PARTS_RANKING, TWO_PARTS, 2, 1 / 2),
+        (span_recall_at_k, PARTS_RANKING, TWO_PARTS, 3, 2 / 2),
+        (span_hit_at_k, PARTS_RANKING, TWO_PARTS, 1, 1.0),
+        (span_precision_at_k, PARTS_RANKING, TWO_PARTS, 4, 3 / 4),  # b overlaps a span, though not new
+        (span_ndcg_at_k, PARTS_RANKING, TWO_PARTS, 1, 1.0),  # IDCG = min(1, 2) = 1 gain
+        (span_ndcg_at_k, PARTS_RANKING, TWO_PARTS, 4, (1 / log2(2) + 1 / log2(4)) / (1 / log2(2) + 1 / log2(3))),
+        (span_average_precision_at_k, PARTS_RANKING, TWO_PARTS, 4, (1 / 1 + 2 / 3) / 2),
+        (span_average_precision_at_k, PARTS_RANKING, TWO_PARTS, 2, (1 / 1) / 2),
+        (span_reciprocal_rank_at_k, PARTS_RANKING, TWO_PARTS, 1, 1.0),
+        # one chunk covering both parts is one new hit: the ideal ranking has one chunk per part
+        (span_recall_at_k, [("a", 0, 50)], [[("a", 0, 10)], [("a", 20, 30)]], 1, 2 / 2),
+        (span_ndcg_at_k, [("a", 0, 50)], [[("a", 0, 10)], [("a", 20, 30)]], 2, 1 / (1 + 1 / log2(3))),
+        (span_average_precision_at_k, [("a", 0, 50)], [[("a", 0, 10)], [("a", 20, 30)]], 2, (1 / 1) / 2),
+        # an unresolved part counts in every denominator
+        (span_recall_at_k, [("a", 0, 50)], UNRESOLVED, 1, 1 / 2),
+        (span_hit_at_k, [("a", 0, 50)], UNRESOLVED, 1, 1.0),
+        (span_ndcg_at_k, [("a", 0, 50)], UNRESOLVED, 1, 1.0),
+        (span_ndcg_at_k, [("a", 0, 50)], UNRESOLVED, 5, 1 / (1 + 1 / log2(3))),
+        (span_average_precision_at_k, [("a", 0, 50)], UNRESOLVED, 5, 1 / 2),
+    ],
+)
+def test_span_groups(metric, retrieved, groups, k, expected) -> None:
+    assert metric(retrieved, groups, k) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("retrieved", "relevant", "k", "expected"),
+    [
+        (LATE, {"a": 1}, 1, 0.0),
+        (LATE, {"a": 1}, 3, 0.0),  # three chunks of x: a is not among the first 3 chunks
+        (LATE, {"a": 1}, 4, 1 / 2),  # chunk rank 4, doc rank 2
+        (LATE, {"a": 1}, 10, 1 / 2),
+        (MIXED, MIXED_QRELS, 1, 0.0),
+        (MIXED, MIXED_QRELS, 3, 1 / 2),
+        (MIXED, MIXED_QRELS, 6, 1 / 2),
+        (GRADED, GRADED_QRELS, 1, 1.0),  # any grade > 0 is relevant
+        ([], {"a": 1}, 5, 0.0),
+    ],
+)
+def test_mrr_at_k(retrieved, relevant, k, expected) -> None:
+    assert reciprocal_rank_at_k(retrieved, relevant, k) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("retrieved", "groups", "k", "expected"),
+    [
+        (TOUCHING, SPANS_AB, 3, 0.0),
+        (TOUCHING, SPANS_AB, 4, 1 / 4),
+        (PARTS_RANKING, TWO_PARTS, 1, 1.0),
+        ([("x", 0, 5), ("b", 0, 50)], ELSEWHERE, 1, 0.0),
+        ([("x", 0, 5), ("b", 0, 50)], ELSEWHERE, 2, 1 / 2),
+        ([], ELSEWHERE, 3, 0.0),
+    ],
+)
+def test_span_mrr_at_k(retrieved, groups, k, expected) -> None:
+    assert span_reciprocal_rank_at_k(retrieved, groups, k) == pytest.approx(expected)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("top_k", "depth", "plan_depths", "expected"),
+    [
+        (10, 10, [10], [1, 3, 5, 10]),
+        (10, 5, [5, 10], [1, 3, 5, 10]),  # rerank top_n 5: its own depth is a default k already
+        (10, 4, [4, 8, 10], [1, 3, 4, 5, 8, 10]),  # other depths up to top_k, so every pair has its min
+        (10, 10, [4, 8, 10, 20], [1, 3, 4, 5, 8, 10]),  # a deeper run meets this one at 10
+        (5, 12, [5, 12, 30], [1, 3, 5, 12]),  # multi-query fusion returns more than top_k
+    ],
+)
+def test_scored_ks(top_k, depth, plan_depths, expected) -> None:
+    assert scored_ks(top_k, depth, plan_depths) == expected
+
+
+@pytest.mark.unit
+def test_run_metrics_scores_every_family_at_the_given_ks() -> None:
+    retrieved = [("a", 0, 5), ("b", 0, 5), ("c", 0, 5), ("d", 0, 5)]
+    scores = run_metrics(retrieved, {"c": 1.0}, [[("c", 2, 3)]], top_k=4, ks=[2, 4])
+    assert scores["precision@2"] == 0.0 and scores["mrr@4"] == 1 / 3 and scores["span_mrr@2"] == 0.0
+    assert "precision@1" not in scores and "precision@3" not in scores
+    assert scores["recall@3"] == 1.0  # a curve point

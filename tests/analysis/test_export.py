@@ -10,10 +10,10 @@ import zipfile
 import pandas as pd
 import pytest
 
-from ragkit import charts
-from ragkit.analysis import curve, latency_by_stage, load_results, metric_means, quality_vs_latency
+from ragkit.analysis import charts, curve, load_results, metric_means
+from ragkit.analysis.export import export_bytes, export_results
+from ragkit.analysis.latency import latency_by_stage, quality_vs_latency
 from ragkit.cli import main
-from ragkit.export import export_bytes, export_results
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 
@@ -55,7 +55,8 @@ def results_dir(tmp_path):
     return root
 
 
-EXPECTED_ROWS = {"summary": 2, "runs": 2, "scores": 18, "retrievals": 12, "stages": 8, "judgements": 6,
+# comparisons: the retriever's effect (bm25 vs dense) and its one pair, over the one headline metric (mrr).
+EXPECTED_ROWS = {"summary": 2, "comparisons": 2, "runs": 2, "questions": 0, "scores": 18, "retrievals": 12, "stages": 8, "judgements": 6,
                  "answers": 6}
 
 

@@ -12,10 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragkit.analysis import Results, curve, latency_by_stage, load_results, metric_means
+from ragkit.analysis import summary
+from ragkit.analysis.comparison import compare
+from ragkit.analysis.latency import latency_by_stage
+from ragkit.analysis.loading import Results, load_results
+from ragkit.analysis.means import curve, metric_means
+from ragkit.analysis.report import default_metrics
+from ragkit.metrics.names import HEADLINE_METRICS
+from ragkit.metrics.retrieval import CURVE_METRICS
 from ragkit.registry import ConfigError
-from ragkit import summary
-from ragkit.summary import HEADLINE_METRICS
 
 FORMATS: dict[str, tuple[str, str]] = {
     "csv": (".zip", "application/zip"),
@@ -26,12 +31,10 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 # Summary first: it is what a reader opens the file for. Judgements and answers (with the prompts)
 # last: they are the largest and the least often read.
-TABLE_ORDER = ("summary", "runs", "scores", "retrievals", "stages", "judgements", "answers")
+TABLE_ORDER = ("summary", "comparisons", "runs", "questions", "scores", "retrievals", "stages", "judgements",
+               "answers")
 # An Excel cell holds at most this many characters; longer prompts and replies are cut in xlsx only.
 XLSX_CELL_LIMIT = 32_767
-# The report charts these metrics with CIs, and these curves, when the runs scored them.
-REPORT_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_mrr")
-REPORT_CURVES = ("recall", "ndcg", "span_recall", "span_ndcg")
 
 
 def _check_format(fmt: str) -> None:
@@ -39,28 +42,12 @@ def _check_format(fmt: str) -> None:
         raise ConfigError(f"unknown export format '{fmt}'. Valid formats: {', '.join(FORMATS)}")
 
 
-def select_runs(results: Results, run_ids: list[str] | None) -> Results:
-    """Only the given runs (all when run_ids is None); an unknown run id is an error."""
-    if run_ids is None:
-        return results
-    unknown = sorted(set(run_ids) - set(results.runs["run_id"]))
-    if unknown:
-        raise ConfigError(f"unknown run id(s): {', '.join(unknown)}. "
-                          f"Valid run ids: {', '.join(results.runs['run_id'])}")
-    keep = list(run_ids)
-    # With the root kept, the subset reads judgements and answers of its own runs on first use.
-    return Results(*(frame[frame["run_id"].isin(keep)].reset_index(drop=True)
-                     for frame in (results.runs, results.scores, results.retrievals, results.stages)),
-                   root=results.root)
-
-
-def summary_frame(results: Results, metrics: tuple[str, ...] = HEADLINE_METRICS) -> pd.DataFrame:
-    """One row per run: label, headline metric means, question and error counts, retrieve ms."""
-    return summary.summary_frame(results.runs, results.scores, results.stages, metrics)
-
-
 def result_tables(results: Results) -> dict[str, pd.DataFrame]:
-    tables = {"summary": summary_frame(results), "runs": results.runs, "scores": results.scores,
+    summary_table = summary.summary_frame(results.runs, results.scores, results.stages, judgements=results.judgements)
+    # The report's comparisons (each factor's effect and every single-factor pair, one Holm family).
+    comparisons = compare(results, default_metrics(results.scores)) if not results.runs.empty else pd.DataFrame()
+    tables = {"summary": summary_table, "comparisons": comparisons, "runs": results.runs,
+              "questions": results.questions, "scores": results.scores,
               "retrievals": results.retrievals, "stages": results.stages, "judgements": results.judgements,
               "answers": results.answers}
     return {name: tables[name] for name in TABLE_ORDER}
@@ -127,16 +114,17 @@ def _figure_html(figure, include_js: bool) -> str:
 
 def report_html(results: Results, title: str = "ragkit results") -> str:
     """A single HTML page that works offline: plotly's JS is inlined once, charts stay interactive."""
-    from ragkit import charts
+    from ragkit.analysis import charts
 
     tables = result_tables(results)
     sections: list[str] = []
-    metrics = [m for m in REPORT_METRICS if m in set(results.scores["metric"])]
+    # The headline metrics with CIs, and the curve families over k, when the runs scored them.
+    metrics = [m for m in HEADLINE_METRICS if m in set(results.scores["metric"])]
     figures = []
     if metrics:
-        figures.append(("Metrics (mean over questions, 95% bootstrap CI)",
-                        charts.metric_bar_chart(metric_means(results.scores, metrics), results.runs)))
-    for base in REPORT_CURVES:
+        figures.append((f"Metrics (mean over questions, 95% CI over {results.unit}s)",
+                        charts.metric_bar_chart(metric_means(results.scores, metrics, results.units), results.runs)))
+    for base in CURVE_METRICS:
         points = curve(results.scores, base)
         if not points.empty:
             figures.append((f"{base}@k", charts.curve_chart(points, results.runs, base)))
@@ -171,7 +159,7 @@ def export_bytes(results: Results, fmt: str, run_ids: list[str] | None = None,
                  name: str = "ragkit-results") -> tuple[bytes, str, str]:
     """(content, file name, MIME type) of an export, e.g. for st.download_button."""
     _check_format(fmt)
-    results = select_runs(results, run_ids)
+    results = results.subset(run_ids)
     suffix, mime = FORMATS[fmt]
     if fmt == "html":
         return report_html(results, title=name).encode("utf-8"), name + suffix, mime

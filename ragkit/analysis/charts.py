@@ -1,6 +1,6 @@
 """Plotly figures for comparing runs, shared by the dashboard and the HTML report.
 
-Every builder takes tidy frames from ragkit.analysis plus the runs table, and names runs by
+Every builder takes tidy frames from the analysis modules plus the runs table, and names runs by
 their `label` column.
 """
 
@@ -54,7 +54,7 @@ def _run_order(frame: pd.DataFrame) -> list[str]:
 def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot") -> go.Figure:
     """One row per run, one trace per metric: the mean with its CI as an error bar.
 
-    `means` comes from analysis.metric_means; kind is "dot" or "bar".
+    `means` comes from means.metric_means; kind is "dot" or "bar".
     """
     frame = _with_labels(means, runs)
     order = _run_order(frame)
@@ -91,7 +91,7 @@ def panels_chart(panels: list[tuple[str, pd.DataFrame]], runs: pd.DataFrame) -> 
 
 
 def curve_chart(curves: pd.DataFrame, runs: pd.DataFrame, base_metric: str) -> go.Figure:
-    """`base_metric`@k against k, one line per run (`curves` from analysis.curve)."""
+    """`base_metric`@k against k, one line per run (`curves` from means.curve)."""
     frame = _with_labels(curves, runs)
     figure = go.Figure()
     for label, group in frame.groupby("label", sort=True):
@@ -104,7 +104,7 @@ def curve_chart(curves: pd.DataFrame, runs: pd.DataFrame, base_metric: str) -> g
 
 def latency_chart(latency: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
     """Stacked bars by stage: mean ms per question on the left; one-off build seconds (chunk,
-    embed, index) on the right when there are any (`latency` from analysis.latency_by_stage)."""
+    embed, index) on the right when there are any (`latency` from latency.latency_by_stage)."""
     frame = _with_labels(latency, runs)
     per_question = frame[frame["per_question"]]
     build = frame[~frame["per_question"]]
@@ -128,7 +128,7 @@ def pareto_chart(frame: pd.DataFrame, runs: pd.DataFrame, quality: str = "qualit
     """Quality against cost per run, the Pareto-optimal runs highlighted and joined by a line.
 
     `frame` has run_id, the quality and cost columns and a boolean `pareto` column, as from
-    analysis.quality_vs_latency.
+    latency.quality_vs_latency.
     """
     data = _with_labels(frame, runs)
     front = data[data["pareto"]].sort_values(cost)
@@ -146,41 +146,43 @@ def pareto_chart(frame: pd.DataFrame, runs: pd.DataFrame, quality: str = "qualit
 
 
 def pair_names(effects: pd.DataFrame) -> pd.Series:
-    """"rerank: off → llm" for each row's pair (a judge factor without its "judge." prefix); pairs
-    that read the same (one toggle over different other settings) are numbered #1, #2, ..."""
-    pairs = effects.drop_duplicates(["run_a", "run_b"])
-    names = pairs["factor"].str.removeprefix("judge.") + ": " + pairs["value_a"] + " → " + pairs["value_b"]
+    """"rerank: off → llm" for each comparison row (a judge factor without its "judge." prefix);
+    run pairs that read the same (one toggle over different other settings) are numbered #1, #2, ..."""
+    keys = list(zip(effects["factor"], effects["level_a"], effects["level_b"],
+                    effects["run_a"].fillna(""), effects["run_b"].fillna("")))
+    distinct = list(dict.fromkeys(keys))
+    names = pd.Series([f"{factor.removeprefix('judge.')}: {a} → {b}" for factor, a, b, _, _ in distinct])
     numbers = " #" + (names.groupby(names).cumcount() + 1).astype(str)
     names = names + numbers.where(names.duplicated(keep=False), "")
-    lookup = dict(zip(zip(pairs["run_a"], pairs["run_b"]), names))
-    return pd.Series([lookup[key] for key in zip(effects["run_a"], effects["run_b"])], index=effects.index,
-                     dtype="string")
+    lookup = dict(zip(distinct, names))
+    return pd.Series([lookup[key] for key in keys], index=effects.index, dtype="string")
 
 
 def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
-    """Forest plot of paired differences, one panel per metric, one row per pair: the mean
-    difference b - a with its 95% CI, a dotted line at no difference. `effects` as from
-    analysis.factor_effects (e.g. only the judge on/off pairs)."""
+    """Forest plot of comparisons, one panel per metric, one row per comparison: the difference
+    b - a with its 95% CI, a dotted line at no difference. `effects`: rows of the comparison
+    engine (ragkit.analysis.comparison), pairs of runs or factor levels."""
     metrics = list(dict.fromkeys(effects["metric"]))
-    data = effects.assign(pair=pair_names(effects), label_a=effects["run_a"].map(_labels(runs)),
-                          label_b=effects["run_b"].map(_labels(runs)))
+    labels = _labels(runs)
+    data = effects.assign(pair=pair_names(effects), label_a=effects["run_a"].map(labels).fillna(effects["level_a"]),
+                          label_b=effects["run_b"].map(labels).fillna(effects["level_b"]))
     pairs = list(dict.fromkeys(data["pair"]))
     figure = make_subplots(rows=1, cols=max(1, len(metrics)), shared_yaxes=True, horizontal_spacing=0.04,
                            subplot_titles=[f"Δ {metric}" for metric in metrics])
     for column, metric in enumerate(metrics, start=1):
         group = data[data["metric"] == metric]
         figure.add_trace(go.Scatter(
-            x=group["mean_diff"], y=group["pair"], mode="markers", marker=dict(size=9), name=str(metric),
-            error_x=dict(type="data", symmetric=False, array=(group["ci_high"] - group["mean_diff"]).to_numpy(),
-                         arrayminus=(group["mean_diff"] - group["ci_low"]).to_numpy()),
-            customdata=group[["label_a", "label_b", "p_value", "p_holm", "n"]].to_numpy(dtype=object),
-            hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ = %{x:.3f}"
-                           "<br>p = %{customdata[2]:.3f}, p (Holm) = %{customdata[3]:.3f}, n = %{customdata[4]}"
+            x=group["diff"], y=group["pair"], mode="markers", marker=dict(size=9), name=str(metric),
+            error_x=dict(type="data", symmetric=False, array=(group["ci_high"] - group["diff"]).to_numpy(),
+                         arrayminus=(group["diff"] - group["ci_low"]).to_numpy()),
+            customdata=group[["label_a", "label_b", "p", "p_holm", "n", "metric_compared"]].to_numpy(dtype=object),
+            hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ %{customdata[5]} = %{x:.3f}"
+                           "<br>p = %{customdata[2]:.3g}, p (Holm) = %{customdata[3]:.3g}, n = %{customdata[4]}"
                            "<extra></extra>"),
         ), row=1, col=column)
         figure.add_vline(x=0, line_dash="dot", row=1, col=column)
         # Centred on no difference, so the side a CI falls on reads at a glance.
-        reach = pd.concat([group["ci_low"], group["ci_high"], group["mean_diff"]]).abs().max()
+        reach = pd.concat([group["ci_low"], group["ci_high"], group["diff"]]).abs().max()
         if pd.notna(reach) and reach > 0:
             figure.update_xaxes(range=[-1.15 * reach, 1.15 * reach], row=1, col=column)
     figure.update_yaxes(categoryorder="array", categoryarray=pairs[::-1])

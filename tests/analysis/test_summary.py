@@ -7,7 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from ragkit.summary import metric_failures, run_labels
+from ragkit.analysis.failures import metric_failures
+from ragkit.analysis.labels import run_labels
 
 pytestmark = pytest.mark.unit
 

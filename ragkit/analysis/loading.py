@@ -1,0 +1,166 @@
+"""The tables of a results folder, read once and only when a view needs them.
+
+`runs` (with a readable `label`) is read up front. Every other table is read on first use and
+only for the runs in `runs`: a grid of 50 runs x 1,000 questions has millions of score rows,
+answers carry every prompt and retrievals a row per chunk. Scores can also be read for a few
+metrics only (``scores_of``), filtered while reading: what a page that compares three metrics
+needs, at a third of the cost of the whole table.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from ragkit.analysis.labels import run_labels
+from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore, empty_table
+
+LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")
+SCORE_CATEGORIES = ("run_id", "question_id", "metric")
+
+
+class Results:
+    """One results folder's tables. Tables passed in are used as given (tests); the others are
+    read from ``root`` on first use (empty without a root). A subset shares its source's reads."""
+
+    def __init__(self, runs: pd.DataFrame, scores: pd.DataFrame | None = None, root: Path | None = None,
+                 source: Results | None = None, **tables: pd.DataFrame) -> None:
+        unknown = set(tables) - set(LAZY_TABLES)
+        if unknown:
+            raise TypeError(f"unknown results tables {sorted(unknown)}; valid: {', '.join(LAZY_TABLES)}")
+        self.runs = runs
+        self.root = root
+        self._given = tables
+        self._source = source
+        self._batches: list[pd.DataFrame] = []  # score rows read for some metrics, one frame per read
+        self._batch_of: dict[str, int] = {}  # metric -> the batch holding its rows
+        if scores is not None:
+            self.__dict__["scores"] = scores
+
+    def _mine(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["run_id"].isin(self.runs["run_id"])].reset_index(drop=True)
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        if self._source is not None:
+            return self._mine(self._source.scores)
+        if self.root is None:
+            return empty_table("scores")
+        # Categories make the filters and group-bys over millions of score rows integer work.
+        return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES))
+
+    def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
+        """The score rows of ``metrics`` only; reads (once) just those rows when the whole table
+        has not been read. Rows read together stay one frame, so asking again is a filter."""
+        wanted = list(dict.fromkeys(str(m) for m in metrics))
+        if "scores" in self.__dict__:
+            return self.scores[self.scores["metric"].isin(wanted)].reset_index(drop=True)
+        if self._source is not None:
+            return self._mine(self._source.scores_of(wanted))
+        missing = [m for m in wanted if m not in self._batch_of]
+        if missing:
+            frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing)
+                     if self.root is not None else empty_table("scores"))
+            self._batches.append(frame)
+            self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
+        pieces = []
+        for batch in dict.fromkeys(self._batch_of[m] for m in wanted):
+            frame = self._batches[batch]
+            pieces.append(frame[frame["metric"].isin([m for m in wanted if self._batch_of[m] == batch])])
+        if len(pieces) == 1:
+            return pieces[0].reset_index(drop=True)
+        # Batches have their own categories: plain strings concatenate quickly.
+        return pd.concat([piece.astype({c: "string" for c in SCORE_CATEGORIES}) for piece in pieces],
+                         ignore_index=True)
+
+    @cached_property
+    def metric_names(self) -> list[str]:
+        """Every metric scored for these runs, read from the metric column alone when the whole
+        table has not been read."""
+        if "scores" in self.__dict__ or self.root is None:
+            return sorted(self.scores["metric"].dropna().astype("string").unique().tolist())
+        return ResultStore(self.root).metric_names(self.runs["run_id"].astype(str).tolist())
+
+    @cached_property
+    def question_ids(self) -> pd.Index:
+        """Every question of these results: the questions table, else the scores' question ids."""
+        questions = self.questions
+        if not questions.empty:
+            return pd.Index(questions["question_id"].astype("string").unique())
+        column = self.scores["question_id"]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.cat.remove_unused_categories().cat.categories.to_series()
+        return pd.Index(pd.unique(column.astype("string").dropna()))
+
+    def _table(self, name: str) -> pd.DataFrame:
+        if name in self._given:
+            table = self._given[name]
+        elif self._source is not None:
+            table = getattr(self._source, name)
+        elif self.root is None:
+            return empty_table(name)
+        else:
+            table = ResultStore(self.root).read(name)
+        return self._mine(table) if "run_id" in table.columns else table
+
+    @cached_property
+    def stages(self) -> pd.DataFrame:
+        return self._table("stages")
+
+    @cached_property
+    def retrievals(self) -> pd.DataFrame:
+        return self._table("retrievals")
+
+    @cached_property
+    def judgements(self) -> pd.DataFrame:
+        return self._table("judgements")
+
+    @cached_property
+    def answers(self) -> pd.DataFrame:
+        return self._table("answers")
+
+    @cached_property
+    def questions(self) -> pd.DataFrame:
+        return self._table("questions")
+
+    @cached_property
+    def units(self) -> pd.Series:
+        """question_id -> the unit statistics resample: the question's source document; empty when
+        the folder does not record it (each question is then its own unit)."""
+        questions = self.questions
+        if questions.empty or "document" not in questions.columns:
+            return pd.Series(dtype="string")
+        known = questions.dropna(subset=["document"]).drop_duplicates("question_id")
+        return pd.Series(known["document"].astype("string").to_numpy(), index=known["question_id"].astype("string"))
+
+    @property
+    def unit(self) -> str:
+        """What one independent draw is: "document" when questions have a source document, else "question"."""
+        return DOCUMENT_UNIT if not self.units.empty else QUESTION_UNIT
+
+    def subset(self, run_ids: list[str] | None) -> Results:
+        """Only the given runs (all when None); an unknown run id is an error naming the valid ones."""
+        if run_ids is None:
+            return self
+        unknown = sorted(set(run_ids) - set(self.runs["run_id"]))
+        if unknown:
+            raise ConfigError(f"unknown run id(s): {', '.join(unknown)}. "
+                              f"Valid run ids: {', '.join(self.runs['run_id'])}")
+        return Results(self.runs[self.runs["run_id"].isin(run_ids)].reset_index(drop=True), root=self.root,
+                       source=self)
+
+
+def load_results(results_dir: str | Path) -> Results:
+    """A results folder's runs (with a readable `label`); every other table on first use."""
+    store = ResultStore(Path(results_dir))
+    if not store.exists():
+        raise FileNotFoundError(f"no results folder at {results_dir} (expected a 'runs' subfolder)")
+    runs = store.read("runs")
+    if not runs.empty:
+        runs = runs.assign(label=run_labels(runs).astype("string"))
+        runs = runs.sort_values("label", kind="stable").reset_index(drop=True)
+    return Results(runs, root=store.root)

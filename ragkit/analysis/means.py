@@ -1,0 +1,81 @@
+"""Per-run means of metrics, with intervals, counts of scored and failed questions, and curves.
+
+A score row counts when its `error` is empty and its `value` is not NaN; every other row is a
+failure: counted in `n_failed`, never averaged as 0.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ragkit.analysis import statistics
+from ragkit.analysis.labels import run_labels
+from ragkit.metrics.names import sort_key
+
+MEAN_COLUMNS = ["run_id", "metric", "mean", "ci_low", "ci_high", "n", "n_failed", "n_units"]
+
+
+def valid_mask(scores: pd.DataFrame) -> pd.Series:
+    return scores["error"].isna() & scores["value"].notna()
+
+
+def available_metrics(scores: pd.DataFrame) -> list[str]:
+    """Metric names in reading order (ragkit.metrics.names.sort_key)."""
+    return sorted(scores["metric"].dropna().astype(str).unique().tolist(), key=sort_key)
+
+
+def metric_means(scores: pd.DataFrame, metrics: list[str] | tuple[str, ...], units: pd.Series | None = None,
+                 confidence: float = statistics.CONFIDENCE) -> pd.DataFrame:
+    """Per run and metric: the mean over the questions scored, its cluster-robust CI over
+    ``units`` (question_id -> source document; each question alone when None), how many
+    questions counted (n) and failed (n_failed), and over how many units."""
+    chosen = scores[scores["metric"].isin(list(metrics))]
+    if chosen.empty:
+        return pd.DataFrame({c: pd.Series(dtype="float64" if c not in ("run_id", "metric") else "string")
+                             for c in MEAN_COLUMNS})
+    run_ids = pd.Index(pd.unique(chosen["run_id"].astype("string")))
+    question_ids = pd.Index(pd.unique(chosen["question_id"].astype("string")))
+    codes = statistics.unit_codes(question_ids, units)
+    frames = []
+    for metric, rows in chosen.groupby("metric", observed=True, sort=False):
+        q = question_ids.get_indexer(rows["question_id"].astype("string"))
+        r = run_ids.get_indexer(rows["run_id"].astype("string"))
+        values = np.full((len(question_ids), len(run_ids)), np.nan)
+        valid = valid_mask(rows).to_numpy()
+        values[q[valid], r[valid]] = rows["value"].to_numpy(dtype="float64")[valid]
+        asked = np.zeros(values.shape, dtype=bool)
+        asked[q, r] = True
+        present = asked.any(axis=0)
+        column = statistics.column_stats(values, codes, confidence)
+        frames.append(pd.DataFrame({
+            "run_id": run_ids[present], "metric": str(metric), "mean": column.mean[present],
+            "ci_low": column.ci_low[present], "ci_high": column.ci_high[present], "n": column.n[present],
+            "n_failed": (asked & np.isnan(values)).sum(axis=0)[present], "n_units": column.n_units[present],
+        }))
+    table = pd.concat(frames, ignore_index=True).astype({"n": "int64", "n_failed": "int64", "n_units": "int64"})
+    return table.sort_values(["run_id", "metric"], kind="stable").reset_index(drop=True)[MEAN_COLUMNS]
+
+
+def metric_table(scores: pd.DataFrame, runs: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Runs x metrics of plain means (no CIs), one row per run with its label: the sortable table."""
+    metrics = metrics if metrics is not None else available_metrics(scores)
+    valid = scores[valid_mask(scores) & scores["metric"].isin(metrics)]
+    wide = valid.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean", observed=True)
+    wide = wide.reindex(columns=[m for m in metrics if m in wide.columns])
+    labels = runs.set_index("run_id")["label"] if "label" in runs else run_labels(runs).set_axis(runs["run_id"])
+    out = pd.DataFrame({"run_id": runs["run_id"].to_numpy(), "label": labels.reindex(runs["run_id"]).to_numpy()})
+    return out.join(wide, on="run_id").reset_index(drop=True)
+
+
+def curve(scores: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Mean of `family@k` per run for every k scored in chunks, e.g. family "recall"."""
+    pattern = re.compile(rf"^{re.escape(family)}@(\d+)$")
+    # Parse the few distinct names, not every row.
+    ks = {name: int(match[1]) for name in scores["metric"].dropna().unique() if (match := pattern.match(str(name)))}
+    chosen = scores[scores["metric"].isin(list(ks)) & valid_mask(scores)]
+    chosen = chosen.assign(k=chosen["metric"].astype("string").map(ks).astype("int64"))
+    out = chosen.groupby(["run_id", "k"], observed=True)["value"].mean().rename("mean").reset_index()
+    return out.sort_values(["run_id", "k"], kind="stable").reset_index(drop=True)

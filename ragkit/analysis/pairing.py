@@ -1,0 +1,139 @@
+"""Which runs differ in exactly one factor, and what each run's level of every factor is.
+
+A *factor* is a group of config columns of the runs table (see ``factor_columns``): a component
+with its parameters (`retriever` with `retriever.rrf_k`), a judge with its parameters and model,
+`top_k`. A run's *level* of a factor is a short label of those columns, e.g. ``token(chunk_size=256)``
+or ``llm``; it is missing when the factor does not apply to the run (a bm25 run has no embedder).
+
+Fair pairs: two runs pair on factor F when their levels of F differ and every other factor is
+equal *or does not apply to one of them*, so a bm25 run pairs with the dense and hybrid runs
+of the same chunker and k whatever embedder those use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# runs columns that identify a run or follow from its configuration rather than configure it:
+# `depth` (the most chunks the final context holds) follows from top_k and the judges.
+NON_CONFIG_COLUMNS = frozenset({"run_id", "label", "experiment", "depth"})
+TOP_K = "top_k"
+JUDGE_PREFIX = "judge."
+# Modes a judge can run in, baseline first: a pair reads "off -> heuristic", "heuristic -> llm".
+_MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2}
+PAIR_COLUMNS = ["run_a", "run_b", "factor", "value_a", "value_b"]
+
+
+def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Config columns grouped into factors, the factor's main column first.
+
+    A dotted column belongs to the longest dotted prefix that is itself a column, so a
+    component's type and its parameters form one factor (`retriever` with `retriever.rrf_k`).
+    `<kind>.top_k` mirrors the `top_k` column and joins that factor. `llm.<role>` names the
+    model behind a role and joins that role's factor (`judge.<role>`, or `<role>` such as
+    `generator`): it is set exactly when the role calls an LLM, so switching a judge to llm mode
+    still pairs as one factor. A dotted column with no such prefix is a factor on its own.
+    """
+    config = [c for c in runs.columns
+              if c not in NON_CONFIG_COLUMNS and not c.endswith("_id") and not c.endswith("_key")]
+    names = set(config)
+    factors: dict[str, list[str]] = {}
+    for column in config:
+        factor = column
+        if column.endswith(".top_k") and TOP_K in names:
+            factor = TOP_K
+        elif column.startswith("llm."):
+            role = column.removeprefix("llm.")
+            factor = next((owner for owner in (f"{JUDGE_PREFIX}{role}", role) if owner in names), column)
+        else:
+            parts = column.split(".")
+            for length in range(len(parts) - 1, 0, -1):
+                prefix = ".".join(parts[:length])
+                if prefix in names:
+                    factor = prefix
+                    break
+        factors.setdefault(factor, []).append(column)
+    return {factor: sorted(columns, key=lambda c: c != factor) for factor, columns in factors.items()}
+
+
+def format_value(value: object) -> str:
+    # A parameter column holding NaN for some runs turns 60 into 60.0; show it as written.
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _param_name(column: str) -> str:
+    return "llm" if column.startswith("llm.") else column.split(".")[-1]
+
+
+def _factor_levels(runs: pd.DataFrame, columns: list[str]) -> pd.Series:
+    """Each run's level of one factor: its main value, with the parameters that vary among the
+    runs sharing that main value; None where the main column is missing (not applicable)."""
+    main, params = columns[0], [c for c in columns[1:] if not c.endswith(".top_k")]
+    labels = pd.Series([None] * len(runs), index=runs.index, dtype="object")
+    applies = runs[main].notna()
+    for value, group in runs[applies].groupby(runs.loc[applies, main].astype("string"), sort=False):
+        varying = [c for c in params if group[c].astype("string").nunique(dropna=False) > 1]
+        for index, row in group.iterrows():
+            shown = ", ".join(f"{_param_name(c)}={format_value(row[c])}" for c in varying)
+            labels[index] = f"{format_value(row[main])}({shown})" if shown else format_value(row[main])
+    return labels
+
+
+def factor_levels(runs: pd.DataFrame) -> pd.DataFrame:
+    """runs x factors: each run's level label of each factor (None: does not apply); index run_id."""
+    runs = runs.reset_index(drop=True)
+    factors = factor_columns(runs)
+    table = pd.DataFrame({factor: _factor_levels(runs, columns) for factor, columns in factors.items()},
+                         index=runs.index)
+    return table.set_axis(runs["run_id"].astype(str).to_numpy())
+
+
+def sort_value(value: object) -> tuple:
+    """Baseline first: missing (the component is absent), then False before True and smaller
+    numbers first, then judge modes off < heuristic < llm, then other names alphabetically."""
+    if not isinstance(value, str) and pd.isna(value):
+        return (0, 0.0, "")
+    if isinstance(value, (bool, np.bool_, int, float, np.integer, np.floating)):
+        return (1, float(value), "")
+    return (2, float(_MODE_ORDER.get(str(value), len(_MODE_ORDER))), str(value))
+
+
+def level_order(runs: pd.DataFrame, levels: pd.DataFrame, factor: str) -> dict[str, tuple]:
+    """Sort key of each level label of ``factor`` (``levels`` from factor_levels(runs)): by its
+    main column, then its parameters in column order (sort_value each), then the label."""
+    columns = factor_columns(runs)[factor]
+    keys: dict[str, tuple] = {}
+    for level, (_, row) in zip(levels[factor], runs[columns].iterrows()):
+        if level is not None:
+            keys.setdefault(level, (*(sort_value(row[c]) for c in columns), level))
+    return keys
+
+
+def single_factor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of runs whose levels differ in exactly one factor, a factor that does not apply to
+    either run counting as equal. In each pair run_a is the baseline, so b - a reads as "turning
+    it on": the smaller level by its main column (missing first, False before True, 5 before 10,
+    judge modes off < heuristic < llm, other names alphabetically), then by its label."""
+    if len(runs) < 2:
+        return pd.DataFrame({c: pd.Series(dtype="string") for c in PAIR_COLUMNS})
+    runs = runs.reset_index(drop=True)
+    levels = factor_levels(runs)
+    names = list(levels.columns)
+    codes = np.column_stack([pd.factorize(levels[f].to_numpy(dtype=object), use_na_sentinel=True)[0]
+                             for f in names])
+    applies = codes >= 0
+    differs = (codes[:, None, :] != codes[None, :, :]) & applies[:, None, :] & applies[None, :, :]
+    first, second = np.nonzero(np.triu(differs.sum(axis=2) == 1, k=1))
+    orders = {factor: level_order(runs, levels, factor) for factor in names}
+    records = []
+    for i, j in zip(first, second):
+        factor = names[int(np.argmax(differs[i, j]))]
+        value_i, value_j = levels.iat[i, names.index(factor)], levels.iat[j, names.index(factor)]
+        if orders[factor][value_j] < orders[factor][value_i]:
+            i, j, value_i, value_j = j, i, value_j, value_i
+        records.append({"run_a": runs.at[i, "run_id"], "run_b": runs.at[j, "run_id"], "factor": factor,
+                        "value_a": value_i, "value_b": value_j})
+    return pd.DataFrame.from_records(records, columns=PAIR_COLUMNS)

@@ -1,0 +1,132 @@
+"""Means, confidence intervals and tests that respect how questions cluster.
+
+Questions drawn from one document are not independent: a chunker that splits that document badly
+fails all of them together. Every interval and p-value here therefore treats the *unit* (the
+question's source document, or the question itself when no document is known) as the
+independent draw, with the cluster-robust (CR1) variance of a mean:
+
+    mean   = sum of values / N                                  (every question weighs the same)
+    V      = G / (G - 1) * sum over units g of (S_g - n_g * mean)^2 / N^2
+    95% CI = mean +- t(0.975, G - 1) * sqrt(V);   p = 2 * P(T_{G-1} > |mean| / sqrt(V))
+
+with S_g and n_g the sum and count of unit g's values, N the count of all values and G the number
+of units. With one question per unit this is exactly the one-sample t interval and t-test. It is
+what statsmodels reports for an intercept-only OLS with ``cov_type="cluster"`` (a test checks), it
+is analytic, so p-values are exact enough that a clear effect survives Holm over hundreds of
+comparisons (a resampled p cannot go below 1 / resamples), and it is vectorised over thousands of
+columns at once. Simulation tests check the coverage (93-97%) and the false-positive rate.
+
+Why not the bootstrap: a percentile bootstrap over G units has no G / (G - 1) small-sample
+correction and under-covers with the 20-40 documents typical of QA sets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse, stats
+
+CONFIDENCE = 0.95
+QUESTION_UNIT = "question"
+DOCUMENT_UNIT = "document"
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """Per column of a (questions x columns) matrix: values counted, units, mean, CI, p (H0: mean 0),
+    and how many units had a positive, zero and negative mean."""
+
+    n: np.ndarray
+    n_units: np.ndarray
+    mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_value: np.ndarray
+    units_positive: np.ndarray
+    units_zero: np.ndarray
+    units_negative: np.ndarray
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({name: getattr(self, name) for name in self.__dataclass_fields__})
+
+
+def unit_codes(question_ids: pd.Index | list[str], units: pd.Series | None) -> np.ndarray:
+    """Integer unit per question: from ``units`` (question_id -> unit name); a question it does not
+    name is a unit of its own."""
+    ids = pd.Index(question_ids).astype("string")
+    if units is None or units.empty:
+        return np.arange(len(ids))
+    named = pd.Series(ids, index=ids).map(units.astype("string")).to_numpy(dtype=object)
+    known = ~pd.isna(named)
+    codes = np.empty(len(ids), dtype="int64")
+    codes[known] = pd.factorize(named[known])[0]
+    # Each question with no unit is a unit of its own, numbered after the named ones.
+    codes[~known] = codes[known].max(initial=-1) + 1 + np.arange((~known).sum())
+    return codes
+
+
+def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONFIDENCE) -> ColumnStats:
+    """Cluster-robust mean, CI and p-value of each column of ``values`` (questions x columns; NaN =
+    no value), questions grouped into units by the integer codes ``units``.
+
+    A column with no value has NaN everywhere; with one unit, a mean but no interval or p-value;
+    when every unit's values equal the mean exactly (no spread), the interval is the mean and p is
+    1 for a zero mean, 0 otherwise.
+    """
+    values = np.asarray(values, dtype="float64")
+    if values.ndim == 1:
+        values = values[:, None]
+    present = ~np.isnan(values)
+    n_units_total = int(units.max()) + 1 if len(units) else 0
+    # units x questions indicator: unit sums and counts for every column in two sparse products.
+    membership = sparse.csr_matrix((np.ones(len(units)), (units, np.arange(len(units)))),
+                                   shape=(n_units_total, len(units)))
+    sums = np.asarray(membership @ np.where(present, values, 0.0))
+    counts = np.asarray(membership @ present.astype("float64"))
+    n = counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums.sum(axis=0) / n
+        has_unit = counts > 0
+        g = has_unit.sum(axis=0)
+        residual = np.where(has_unit, sums - counts * mean, 0.0)
+        variance = g / (g - 1) * (residual ** 2).sum(axis=0) / n ** 2
+        se = np.sqrt(variance)
+        critical = stats.t.ppf(0.5 + confidence / 2, np.maximum(g - 1, 1))
+        half = critical * se
+        t_value = np.abs(mean) / se
+        p = 2 * stats.t.sf(t_value, np.maximum(g - 1, 1))
+        unit_means = np.where(has_unit, sums / np.where(has_unit, counts, 1), np.nan)
+    # No spread: the t statistic is 0/0 or x/0; say what the data say instead of NaN.
+    flat = (g >= 2) & (se == 0)
+    p = np.where(flat, np.where(mean == 0, 1.0, 0.0), p)
+    low, high = mean - half, mean + half
+    undefined = g < 2
+    low, high, p = (np.where(undefined, np.nan, column) for column in (low, high, p))
+    return ColumnStats(
+        n=n.astype("int64"), n_units=g.astype("int64"), mean=mean, ci_low=low, ci_high=high, p_value=p,
+        units_positive=(unit_means > 0).sum(axis=0), units_zero=(unit_means == 0).sum(axis=0),
+        units_negative=(unit_means < 0).sum(axis=0),
+    )
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
+
+    The i-th smallest of m p-values becomes max over j <= i of (m - j + 1) * p_(j), capped at 1.
+    NaN p-values (comparisons with nothing to test) stay NaN and do not count in m.
+    """
+    p = np.asarray(p_values, dtype="float64")
+    adjusted = np.full(p.shape, np.nan)
+    known = np.flatnonzero(~np.isnan(p))
+    order = known[np.argsort(p[known], kind="stable")]
+    scaled = (len(order) - np.arange(len(order))) * p[order]
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
+
+
+def describe_method(unit: str, confidence: float = CONFIDENCE) -> str:
+    """One sentence naming the procedure and its unit, for every table that shows its numbers."""
+    return (f"{confidence:.0%} CI and p: cluster-robust (CR1) t over {unit}s (each {unit} is one independent "
+            f"draw; df = {unit}s - 1); p tests a zero mean, two-sided.")

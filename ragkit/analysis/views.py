@@ -1,0 +1,109 @@
+"""What the dashboard's pages show, each a function of ``Results`` (already cut to the selected
+runs) and plain, hashable arguments, so that one cached helper in ``dashboard/state.py`` serves
+them all and every number a page shows is also a library call (and a CLI command's output)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+
+from ragkit.analysis import failures, judges, latency
+from ragkit.analysis.comparison import Comparer, with_holm
+from ragkit.analysis.loading import Results
+from ragkit.analysis.means import curve, metric_means, metric_table
+from ragkit.metrics.names import parse_metric, sort_key
+from ragkit.results import JUDGE_SD_SUFFIX
+
+
+def means(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Per run and metric: mean, CI over the resampling unit, scored and failed counts."""
+    return metric_means(results.scores_of(metrics), list(metrics), results.units)
+
+
+def latency_means(results: Results) -> pd.DataFrame:
+    """Per run: pipeline ms per question with its interval (evaluation and builds left out)."""
+    return metric_means(latency.latency_scores(results.stages), [latency.LATENCY_METRIC], results.units)
+
+
+def factor_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Each factor level against the factor's best level, Holm over exactly these rows."""
+    return with_holm(Comparer(results).factor_effects(list(metrics)))
+
+
+def pair_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Every single-factor pair, Holm over exactly these rows."""
+    return with_holm(Comparer(results).pair_comparisons(list(metrics)))
+
+
+def judge_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    return judges.judge_effects(results, list(metrics))
+
+
+def scored_and_failed(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    spreads = [metric + JUDGE_SD_SUFFIX for metric in metrics]
+    return failures.scored_and_failed(results.scores_of([*metrics, *spreads]), list(metrics))
+
+
+def failure_reasons(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    return failures.failure_reasons(results.scores_of(metrics), list(metrics))
+
+
+def metric_names(results: Results) -> list[str]:
+    """Every metric these runs scored, in reading order."""
+    return sorted(results.metric_names, key=sort_key)
+
+
+def _family(results: Results, family: str) -> list[str]:
+    return [name for name in results.metric_names if parse_metric(name).family == family and parse_metric(name).k]
+
+
+def read_metrics(results: Results, metrics: tuple[str, ...], curve_family: str | None = None) -> int:
+    """Read the score rows of ``metrics`` and of a curve family in one pass (every read is a pass
+    over all parts, so a page asks once for what it will show); the number of rows read."""
+    return len(results.scores_of([*metrics, *(_family(results, curve_family) if curve_family else [])]))
+
+
+def curve_points(results: Results, family: str) -> pd.DataFrame:
+    """Mean of ``family@k`` per run at every k scored."""
+    return curve(results.scores_of(_family(results, family)), family)
+
+
+def quality_latency(results: Results, metric: str) -> pd.DataFrame:
+    return latency.quality_vs_latency(results.scores_of([metric]), latency.pipeline_stages(results.stages), metric)
+
+
+def runs_by_metrics(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
+    return metric_table(results.scores_of(metrics), results.runs, list(metrics))
+
+
+def llm_usage(results: Results) -> pd.DataFrame:
+    return latency.llm_usage(results.stages)
+
+
+def evaluation_cost(results: Results) -> pd.DataFrame:
+    return latency.evaluation_cost(results.stages)
+
+
+def judge_replies(results: Results) -> pd.DataFrame:
+    return judges.judge_replies(results.judgements)
+
+
+def question_rows(results: Results, table: str, question_id: str) -> pd.DataFrame:
+    """The ``answers`` or ``judgements`` rows of one question, and their run-level rows (no
+    question id, e.g. per-document chunking decisions)."""
+    frame = getattr(results, table)
+    return frame[frame["question_id"].isna() | (frame["question_id"] == question_id)].reset_index(drop=True)
+
+
+def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
+    from ragkit.analysis.export import export_bytes
+
+    return export_bytes(results, fmt, name=name)
+
+
+VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
+    means, latency_means, factor_effects, pair_effects, judge_effects, scored_and_failed, failure_reasons,
+    metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, llm_usage, evaluation_cost, judge_replies,
+    question_rows, export,
+)}

@@ -1,0 +1,45 @@
+"""The corpus shipped with a dataset, read alongside its questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llama_index.core.schema import Document
+from pydantic import Field
+
+from ragkit.corpus.model import make_document
+from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.qa.squad import squad_paragraphs
+from ragkit.registry import ConfigError
+
+
+class _CorpusRow(RowModel):
+    id: str = Field(alias="_id")
+    title: str | None = None
+    text: str
+
+
+def load_dataset_corpus(path: str | Path) -> list[Document] | None:
+    """The corpus shipped with a dataset: corpus.jsonl in its folder, or a SQuAD file's contexts.
+
+    A BEIR row's title goes into metadata "title" and is not prepended to the text (chunkers do
+    that when asked to contextualize). None means the dataset has no corpus of its own, so the
+    experiment must name an ingested corpus.
+    """
+    path = Path(path)
+    documents: dict[str, Document] = {}
+    if path.is_file() and path.suffix.lower() == ".json":
+        for doc_id, context, _, where in squad_paragraphs(path):
+            if doc_id in documents and documents[doc_id].text != context:
+                raise ConfigError(f"{path}, {where}: doc id '{doc_id}' is used for two different contexts")
+            documents[doc_id] = make_document(doc_id, context)
+        return list(documents.values())
+    corpus_path = (path if path.is_dir() else path.parent) / "corpus.jsonl"
+    if not corpus_path.is_file():
+        return None
+    for line_no, obj in jsonl_rows(corpus_path):
+        row = parse_row(_CorpusRow, obj, f"{corpus_path}, line {line_no}")
+        if row.id in documents:
+            raise ConfigError(f"{corpus_path}, line {line_no}: duplicate document id '{row.id}'")
+        documents[row.id] = make_document(row.id, row.text, {"title": row.title} if row.title else None)
+    return list(documents.values())

@@ -1,0 +1,174 @@
+"""The ground truth of an evaluation: answer spans, questions and question sets.
+
+Ground truth is kept as document ids (graded relevance) and character spans inside documents,
+never as chunk ids, so every chunker is judged against the same truth.
+
+Answer semantics: alternatives are any-of, parts are all-of. A question's answer has one part
+unless ``answer_parts`` says otherwise; each span carries the number of the part it answers
+(``AnswerSpan.group``), and the spans of one part are alternatives, any one of which answers that
+part. A question is answered when every part is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ragkit.hashing import content_key
+from ragkit.qa.rows import duplicates
+
+
+class AnswerSpan(BaseModel):
+    """A half-open character range [start, end) in a document of the corpus.
+
+    Spans of one question with the same ``group`` are alternatives (any one of them answers);
+    different groups are parts of a multi-part answer (all are needed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    doc_id: str = Field(min_length=1)
+    start: int = Field(ge=0)
+    end: int
+    group: int = Field(default=0, ge=0, description="Answer part this span is an alternative for.")
+
+    @model_validator(mode="after")
+    def _check_order(self) -> AnswerSpan:
+        if self.end <= self.start:
+            raise ValueError(f"span end must be > start, got start={self.start}, end={self.end}")
+        return self
+
+
+class Question(BaseModel):
+    """One question and its ground truth.
+
+    ``answers`` are the reference texts. Without ``answer_parts`` the answer has one part and the
+    texts are its alternatives. With ``answer_parts`` part i lists the alternatives of part i
+    (span group i), and ``answers`` is every part's alternatives in order, filled in from
+    ``answer_parts`` when not given. Spans are numbered by part: 0..G-1 for G parts; with
+    ``answer_parts`` a part may have no span (its answer was not found in any document).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    relevant_docs: dict[str, float] = Field(default_factory=dict, description="doc id -> relevance (> 0).")
+    spans: list[AnswerSpan] = Field(default_factory=list, description="Where the answer is, per document.")
+    answers: list[str] = Field(default_factory=list, description="Reference answer texts.")
+    answer_parts: list[list[str]] = Field(
+        default_factory=list,
+        description="Alternatives per part of a multi-part answer; empty for a one-part answer.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answers_from_parts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "answers" not in data:
+            parts = data.get("answer_parts")
+            if isinstance(parts, list) and all(isinstance(part, list) for part in parts):
+                data = {**data, "answers": [text for part in parts for text in part]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_ground_truth(self) -> Question:
+        if not self.text.strip():
+            raise ValueError("question text is blank")
+        if not self.relevant_docs and not self.answers:
+            raise ValueError("a question needs relevant documents or an answer")
+        not_relevant = {doc: score for doc, score in self.relevant_docs.items() if score <= 0}
+        if not_relevant:
+            raise ValueError(f"relevance scores must be > 0, got {not_relevant}")
+        if any(not answer.strip() for answer in self.answers):
+            raise ValueError("answers must not be blank")
+        outside = sorted({span.doc_id for span in self.spans} - set(self.relevant_docs))
+        if outside:
+            raise ValueError(f"spans point into documents not among relevant_docs: {outside}")
+        self._check_parts()
+        return self
+
+    def _check_parts(self) -> None:
+        groups = sorted({span.group for span in self.spans})
+        if not self.answer_parts:
+            if groups != list(range(len(groups))):
+                raise ValueError(f"question {self.id}: span groups must be numbered 0..G-1 without gaps, got {groups}")
+            return
+        if any(not part for part in self.answer_parts):
+            raise ValueError(f"question {self.id}: every answer part needs at least one answer")
+        if self.answers != [text for part in self.answer_parts for text in part]:
+            raise ValueError(f"question {self.id}: answers must be the answer_parts' texts in order")
+        beyond = [group for group in groups if group >= len(self.answer_parts)]
+        if beyond:
+            raise ValueError(
+                f"question {self.id}: span groups {beyond} have no answer part "
+                f"(groups are numbered 0..{len(self.answer_parts) - 1} for {len(self.answer_parts)} parts)"
+            )
+
+    def span_groups(self) -> list[list[AnswerSpan]]:
+        """The spans per answer part, ordered by part: the question is answered when every inner
+        list has a span that is covered (any one of them).
+
+        An unresolved part is an empty list, so it can never be covered. The number of parts is
+        ``len(answer_parts)`` when given, else one per span group, else one if the question has
+        answers (whose spans were not found: ``[[]]``), else none (``[]``: relevance only).
+        """
+        if self.answer_parts:
+            count = len(self.answer_parts)
+        elif self.spans:
+            count = max(span.group for span in self.spans) + 1
+        else:
+            count = 1 if self.answers else 0
+        groups: list[list[AnswerSpan]] = [[] for _ in range(count)]
+        for span in self.spans:
+            groups[span.group].append(span)
+        return groups
+
+    @property
+    def source_document(self) -> str | None:
+        """The document the question was drawn from: the resampling cluster of statistics.
+
+        Questions written from the same document share its wording and difficulty, so they are not
+        independent; confidence intervals and tests resample documents, not questions. The
+        answer's document is where the question came from, so it is the first span's document;
+        without spans the most relevant judged document stands in (ties: the first listed). None
+        when the question has neither: the caller decides (e.g. a cluster of its own).
+        """
+        if self.spans:
+            return self.spans[0].doc_id
+        if self.relevant_docs:
+            return max(self.relevant_docs, key=self.relevant_docs.__getitem__)
+        return None
+
+
+class QuestionSet(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    format: str
+    questions: list[Question]
+
+    @model_validator(mode="after")
+    def _check_unique_ids(self) -> QuestionSet:
+        repeated = duplicates(q.id for q in self.questions)
+        if repeated:
+            raise ValueError(f"duplicate question ids: {repeated[:10]}")
+        return self
+
+    def count_judgements(self) -> int:
+        """Number of (question, relevant document) pairs."""
+        return sum(len(q.relevant_docs) for q in self.questions)
+
+    def count_spans(self) -> int:
+        return sum(len(q.spans) for q in self.questions)
+
+    def ids_without_spans(self) -> list[str]:
+        """Questions that have an answer and relevant docs but no span (no part of the answer was
+        found)."""
+        return [q.id for q in self.questions if q.answers and q.relevant_docs and not q.spans]
+
+    def by_id(self) -> dict[str, Question]:
+        return {q.id: q for q in self.questions}
+
+    def content_key(self) -> str:
+        """Changes whenever a question or its ground truth changes, so cached metrics do too."""
+        return content_key("questions", [q.model_dump(mode="json") for q in self.questions])

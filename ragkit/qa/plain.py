@@ -1,0 +1,96 @@
+"""The ``jsonl`` and ``csv`` question-set formats: questions written by hand.
+
+One question per JSONL object or CSV row: ``id`` (optional, default: the 1-based row number),
+``question``, and at least one of ``relevant_doc_ids`` (a list, a {doc_id: score} object, or a
+';'-separated string) and an answer, given as either
+
+- ``answer``: one text, or in JSONL a list of alternative texts (any one answers the question);
+  blank texts are left out; or
+- ``answer_parts``: a multi-part answer, all parts needed. In JSONL a list whose items are a
+  string or a list of alternative strings, e.g. ``["Pfizer", ["Moderna", "mRNA-1273"]]``; in CSV
+  (or as a JSONL string) the parts separated by ``||``, e.g. ``Pfizer || Moderna``, one text per
+  part. Part i becomes span group i; texts are stripped and a part must have a non-blank text.
+
+Spans are not read from these formats: ``resolve_answer_spans`` finds them in the corpus.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from ragkit.qa.model import Question
+from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.registry import ConfigError
+
+PART_SEPARATOR = "||"
+
+
+class _PlainRow(RowModel):
+    id: str | None = None
+    question: str
+    relevant_doc_ids: list[str] | dict[str, float] | str | None = None
+    answer: list[str] | str | None = None
+    answer_parts: list[str | list[str]] | str | None = None
+
+
+def load_plain_jsonl(path: Path) -> list[Question]:
+    rows = [(line_no, number, obj) for number, (line_no, obj) in enumerate(jsonl_rows(path), start=1)]
+    return _plain_questions(path, rows)
+
+
+def load_csv(path: Path) -> list[Question]:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = {(column or "").strip() for column in reader.fieldnames or []}
+        if "question" not in columns or not columns & {"relevant_doc_ids", "answer", "answer_parts"}:
+            raise ConfigError(
+                f"{path}: needs a 'question' column and 'relevant_doc_ids' and/or 'answer' or 'answer_parts' "
+                f"(optional 'id'); found columns: {', '.join(sorted(columns)) or 'none'}"
+            )
+        rows = []
+        record_start = reader.line_num + 1
+        for number, record in enumerate(reader, start=1):
+            # Empty cells count as missing; cells beyond the header (key None, list value) are ignored.
+            cells = {key.strip(): value.strip() or None for key, value in record.items() if isinstance(value, str)}
+            rows.append((record_start, number, cells))
+            record_start = reader.line_num + 1
+    return _plain_questions(path, rows)
+
+
+def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) -> list[Question]:
+    questions = []
+    for line_no, number, obj in rows:
+        where = f"{path}, line {line_no}"
+        row = parse_row(_PlainRow, obj, where)
+        relevant = row.relevant_doc_ids
+        if isinstance(relevant, str):
+            relevant = [doc.strip() for doc in relevant.split(";") if doc.strip()]
+        if isinstance(relevant, list):
+            relevant = dict.fromkeys(relevant, 1.0)
+        fields: dict[str, Any] = {
+            "id": row.id if row.id is not None else str(number),
+            "text": row.question,
+            "relevant_docs": relevant or {},
+        }
+        parts = _answer_parts(row.answer_parts)
+        if parts and row.answer is not None:
+            raise ConfigError(f"{where}: give either answer or answer_parts, not both")
+        if parts:
+            fields["answer_parts"] = parts
+        else:
+            answers = [row.answer] if isinstance(row.answer, str) else row.answer or []
+            fields["answers"] = [answer for answer in answers if answer.strip()]
+        questions.append(parse_row(Question, fields, where))
+    return questions
+
+
+def _answer_parts(raw: list[str | list[str]] | str | None) -> list[list[str]]:
+    """Alternatives per part; a part with no non-blank text stays as an empty list (an error)."""
+    items = raw.split(PART_SEPARATOR) if isinstance(raw, str) else raw or []
+    parts = []
+    for item in items:
+        alternatives = [item] if isinstance(item, str) else item
+        parts.append([text.strip() for text in alternatives if text.strip()])
+    return parts

@@ -1,0 +1,77 @@
+"""Row-reading helpers shared by the question-set readers (not part of the package's API).
+
+Every reader reports a bad row as a ConfigError that names the file and line (or JSON path), so
+nothing is dropped quietly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ragkit.registry import ConfigError
+
+
+class RowModel(BaseModel):
+    """A row as a user wrote it: unknown fields are ignored, numeric ids read as strings."""
+
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True, populate_by_name=True)
+
+
+def parse_row(model: type[BaseModel], obj: Any, where: str) -> Any:
+    """Validate one row; ``where`` names the file and line (or JSON path) in the error."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as error:
+        parts = []
+        for item in error.errors():
+            field = ".".join(str(part) for part in item["loc"])
+            parts.append(f"{field}: {item['msg']}" if field else item["msg"])
+        raise ConfigError(f"{where}: {'; '.join(dict.fromkeys(parts))}") from None
+
+
+def duplicates(ids: Iterable[str]) -> list[str]:
+    return sorted(question_id for question_id, count in Counter(ids).items() if count > 1)
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) for every non-blank line."""
+    with open(path, encoding="utf-8-sig") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if line.strip():
+                yield line_no, line.rstrip("\r\n")
+
+
+def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for line_no, line in numbered_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path}, line {line_no}: invalid JSON ({error.msg})") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{path}, line {line_no}: expected a JSON object, got {type(obj).__name__}")
+        yield line_no, obj
+
+
+def first_row_has_offsets(path: Path) -> bool:
+    """True if the first row of a JSONL file carries ``answer_start`` (the squad layout)."""
+    for _, line in numbered_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            return False  # the loader reports the bad line
+        return isinstance(obj, dict) and "answer_start" in obj
+    return False
+
+
+def file_in(path: Path, default_name: str) -> Path:
+    """The file itself, or default_name inside a folder; a missing file names the path expected."""
+    target = path / default_name if path.is_dir() else path
+    if not target.is_file():
+        raise ConfigError(f"expected file not found: {target}")
+    return target

@@ -1,0 +1,124 @@
+"""Answer spans against a corpus: find them from answer texts, and check them.
+
+Alternatives are any-of: every answer text of a part, and every place one is found, is a span of
+that part's group. Parts are all-of: a question with ``answer_parts`` is resolved part by part.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+
+from llama_index.core.schema import Document
+
+from ragkit.qa.model import AnswerSpan, Question, QuestionSet
+
+logger = logging.getLogger(__name__)
+
+# How many question ids a warning names before it only counts.
+_IDS_SHOWN = 10
+
+
+def resolve_answer_spans(question_set: QuestionSet, documents_by_id: Mapping[str, Document]) -> QuestionSet:
+    """Add spans to questions that have answers and relevant docs but no spans.
+
+    Each answer text of a part is looked up in each relevant document, exact text first, then
+    ignoring case; its first occurrence there becomes a span of that part's group (part i is
+    group i; a question without ``answer_parts`` has one part, group 0, made of all its answers).
+    Identical spans are kept once. Questions whose answer is found nowhere keep no span: their
+    number is logged as a warning, and ``QuestionSet.ids_without_spans()`` lists them. A
+    multi-part question with only some parts found keeps those spans; the others stay empty
+    groups in ``Question.span_groups()`` and the warning names the question.
+    """
+    resolved = []
+    unresolved = []
+    partly_resolved = []
+    for question in question_set.questions:
+        if question.spans or not question.answers or not question.relevant_docs:
+            resolved.append(question)
+            continue
+        parts = question.answer_parts or [question.answers]
+        spans = [
+            span
+            for group, alternatives in enumerate(parts)
+            for span in _part_spans(alternatives, group, question, documents_by_id)
+        ]
+        if not spans:
+            unresolved.append(question.id)
+        elif len({span.group for span in spans}) < len(parts):
+            partly_resolved.append(question.id)
+        resolved.append(question.model_copy(update={"spans": spans}))
+    if unresolved:
+        logger.warning("%s: no answer span found for %d questions", question_set.name, len(unresolved))
+    if partly_resolved:
+        more = len(partly_resolved) - _IDS_SHOWN
+        logger.warning(
+            "%s: some answer parts not found (they can never be covered) for %d questions: %s%s",
+            question_set.name,
+            len(partly_resolved),
+            ", ".join(partly_resolved[:_IDS_SHOWN]),
+            f" and {more} more" if more > 0 else "",
+        )
+    return question_set.model_copy(update={"questions": resolved})
+
+
+def _part_spans(
+    alternatives: list[str], group: int, question: Question, documents_by_id: Mapping[str, Document]
+) -> list[AnswerSpan]:
+    spans = []
+    for doc_id in question.relevant_docs:
+        document = documents_by_id.get(doc_id)
+        for answer in alternatives if document is not None else []:
+            found = find_answer(document.text, answer)
+            if found is not None:
+                spans.append(AnswerSpan(doc_id=doc_id, start=found[0], end=found[1], group=group))
+    return list(dict.fromkeys(spans))
+
+
+def find_answer(text: str, answer: str) -> tuple[int, int] | None:
+    """(start, end) of the first occurrence of answer in text: exact, then ignoring case."""
+    candidates = [candidate for candidate in dict.fromkeys((answer, answer.strip())) if candidate]
+    for candidate in candidates:
+        start = text.find(candidate)
+        if start >= 0:
+            return start, start + len(candidate)
+    for candidate in candidates:
+        match = re.search(re.escape(candidate), text, re.IGNORECASE)
+        if match:
+            return match.span()
+    return None
+
+
+def validate_against_corpus(question_set: QuestionSet, documents_by_id: Mapping[str, Document]) -> list[str]:
+    """Human-readable problems: unknown doc ids, spans outside their document, and spans that do
+    not read as any alternative of their part (ignoring case and surrounding whitespace); without
+    ``answer_parts`` every answer of the question is an alternative."""
+    problems = []
+    for question in question_set.questions:
+        for doc_id in question.relevant_docs:
+            if doc_id not in documents_by_id:
+                problems.append(f"question {question.id}: relevant document '{doc_id}' is not in the corpus")
+        for span in question.spans:
+            document = documents_by_id.get(span.doc_id)
+            if document is None:
+                continue  # reported above: a span's document is always among relevant_docs
+            if span.end > len(document.text):
+                problems.append(
+                    f"question {question.id}: span [{span.start}, {span.end}) is outside document "
+                    f"'{span.doc_id}' ({len(document.text)} chars)"
+                )
+                continue
+            alternatives = question.answer_parts[span.group] if question.answer_parts else question.answers
+            found = document.text[span.start : span.end]
+            if alternatives and found.strip().casefold() not in {text.strip().casefold() for text in alternatives}:
+                part = f" of part {span.group}," if question.answer_parts else ""
+                problems.append(
+                    f"question {question.id}: span [{span.start}, {span.end}) in '{span.doc_id}' reads "
+                    f"{_shorten(found)!r}, not the answer{part} {_shorten(alternatives[0])!r}"
+                )
+    return problems
+
+
+def _shorten(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

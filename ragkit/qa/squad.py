@@ -1,0 +1,128 @@
+"""The ``squad`` question-set format: questions with answer offsets in a document.
+
+Two layouts:
+
+- JSONL (the COVID-QA layout; a file, or a folder holding ``questions.jsonl``): one object per
+  question with id, question, answer, doc_id, answer_start and optional answer_end (default:
+  answer_start + len(answer)). One answer per row, so the question's one span is group 0.
+- The official SQuAD JSON nesting ``data/paragraphs/qas/answers``. The doc id is the paragraph's
+  ``document_id`` or ``id``; failing that, the article's ``id`` or ``title`` when the article has
+  one paragraph, else ``"<article id or title>#<paragraph index>"`` because SQuAD offsets count
+  from the start of the paragraph. All ``answers`` of a question are annotators' variants of one
+  answer: alternatives, so every span is group 0 (identical spans are kept once). Unanswerable
+  SQuAD 2.0 questions are skipped (and logged); an offset that does not point at its answer moves
+  to the nearest occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ragkit.qa.model import Question
+from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.registry import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class _SquadRow(RowModel):
+    id: str
+    question: str
+    answer: str
+    doc_id: str
+    answer_start: int
+    answer_end: int | None = None
+
+
+class _SquadAnswer(RowModel):
+    text: str
+    answer_start: int
+
+
+class _SquadQA(RowModel):
+    id: str
+    question: str
+    answers: list[_SquadAnswer] = []
+    is_impossible: bool = False
+
+
+def load_squad_jsonl(path: Path) -> list[Question]:
+    questions = []
+    for line_no, obj in jsonl_rows(path):
+        where = f"{path}, line {line_no}"
+        row = parse_row(_SquadRow, obj, where)
+        end = row.answer_end if row.answer_end is not None else row.answer_start + len(row.answer)
+        fields = {
+            "id": row.id,
+            "text": row.question,
+            "relevant_docs": {row.doc_id: 1.0},
+            "spans": [{"doc_id": row.doc_id, "start": row.answer_start, "end": end, "group": 0}],
+            "answers": [row.answer],
+        }
+        questions.append(parse_row(Question, fields, where))
+    return questions
+
+
+def load_squad_json(path: Path) -> list[Question]:
+    questions = []
+    unanswerable = 0
+    for doc_id, context, qas, where in squad_paragraphs(path):
+        for index, obj in enumerate(qas):
+            place = f"{path}, {where}.qas[{index}]"
+            qa = parse_row(_SquadQA, obj, place)
+            if qa.is_impossible:
+                unanswerable += 1
+                continue
+            starts = [_align(context, answer.text, answer.answer_start) for answer in qa.answers]
+            spans = dict.fromkeys((start, start + len(a.text)) for start, a in zip(starts, qa.answers))
+            fields = {
+                "id": qa.id,
+                "text": qa.question,
+                "relevant_docs": {doc_id: 1.0} if spans else {},
+                "spans": [{"doc_id": doc_id, "start": start, "end": end, "group": 0} for start, end in spans],
+                "answers": list(dict.fromkeys(answer.text for answer in qa.answers)),
+            }
+            questions.append(parse_row(Question, fields, place))
+    if unanswerable:
+        logger.info("%s: skipped %d unanswerable (is_impossible) questions", path, unanswerable)
+    return questions
+
+
+def squad_paragraphs(path: Path) -> Iterator[tuple[str, str, list[Any], str]]:
+    """(doc_id, context, qas, JSON location) per paragraph of an official SQuAD file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ConfigError(f"{path}: expected SQuAD JSON of the form {{'data': [{{'paragraphs': [...]}}]}}")
+    for a_index, article in enumerate(data["data"]):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        if not isinstance(paragraphs, list):
+            raise ConfigError(f"{path}, data[{a_index}]: expected a 'paragraphs' list")
+        article_name = str(article.get("id") or article.get("title") or f"article{a_index}")
+        for p_index, paragraph in enumerate(paragraphs):
+            where = f"data[{a_index}].paragraphs[{p_index}]"
+            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str):
+                raise ConfigError(f"{path}, {where}: expected a paragraph with a 'context' string")
+            own_id = paragraph.get("document_id", paragraph.get("id"))
+            if own_id is not None:
+                doc_id = str(own_id)
+            elif len(paragraphs) == 1:
+                doc_id = article_name
+            else:
+                doc_id = f"{article_name}#{p_index}"
+            yield doc_id, paragraph["context"], paragraph.get("qas") or [], where
+
+
+def _align(context: str, answer: str, start: int) -> int:
+    """The offset of the occurrence of answer nearest to start (annotated offsets may be off)."""
+    if context[start : start + len(answer)] == answer:
+        return start
+    occurrences = [match.start() for match in re.finditer(re.escape(answer), context)] if answer else []
+    return min(occurrences, key=lambda offset: abs(offset - start)) if occurrences else start

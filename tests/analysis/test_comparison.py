@@ -1,0 +1,149 @@
+"""ragkit.analysis.comparison: pairs with failures and strict differences, common depth, factor
+effects against the best level, one Holm family. Hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ragkit.analysis.comparison import Comparer, compare, compared_metric
+from ragkit.analysis.means import metric_means
+from ragkit.analysis.statistics import holm
+from ragkit.metrics.retrieval import run_metrics
+from tests.analysis.helpers import judge_run, results_of, run_row, score_rows
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_pair_counts_failures_per_side_and_gives_the_strict_difference():
+    scores = score_rows([("a", "q1", "mrr", 0.5), ("a", "q2", "mrr", 1.0), ("a", "q3", "mrr", 0.0),
+                         ("a", "q4", "mrr", np.nan, "RuntimeError: boom"),
+                         ("b", "q1", "mrr", 1.0), ("b", "q2", "mrr", 1.0), ("b", "q3", "mrr", np.nan, "timeout"),
+                         ("b", "q4", "mrr", 1.0)])
+    row = compare(results_of([run_row("a", chunker="sentence"), run_row("b", chunker="token")], scores),
+                  ["mrr"], factor_rows=False).iloc[0]
+    # Scored by both: q1 (+0.5) and q2 (0). Asked both: q1..q4 with failures as 0: +0.5, 0, 0, +1.
+    assert (row["run_a"], row["run_b"], row["factor"]) == ("a", "b", "chunker")
+    assert row["diff"] == pytest.approx(0.25) and row["n"] == 2
+    assert row["strict_diff"] == pytest.approx(0.375)
+    assert (row["n_scored_a"], row["n_scored_b"], row["n_failed_a"], row["n_failed_b"]) == (3, 3, 1, 1)
+    assert (row["wins"], row["ties"], row["losses"]) == (1, 1, 0)
+    assert row["unit"] == "question" and row["metric_compared"] == "mrr"
+
+
+def test_a_judge_that_crashes_on_the_hard_half_cannot_come_out_ahead():
+    # Judge on answers exactly as judge off, but crashes on the ten hard questions; judge off
+    # scores 0.4 on those. Over the survivors alone the judge would look 0.3 better.
+    rows = []
+    for i in range(20):
+        hard = i < 10
+        rows.append(("off", f"q{i}", "recall@5", 0.4 if hard else 1.0))
+        rows.append(("on", f"q{i}", "recall@5", np.nan, "RuntimeError: judge crashed") if hard
+                    else ("on", f"q{i}", "recall@5", 1.0))
+    results = results_of([judge_run("off", "off"), judge_run("on", "llm")], score_rows(rows))
+    means = metric_means(results.scores, ["recall@5"]).set_index("run_id")
+    assert means.loc["on", "mean"] > means.loc["off", "mean"]  # the naive reading
+    assert means.loc["on", "n_failed"] == 10
+    pair = compare(results, ["recall@5"], factor_rows=False).iloc[0]
+    assert pair["diff"] == 0.0 and pair["n"] == 10
+    assert pair["strict_diff"] == pytest.approx(-0.2) and pair["n_failed_b"] == 10
+    factor = compare(results, ["recall@5"], pair_rows=False).iloc[0]
+    assert factor["level_b"] == "off", "the best level is the one that answers every question"
+    assert factor["strict_diff"] == pytest.approx(0.2)
+
+
+def _truncation_results(n_questions: int = 40):
+    """Judge off passes on 10 chunks; a truncation-only judge keeps the same order and drops to 5."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(n_questions):
+        ranking = [(f"d{doc}", 0, 100) for doc in rng.integers(0, 12, 10)]
+        relevant = {f"d{doc}": 1.0 for doc in rng.choice(12, 2, replace=False)}
+        for run_id, kept in (("off", ranking), ("on", ranking[:5])):
+            rows += [(run_id, f"q{i}", name, value) for name, value in run_metrics(kept, relevant, None, 10).items()]
+    runs = [{**judge_run("off", "off"), "top_k": 10, "depth": 10}, {**judge_run("on", "llm"), "top_k": 10, "depth": 5}]
+    return results_of(runs, score_rows(rows))
+
+
+@pytest.mark.parametrize(("metric", "compared"), [("recall@10", "recall@5"), ("mrr", "mrr@5"), ("ndcg@10", "ndcg@5"),
+                                                  ("recall@3", "recall@3")])
+def test_a_truncation_only_judge_shows_no_effect_at_the_common_depth(metric, compared):
+    row = compare(_truncation_results(), [metric], factor_rows=False).iloc[0]
+    assert row["metric_compared"] == compared
+    assert row["diff"] == 0.0 and row["strict_diff"] == 0.0 and row["p"] == 1.0
+    assert row["n"] == 40
+
+
+def test_asked_depth_shows_what_truncation_loses():
+    row = compare(_truncation_results(), ["recall@10"], factor_rows=False, depth_rule="asked").iloc[0]
+    assert row["metric_compared"] == "recall@10"
+    assert row["diff"] < 0 and row["wins"] == 0 and row["losses"] > 0
+
+
+@pytest.mark.parametrize(("metric", "depths", "factor", "expected"), [
+    ("recall@10", (10, 5), "judge.rerank", ("recall@5", 5)),
+    ("recall@3", (10, 5), "judge.rerank", ("recall@3", 3)),
+    ("span_mrr", (10, 4), "judge.retrieval", ("span_mrr@4", 4)),
+    ("mrr", (10, 10), "retriever", ("mrr", None)),
+    # top_k is itself about depth: compared as asked.
+    ("recall@10", (5, 10), "top_k", ("recall@10", 10)),
+    # budgets and final-context metrics are not cut by depth
+    ("span_recall@512tok", (10, 5), "judge.rerank", ("span_recall@512tok", None)),
+    ("final_span_recall", (10, 5), "judge.rerank", ("final_span_recall", None)),
+    ("faithfulness", (10, 5), "judge.rerank", ("faithfulness", None)),
+])
+def test_compared_metric_rule(metric, depths, factor, expected):
+    assert compared_metric(metric, *depths, factor) == expected
+
+
+def _factor_grid():
+    """Chunkers A, B, C at top_k 5 and 10; three questions, each its own unit."""
+    values = {"A5": [0.2, 0.4, 0.6], "A10": [0.4, 0.6, 0.8], "B5": [0.6, 0.8, 1.0], "B10": [0.8, 1.0, 1.0],
+              "C5": [0.2, 0.2, 0.2], "C10": [0.4, 0.4, 0.4]}
+    runs = [run_row(name, chunker=name[0], top_k=int(name[1:])) for name in values]
+    scores = score_rows([(name, f"q{i}", "ndcg@5", v) for name, vs in values.items() for i, v in enumerate(vs)])
+    return results_of(runs, scores)
+
+
+def test_factor_effects_by_hand():
+    effects = Comparer(_factor_grid()).factor_effects(["ndcg@5"]).set_index(["factor", "level_a"])
+    # Level means: A 0.5, B 0.867, C 0.3 -> best B. A vs B per question, mean over the two k:
+    # (0.4 + 0.4) / 2, (0.4 + 0.4) / 2, (0.4 + 0.2) / 2 = 0.4, 0.4, 0.3.
+    a_vs_b = effects.loc[("chunker", "A")]
+    per_question = np.array([0.4, 0.4, 0.3])
+    interval = stats.ttest_1samp(per_question, 0.0).confidence_interval(0.95)
+    assert a_vs_b["level_b"] == "B" and a_vs_b["pairs"] == 2
+    assert a_vs_b["diff"] == pytest.approx(per_question.mean())
+    assert (a_vs_b["ci_low"], a_vs_b["ci_high"]) == pytest.approx((interval.low, interval.high))
+    assert (a_vs_b["units_b_better"], a_vs_b["n_units"]) == (3, 3)
+    # C vs B: (0.4 + 0.4) / 2, (0.6 + 0.6) / 2, (0.8 + 0.6) / 2
+    assert effects.loc[("chunker", "C"), "diff"] == pytest.approx(np.mean([0.4, 0.6, 0.7]))
+    # top_k: 5 vs 10 over the three chunkers; 10 is better everywhere.
+    top_k = effects.loc[("top_k", "5")]
+    assert top_k["level_b"] == "10" and top_k["pairs"] == 3 and top_k["diff"] > 0
+    assert ("chunker", "B") not in effects.index  # the best level is the reference, not a row
+
+
+def test_one_holm_family_over_every_row_returned():
+    table = compare(_factor_grid(), ["ndcg@5"])
+    assert set(table["kind"]) == {"factor", "pair"}
+    assert table["p_holm"].to_numpy() == pytest.approx(holm(table["p"]), nan_ok=True)
+    assert (table["p_holm"].dropna() >= table["p"].dropna()).all()
+
+
+def test_questions_of_one_document_resample_together_and_the_unit_is_named():
+    rng = np.random.default_rng(3)
+    documents = {f"q{i}": f"doc{i // 8}" for i in range(160)}
+    effect = rng.normal(0.1, 0.15, 20)
+    rows = []
+    for i, question in enumerate(documents):
+        base = rng.uniform(0.2, 0.8)
+        rows += [("a", question, "recall@5", base), ("b", question, "recall@5", base + effect[i // 8])]
+    runs = [run_row("a", chunker="sentence"), run_row("b", chunker="token")]
+    by_document = compare(results_of(runs, score_rows(rows), documents), ["recall@5"], factor_rows=False).iloc[0]
+    by_question = compare(results_of(runs, score_rows(rows)), ["recall@5"], factor_rows=False).iloc[0]
+    assert (by_document["unit"], by_document["n_units"]) == ("document", 20)
+    assert (by_question["unit"], by_question["n_units"]) == ("question", 160)
+    assert by_document["diff"] == pytest.approx(by_question["diff"])
+    assert by_document["ci_high"] - by_document["ci_low"] > 2 * (by_question["ci_high"] - by_question["ci_low"])

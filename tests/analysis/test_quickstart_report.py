@@ -1,0 +1,86 @@
+"""The quickstart's report as a new user runs it: the real grid on the bundled COVID-QA sample
+(18 articles, 247 questions), then `ragkit report`.
+
+- bm25 is compared with dense (it has no embedder; the factor does not apply to it);
+- a clear effect (dense -> hybrid span_recall@5, about +0.17) is significant after Holm over
+  every comparison the report shows, with documents as the resampling unit;
+- the answer-per-factor part fits on one screen above the detail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragkit.cli import main
+from ragkit.experiments.config import load_config
+from ragkit.experiments.runner import run_experiment
+
+pytestmark = pytest.mark.slow
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.yaml"
+SCREEN_LINES = 60
+
+
+@pytest.fixture(scope="module")
+def quickstart_results(tmp_path_factory) -> Path:
+    import os
+
+    from ragkit.settings import get_settings
+
+    # One run for the module: its own data folder, as the autouse fixture gives each test.
+    data = tmp_path_factory.mktemp("quickstart-data")
+    previous = os.environ.get("RAGKIT_DATA_DIR")
+    os.environ["RAGKIT_DATA_DIR"] = str(data)
+    get_settings.cache_clear()
+    try:
+        out = data / "results" / "quickstart"
+        run_experiment(load_config(QUICKSTART), out)
+    finally:
+        if previous is None:
+            os.environ.pop("RAGKIT_DATA_DIR", None)
+        else:
+            os.environ["RAGKIT_DATA_DIR"] = previous
+        get_settings.cache_clear()
+    return out
+
+
+def _report(results: Path, capsys, *args: str) -> str:
+    assert main(["report", str(results), *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_bm25_is_compared_with_dense_on_every_metric(quickstart_results, capsys):
+    payload = json.loads(_report(quickstart_results, capsys, "--format", "json"))
+    comparisons = payload["comparisons"]
+    assert payload["unit"] == "document"
+    bm25_dense = {row["metric"] for row in comparisons
+                  if row["kind"] == "pair" and {row["level_a"], row["level_b"]} == {"bm25", "dense"}}
+    assert bm25_dense == set(payload["metrics"])
+
+
+def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
+    payload = json.loads(_report(quickstart_results, capsys, "--format", "json"))
+    rows = [row for row in payload["comparisons"] if row["kind"] == "factor" and row["factor"] == "retriever"
+            and row["metric"] == "span_recall@5" and row["level_a"] == "dense"]
+    assert len(rows) == 1
+    row = rows[0]
+    print(f"dense vs {row['level_b']} span_recall@5: {row['diff']:+.3f} [{row['ci_low']:+.3f}, "
+          f"{row['ci_high']:+.3f}], p (Holm) {row['p_holm']:.2g} over {len(payload['comparisons'])} comparisons, "
+          f"{row['n_units']} {row['unit']}s")
+    assert row["level_b"] == "hybrid" and row["diff"] > 0.1
+    assert row["unit"] == "document" and row["n_units"] == 18
+    assert row["p_holm"] < 0.05
+
+
+def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_results, capsys):
+    text = _report(quickstart_results, capsys)
+    lines = text.splitlines()
+    start = lines.index("## What each factor does")
+    end = lines.index("## Configurations")
+    assert end - start <= SCREEN_LINES
+    assert end < lines.index("## Single-factor pairs")
+    assert any(line.startswith("| retriever | bm25 vs ") or line.startswith("| retriever | dense vs ")
+               for line in lines[start:end])
