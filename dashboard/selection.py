@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state
+from dashboard.safe_text import escape
 
 
 def pick_results(max_runs: int | None = None, default_runs: int | None = None):
@@ -22,7 +23,7 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
     results = state.load_results(experiment)
     runs = results.runs
     if runs.empty:
-        st.info(f"Experiment '{experiment}' has no runs yet.")
+        st.info(f"Experiment '{escape(experiment)}' has no runs yet.")
         st.stop()
     labels = dict(zip(runs["run_id"], runs["label"]))
     run_ids = list(labels)

@@ -1,4 +1,8 @@
-"""How the drill-down draws one run's answer, its generation metrics and judge decisions for a question."""
+"""How the drill-down draws one run's answer, its generation metrics and judge decisions for a question.
+
+Answers, judge replies, errors and question text are LLM, corpus or user text: markdown gets them
+through ``safe_text.escape``; prompts, decisions and raw replies are shown as code.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+
+from dashboard.safe_text import escape
 
 
 def _json(text: Any, empty: Any) -> Any:
@@ -33,11 +39,11 @@ def show_answer(answer: pd.Series, ranks: dict[str, int]) -> None:
     """The generated answer, its citations as the ranks of the chunks shown below, and its prompt."""
     st.markdown("**Answer** · " + validity_badge(bool(answer["valid"])))
     if pd.notna(answer["error"]):
-        st.caption(f"Error: {answer['error']}")
-    st.markdown(answer["answer"] if pd.notna(answer["answer"]) and answer["answer"] else "*(no answer)*")
+        st.caption(f"Error: {escape(answer['error'])}")
+    st.markdown(escape(answer["answer"]) if pd.notna(answer["answer"]) and answer["answer"] else "*(no answer)*")
     cited = citations(answer)
     if cited:
-        st.caption("Cites: " + ", ".join(f"#{ranks[c]}" if c in ranks else f"`{c}`" for c in cited))
+        st.caption("Cites: " + ", ".join(f"#{ranks[c]}" if c in ranks else escape(c) for c in cited))
     with st.expander("Prompt"):
         st.code(answer["prompt"] if pd.notna(answer["prompt"]) else "", language=None)
 
@@ -46,12 +52,13 @@ def show_judgement(judgement: Any) -> None:
     """One decision: judge, validity, seconds, the decision as JSON and the raw reply."""
     with st.container(border=True):
         cached = " · cached" if judgement.cache_hit else ""
-        st.markdown(f"**{judgement.judge}** · {validity_badge(bool(judgement.valid), bool(judgement.fell_back))}"
+        st.markdown(f"**{escape(judgement.judge)}** · "
+                    f"{validity_badge(bool(judgement.valid), bool(judgement.fell_back))}"
                     f" · {judgement.seconds:.2f} s{cached}")
         if pd.notna(judgement.input_summary) and judgement.input_summary:
-            st.caption(judgement.input_summary)
+            st.caption(escape(judgement.input_summary))
         if pd.notna(judgement.error):
-            st.caption(f"Error: {judgement.error}")
+            st.caption(f"Error: {escape(judgement.error)}")
         decision = _json(judgement.decision, {})
         if isinstance(decision, (dict, list)):
             st.json(decision)
@@ -70,4 +77,4 @@ def show_verdicts(verdicts: pd.DataFrame) -> None:
         spread = getattr(row, "judge_sd", float("nan"))
         st.markdown(f"`{row.metric}` **{value}**" + (f" · judge sd {spread:.3f}" if pd.notna(spread) else ""))
         if pd.notna(row.reason):
-            st.caption(f"{row.metric}: {row.reason}")
+            st.caption(f"{row.metric}: {escape(row.reason)}")

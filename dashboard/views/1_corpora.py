@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from dashboard import forms, state
+from dashboard.safe_text import escape
 from ragkit import registry
 from ragkit.corpus.validation import IngestError
 from ragkit.registry import ConfigError
@@ -25,7 +26,7 @@ with st.form("ingest", clear_on_submit=False):
             help=f"Up to {get_settings().max_file_mb:g} MB per file (RAGKIT_MAX_FILE_MB).",
         )
     except StreamlitAPIException as error:  # e.g. a NUL byte in a file name: refused, nothing stored
-        st.error(f"Upload refused: {error}. Nothing was stored; reload the page to choose other files.")
+        st.error(f"Upload refused: {escape(error)}. Nothing was stored; reload the page to choose other files.")
         files = []
     name = st.text_input("Corpus name", value="my-corpus",
                          help="New or existing corpus; a file with the same name replaces the old one.")
@@ -39,10 +40,11 @@ if submitted:
         try:
             paths = state.save_uploads(files, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
             report = state.corpus_store().ingest(
-                paths, name, progress=lambda done, total, doc: bar.progress(done / max(total, 1), text=doc or "done"),
+                paths, name,
+                progress=lambda done, total, doc: bar.progress(done / max(total, 1), text=escape(doc or "done")),
             )
         except (IngestError, ConfigError) as error:
-            st.error(str(error))
+            st.error(escape(error))
         else:
             bar.progress(1.0, text=f"{report.ingested_count} of {len(report.files)} files ingested")
             st.dataframe(
@@ -61,10 +63,10 @@ st.dataframe(table, hide_index=True)
 
 with st.expander("Delete a corpus"):
     doomed = st.selectbox("Corpus to delete", table["name"].tolist(), key="delete_name")
-    confirm = st.checkbox(f"Yes, delete '{doomed}' with its chunk sets and indexes", key="delete_confirm")
+    confirm = st.checkbox(f"Yes, delete '{escape(doomed)}' with its chunk sets and indexes", key="delete_confirm")
     if st.button("Delete", disabled=not confirm, type="secondary"):
         state.corpus_store().delete(doomed)
-        st.success(f"Deleted corpus '{doomed}'.")
+        st.success(f"Deleted corpus '{escape(doomed)}'.")
         st.rerun()
 
 # --- preview -------------------------------------------------------------------------------------
@@ -82,13 +84,13 @@ document = corpus.by_id()[doc_id]
 left, right = st.columns(2)
 with left:
     st.caption(f"{len(document.text):,} characters · metadata: " +
-               ", ".join(k for k in document.metadata if k not in ("page_starts", "sections")))
+               escape(", ".join(k for k in document.metadata if k not in ("page_starts", "sections"))))
     st.text_area("Document text", document.text[:20_000], height=500, disabled=True)
 with right:
     try:
         chunks = state.preview_chunks(chosen, doc_id, chunker, params)
     except Exception as error:  # a chunker that needs a model, or bad params: show, don't crash
-        st.error(f"{chunker}: {error}")
+        st.error(f"{chunker}: {escape(error)}")
     else:
         st.caption(f"{len(chunks)} chunks · median {int(chunks['tokens'].median()) if len(chunks) else 0} tokens")
         st.dataframe(chunks, hide_index=True, height=500)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.safe_text import escape
 from ragkit.qa import FORMATS
 from ragkit.registry import ConfigError
 
@@ -45,9 +46,9 @@ with st.expander("Import a question set", expanded=False):
                 raise ConfigError("upload files or give a path")
             loaded = state.load_questions(str(target), format)
             state.register_question_set(name, target, format)
-            st.success(f"Imported '{name}': {len(loaded.questions)} questions ({loaded.format}).")
+            st.success(f"Imported '{escape(name)}': {len(loaded.questions)} questions ({loaded.format}).")
         except ConfigError as error:
-            st.error(str(error))
+            st.error(escape(error))
 
 # --- list & preview --------------------------------------------------------------------------------
 known = state.question_sets()
@@ -61,7 +62,7 @@ entry = known[chosen]
 try:
     questions = state.load_questions(entry["path"], entry["format"])
 except ConfigError as error:
-    st.error(str(error))
+    st.error(escape(error))
     st.stop()
 
 cols = st.columns(4)

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import forms, state
+from dashboard.safe_text import escape
 from ragkit import registry
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
 from ragkit.judges.base import judges
@@ -95,7 +96,7 @@ try:
     config = config_from_dict(data, source="experiment form")
     grid = expand_grid(config)
 except ConfigError as error:
-    st.error(str(error))
+    st.error(escape(str(error)))
     st.stop()
 
 st.metric("Runs in the grid", len(grid))
@@ -113,6 +114,6 @@ if st.button("Run", type="primary"):
     try:
         job = state.job_manager().start(config)
     except ConfigError as error:
-        st.error(str(error))
+        st.error(escape(str(error)))
     else:
-        st.success(f"Started job {job.job_id}: follow it on the Runs page. Results go to {job.out_dir}.")
+        st.success(f"Started job {job.job_id}: follow it on the Runs page. Results go to {escape(str(job.out_dir))}.")

@@ -7,6 +7,7 @@ import streamlit as st
 import yaml
 
 from dashboard import state
+from dashboard.safe_text import escape
 from ragkit.registry import ConfigError
 
 REFRESH_S = 2.0
@@ -32,7 +33,7 @@ with st.expander("Start a job from an experiment YAML"):
             job = state.job_manager().start(config)
             st.success(f"Started job {job.job_id}.")
         except (ConfigError, yaml.YAMLError) as error:
-            st.error(str(error))
+            st.error(escape(str(error)))
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -60,7 +61,7 @@ def jobs_panel() -> None:
     st.progress(fraction, text=f"{info.state} · {info.done}/{info.total or '?'} questions · "
                                f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}")
     if info.error:
-        st.error(info.error)
+        st.error(escape(info.error))
     cancel, resume, _ = st.columns([1, 1, 4])
     if cancel.button("Cancel", disabled=info.state not in ("queued", "running"), key="runs_cancel"):
         manager.cancel(job_id)
@@ -69,9 +70,9 @@ def jobs_panel() -> None:
         try:
             manager.resume(job_id)
         except ConfigError as error:
-            st.error(str(error))
+            st.error(escape(str(error)))
         st.rerun(scope="fragment")
-    st.caption(f"Results: `{info.out_dir}`")
+    st.caption(f"Results: {escape(str(info.out_dir))}")
     st.code(info.log_tail or "(no output yet)", language=None)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from bisect import bisect_right
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard import state, traces
+from dashboard.safe_text import escape, html_block
 from dashboard.selection import pick_results
 from ragkit.analysis.failures import question_verdicts
 from ragkit.qa import resolve_answer_spans
@@ -52,11 +52,12 @@ judgements = state.view("question_rows", experiment, run_ids, "judgements", ques
 scored = results.scores[results.scores["run_id"].isin(run_ids) & (results.scores["question_id"] == question_id)]
 question = questions.get(question_id)
 if question is None:
-    st.warning(f"Question {question_id} is not in this question set: pick the one the experiment used.")
+    st.warning(f"Question {escape(question_id)} is not in this question set: pick the one the experiment used.")
 else:
-    st.markdown(f"**{html.escape(question.text)}**")
+    st.markdown(f"**{escape(question.text)}**")
     if question.answers:
-        st.caption("Answer: " + question.answers[0] + " · relevant: " + ", ".join(question.relevant_docs))
+        st.caption("Answer: " + escape(question.answers[0]) + " · relevant: "
+                   + escape(", ".join(question.relevant_docs)))
 spans = question.spans if question else []
 
 
@@ -67,21 +68,21 @@ def breadcrumb(doc_id: str, start: int) -> str:
 
 
 def highlighted(doc_id: str, start: int, end: int) -> tuple[str, bool]:
-    """The chunk text as HTML with answer-span overlaps marked, and whether there is one."""
+    """The chunk text as escaped HTML with answer-span overlaps marked, and whether there is one."""
     text = documents[doc_id].text[start:end] if doc_id in documents else ""
     marks = sorted((max(s.start, start) - start, min(s.end, end) - start)
                    for s in spans if s.doc_id == doc_id and s.start < end and s.end > start)
     out, cursor = [], 0
     for a, b in marks:
-        out += [html.escape(text[cursor:a]), "<mark>", html.escape(text[max(a, cursor):b]), "</mark>"]
+        out += [escape(text[cursor:a]), "<mark>", escape(text[max(a, cursor):b]), "</mark>"]
         cursor = max(cursor, b)
-    out.append(html.escape(text[cursor:]))
+    out.append(escape(text[cursor:]))
     return "".join(out), bool(marks)
 
 
 for column, run_id in zip(st.columns(len(run_ids)), run_ids):
     with column:
-        st.markdown(f"**{html.escape(str(run_rows.loc[run_id, 'label']))}**")
+        st.markdown(f"**{escape(run_rows.loc[run_id, 'label'])}**")
         rows = retrieved[(retrieved["run_id"] == run_id) & (retrieved["question_id"] == question_id)]
         rows = rows.sort_values("rank")
         answer = answers[(answers["run_id"] == run_id) & (answers["question_id"] == question_id)]
@@ -109,11 +110,10 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
             relevant = question is not None and row.doc_id in question.relevant_docs
             crumb = breadcrumb(row.doc_id, int(row.start_char))
             st.markdown(
-                f"**#{row.rank}** · score {row.score:.3f} · `{row.doc_id}`"
-                + (f" · {html.escape(crumb)}" if crumb else "")
+                f"**#{row.rank}** · score {row.score:.3f} · {escape(row.doc_id)}"
+                + (f" · {escape(crumb)}" if crumb else "")
                 + (" · :green[answer span]" if overlaps else " · :green[relevant doc]" if relevant else "")
                 + (" · :blue[cited]" if row.chunk_id in cited else "")
             )
             with st.container(height=200):
-                st.markdown(f"<div style='white-space: pre-wrap'>{body or '(document not found)'}</div>",
-                            unsafe_allow_html=True)
+                st.markdown(html_block(body or "(document not found)"), unsafe_allow_html=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state
+from dashboard.safe_text import escape
 from dashboard.selection import pick_results
 from ragkit.analysis.export import FORMATS
 
@@ -17,5 +18,5 @@ experiment, results, run_ids = pick_results()
 fmt = st.radio("Format", list(FORMATS), format_func=lambda f: NAMES.get(f, f), horizontal=True)
 all_runs = len(run_ids) == len(results.runs)
 data, file_name, mime = state.view("export", experiment, None if all_runs else run_ids, fmt, experiment)
-st.download_button(f"Download {file_name}", data, file_name=file_name, mime=mime, type="primary")
+st.download_button(f"Download {escape(file_name)}", data, file_name=file_name, mime=mime, type="primary")
 st.caption(f"{len(run_ids)} runs · {len(data) / 1024:,.1f} KB")

@@ -1,5 +1,11 @@
 """Exporting a results folder: CSV or Parquet (zipped, one file per table), Excel (one sheet per
-table), JSON (one object of tables) or a self-contained, offline HTML report."""
+table), JSON (one object of tables) or a self-contained, offline HTML report.
+
+The spreadsheet formats (csv, xlsx) write a text cell that a spreadsheet would read as a formula
+(one starting with =, +, -, @, tab or CR: answers and prompts can be steered by corpus text) with
+a leading single quote, as OWASP's CSV-injection guidance says; numbers stay numbers. Parquet and
+JSON are data formats, read by programs rather than spreadsheets: they keep every text exactly.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +41,8 @@ TABLE_ORDER = ("summary", "comparisons", "runs", "questions", "scores", "retriev
                "answers")
 # An Excel cell holds at most this many characters; longer prompts and replies are cut in xlsx only.
 XLSX_CELL_LIMIT = 32_767
+# A spreadsheet reads a cell starting with one of these as a formula (OWASP: CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _check_format(fmt: str) -> None:
@@ -58,14 +66,37 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), None)
 
 
+def _as_text(text: str) -> str:
+    """``text`` as a spreadsheet shows it: one that would start a formula gets a leading quote."""
+    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
+
+
+def _text_columns(frame: pd.DataFrame) -> list[int]:
+    return [i for i, dtype in enumerate(frame.dtypes) if not pd.api.types.is_numeric_dtype(dtype)]
+
+
+def _to_csv(frame: pd.DataFrame) -> bytes:
+    """``frame`` as CSV whose header and text cells are safe to open in a spreadsheet."""
+    safe = frame.copy()
+    for i in _text_columns(frame):
+        # Only a str is text: a number in an object column, even a negative one, stays a number.
+        safe.isetitem(i, frame.iloc[:, i].map(lambda value: _as_text(value) if isinstance(value, str) else value))
+    safe.columns = [_as_text(str(column)) for column in frame.columns]
+    # RFC 4180's CRLF rows: with them a cell holding a CR is quoted, so a spreadsheet never reads
+    # the rest of the cell as a new row (with "\n" rows a bare CR is written unquoted).
+    return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+
+
 def _xlsx_cell(value: object) -> object:
-    """A value Excel accepts: control characters openpyxl refuses are dropped, and text beyond a
-    cell's limit is cut with a note saying where the whole text is."""
+    """A value Excel accepts and shows as text: control characters openpyxl refuses are dropped,
+    a text that would start a formula is quoted, and text beyond a cell's limit is cut with a note
+    saying where the whole text is."""
     if not isinstance(value, str):
         return value
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
-    value = ILLEGAL_CHARACTERS_RE.sub("", value)
+    # Dropped first: "\x01=1" would otherwise reach the sheet as the formula "=1".
+    value = _as_text(ILLEGAL_CHARACTERS_RE.sub("", value))
     if len(value) <= XLSX_CELL_LIMIT:
         return value
     note = f" [cut at {XLSX_CELL_LIMIT} characters for Excel; the csv, parquet and json exports hold it whole]"
@@ -90,8 +121,8 @@ def _to_xlsx(tables: dict[str, pd.DataFrame]) -> bytes:
             raise ConfigError(f"table '{name}' has {len(frame)} rows, more than an Excel sheet holds; "
                               "export csv or parquet instead, or select fewer runs")
         sheet = workbook.create_sheet(name)
-        sheet.append([str(column) for column in frame.columns])
-        text_columns = [i for i, dtype in enumerate(frame.dtypes) if not pd.api.types.is_numeric_dtype(dtype)]
+        sheet.append([_xlsx_cell(str(column)) for column in frame.columns])
+        text_columns = _text_columns(frame)
         for row in _plain(frame).itertuples(index=False, name=None):
             if text_columns:
                 row = list(row)
@@ -165,7 +196,7 @@ def export_bytes(results: Results, fmt: str, run_ids: list[str] | None = None,
         return report_html(results, title=name).encode("utf-8"), name + suffix, mime
     tables = result_tables(results)
     if fmt == "csv":
-        data = _zip({f"{table}.csv": frame.to_csv(index=False).encode("utf-8") for table, frame in tables.items()})
+        data = _zip({f"{table}.csv": _to_csv(frame) for table, frame in tables.items()})
     elif fmt == "parquet":
         data = _zip({f"{table}.parquet": frame.to_parquet(index=False) for table, frame in tables.items()})
     elif fmt == "xlsx":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ragkit.analysis import charts, curve, load_results, metric_means
-from ragkit.analysis.export import export_bytes, export_results
+from ragkit.analysis.export import FORMULA_PREFIXES, export_bytes, export_results
 from ragkit.analysis.latency import latency_by_stage, quality_vs_latency
 from ragkit.cli import main
 from ragkit.registry import ConfigError
@@ -143,3 +144,93 @@ def test_cli_export_prints_the_written_path(results_dir, tmp_path, capsys):
     assert len(pd.read_excel(out, sheet_name="runs")) == 1
     assert main(["export", str(results_dir), "--format", "csv"]) == 0
     assert (results_dir.parent / "demo.zip").exists()
+
+
+# One hostile text per prefix a spreadsheet reads as a formula (OWASP CSV injection).
+HOSTILE = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+NEGATIVE_SCORE = -0.25
+
+
+@pytest.fixture
+def hostile_dir(tmp_path):
+    """One run whose answers, prompts, judge replies and doc ids are each a formula-leading text,
+    one question per text; the first question's score is a negative number."""
+    root = tmp_path / "results" / "hostile"
+    store = ResultStore(root)
+    store.write_run("r1", {"run_id": "r1", "experiment": "t", "chunkset_id": "cs", "index_id": "ix",
+                           "chunker": "token", "embedder": "minilm", "retriever": "bm25", "top_k": 1})
+    questions = [f"q{i}" for i in range(len(HOSTILE))]
+    rows = list(zip(questions, HOSTILE))
+    store.commit_shard("r1", questions, {
+        "scores": pd.DataFrame([{"run_id": "r1", "question_id": q, "metric": "mrr",
+                                 "value": NEGATIVE_SCORE if i == 0 else 1.0, "error": None}
+                                for i, (q, _) in enumerate(rows)]),
+        "retrievals": pd.DataFrame([{"run_id": "r1", "question_id": q, "rank": 1, "chunk_id": "c1", "doc_id": text,
+                                     "start_char": 0, "end_char": 10, "score": 1.0} for q, text in rows]),
+        "stages": pd.DataFrame([{"run_id": "r1", "question_id": q, "stage": "retrieve", "seconds": 0.01,
+                                 "cached": False} for q, _ in rows]),
+        "judgements": pd.DataFrame([{"run_id": "r1", "question_id": q, "judge": "rerank", "input_summary": "1 chunk",
+                                     "decision": "{}", "raw_reply": text, "valid": True, "error": None,
+                                     "fell_back": False, "seconds": 0.5, "cache_hit": False} for q, text in rows]),
+        "answers": pd.DataFrame([{"run_id": "r1", "question_id": q, "answer": text, "citations": "[]",
+                                  "contexts": "[]", "prompt": text, "valid": True, "error": None} for q, text in rows]),
+    })
+    return root
+
+
+# Where the fixture put the hostile texts: table -> columns.
+HOSTILE_COLUMNS = {"retrievals": ["doc_id"], "judgements": ["raw_reply"], "answers": ["answer", "prompt"]}
+
+
+@pytest.mark.unit
+def test_xlsx_writes_formula_leading_text_as_quoted_text(hostile_dir):
+    from openpyxl import load_workbook
+
+    data, _, _ = export_bytes(load_results(hostile_dir), "xlsx")
+    workbook = load_workbook(io.BytesIO(data))
+    assert all(cell.data_type != "f" for sheet in workbook for row in sheet.iter_rows() for cell in row)
+    for table, columns in HOSTILE_COLUMNS.items():
+        sheet = workbook[table]
+        header = [cell.value for cell in sheet[1]]
+        for column in columns:
+            cells = [row[header.index(column)] for row in sheet.iter_rows(min_row=2)]
+            assert [cell.data_type for cell in cells] == ["s"] * len(HOSTILE), (table, column)
+            assert [cell.value for cell in cells] == ["'" + text for text in HOSTILE], (table, column)
+    scores = workbook["scores"]
+    values = [row[[c.value for c in scores[1]].index("value")] for row in scores.iter_rows(min_row=2)]
+    assert {cell.data_type for cell in values} == {"n"} and NEGATIVE_SCORE in [cell.value for cell in values]
+    stages = workbook["stages"]
+    seconds = [row[[c.value for c in stages[1]].index("seconds")] for row in stages.iter_rows(min_row=2)]
+    assert {cell.data_type for cell in seconds} == {"n"}
+
+
+@pytest.mark.unit
+def test_csv_writes_formula_leading_text_as_quoted_text(hostile_dir):
+    data, _, _ = export_bytes(load_results(hostile_dir), "csv")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {name.removesuffix(".csv"): archive.read(name).decode("utf-8") for name in archive.namelist()}
+    for table, text in files.items():
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        leading = [cell for row in rows for cell in row if cell.startswith(FORMULA_PREFIXES)]
+        assert all(re.fullmatch(r"-\d+(\.\d+)?", cell) for cell in leading), (table, leading)  # negative numbers
+        header, body = rows[0], rows[1:]
+        if table in HOSTILE_COLUMNS:  # a CR inside a cell does not start a row
+            assert len(body) == len(HOSTILE), table
+        for column in HOSTILE_COLUMNS.get(table, []):
+            assert [row[header.index(column)] for row in body] == ["'" + text for text in HOSTILE], (table, column)
+    scores = pd.read_csv(io.StringIO(files["scores"]))
+    assert pd.api.types.is_float_dtype(scores["value"]) and NEGATIVE_SCORE in scores["value"].tolist()
+    assert pd.api.types.is_float_dtype(pd.read_csv(io.StringIO(files["stages"]))["seconds"])
+
+
+@pytest.mark.unit
+def test_json_and_parquet_keep_formula_leading_text_exactly(hostile_dir):
+    results = load_results(hostile_dir)
+    payload = json.loads(export_bytes(results, "json")[0])
+    with zipfile.ZipFile(io.BytesIO(export_bytes(results, "parquet")[0])) as archive:
+        parquet = {name.removesuffix(".parquet"): pd.read_parquet(io.BytesIO(archive.read(name)))
+                   for name in archive.namelist()}
+    for table, columns in HOSTILE_COLUMNS.items():
+        for column in columns:
+            assert [record[column] for record in payload[table]] == HOSTILE, (table, column)
+            assert parquet[table][column].tolist() == HOSTILE, (table, column)

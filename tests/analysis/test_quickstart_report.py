@@ -3,7 +3,7 @@
 
 - bm25 is compared with dense (it has no embedder; the factor does not apply to it);
 - a clear effect (dense -> hybrid span_recall@5, about +0.17) is significant after Holm over
-  every comparison the report shows, with documents as the resampling unit;
+  every comparison the report shows (about 350), with documents as the resampling unit;
 - the answer-per-factor part fits on one screen above the detail.
 """
 
@@ -63,16 +63,20 @@ def test_bm25_is_compared_with_dense_on_every_metric(quickstart_results, capsys)
 
 def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
     payload = json.loads(_report(quickstart_results, capsys, "--format", "json"))
-    rows = [row for row in payload["comparisons"] if row["kind"] == "factor" and row["factor"] == "retriever"
-            and row["metric"] == "span_recall@5" and row["level_a"] == "dense"]
-    assert len(rows) == 1
-    row = rows[0]
-    print(f"dense vs {row['level_b']} span_recall@5: {row['diff']:+.3f} [{row['ci_low']:+.3f}, "
-          f"{row['ci_high']:+.3f}], p (Holm) {row['p_holm']:.2g} over {len(payload['comparisons'])} comparisons, "
-          f"{row['n_units']} {row['unit']}s")
-    assert row["level_b"] == "hybrid" and row["diff"] > 0.1
-    assert row["unit"] == "document" and row["n_units"] == 18
-    assert row["p_holm"] < 0.05
+    comparisons = payload["comparisons"]
+    # dense -> hybrid span_recall@5, one pair per chunker x top_k: about +0.17 to +0.20
+    pairs = [row for row in comparisons if row["kind"] == "pair" and row["metric"] == "span_recall@5"
+             and (row["level_a"], row["level_b"]) == ("dense", "hybrid")]
+    for row in pairs:
+        print(f"dense -> hybrid span_recall@5: {row['diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], "
+              f"p (Holm) {row['p_holm']:.2g} over {len(comparisons)} comparisons, {row['n_units']} {row['unit']}s")
+    assert len(pairs) == 6
+    assert all(row["diff"] > 0.1 and row["p_holm"] < 0.05 for row in pairs)
+    assert all(row["unit"] == "document" and row["n_units"] == 18 for row in pairs)
+    # and the factor answer for the retriever: dense is clearly behind the best retriever
+    factor = [row for row in comparisons if row["kind"] == "factor" and row["factor"] == "retriever"
+              and row["metric"] == "span_recall@5" and row["level_a"] == "dense"]
+    assert len(factor) == 1 and factor[0]["p_holm"] < 0.05
 
 
 def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_results, capsys):

@@ -173,10 +173,12 @@ def set_checkbox(page, label: str, value: bool) -> None:
 
 
 def expected_score_rows(top_ks: tuple[int, ...], questions: int) -> int:
-    """runs x questions x metrics: each run scores metric_ks(top_k) plus the curve metrics."""
-    from ragkit.metrics.retrieval import run_metrics
+    """runs x questions x metrics: each run scores its cut-offs (its own and the other runs'
+    depths), the curve metrics, the token budgets and the final context's metrics."""
+    from ragkit.metrics.retrieval import FinalContext, question_metrics, scored_ks
 
-    per_run = [len(run_metrics([("d1", 0, 1)], {"d1": 1.0}, None, k)) for k in top_ks]
+    context = FinalContext.empty()
+    per_run = [len(question_metrics(context, {"d1": 1.0}, None, k, scored_ks(k, k, top_ks))) for k in top_ks]
     return questions * sum(per_run)
 
 
@@ -326,4 +328,6 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     assert set(scores["question_id"]) == set(QUESTIONS)
     assert not scores.duplicated(["run_id", "question_id", "metric"]).any()
     # (7 metrics at k=1 + 15 at k=3: the @1..@3 cut-offs, curve points and mrr) x 3 questions
-    assert len(scores) == expected_score_rows(TOP_K, len(QUESTIONS)) == 66
+    # per question: k=1 scores 8 cut metrics, k=3 15 plus 2 curve points; each 4 budgets and 4
+    # final-context metrics: (16 + 25) x 3 questions
+    assert len(scores) == expected_score_rows(TOP_K, len(QUESTIONS)) == 123
