@@ -4,6 +4,9 @@ Run it with the server settings on the command line (no config file needed):
 
     streamlit run dashboard/app.py --server.address 127.0.0.1 --server.port 8501 \
         --server.maxUploadSize $RAGKIT_MAX_FILE_MB
+
+With RAGKIT_DASHBOARD_TOKEN set (`ragkit dashboard --allow-remote` sets it), every session must give
+that token before anything renders (dashboard/auth.py).
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import auth, state
 
 PAGES = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="ragkit", page_icon=":material/science:", layout="wide")
+# Before anything that shows server paths or reaches a page: with a token configured, nothing else renders.
+auth.require_token()
 
 with st.sidebar:
     st.markdown("**ragkit**")

@@ -9,6 +9,7 @@ Pages call the plain helpers below, never ``st.cache_*`` themselves.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +42,53 @@ def results_root() -> Path:
 
 
 def inside(path: Path, root: Path) -> Path:
-    """``path`` resolved, refusing anything outside ``root`` (uploads never escape the data dir)."""
-    resolved, root = path.resolve(), root.resolve()
+    """``path`` resolved, refusing anything outside ``root`` (uploads never escape the data dir).
+
+    Resolving follows symbolic links, so a link inside ``root`` that points out is refused too.
+    """
+    try:
+        resolved, root = path.resolve(), root.resolve()
+    except (OSError, RuntimeError, ValueError) as error:  # a link loop, a NUL byte in the path
+        raise ConfigError(f"{path!r} cannot be resolved: {error}") from None
     if resolved != root and root not in resolved.parents:
         raise ConfigError(f"{path} is outside {root}")
     return resolved
 
 
 def save_uploads(files: list[Any], *folders: str) -> list[Path]:
-    """Write Streamlit UploadedFiles to <data_dir>/uploads/<folders...>/<sanitized name>."""
+    """Write Streamlit UploadedFiles to <data_dir>/uploads/<folders...>/<sanitized name>.
+
+    Files whose names sanitise alike get a "2-", "3-"... prefix rather than overwrite each
+    other, and a name that is already a symbolic link is refused, never written through.
+    Size limits are checked when the files are ingested (``CorpusStore.ingest``).
+    """
     root = data_dir() / "uploads"
     folder = inside(root.joinpath(*(sanitize_name(part) for part in folders)), root)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths: list[Path] = []
+    taken: set[str] = set()  # casefolded: on macOS and Windows "A.txt" and "a.txt" are one file
     for uploaded in files:
-        target = inside(folder / sanitize_name(uploaded.name), folder)
-        target.write_bytes(uploaded.getvalue())
+        name = sanitize_name(uploaded.name)
+        copy = 1
+        while name.casefold() in taken:
+            copy += 1
+            name = sanitize_name(f"{copy}-{sanitize_name(uploaded.name)}")
+        taken.add(name.casefold())
+        target = folder / name  # not the resolved path: a link at this name must not be written through
+        inside(target, folder)
+        _write_without_following(target, uploaded.getvalue())
         paths.append(target)
     return paths
+
+
+def _write_without_following(path: Path, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags, 0o666)
+    except OSError as error:  # O_NOFOLLOW: the name is a symbolic link
+        raise ConfigError(f"cannot write the upload {path.name}: {error.strerror or error}") from None
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
 
 
 # --- stores (cache_resource) ---------------------------------------------------------------------

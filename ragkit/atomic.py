@@ -1,4 +1,11 @@
-"""Atomic file writes: a crash leaves either the old file or the new one, never half of one."""
+"""Atomic, durable file writes: a crash or a power loss leaves either the old file or the new one,
+never half of one.
+
+A write goes to a temporary file beside the target, which is fsynced, renamed over the target,
+and then the folder is fsynced so the rename itself is on disk. Folders this creates are fsynced
+into their parents the same way. A whole folder (a LanceDB table built elsewhere) is published
+the same way by ``publish_dir``.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +18,47 @@ from typing import Any
 import pandas as pd
 
 
+def fsync_dir(folder: Path) -> None:
+    """Make the entries of ``folder`` (files created, renamed or removed in it) durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(folder: Path) -> None:
+    """``folder`` and its missing parents, each made durable in its parent."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    folder.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        fsync_dir(created.parent)
+
+
 def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
+        _fsync_file(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -34,3 +72,16 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 def write_parquet_atomic(path: Path, frame: pd.DataFrame) -> None:
     _atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def publish_dir(built: Path, path: Path) -> None:
+    """Move the folder ``built`` (on the same filesystem) to ``path``, which must not exist, in one
+    rename: readers see nothing or all of it. Every file and folder in it is fsynced first."""
+    for root, _, files in os.walk(built):
+        for name in files:
+            _fsync_file(Path(root) / name)
+        fsync_dir(Path(root))
+    make_dirs(path.parent)
+    os.rename(built, path)
+    fsync_dir(path.parent)
+    fsync_dir(built.parent)

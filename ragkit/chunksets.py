@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,25 +70,44 @@ def chunk_frame(nodes: list[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[], Any]) -> tuple[pd.DataFrame, bool]:
+def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[], Any],
+                           lock: AbstractContextManager = nullcontext(),
+                           before_publish: Callable[[], None] | None = None) -> tuple[pd.DataFrame, bool]:
     """The chunk set and whether it was built now (False when read from the cache).
 
+    A missing chunk set is built under ``lock`` (its content lock): a process that waited finds
+    it written and reads it. ``before_publish`` runs after chunking, before the file exists.
     The chunker is made only on a cache miss: some (semantic) load a model."""
     if path.exists():
         return pd.read_parquet(path), False
-    frame = chunk_corpus(corpus, make_chunker())
-    write_parquet_atomic(path, frame)
-    return frame, True
+    with lock:
+        if path.exists():
+            return pd.read_parquet(path), False
+        frame = chunk_corpus(corpus, make_chunker())
+        if before_publish is not None:
+            before_publish()
+        write_parquet_atomic(path, frame)
+        return frame, True
 
 
 def load_or_build_judged_chunkset(path: Path, decisions_file: Path, corpus: Corpus,
-                                  build: Callable[[], tuple[pd.DataFrame, list[dict[str, Any]]]]
+                                  build: Callable[[], tuple[pd.DataFrame, list[dict[str, Any]]]],
+                                  lock: AbstractContextManager = nullcontext(),
+                                  before_publish: Callable[[], None] | None = None,
                                   ) -> tuple[pd.DataFrame, list[dict[str, Any]], bool]:
     """Like load_or_build_chunkset, with the judge's decisions; they are written first, so an
     existing chunk set always has its decisions beside it."""
-    if path.exists() and decisions_file.exists():
+    def read() -> tuple[pd.DataFrame, list[dict[str, Any]], bool]:
         return pd.read_parquet(path), json.loads(decisions_file.read_text(encoding="utf-8")), False
-    frame, decisions = build()
-    write_json_atomic(decisions_file, decisions)
-    write_parquet_atomic(path, frame)
-    return frame, decisions, True
+
+    if path.exists() and decisions_file.exists():
+        return read()
+    with lock:
+        if path.exists() and decisions_file.exists():
+            return read()
+        frame, decisions = build()
+        if before_publish is not None:
+            before_publish()
+        write_json_atomic(decisions_file, decisions)
+        write_parquet_atomic(path, frame)
+        return frame, decisions, True

@@ -7,6 +7,11 @@ import sys
 from pathlib import Path
 
 from ragkit.registry import ConfigError
+from ragkit.settings import TOKEN_ENV
+
+# The dashboard reads files under the server's paths and runs jobs: anything but loopback needs a token.
+LOOPBACK_NAMES = ("localhost",)
+MIN_TOKEN_CHARS = 16
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -18,6 +23,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{item.status:9} {item.path}: {detail}")
     print(f"corpus '{report.corpus_name}': {report.ingested_count} file(s) ingested, "
           f"{len(report.files) - report.ingested_count} skipped")
+    if not report.files:
+        print(f"error: nothing to ingest: no files in {', '.join(args.paths)}", file=sys.stderr)
+    elif not report.ok:
+        reasons = "; ".join(f"{item.path}: {item.reason}" for item in report.files[:3])
+        more = f"; and {len(report.files) - 3} more (listed above)" if len(report.files) > 3 else ""
+        print(f"error: no file went into corpus '{report.corpus_name}': {reasons}{more}", file=sys.stderr)
     return 0 if report.ok else 1
 
 
@@ -44,14 +55,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ragkit.experiments.config import load_config
-    from ragkit.experiments.runner import prepare
     from ragkit.experiments.executor import LocalExecutor
+    from ragkit.experiments.runner import prepare
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
     config = load_config(args.config, args.overrides)
     out_dir = Path(args.out) if args.out else get_settings().results_root() / config.name
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file: give a folder for the results")
+    if args.status_file:
+        _check_output_file(args.status_file, "--status-file")
     plan, derived_dir = prepare(config)
     total = len(plan.runs) * len(plan.questions.questions)
     print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
@@ -101,14 +116,20 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
     store = ResultStore(Path(args.results))
     if not store.exists():
-        raise FileNotFoundError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
+        raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
     _print_summary(store)
     return 0
+
+
+def _check_output_file(path: str | None, option: str) -> None:
+    if path and Path(path).is_dir():
+        raise ConfigError(f"{option} {path} is a folder: give a file name inside it")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from ragkit.analysis.export import export_results
 
+    _check_output_file(args.out, "--out")
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     print(export_results(Path(args.results), args.format, args.out, run_ids))
     return 0
@@ -117,6 +138,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from ragkit.analysis.report import render_report
 
+    _check_output_file(args.out, "--out")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     text = render_report(Path(args.results), args.format, metrics, detail=not args.no_detail,
                          depth_rule=args.depth_rule)
@@ -129,11 +151,53 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
+def _remote_access_token(args: argparse.Namespace) -> str:
+    """The token a dashboard bound beyond loopback requires, after refusing to bind without the
+    explicit flag; printed once when generated, so it never has to go on a command line."""
+    import secrets
+
+    from ragkit.settings import get_settings
+
+    if not args.allow_remote:
+        raise ConfigError(
+            f"--host {args.host} lets other machines reach the dashboard, which reads files on this server and "
+            "runs jobs. Add --allow-remote to do it with a required access token (set it in "
+            f"{TOKEN_ENV}, or one is generated), or keep the default --host 127.0.0.1"
+        )
+    configured = get_settings().dashboard_token
+    token = configured.get_secret_value() if configured else ""
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"{TOKEN_ENV} is {len(token)} characters: use at least {MIN_TOKEN_CHARS}, "
+                          "or unset it to have a random token generated")
+    if not token:
+        token = secrets.token_urlsafe(24)
+        print(f"access token (shown only now): {token}")
+    print(f"warning: the dashboard listens on {args.host}:{args.port}, reachable from other machines; anyone with "
+          "the access token can read files under this server's paths and run jobs. Use a trusted network.",
+          file=sys.stderr)
+    return token
+
+
 def _cmd_dashboard(args: argparse.Namespace) -> int:
+    import os
     import subprocess
 
     from ragkit.settings import get_settings
 
+    environment = dict(os.environ)
+    if not _is_loopback(args.host):
+        environment[TOKEN_ENV] = _remote_access_token(args)
     if args.demo:
         # The demo opens on a finished quickstart: run it first (a no-op once it is complete).
         quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
@@ -144,9 +208,17 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         "--server.address", args.host, "--server.port", str(args.port),
         "--server.maxUploadSize", str(int(get_settings().max_file_mb)),
         "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+        "--server.enableXsrfProtection", "true",
     ]
     print(f"dashboard on http://{args.host}:{args.port}")
-    return subprocess.call(command)
+    # The token reaches the app through the environment: `ps` shows command lines to every user.
+    return subprocess.call(command, env=environment)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be a number from 1 to 65535, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,9 +274,37 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")
-    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.add_argument("--port", type=_port, default=8501)
+    dashboard.add_argument("--allow-remote", action="store_true",
+                           help="allow a --host other machines can reach; requires an access token "
+                                f"({TOKEN_ENV}, or one is generated and printed)")
     dashboard.set_defaults(func=_cmd_dashboard)
     return parser
+
+
+def _report_bug(error: Exception) -> int:
+    """Last resort for an exception no command expected: one line on stderr, the traceback in a file."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    try:
+        from ragkit.settings import get_settings
+
+        folder = get_settings().resolved_data_dir() / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+    except Exception:  # noqa: BLE001 - the settings themselves may be what failed
+        folder = Path(tempfile.gettempdir())
+    log = folder / f"ragkit-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:
+        log.write_text(f"ragkit {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}", encoding="utf-8")
+        where = f"the full traceback is in {log}"
+    except OSError:
+        where = "the traceback could not be written to a log file"
+    detail = f": {str(error).splitlines()[0]}" if str(error).strip() else ""
+    print(f"error: unexpected {type(error).__name__}{detail} -- this is a bug in ragkit; {where}", file=sys.stderr)
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,9 +313,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, IngestError, FileNotFoundError) as error:
+    except (ConfigError, IngestError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the machine refused: a missing path, no permission, a full disk
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: {error.strerror or error}{where}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        resume = "; run the same command again to resume" if args.command == "run" else ""
+        print(f"interrupted{resume}", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - the last resort: every user error is caught above
+        return _report_bug(error)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ passed explicitly to whatever needs it (never through llama_index ``Settings``).
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from pydantic import Field
 
+from ragkit.atomic import publish_dir
 from ragkit.registry import Component, ComponentParams
 
 
@@ -113,13 +116,17 @@ class OllamaEmbedder(Embedder):
 class EmbeddingCache:
     """Vectors of one embedder keyed by the SHA-256 of the embedded text, in LanceDB.
 
-    Each batch is one LanceDB commit, so a crash mid-way keeps every finished batch and
-    never a partial one.
+    Append-only: the table is never dropped or rewritten, so a process reading it never loses
+    the files under its feet. It is created whole (built in a staging folder, published by one
+    rename) and then grows by one LanceDB commit per batch, so a crash keeps every finished batch
+    and never a partial one. Writers hold the embedder's content lock (the executor takes it
+    around lookup, embedding and appending), so each text is embedded once across processes.
     """
 
     def __init__(self, db_dir: Path, embedder_key: str) -> None:
         import lancedb
 
+        self._db_dir = Path(db_dir)
         self._db = lancedb.connect(db_dir)
         self._table_name = f"embeddings_{embedder_key}"
 
@@ -143,9 +150,27 @@ class EmbeddingCache:
         rows = [{"text_sha": key, "vector": vec.tolist()} for key, vec in zip(text_keys, vectors)]
         table = self._table()
         if table is None:
-            self._db.create_table(self._table_name, data=rows)
-        else:
-            table.add(rows)
+            if self._create(rows):
+                return
+            table = self._table()
+        table.add(rows)
+
+    def _create(self, rows: list[dict[str, Any]]) -> bool:
+        """Publish a new table holding ``rows``; False if another writer published one first."""
+        import lancedb
+
+        staging = self._db_dir / ".building" / f"{self._table_name}-{uuid.uuid4().hex[:8]}"
+        published = self._db_dir / f"{self._table_name}.lance"
+        try:
+            lancedb.connect(staging).create_table(self._table_name, data=rows)
+            publish_dir(staging / f"{self._table_name}.lance", published)
+        except OSError:
+            if not published.exists():
+                raise
+            return False
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return True
 
 
 def embed_with_cache(

@@ -1,20 +1,24 @@
 """LanceDB indexes over one chunk set: vectors of one embedder (optional) and a full-text index.
 
-An index is named by its content key (chunk set + embedder). It counts as built only once its
-``.ready`` marker exists, written after the table and its full-text index are committed; a table
-without the marker is a crash leftover and is rebuilt.
+An index is named by its content key (chunk set + embedder). It is built in a private staging
+folder and published by one rename of its table folder, then its ``.ready`` marker is written; it
+counts as built only once the marker exists. No table another process may read is ever removed:
+only the holder of the index's content lock builds, and readers open nothing without the marker,
+so a staging leftover or an unmarked table is a dead builder's, which the next builder clears.
 """
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ragkit.atomic import write_json_atomic
+from ragkit.atomic import publish_dir, write_json_atomic
 
 # Columns every index row carries; `vector` is added when the index has an embedder.
 CHUNK_COLUMNS = ("chunk_id", "doc_id", "chunk_index", "start_char", "end_char", "text", "embed_text", "metadata")
@@ -97,15 +101,30 @@ class IndexStore:
         table = self._db.open_table(f"chunks_{index_id}")
         return ChunkIndex(table, has_vectors="vector" in table.schema.names)
 
-    def build(self, index_id: str, chunks: pd.DataFrame, vectors: np.ndarray | None) -> ChunkIndex:
+    def build(self, index_id: str, chunks: pd.DataFrame, vectors: np.ndarray | None,
+              before_publish: Callable[[], None] | None = None) -> ChunkIndex:
+        """Build and publish the index; the caller holds the index's content lock.
+
+        ``before_publish`` runs once the table is complete but not yet visible (the
+        executor records the build's cost there, so a built index always has its cost recorded)."""
+        import lancedb
         from lancedb.index import FTS
 
         name = f"chunks_{index_id}"
-        self._db.drop_table(name, ignore_missing=True)  # a crashed build's leftover has no marker
+        staging_root = self.db_dir / ".building"
+        for leftover in staging_root.glob(f"{index_id}-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        staging = staging_root / f"{index_id}-{uuid.uuid4().hex[:8]}"
         data = chunks.loc[:, list(CHUNK_COLUMNS)].copy()
         if vectors is not None:
             data["vector"] = list(vectors.astype(np.float32))
-        table = self._db.create_table(name, data=data)
+        table = lancedb.connect(staging).create_table(name, data=data)
         table.create_index(FTS_COLUMN, config=FTS(language="English", stem=True, remove_stop_words=True), replace=True)
+        if before_publish is not None:
+            before_publish()
+        published = self.db_dir / f"{name}.lance"
+        shutil.rmtree(published, ignore_errors=True)  # an unmarked table: a dead builder's, read by no one
+        publish_dir(staging / f"{name}.lance", published)
+        shutil.rmtree(staging, ignore_errors=True)
         write_json_atomic(self._marker(index_id), {"rows": len(data), "vectors": vectors is not None})
-        return ChunkIndex(table, has_vectors=vectors is not None)
+        return self.open(index_id)

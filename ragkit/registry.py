@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from types import UnionType
+from typing import Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,22 +56,60 @@ class Component:
         return content_key(self.kind, self.name, self.version, self.params.model_dump(mode="json"))
 
 
-def validation_problems(error: ValidationError, unknown: str, empty_location: str) -> str:
+def validation_problems(
+    error: ValidationError, unknown: str, empty_location: str, model: type[BaseModel] | None = None
+) -> str:
     """A pydantic error as one readable line: each bad field named, with what was wrong.
 
-    ``unknown`` names what an extra key is ("parameter", "field"); a ConfigError raised inside a
-    validator keeps its own message (without pydantic's "Value error, " prefix).
+    ``unknown`` names what an extra key is ("parameter", "field"); given the validated ``model``,
+    an unknown key also lists the valid keys at its place. A ConfigError raised inside a validator
+    keeps its own message (without pydantic's "Value error, " prefix), and one raised by a
+    whole-model validator names its field itself, so it gets no location.
     """
     problems = []
     for item in error.errors():
         where = ".".join(str(part) for part in item["loc"]) or empty_location
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown {unknown} '{where}'")
-        else:
+            valid = _field_names_at(model, item["loc"][:-1]) if model is not None else []
+            choices = f" (valid {unknown}s{_under(item['loc'][:-1])}: {', '.join(valid)})" if valid else ""
+            problems.append(f"unknown {unknown} '{where}'{choices}")
+        elif item["type"] == "value_error":
             message = item["msg"].removeprefix("Value error, ")
-            got = f" (got {item['input']!r})" if item["type"] != "value_error" else ""
-            problems.append(f"'{where}': {message}{got}")
+            problems.append(f"'{where}': {message}" if item["loc"] else message)
+        elif item["type"] == "missing":
+            problems.append(f"'{where}': {item['msg']}")
+        else:
+            problems.append(f"'{where}': {item['msg']} (got {item['input']!r})")
     return "; ".join(problems).rstrip(".")
+
+
+def _under(loc: tuple[int | str, ...]) -> str:
+    return f" of '{'.'.join(str(part) for part in loc)}'" if loc else " at the top level"
+
+
+def _field_names_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the pydantic model reached by following ``loc`` from ``model`` (list
+    indexes and dict keys step into the item type); empty when ``loc`` leaves pydantic models."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _without_none(annotation)
+        origin, arguments = get_origin(annotation), get_args(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
+            annotation = annotation.model_fields[str(part)].annotation
+        elif origin in (list, tuple) and arguments:
+            annotation = arguments[0]
+        elif origin is dict and len(arguments) == 2:
+            annotation = arguments[1]
+        else:
+            return []
+    annotation = _without_none(annotation)
+    return list(annotation.model_fields) if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
+
+
+def _without_none(annotation: Any) -> Any:
+    """``X`` for ``X | None``; any other annotation unchanged."""
+    arguments = [argument for argument in get_args(annotation) if argument is not type(None)]
+    return arguments[0] if get_origin(annotation) in (Union, UnionType) and len(arguments) == 1 else annotation
 
 
 def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:

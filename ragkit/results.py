@@ -18,6 +18,7 @@ import pandas as pd
 
 from ragkit.atomic import write_json_atomic, write_parquet_atomic
 from ragkit.hashing import content_key
+from ragkit.locks import hold
 
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs",) + PART_TABLES + ("questions",)
@@ -87,6 +88,12 @@ class ResultStore:
 
     def _commit_dir(self) -> Path:
         return self.root / "_commits"
+
+    def writer_lock(self):
+        """Held by the one process that writes this folder, for its whole run: a second writer is
+        refused at once, naming the holder, rather than answering the same questions twice."""
+        return hold(self.root / ".lock", f"results folder {self.root}", timeout=0,
+                    advice="wait for that run to finish or write to another folder")
 
     def write_run(self, run_id: str, row: dict) -> None:
         write_parquet_atomic(self.root / "runs" / f"{run_id}.parquet", pd.DataFrame([row]))

@@ -9,16 +9,18 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "llama3.2"
 DEFAULT_ALLOWED_TYPES = ("pdf", "docx", "txt", "md", "html", "htm", "csv", "json", "jsonl")
+ENV_PREFIX = "RAGKIT_"
+TOKEN_ENV = f"{ENV_PREFIX}DASHBOARD_TOKEN"
 
 
 class RagkitSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGKIT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     data_dir: Path = Field(
         default=Path("~/.ragkit"),
@@ -33,9 +35,16 @@ class RagkitSettings(BaseSettings):
     )
     max_file_mb: float = Field(default=50.0, gt=0, description="Largest single file ingested, in MB.")
     max_total_mb: float = Field(default=2000.0, gt=0, description="Largest total size of one ingestion, in MB.")
+    pdf_timeout_s: float = Field(
+        default=60.0, gt=0, description="Longest time one PDF may take to parse; a slower file is skipped."
+    )
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
+    dashboard_token: SecretStr | None = Field(
+        default=None,
+        description="Access token the dashboard asks for before any page; required to bind beyond 127.0.0.1.",
+    )
 
     def resolved_data_dir(self) -> Path:
         path = self.data_dir.expanduser().resolve()
@@ -50,4 +59,17 @@ class RagkitSettings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> RagkitSettings:
-    return RagkitSettings()
+    # Not at module level: the registry sits above settings.
+    from ragkit.registry import ConfigError
+
+    try:
+        return RagkitSettings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{'_'.join(map(str, item['loc'])).upper()}: {item['msg']} (got {item['input']!r})"
+            for item in error.errors()
+        )
+        raise ConfigError(f"bad environment setting: {problems}") from None
+    except SettingsError as error:  # a value that should be JSON (a list) and is not
+        raise ConfigError(f"bad environment setting: {error}; write a list as JSON, "
+                          f"e.g. {ENV_PREFIX}ALLOWED_TYPES='[\"pdf\", \"txt\"]'") from None

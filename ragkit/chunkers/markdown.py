@@ -13,9 +13,8 @@ from typing import Any, ClassVar, NamedTuple
 
 from ragkit.chunkers.base import Chunker, Span
 from ragkit.chunkers.recursive import RecursiveParams, recursive_spans
+from ragkit.corpus.loaders import atx_heading
 
-# ATX headers ("## Title", optional closing hashes); up to 3 spaces of indent, as in CommonMark.
-_HEADER = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(```|~~~)")
 
 
@@ -38,8 +37,8 @@ def markdown_sections(text: str) -> list[Section]:
                 fence = None
         elif fence_match:
             fence = fence_match.group(1)
-        elif header := _HEADER.fullmatch(bare):
-            level, title = len(header.group(1)), (header.group(2) or "").strip()
+        elif header := atx_heading(bare):
+            level, title = header[0], header[1].strip()
             while trail and trail[-1][0] >= level:
                 trail.pop()
             trail.append((level, title))

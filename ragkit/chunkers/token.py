@@ -10,8 +10,9 @@ puts every chunk on a run of splits.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,6 +55,9 @@ def place_chunks(text: str, splits: Sequence[tuple[str, int]], chunks: Sequence[
     A chunk is a run of consecutive splits, whitespace-stripped. It goes on the first run, from
     the previous chunk's first split on, that spells it, ends after the previous chunk and
     overlaps it by at most ``overlap`` tokens counted as the splitter counts them (per split).
+    Repeated text can satisfy that at two places, and the first may leave the next chunk none
+    (the window really ended in whitespace the stripped chunk does not show): then the earlier
+    chunk moves to its next place, as in any backtracking search, each dead end tried once.
     """
     starts, ends = [], []
     cursor = 0
@@ -64,46 +68,80 @@ def place_chunks(text: str, splits: Sequence[tuple[str, int]], chunks: Sequence[
         starts.append(index)
         ends.append(index + len(piece))
         cursor = ends[-1]
-    pieces = [piece for piece, _ in splits]
-    spans: list[Span] = []
-    first, stop = 0, 0  # the previous chunk's splits: pieces[first:stop]
-    for chunk in chunks:
-        needle = chunk.strip()
-        if not needle:
+    runs = _Runs([piece for piece, _ in splits], [size for _, size in splits], overlap)
+    needles = [needle for needle in (chunk.strip() for chunk in chunks) if needle]
+    placed: list[tuple[int, int]] = []  # (first split, end split) of each chunk placed so far
+    options: list[Iterator[tuple[int, int]]] = []
+    dead: set[tuple[int, int, int]] = set()  # (chunk, previous first, previous end) with no way on
+    stuck = 0
+    while len(placed) < len(needles):
+        chunk = len(placed)
+        previous = placed[-1] if placed else (0, 0)
+        if len(options) == chunk:
+            fresh = (chunk, *previous) not in dead
+            options.append(runs.places(needles[chunk], *previous) if fresh else iter(()))
+        place = next(options[chunk], None)
+        if place is not None:
+            placed.append(place)
             continue
+        stuck = max(stuck, chunk)
+        dead.add((chunk, *previous))
+        options.pop()
+        if not placed:
+            raise ValueError(f"cannot place chunk {needles[stuck][:60]!r} on the splitter's splits")
+        placed.pop()
+    return close_gaps(text, [Span(starts[first], ends[end - 1]) for first, end in placed])
+
+
+class _Runs:
+    """Where a chunk's text can lie among the splits, given where the chunk before it lies."""
+
+    def __init__(self, pieces: Sequence[str], sizes: Sequence[int], overlap: int) -> None:
+        self.pieces, self.sizes, self.overlap = pieces, sizes, overlap
+        # next_text[i]: the first split at or after i with text in it. A run of whitespace-only
+        # splits (a long tail of tabs) is then stepped over at once, not read again per start.
+        self.next_text = [len(pieces)] * (len(pieces) + 1)
+        for index in range(len(pieces) - 1, -1, -1):
+            self.next_text[index] = index if pieces[index].strip() else self.next_text[index + 1]
+
+    def places(self, needle: str, first: int, stop: int) -> Iterator[tuple[int, int]]:
+        """Runs for ``needle`` after a chunk on pieces[first:stop], the likeliest first."""
         # The earliest split a chunk may start at and still overlap the previous one by <= overlap.
-        lowest, budget = stop, overlap
-        while lowest > first and splits[lowest - 1][1] <= budget:
-            budget -= splits[lowest - 1][1]
+        lowest, budget = stop, self.overlap
+        while lowest > first and self.sizes[lowest - 1] <= budget:
+            budget -= self.sizes[lowest - 1]
             lowest -= 1
-        place = _first_run(pieces, needle, lowest, stop, beyond=True)
+        seen: set[tuple[int, int]] = set()
         # Rarely a chunk adds only whitespace to its overlap (so lies inside the previous chunk),
-        # or token counts drift from the splitter's: then the earliest place is the right one.
-        place = place or _first_run(pieces, needle, first, stop, beyond=False) or _unplaceable(needle)
-        spans.append(Span(starts[place[0]], ends[place[1] - 1]))
-        first, stop = place
-    return close_gaps(text, spans)
+        # or token counts drift from the splitter's: then runs that only reach the previous end count.
+        for place in itertools.chain(self._runs(needle, lowest, stop, True), self._runs(needle, first, stop, False)):
+            if place not in seen:
+                seen.add(place)
+                yield place
+
+    def _runs(self, needle: str, lowest: int, stop: int, beyond: bool) -> Iterator[tuple[int, int]]:
+        """Runs from ``lowest`` on that read ``needle`` and end after (or at) split ``stop``.
+
+        A run ends after ``stop`` also when only whitespace splits lie between its text and split
+        ``stop``: the splitter's window took them, the stripped chunk does not show them.
+        """
+        for k in range(lowest, len(self.pieces)):
+            if k > stop and self.pieces[k - 1].strip():
+                return  # a chunk never skips a split that has text in it
+            end = _run_end(self.pieces, self.next_text, k, needle)
+            if end is not None and ((end > stop or self.next_text[end] > stop) if beyond else end >= stop):
+                yield k, end
 
 
-def _first_run(pieces: Sequence[str], needle: str, lowest: int, stop: int, beyond: bool) -> tuple[int, int] | None:
-    """The first run from ``lowest`` that reads ``needle`` and ends after (or at) split ``stop``."""
-    for k in range(lowest, len(pieces)):
-        if k > stop and pieces[k - 1].strip():
-            return None  # a chunk never skips a split that has text in it
-        end = _run_end(pieces, k, needle)
-        if end is not None and (end > stop if beyond else end >= stop):
-            return k, end
-    return None
-
-
-def _run_end(pieces: Sequence[str], k: int, needle: str) -> int | None:
+def _run_end(pieces: Sequence[str], next_text: Sequence[int], k: int, needle: str) -> int | None:
     """End (exclusive) of the shortest run of pieces from ``k`` that reads ``needle`` once stripped.
 
     Shortest: whitespace splits after a chunk's text may or may not belong to it; leaving them
-    out keeps the overlap counted for the next chunk from exceeding the splitter's.
+    out keeps the overlap counted for the next chunk from exceeding the splitter's. Whitespace
+    splits before its text read as nothing, so the reading starts at the first split with text.
     """
     matched = 0
-    for j in range(k, len(pieces)):
+    for j in range(next_text[k], len(pieces)):
         piece = pieces[j].lstrip() if matched == 0 else pieces[j]
         rest = needle[matched:]
         if piece.startswith(rest) and not piece[len(rest) :].strip():
@@ -112,10 +150,6 @@ def _run_end(pieces: Sequence[str], k: int, needle: str) -> int | None:
             return None
         matched += len(piece)
     return None
-
-
-def _unplaceable(needle: str) -> tuple[int, int]:  # a splitter change would show up here
-    raise ValueError(f"cannot place chunk {needle[:60]!r} on the splitter's splits")
 
 
 class TokenWindowParams(WindowParams):

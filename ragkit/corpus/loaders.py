@@ -12,6 +12,8 @@ store caches it by content hash; ``label_documents`` adds everything that depend
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from collections.abc import Callable
@@ -22,10 +24,14 @@ from typing import Any
 from llama_index.core.schema import Document
 
 from ragkit.corpus.model import make_document
+from ragkit.corpus.pdf import PdfError, read_pdf
 from ragkit.corpus.validation import IngestError, file_type_of
+from ragkit.settings import get_settings
 
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
-LOADER_VERSION = 1
+# 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv
+#    module (rows of empty cells are left out).
+LOADER_VERSION = 2
 
 # Values that PDF/DOCX-writing libraries put in when the author set none; not real metadata.
 _PLACEHOLDER_META = frozenset({"", "untitled", "anonymous", "python-docx", "unknown"})
@@ -59,10 +65,23 @@ def parse_file(path: Path, file_type: str | None = None) -> list[ParsedDocument]
         raise IngestError(f"no loader for '.{file_type}' files; supported: {', '.join(sorted(_PARSERS))}")
     if path.stat().st_size == 0:
         raise IngestError("empty file")
-    documents = parser(path)
+    documents = [_valid_unicode(document) for document in parser(path)]
     if not any(document.text.strip() for document in documents):
         raise IngestError("no extractable text")
     return documents
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(document: ParsedDocument) -> ParsedDocument:
+    """Lone surrogates (JSON can spell them as escapes) replaced: no UTF-8 writer or tokenizer takes them."""
+
+    def fix(value: Any) -> Any:
+        return _LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+
+    metadata = {key: fix(value) for key, value in document.metadata.items()}
+    return ParsedDocument(fix(document.text), metadata, fix(document.own_id))
 
 
 def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int) -> list[Document]:
@@ -118,26 +137,17 @@ def _parse_txt(path: Path) -> list[ParsedDocument]:
 
 
 def _parse_pdf(path: Path) -> list[ParsedDocument]:
-    import pypdf
-
     try:
-        reader = pypdf.PdfReader(path)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise IngestError("encrypted PDF: remove the password and upload it again")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        info = reader.metadata
-    except IngestError:
-        raise
-    except Exception as error:  # pypdf raises many types (PdfReadError, ValueError, KeyError) on bad files
-        raise IngestError(f"corrupt PDF: {error}") from error
+        pdf = read_pdf(path, get_settings().pdf_timeout_s)
+    except PdfError as error:
+        raise IngestError(str(error)) from None
     page_starts, offset = [], 0
-    for text in pages:
+    for text in pdf.pages:
         page_starts.append(offset)
         offset += len(text) + 2
-    metadata: dict[str, Any] = {"page_starts": page_starts, "pages": len(pages)}
-    if info is not None:
-        metadata |= _title_author(info.title, info.author)
-    return [ParsedDocument("\n\n".join(pages), metadata)]
+    metadata: dict[str, Any] = {"page_starts": page_starts, "pages": len(pdf.pages), "parser": pdf.parser}
+    metadata |= _title_author(pdf.title, pdf.author)
+    return [ParsedDocument("\n\n".join(pdf.pages), metadata)]
 
 
 _DOCX_HEADING = re.compile(r"^Heading (\d)$")
@@ -169,10 +179,27 @@ def _parse_docx(path: Path) -> list[ParsedDocument]:
     return [ParsedDocument("\n".join(blocks), metadata)]
 
 
-_MD_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_MD_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MD_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _MD_BLOCK_START = re.compile(r"^ {0,3}([-*+>]|\d+[.)]|#|\||<)")
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    r"""(level, title) of an ATX header line such as "## Title ##", or None.
+
+    It reads a line as ``^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`` would (the closing
+    hashes are optional, as in CommonMark) without that regex's backtracking, which took minutes
+    on one 40 KB line of spaces followed by hashes.
+    """
+    opening = _MD_ATX_OPEN.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end() :].strip(" \t")
+    without_closing = title.rstrip("#")
+    if without_closing != title and without_closing[-1:] in (" ", "\t"):
+        title = without_closing.rstrip(" \t")
+    return len(opening.group(1)), title
 
 
 def _markdown_headings(text: str) -> list[tuple[int, int, str]]:
@@ -195,9 +222,9 @@ def _markdown_headings(text: str) -> list[tuple[int, int, str]]:
             continue
         if fence_match:
             fence = fence_match.group(1)
-        elif atx := _MD_ATX.match(line):
-            if title := (atx.group(2) or "").strip():
-                headings.append((start, len(atx.group(1)), title))
+        elif atx := atx_heading(line):
+            if title := atx[1].strip():
+                headings.append((start, atx[0], title))
         elif _MD_SETEXT.match(line) and previous is not None and paragraph_lines == 1:
             # Only a one-line paragraph counts: a longer one followed by "---" is usually a rule.
             headings.append((previous[0], 1 if line.strip()[0] == "=" else 2, previous[1].strip()))
@@ -220,48 +247,64 @@ def _parse_markdown(path: Path) -> list[ParsedDocument]:
 
 
 def _parse_csv(path: Path) -> list[ParsedDocument]:
-    import pandas as pd
-
+    # The csv module rather than pandas: pandas renames repeated column names in quadratic time
+    # (a 20 KB header of one repeated name took a minute) and builds a frame we do not need.
+    rows: list[list[str]] = []
+    reader = csv.reader(io.StringIO(_read_text(path), newline=""))
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise IngestError("not valid UTF-8 text") from None
-    except pd.errors.EmptyDataError:
-        raise IngestError("no extractable text") from None
-    except pd.errors.ParserError as error:
-        raise IngestError(f"malformed CSV: {error}") from None
+        for row in reader:
+            if rows and len(row) > len(rows[0]):
+                raise IngestError(
+                    f"malformed CSV: line {reader.line_num} has {len(row)} fields, the header {len(rows[0])}"
+                )
+            if any(cell.strip() for cell in row):
+                rows.append(row)
+    except csv.Error as error:  # e.g. a field over csv.field_size_limit(), an unclosed quote at the end
+        raise IngestError(f"malformed CSV: {error} (line {reader.line_num})") from None
+    if not rows:
+        raise IngestError("no extractable text")
+    columns = [name or f"column {number}" for number, name in enumerate(rows[0], start=1)]
     # Empty cells are left out: a sparse table would otherwise be mostly "col: ;" noise.
     lines = [
-        "; ".join(f"{column}: {value}" for column, value in row.items() if value.strip())
-        for row in frame.to_dict(orient="records")
+        "; ".join(f"{column}: {value}" for column, value in zip(columns, row) if value.strip()) for row in rows[1:]
     ]
-    metadata = {"columns": [str(column) for column in frame.columns], "rows": len(frame)}
-    return [ParsedDocument("\n".join(lines), metadata)]
+    return [ParsedDocument("\n".join(lines), {"columns": columns, "rows": len(rows) - 1})]
+
+
+def _load_json(text: str, where: str = "") -> Any:
+    """``json.loads`` with every failure an IngestError: syntax, over-long integers, deep nesting."""
+    try:
+        return json.loads(text)
+    except ValueError as error:  # JSONDecodeError, or an integer over Python's digit limit
+        raise IngestError(f"invalid JSON{where}: {error}") from None
+    except RecursionError:
+        raise IngestError(f"invalid JSON{where}: nested too deeply to read") from None
+
+
+def _dump_json(value: Any, indent: int | None = None) -> str:
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False)
+    except RecursionError:  # the indenting encoder recurses in Python, deeper than the decoder did
+        raise IngestError("JSON nested too deeply to render as text") from None
 
 
 def _parse_json(path: Path) -> list[ParsedDocument]:
-    try:
-        value = json.loads(_read_text(path))
-    except json.JSONDecodeError as error:
-        raise IngestError(f"invalid JSON: {error}") from None
+    value = _load_json(_read_text(path))
     if isinstance(value, dict) and isinstance(value.get("text"), str):
         return [ParsedDocument(value["text"], _title_author(value.get("title"), value.get("author")))]
-    return [ParsedDocument(json.dumps(value, indent=2, ensure_ascii=False))]
+    return [ParsedDocument(_dump_json(value, indent=2))]
 
 
 def _parse_jsonl(path: Path) -> list[ParsedDocument]:
     records: list[tuple[int, Any]] = []
     for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if line.strip():
-            try:
-                records.append((number, json.loads(line)))
-            except json.JSONDecodeError as error:
-                raise IngestError(f"invalid JSON on line {number}: {error}") from None
+            records.append((number, _load_json(line, f" on line {number}")))
     if records and all(_is_beir_record(record) for _, record in records):
         return _beir_documents(records)
     texts = [
         record["text"] if isinstance(record, dict) and isinstance(record.get("text"), str)
-        else json.dumps(record, ensure_ascii=False)
+        else _dump_json(record)
         for _, record in records
     ]
     return [ParsedDocument("\n".join(texts))]

@@ -32,6 +32,7 @@ from ragkit.corpus.loaders import LOADER_VERSION, ParsedDocument, label_document
 from ragkit.corpus.model import Corpus, document_to_json, make_document
 from ragkit.corpus.validation import IngestError, file_type_of, validate_file, validate_total_size
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
+from ragkit.locks import content_lock
 from ragkit.registry import ConfigError
 from ragkit.settings import RagkitSettings, get_settings
 
@@ -108,14 +109,19 @@ def check_corpus_name(name: str) -> str:
 
 
 def _walk(path: Path) -> Iterator[tuple[Path, str]]:
-    """(file, doc_id) for a file given directly or every non-hidden file under a folder, sorted."""
+    """(file, doc_id) for a file given directly or every non-hidden file under a folder, sorted.
+
+    A symbolic link under the folder (to a file or a folder) is listed, not entered, so that
+    screening names it as skipped: it may point outside the folder.
+    """
     if not path.is_dir():  # a file, or a missing path that screening reports as not found
         yield path, path.name
         return
-    found = []
+    found: list[Path] = []
     for root, dirs, files in os.walk(path):  # does not follow symlinked folders: no cycles
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(root) / name for name in files if not name.startswith("."))
+        linked = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in linked]
+        found.extend(Path(root) / name for name in files + linked if not name.startswith("."))
     yield from sorted(((file, file.relative_to(path).as_posix()) for file in found), key=lambda item: item[1])
 
 
@@ -134,6 +140,8 @@ def _screen(
     claimed: dict[str, Path] = {}
     for index, (path, doc_id) in enumerate(candidates):
         try:
+            if path.is_symlink():
+                raise IngestError("symbolic link, not followed (it can point outside the folder): ingest its target")
             if not path.is_file():
                 raise IngestError("not found" if not path.exists() else "not a regular file")
             if doc_id in claimed:
@@ -199,9 +207,15 @@ class CorpusStore:
         """Validate, parse and add files to corpus ``name``; a bad file is reported, never fatal.
 
         Raises IngestError only when the files together exceed the total-size limit, before
-        anything is parsed. A file whose doc id is already in the corpus replaces it.
+        anything is parsed. A file whose doc id is already in the corpus replaces it. Ingests
+        into one corpus take turns (the corpus's lock spans reading, merging and writing its
+        manifest), so none loses another's files.
         """
         check_corpus_name(name)
+        with content_lock(self.data_dir, "corpus", name):
+            return self._ingest(paths, name, progress)
+
+    def _ingest(self, paths: Sequence[Path], name: str, progress: ProgressCallback | None) -> IngestReport:
         if isinstance(paths, (str, Path)):  # one path given bare would otherwise iterate its characters
             paths = [Path(paths)]
         settings = get_settings()
@@ -278,7 +292,8 @@ class CorpusStore:
             loader_version=LOADER_VERSION, document_count=len(parsed),
         )
         corpus = Corpus.from_documents(name, [make_document(p.own_id or "", p.text, p.metadata) for p in parsed])
-        self._write_manifest(name, corpus.corpus_id, [entry], self._read_manifest(name))
+        with content_lock(self.data_dir, "corpus", name):
+            self._write_manifest(name, corpus.corpus_id, [entry], self._read_manifest(name))
         return corpus
 
     def _write_manifest(

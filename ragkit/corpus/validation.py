@@ -19,6 +19,10 @@ MAX_NAME_CHARS = 200
 MAX_NAME_BYTES = 255
 FALLBACK_NAME = "unnamed"
 
+# Not accepted: an archive hides its size, depth and names until unpacked (zip bombs, "../"
+# members); extracting is left to the user, who then ingests the folder.
+ARCHIVE_TYPES = frozenset({"zip", "tar", "gz", "tgz", "bz2", "tbz2", "xz", "txz", "zst", "7z", "rar", "jar"})
+
 # Types whose content must be text: a binary file renamed to one of these is rejected here,
 # before a parser turns it into pages of garbage.
 TEXT_TYPES = frozenset({"txt", "md", "html", "htm", "csv", "json", "jsonl"})
@@ -61,6 +65,8 @@ def validate_file(path: Path, settings: RagkitSettings) -> None:
     allowed = tuple(t.lower().lstrip(".") for t in settings.allowed_types)
     if not file_type:
         raise IngestError(f"file has no extension; allowed types: {', '.join(allowed)}")
+    if file_type in ARCHIVE_TYPES and file_type not in allowed:
+        raise IngestError(f"archives (.{file_type}) are not accepted: extract the files and ingest those")
     if file_type not in allowed:
         raise IngestError(f"file type '.{file_type}' is not allowed; allowed types: {', '.join(allowed)}")
 
@@ -102,19 +108,32 @@ def validate_total_size(total_bytes: int, settings: RagkitSettings) -> None:
 
 
 _UNSAFE_CHARS = re.compile(r'[<>:"|?*]')
+# Dots and whitespace, in any mix, at either end of a name (". .bashrc", "x.txt . ").
+_EDGE_DOTS_AND_SPACES = re.compile(r"^[\s.]+|[\s.]+$")
+# Characters drawn as a slash or backslash that NFKC leaves alone (it maps the fullwidth ones to
+# "/" and "\\"): each is treated as the separator it imitates, so a name never shows a path.
+_SLASH_LOOKALIKES = re.compile("[\u2044\u2215\u2216\u2571\u2572\u27cb\u27cd\u29f5\u29f8\u29f9\ufe68]")
+# Device names Windows reserves in any folder and with any extension ("con.txt", "COM1 .md");
+# NFKC has already turned "COM¹" into "COM1".
+_WINDOWS_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])[ .]*(\..*)?")
 
 
 def sanitize_name(name: str) -> str:
     """A safe plain file name for an uploaded file: no directories, no control characters.
 
-    Leading dots are dropped too: they would make a hidden file, which folder ingestion skips.
+    Control and format characters go, then the name is NFKC-normalised (fullwidth "．．／"
+    would otherwise become "../" for any later reader that normalises), and only its last path
+    component is kept. Dots and spaces at either end go: a leading dot makes a hidden file,
+    which folder ingestion skips, and Windows drops trailing ones silently. A Windows device
+    name ("con.txt") gets a "_" prefix.
     """
-    base = name.replace("\\", "/").split("/")[-1]
-    base = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C")
-    base = _UNSAFE_CHARS.sub("_", base).strip().lstrip(".").rstrip(". ")
+    visible = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    base = _SLASH_LOOKALIKES.sub("/", unicodedata.normalize("NFKC", visible)).replace("\\", "/").split("/")[-1]
+    base = _EDGE_DOTS_AND_SPACES.sub("", _UNSAFE_CHARS.sub("_", base))
     if not base:
         return FALLBACK_NAME
-    return _truncate_keeping_extension(base)
+    base = _truncate_keeping_extension(base)
+    return f"_{base}" if _WINDOWS_RESERVED.fullmatch(base) else base
 
 
 def _truncate_keeping_extension(name: str) -> str:
@@ -123,4 +142,4 @@ def _truncate_keeping_extension(name: str) -> str:
     stem = name[: len(name) - len(suffix)][: MAX_NAME_CHARS - len(suffix)]
     while stem and len((stem + suffix).encode("utf-8")) > MAX_NAME_BYTES:
         stem = stem[:-1]
-    return (stem.rstrip(". ") or FALLBACK_NAME) + suffix
+    return (_EDGE_DOTS_AND_SPACES.sub("", stem) or FALLBACK_NAME) + suffix

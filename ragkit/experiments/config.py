@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +38,19 @@ class CorpusConfig(StrictModel):
     path: str | None = Field(default=None, description="Files or a folder to ingest (content-addressed, so cheap).")
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "CorpusConfig":
+    def _exactly_one(self) -> CorpusConfig:
         if (self.name is None) == (self.path is None):
             raise ValueError("corpus needs exactly one of 'name' (an ingested corpus) or 'path' (files to ingest)")
         return self
 
 
 def _specs(value: Any) -> Any:
-    # Accept the shorthand `- bm25` for `- {type: bm25}`.
+    # Accept the shorthand `- bm25` for `- {type: bm25}`; anything else that is not a list is
+    # left for pydantic to reject with the field's name.
     if isinstance(value, (str, dict)):
         value = [value]
+    if not isinstance(value, list):
+        return value
     return [{"type": item} if isinstance(item, str) else item for item in value]
 
 
@@ -101,7 +105,16 @@ def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
                 raise ConfigError(f"judges.{name}: no mode '{item}'. Valid modes: {valid}")
             modes.add(item)
     ordered = [mode for mode in MODE_ORDER if mode in modes]
-    return [judge_registry.resolve({"type": name, "params": {**choice.params, "mode": mode}}) for mode in ordered]
+    return [_at(f"judges.{name}", judge_registry.resolve, {"type": name, "params": {**choice.params, "mode": mode}})
+            for mode in ordered]
+
+
+def _at(field: str, resolve: Callable[[Any], ComponentSpec], spec: Any) -> ComponentSpec:
+    """``resolve(spec)``, a ConfigError naming the config field the spec was written in."""
+    try:
+        return resolve(spec)
+    except ConfigError as error:
+        raise ConfigError(f"{field}: {error}") from None
 
 
 class LLMConfig(StrictModel):
@@ -124,14 +137,14 @@ class LLMConfig(StrictModel):
             return {role: {"type": spec} if isinstance(spec, str) else spec for role, spec in value.items()}
         return value
 
-    def resolved(self) -> "LLMConfig":
+    def resolved(self) -> LLMConfig:
         valid_roles = judge_names() + [GENERATOR, "evaluation"]
         unknown = sorted(set(self.roles) - set(valid_roles))
         if unknown:
             raise ConfigError(f"llm.roles: unknown role {unknown}. Valid roles: {', '.join(valid_roles)}")
         return LLMConfig(
-            default=llm_registry.resolve(self.default) if self.default is not None else None,
-            roles={role: llm_registry.resolve(spec) for role, spec in self.roles.items()},
+            default=_at("llm.default", llm_registry.resolve, self.default) if self.default is not None else None,
+            roles={role: _at(f"llm.roles.{role}", llm_registry.resolve, spec) for role, spec in self.roles.items()},
         )
 
 
@@ -195,7 +208,7 @@ class ExperimentConfig(StrictModel):
         return sorted(set(value))
 
     @model_validator(mode="after")
-    def _components_exist(self) -> "ExperimentConfig":
+    def _components_exist(self) -> ExperimentConfig:
         # Resolving checks names and params now, with messages that list the valid choices.
         self.resolved_components()
         if not self.embedders:
@@ -220,11 +233,11 @@ class ExperimentConfig(StrictModel):
         if unknown:
             raise ConfigError(f"judges: unknown judge {unknown}. Valid judges: {', '.join(judge_names())}")
         return {
-            "chunkers": [registry.chunkers.resolve(s) for s in self.chunkers],
-            "embedders": [registry.embedders.resolve(s) for s in self.embedders],
-            "retrievers": [registry.retrievers.resolve(s) for s in self.retrievers],
+            "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
+            "embedders": [_at(f"embedders.{i}", registry.embedders.resolve, s) for i, s in enumerate(self.embedders)],
+            "retrievers": [_at(f"retrievers.{i}", registry.retrievers.resolve, s) for i, s in enumerate(self.retrievers)],
             "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
-            "generator": judge_registry.resolve(self.generator) if self.generator is not None else None,
+            "generator": _at("generator", judge_registry.resolve, self.generator) if self.generator is not None else None,
             "llm": self.llm.resolved(),
         }
 
@@ -281,9 +294,12 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     target = data
-    for key in keys[:-1]:
-        if not isinstance(target.get(key), dict):
+    for depth, key in enumerate(keys[:-1]):
+        if target.get(key) is None:
             target[key] = {}
+        elif not isinstance(target[key], dict):
+            section = ".".join(keys[: depth + 1])
+            raise ConfigError(f"--set {dotted}: '{section}' is a {type(target[key]).__name__}, not a section with keys")
         target = target[key]
     target[keys[-1]] = value
 
@@ -292,8 +308,49 @@ def parse_override(text: str) -> tuple[str, Any]:
     """`dotted.key=value`, the value read as YAML (so numbers, lists and booleans work)."""
     if "=" not in text:
         raise ConfigError(f"--set expects dotted.key=value, got '{text}'")
-    key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw) if raw.strip() else ""
+    key, raw = (part.strip() for part in text.split("=", 1))
+    if not all(key.split(".")):
+        raise ConfigError(f"--set {text}: '{key}' is not a dotted.key (e.g. dataset.limit=5)")
+    try:
+        return key, _load_yaml(raw) if raw else ""
+    except yaml.YAMLError as error:
+        raise _yaml_error(f"--set {key}: value {raw!r}", error) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load that refuses a key written twice in one mapping (YAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in first_line
+            except TypeError:  # an unhashable key: the base class reports it
+                break
+            if duplicate and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is written twice (first on line {first_line[key]})", key_node.start_mark
+                )
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: as safe as safe_load
+
+
+def _yaml_error(source: str, error: yaml.YAMLError) -> ConfigError:
+    """PyYAML's error as one line: where (line and column), what is wrong, what it was parsing."""
+    if not isinstance(error, yaml.MarkedYAMLError):  # e.g. a control character in the text
+        return ConfigError(f"{source}: invalid YAML: {str(error).splitlines()[0]}")
+    mark, where, context = error.problem_mark, "", ""
+    if mark is not None:
+        where = f", line {mark.line + 1}, column {mark.column + 1}"
+    if error.context:
+        started = f" started on line {error.context_mark.line + 1}" if error.context_mark else ""
+        context = f" ({error.context}{started})"
+    return ConfigError(f"{source}{where}: invalid YAML: {error.problem}{context}")
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
@@ -308,9 +365,20 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"experiment file {path} does not exist")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not path.is_file():
+        raise ConfigError(f"experiment file {path} is a folder, not a YAML file")
+    try:
+        data = _load_yaml(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); "
+                          "save it as UTF-8") from None
+    except yaml.YAMLError as error:
+        raise _yaml_error(str(path), error) from None
+    except OSError as error:
+        raise ConfigError(f"experiment file {path} cannot be read: {error.strerror}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+        raise ConfigError(f"{path}: expected a mapping of fields (name, dataset, ...) at the top level, "
+                          f"got a YAML {type(data).__name__}")
     _resolve_paths(data, path.parent.resolve())
     for text in overrides or []:
         key, value = parse_override(text)
@@ -324,9 +392,7 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Experiment
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
-        fields = ", ".join(ExperimentConfig.model_fields)
-        problems = validation_problems(error, "field", "(top level)")
-        raise ConfigError(f"{source}: {problems}. Top-level fields: {fields}.") from None
+        raise ConfigError(f"{source}: {validation_problems(error, 'field', '(top level)', ExperimentConfig)}") from None
 
 
 def config_to_yaml(config: ExperimentConfig) -> str:

@@ -4,13 +4,18 @@ questions each run has not committed yet, one shard at a time.
 Every question a run is asked leaves a row per metric it is scored on: a question whose pipeline
 raises gets NaN with the error for each of those metrics (the names come from scoring an empty
 final context, so they are exactly the names a success writes), and a question with no ground
-truth gets a ``retrieval`` row saying so."""
+truth gets a ``retrieval`` row saying so.
+
+A backend that is not there at all is not a question's failure: the run commits the questions
+answered before it, writes nothing for the rest and stops with ``RunStopped``; running it again
+resumes."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -40,8 +45,10 @@ from ragkit.experiments.plan import (
 )
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.judges.base import judges as judge_registry
+from ragkit.llms.base import BackendUnavailable
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
+from ragkit.locks import content_lock
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.pipeline import Pipeline, Trace, stage_row
@@ -66,6 +73,22 @@ class ExecutionReport:
     @property
     def nothing_to_do(self) -> bool:
         return self.runs_computed == 0
+
+
+class RunStopped(BackendUnavailable):
+    """A backend went away mid-run. The questions answered before it are committed and no later
+    question has a row, so running the same experiment into the same folder again resumes; the
+    message says so in one line."""
+
+
+class ShardInterrupted(Exception):
+    """A backend went away during a shard: the questions answered before it, with their rows."""
+
+    def __init__(self, answered: list[Question], tables: dict[str, pd.DataFrame], cause: BackendUnavailable) -> None:
+        super().__init__(str(cause))
+        self.answered = answered
+        self.tables = tables
+        self.cause = cause
 
 
 class LocalExecutor:
@@ -113,23 +136,31 @@ class LocalExecutor:
 
             started = time.perf_counter()
             path = chunkset_path(self.derived_dir, chunkset_id)
+            lock = content_lock(self.data_dir, "chunkset", chunkset_id)
+
+            def record_build() -> None:
+                # Written before the chunk set itself, so a chunk set on disk always has its cost recorded.
+                seconds = time.perf_counter() - started
+                if step.judge is None:
+                    record = {"chunk": seconds}
+                else:
+                    usage = self._llm_client(step.judge_llm).drain_usage() if step.judge_llm else []
+                    record = {"judge:chunking": stage_row("judge:chunking", seconds, usage)}
+                write_json_atomic(self._step_record(chunkset_id), record)
+
             if step.judge is None:
-                frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker)
-                record = {"chunk": time.perf_counter() - started}
+                frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker, lock, record_build)
             else:
-                frame, decisions, built = self._judged_chunkset(plan, step, path)
+                frame, decisions, built = self._judged_chunkset(plan, step, path, lock, record_build)
                 self._decisions[chunkset_id] = decisions
-                record = {"judge:chunking": stage_row("judge:chunking", time.perf_counter() - started,
-                                                      self._llm_client(step.judge_llm).drain_usage()
-                                                      if step.judge_llm else [])}
             if built:
                 self._built.add(chunkset_id)
                 report.chunksets_built += 1
-                write_json_atomic(self._step_record(chunkset_id), record)
             self._chunksets[chunkset_id] = frame
         return self._chunksets[chunkset_id]
 
-    def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path) -> tuple[pd.DataFrame, list[dict], bool]:
+    def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path, lock: AbstractContextManager,
+                         record_build: Callable[[], None]) -> tuple[pd.DataFrame, list[dict], bool]:
         llm = self._llm_client(step.judge_llm) if step.judge_llm else None
         if llm is not None:
             llm.drain_usage()  # only the judge's own calls count for its stage
@@ -145,7 +176,8 @@ class LocalExecutor:
             return registry.chunkers.build(spec, **deps)
 
         return load_or_build_judged_chunkset(path, decisions_path(self.derived_dir, step.chunkset_id), plan.corpus,
-                                             lambda: chunk_judged(plan.corpus, judge.decide, build_chunker))
+                                             lambda: chunk_judged(plan.corpus, judge.decide, build_chunker),
+                                             lock, record_build)
 
     def _chunk_decisions(self, plan: Plan, run: RunStep, report: ExecutionReport) -> list[dict]:
         """The Chunking Judge's decisions behind this run's chunk set (none when it is off)."""
@@ -193,32 +225,40 @@ class LocalExecutor:
         )
 
     def _index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> ChunkIndex:
-        if step.index_id in self._indexes:
-            return self._indexes[step.index_id]
-        if self._index_store.is_ready(step.index_id):
-            index = self._index_store.open(step.index_id)
-        else:
-            chunks = self._chunkset(plan, step.chunkset_id, report)
-            timings: dict[str, float] = {}
-            vectors = None
-            if step.embedder is not None:
-                embedder = self._embedder(step.embedder)
-                cache = EmbeddingCache(self.data_dir / "embeddings", component_key(registry.embedders, step.embedder))
+        if step.index_id not in self._indexes:
+            if not self._index_store.is_ready(step.index_id):
+                with content_lock(self.data_dir, "index", step.index_id):
+                    if not self._index_store.is_ready(step.index_id):  # else built while this process waited
+                        self._build_index(plan, step, report, progress)
+            self._indexes[step.index_id] = self._index_store.open(step.index_id)
+        return self._indexes[step.index_id]
+
+    def _build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
+        chunks = self._chunkset(plan, step.chunkset_id, report)
+        timings: dict[str, float] = {}
+        vectors = None
+        if step.embedder is not None:
+            embedder = self._embedder(step.embedder)
+            embedder_key = component_key(registry.embedders, step.embedder)
+            cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
+            with content_lock(self.data_dir, "embedder", embedder_key):
                 started = time.perf_counter()
                 vectors, embedded = embed_with_cache(
                     embedder, chunks["embed_text"].tolist(), chunks["text_sha"].tolist(), cache,
                     get_settings().embed_batch_size, lambda n: progress("embedded", n),
                 )
                 timings["embed"] = time.perf_counter() - started
-                report.chunks_embedded += embedded
-            started = time.perf_counter()
-            index = self._index_store.build(step.index_id, chunks, vectors)
+            report.chunks_embedded += embedded
+        started = time.perf_counter()
+
+        def record_build() -> None:
+            # Written before the index is published, so a published index always has its cost recorded.
             timings["index"] = time.perf_counter() - started
-            report.indexes_built += 1
-            self._built.add(step.index_id)
             write_json_atomic(self._step_record(step.index_id), timings)
-        self._indexes[step.index_id] = index
-        return index
+
+        self._index_store.build(step.index_id, chunks, vectors, record_build)
+        report.indexes_built += 1
+        self._built.add(step.index_id)
 
     def _build_stage_rows(self, run: RunStep) -> list[dict]:
         rows = []
@@ -231,6 +271,12 @@ class LocalExecutor:
         return rows
 
     def execute(self, plan: Plan, progress: Progress = lambda event, n: None) -> ExecutionReport:
+        """Run what the results folder lacks. The folder is locked for the whole run: a second
+        writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
+        with self.store.writer_lock():
+            return self._execute(plan, progress)
+
+    def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
         started = time.perf_counter()
         report = ExecutionReport(runs_total=len(plan.runs))
         for run in plan.runs:
@@ -250,19 +296,44 @@ class LocalExecutor:
             evaluator = self._evaluator(plan, run)
             first_shard = not finished
             for shard in _shards(pending, plan.shard_size):
-                tables = _answer_shard(run, pipeline, shard, evaluator)
-                if first_shard:
-                    # Run-level rows (build costs, per-document chunking decisions) go with the first shard.
-                    tables["stages"] = _concat(pd.DataFrame(self._build_stage_rows(run)), tables["stages"])
-                    decisions = [_judgement_row(run.run_id, None, row)
-                                 for row in self._chunk_decisions(plan, run, report)]
-                    tables["judgements"] = _concat(pd.DataFrame(decisions), tables["judgements"])
-                    first_shard = False
-                self.store.commit_shard(run.run_id, [q.id for q in shard], tables)
-                report.questions_computed += len(shard)
-                progress("questions", len(shard))
+                answered: list[Question] = shard
+                outage: BackendUnavailable | None = None
+                try:
+                    tables = _answer_shard(run, pipeline, shard, evaluator, self._stop_if_unreachable)
+                except ShardInterrupted as interrupted:
+                    answered, tables, outage = interrupted.answered, interrupted.tables, interrupted.cause
+                if answered:
+                    if first_shard:
+                        # Run-level rows (build costs, per-document chunking decisions) go with the first shard.
+                        tables["stages"] = _concat(pd.DataFrame(self._build_stage_rows(run)), tables["stages"])
+                        decisions = [_judgement_row(run.run_id, None, row)
+                                     for row in self._chunk_decisions(plan, run, report)]
+                        tables["judgements"] = _concat(pd.DataFrame(decisions), tables["judgements"])
+                        first_shard = False
+                    self.store.commit_shard(run.run_id, [q.id for q in answered], tables)
+                    report.questions_computed += len(answered)
+                    progress("questions", len(answered))
+                if outage is not None:
+                    committed = sum(len(done.get(r.run_id, ())) for r in plan.runs) + report.questions_computed
+                    raise self._stopped(plan, committed, outage) from outage
         report.seconds = time.perf_counter() - started
         return report
+
+    def _stop_if_unreachable(self) -> None:
+        """Raise the outage any client met during the question just answered: ragas catches every
+        exception, so an unreachable backend it met would otherwise be a row of NaNs."""
+        outages = [outage for client in self._llm_clients.values() if (outage := client.take_outage())]
+        if outages:
+            raise outages[0]
+
+    def _stopped(self, plan: Plan, committed: int, outage: BackendUnavailable) -> RunStopped:
+        total = len(plan.runs) * len(plan.questions.questions)
+        return RunStopped(
+            f"stopped: the {outage.backend} backend at {outage.url} is unreachable; {committed} of {total} "
+            f"questions ({len(plan.runs)} run(s) x {len(plan.questions.questions)}) are committed in "
+            f"{self.store.root}; start it and run the same experiment again to resume",
+            backend=outage.backend, url=outage.url,
+        )
 
 
 def _shards(items: list[Question], size: int) -> list[list[Question]]:
@@ -293,28 +364,50 @@ def question_row(question: Question) -> dict:
 
 
 def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
-                  evaluator: QuestionEvaluator | None = None) -> dict[str, pd.DataFrame]:
+                  evaluator: QuestionEvaluator | None = None,
+                  stop_if_unreachable: Callable[[], None] = lambda: None) -> dict[str, pd.DataFrame]:
+    """The shard's rows. ``stop_if_unreachable`` runs after each question and raises
+    BackendUnavailable if a backend went away during it; that question then has no rows, and
+    ShardInterrupted carries the rows of the questions before it."""
     tables: dict[str, list[dict]] = {"scores": [], "retrievals": [], "stages": [], "judgements": [], "answers": []}
-    for question in questions:
+    for number, question in enumerate(questions):
         try:
-            trace = pipeline.answer(question.text)
-        except Exception as error:  # one failing question is a row per metric with its error, not a lost run
-            tables["scores"] += _failure_scores(run, question, evaluator, f"{type(error).__name__}: {error}")
-            continue
-        for name, rows in _question_rows(run, question, trace).items():
-            tables[name].extend(rows)
-        if evaluator is not None:
-            keys = {"run_id": run.run_id, "question_id": question.id}
-            try:
-                scores, stages = evaluator(question, trace)
-            except Exception as error:  # a crashing metric library costs the metrics, not the answer
-                message = f"{type(error).__name__}: {error}"
-                scores = [{"metric": name, "value": math.nan, "error": message}
-                          for name in evaluation_names(evaluator.params)]
-                stages = []
-            tables["scores"] += [{**keys, **row} for row in scores]
-            tables["stages"] += [{**keys, **row} for row in stages]
+            rows = _answer_question(run, pipeline, question, evaluator)
+            stop_if_unreachable()
+        except BackendUnavailable as outage:
+            raise ShardInterrupted(questions[:number], _frames(tables), outage) from outage
+        for name, part in rows.items():
+            tables[name].extend(part)
+    return _frames(tables)
+
+
+def _frames(tables: dict[str, list[dict]]) -> dict[str, pd.DataFrame]:
     return {name: pd.DataFrame(rows) for name, rows in tables.items()}
+
+
+def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
+                     evaluator: QuestionEvaluator | None) -> dict[str, list[dict]]:
+    try:
+        trace = pipeline.answer(question.text)
+    except BackendUnavailable:
+        raise  # says nothing about this configuration: the run stops instead
+    except Exception as error:  # one failing question is a row per metric with its error, not a lost run
+        return {"scores": _failure_scores(run, question, evaluator, f"{type(error).__name__}: {error}")}
+    tables = _question_rows(run, question, trace)
+    if evaluator is not None:
+        keys = {"run_id": run.run_id, "question_id": question.id}
+        try:
+            scores, stages = evaluator(question, trace)
+        except BackendUnavailable:
+            raise
+        except Exception as error:  # a crashing metric library costs the metrics, not the answer
+            message = f"{type(error).__name__}: {error}"
+            scores = [{"metric": name, "value": math.nan, "error": message}
+                      for name in evaluation_names(evaluator.params)]
+            stages = []
+        tables["scores"] += [{**keys, **row} for row in scores]
+        tables["stages"] += [{**keys, **row} for row in stages]
+    return tables
 
 
 def evaluation_names(params: EvaluationParams) -> list[str]:

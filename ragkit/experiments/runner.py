@@ -75,11 +75,14 @@ def check_llms(roles: dict[str, ComponentSpec]) -> None:
 
 
 def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
-    """The plan and the derived-data folder of its corpus (chunk sets, indexes)."""
-    store = CorpusStore()
-    corpus = load_corpus(config, store)
+    """The plan and the derived-data folder of its corpus (chunk sets, indexes).
+
+    The LLMs are checked first: a backend that is down stops the run before anything is
+    written, not even a corpus ingested."""
     roles = resolve_llm_roles(config)
     check_llms(roles)
+    store = CorpusStore()
+    corpus = load_corpus(config, store)
     plan = make_plan(config, corpus, load_questions(config, corpus), roles)
     return plan, store.derived_dir(corpus.corpus_id)
 

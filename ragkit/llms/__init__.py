@@ -7,11 +7,11 @@ model and no HTTP client library.
 
 from ragkit.llms.base import (
     BackendReply,
+    BackendUnavailable,
     LLMBackend,
     LLMError,
     LLMParams,
     LLMTimeoutError,
-    LLMUnavailableError,
     Message,
     RemoteLLMParams,
     llms,
@@ -22,6 +22,7 @@ from ragkit.llms.parsing import extract_json_text, parse_json_reply
 
 __all__ = [
     "BackendReply",
+    "BackendUnavailable",
     "CallRecord",
     "LLMBackend",
     "LLMCache",
@@ -31,7 +32,6 @@ __all__ = [
     "LLMResult",
     "LLMRoles",
     "LLMTimeoutError",
-    "LLMUnavailableError",
     "Message",
     "RemoteLLMParams",
     "StageUsage",

@@ -27,8 +27,19 @@ class LLMError(RuntimeError):
     """A backend could not produce a reply; the message says which backend, where and why."""
 
 
-class LLMUnavailableError(LLMError):
-    """The server is not there at all (connection refused, unknown host)."""
+class BackendUnavailable(RuntimeError):
+    """The backend's server is not there at all: connection refused, unknown host, gone mid-run.
+
+    Deliberately not an ``LLMError``. Judges and metrics turn an ``LLMError`` into an invalid
+    reply recorded against the question, which is right for a call that failed and wrong for a
+    server that is down: that says nothing about the configuration being compared. The executor
+    stops the run on this instead, keeping what it finished, so running it again resumes.
+    """
+
+    def __init__(self, message: str, *, backend: str, url: str) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.url = url
 
 
 class LLMTimeoutError(LLMError):
@@ -132,7 +143,8 @@ def with_retries(
     """Run ``attempt`` up to ``1 + max_retries`` times with exponential backoff.
 
     Only transient failures (timeouts, 5xx, refused connections) are retried; a bad request
-    would fail the same way again, so it is raised at once.
+    would fail the same way again, so it is raised at once. The waits are ``backoff_s``,
+    ``2 * backoff_s``, ``4 * backoff_s``...
     """
     for number in range(max_retries + 1):
         try:

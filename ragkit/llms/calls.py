@@ -2,7 +2,9 @@
 
 Each reply is cached on disk under a content key of (backend, model, params, messages,
 schema, max_tokens), so re-running an experiment sends nothing to the model. Usage is
-recorded per call and summed per stage for the results' ``stages`` table.
+recorded per call and summed per stage for the results' ``stages`` table. A backend found
+unreachable is remembered until ``take_outage``, so the executor learns of it even when a
+library in between (ragas) catches every exception.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel
 
 from ragkit.atomic import write_json_atomic
 from ragkit.hashing import content_key
-from ragkit.llms.base import LLMBackend, Message
+from ragkit.llms.base import BackendUnavailable, LLMBackend, Message
 from ragkit.llms.parsing import parse_json_reply, schema_for
 
 CACHE_FORMAT = 1
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class LLMClient:
         self.cache = LLMCache(cache_dir) if cache_dir is not None else None
         self._clock = clock
         self._records: list[CallRecord] = []
+        self._outages: list[BackendUnavailable] = []
         self._lock = threading.Lock()
 
     @classmethod
@@ -131,14 +135,15 @@ class LLMClient:
         messages = _as_messages(prompt, system)
         json_schema = schema_for(schema) if schema is not None else None
         limit = max_tokens if max_tokens is not None else self.backend.params.max_tokens
-        parts = (self.backend.cache_identity(), messages, json_schema, limit) + ((cache_salt,) if cache_salt else ())
+        identity = self._reach(self.backend.cache_identity)  # may ask the server: an Ollama model's digest
+        parts = (identity, messages, json_schema, limit) + ((cache_salt,) if cache_salt else ())
         key = content_key(*parts, length=32)
 
         started = self._clock()
         entry = self.cache.get(key) if self.cache is not None else None
         cache_hit = entry is not None
         if entry is None:
-            reply = self.backend.chat(messages, json_schema=json_schema, max_tokens=limit)
+            reply = self._reach(lambda: self.backend.chat(messages, json_schema=json_schema, max_tokens=limit))
             entry = {
                 "backend": self.backend.name,
                 "model": self.backend.model_name,
@@ -182,6 +187,23 @@ class LLMClient:
         with self._lock:
             self._records.append(record)
 
+    def _reach(self, work: Callable[[], T]) -> T:
+        """``work()``; an unreachable backend is remembered for ``take_outage``, then re-raised."""
+        try:
+            return work()
+        except BackendUnavailable as outage:
+            with self._lock:
+                self._outages.append(outage)
+            raise
+
+    def take_outage(self) -> BackendUnavailable | None:
+        """The first unreachable-backend error a call of this client (or a sibling) met since the
+        last take, then forget them all."""
+        with self._lock:
+            outages = list(self._outages)
+            self._outages.clear()
+        return outages[0] if outages else None
+
     def records(self) -> list[CallRecord]:
         with self._lock:
             return list(self._records)
@@ -199,7 +221,8 @@ class LLMClient:
 
     def with_backend_params(self, **update: Any) -> LLMClient:
         """This client with some backend parameters changed (e.g. seed and temperature for a
-        re-sampled judge): its own cache keys, but the same cache, loaded model and usage records."""
+        re-sampled judge): its own cache keys, but the same cache, loaded model, usage records and
+        outages."""
         sibling = copy.copy(self)
         sibling.backend = self.backend.with_params(**update)
         return sibling

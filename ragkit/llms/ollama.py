@@ -1,17 +1,22 @@
-"""The ``ollama`` backend: llama-index-llms-ollama with timeouts, retries and clear errors."""
+"""The ``ollama`` backend: llama-index-llms-ollama with timeouts, retries and clear errors.
+
+A model is identified by its digest as well as its tag: ``ollama pull`` can put another model
+under the same tag, and its replies must not be served from the old one's cache entries.
+"""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from ragkit.llms.base import (
     BackendReply,
+    BackendUnavailable,
     LLMBackend,
     LLMError,
     LLMTimeoutError,
-    LLMUnavailableError,
     Message,
     RemoteLLMParams,
     with_retries,
@@ -19,6 +24,9 @@ from ragkit.llms.base import (
 from ragkit.registry import ComponentParams
 from ragkit.settings import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL
 
+PRE_RUN_CHECK_TIMEOUT_S = 2.0
+# Once per run, so generous: a timeout_s tuned for short replies must not make a busy server look dead.
+DIGEST_LOOKUP_TIMEOUT_S = 30.0
 
 
 class OllamaParams(RemoteLLMParams):
@@ -36,9 +44,29 @@ def unreachable_message(base_url: str) -> str:
     )
 
 
-def has_model(pulled: list[str], model: str) -> bool:
+def pulled_models(base_url: str, timeout_s: float) -> dict[str, str | None]:
+    """Name -> digest of every model the server at ``base_url`` lists in ``/api/tags``.
+
+    Raises BackendUnavailable when nothing answers there, or something that is not Ollama."""
+    import httpx
+
+    try:
+        response = httpx.get(base_url.rstrip("/") + "/api/tags", timeout=timeout_s)
+        listing = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):  # ValueError: something else listens there
+        listing = None
+    if not isinstance(listing, dict):
+        raise BackendUnavailable(unreachable_message(base_url), backend=OllamaLLM.name, url=base_url)
+    return {str(entry.get("name", "")): entry.get("digest") for entry in listing.get("models") or []}
+
+
+def listed_name(pulled: dict[str, str | None], model: str) -> str | None:
+    """The name Ollama lists ``model`` under, or None when it is not pulled."""
     # Ollama lists "llama3.2:latest" for a model pulled as "llama3.2".
-    return model in pulled or (":" not in model and f"{model}:latest" in pulled)
+    for name in (model, f"{model}:latest" if ":" not in model else None):
+        if name in pulled:
+            return name
+    return None
 
 
 def missing_model_message(base_url: str, model: str, pulled: list[str]) -> str:
@@ -52,24 +80,38 @@ class OllamaLLM(LLMBackend):
     name: ClassVar[str] = "ollama"
     Params: ClassVar[type[ComponentParams]] = OllamaParams
 
+    def __init__(self, params: ComponentParams) -> None:
+        super().__init__(params)
+        # Shared with the copies from with_params: one lookup per model for all of them.
+        self._digests: dict[str, str | None] = {}
+        self._digest_lock = threading.Lock()
+
     def problem(self) -> str | None:
         """Why a run could not use this backend: server down, or the model not pulled (else None)."""
-        import httpx
+        try:
+            pulled = pulled_models(self.params.base_url, PRE_RUN_CHECK_TIMEOUT_S)
+        except BackendUnavailable as error:
+            return str(error)
+        if listed_name(pulled, self.params.model) is not None:
+            return None
+        return missing_model_message(self.params.base_url, self.params.model, sorted(pulled))
 
-        url = self.params.base_url.rstrip("/")
-        try:
-            response = httpx.get(url + "/api/tags", timeout=2.0)
-        except httpx.HTTPError:
-            return unreachable_message(self.params.base_url)
-        try:
-            listing = response.json() if response.status_code == 200 else None
-        except ValueError:  # something else listens there
-            listing = None
-        if not isinstance(listing, dict):
-            return unreachable_message(self.params.base_url)
-        pulled = sorted(str(entry.get("name", "")) for entry in listing.get("models") or [])
-        return None if has_model(pulled, self.params.model) else missing_model_message(
-            self.params.base_url, self.params.model, pulled)
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(), "digest": self.model_digest()}
+
+    def model_digest(self) -> str | None:
+        """The digest of the model the server has under this tag; None if it does not list the
+        model (its calls then fail, naming it).
+
+        Asked once per backend object, so once per run (the executor holds one per spec), not per
+        call: a model re-pulled between runs is a cache miss, one re-pulled mid-run is not seen."""
+        model = self.params.model
+        with self._digest_lock:
+            if model not in self._digests:
+                pulled = pulled_models(self.params.base_url, DIGEST_LOOKUP_TIMEOUT_S)
+                name = listed_name(pulled, model)
+                self._digests[model] = pulled[name] if name is not None else None
+            return self._digests[model]
 
     def _create_client(self) -> Any:
         from ollama import Client
@@ -122,8 +164,10 @@ class OllamaLLM(LLMBackend):
 
         url = self.params.base_url
         attempts = self.params.max_retries + 1
-        if isinstance(error, (ConnectionError, httpx.ConnectError)):
-            return LLMUnavailableError(unreachable_message(url))
+        # Refused, unknown host, or no answer to the connection itself: the server is not there.
+        # A server that dies mid-reply drops the connection, and the retry is refused.
+        if isinstance(error, (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout)):
+            return BackendUnavailable(unreachable_message(url), backend=self.name, url=url)
         if isinstance(error, httpx.TimeoutException):
             return LLMTimeoutError(
                 f"Ollama at {url} did not answer within timeout_s={self.params.timeout_s} "

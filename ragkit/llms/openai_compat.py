@@ -13,10 +13,10 @@ from pydantic import Field
 
 from ragkit.llms.base import (
     BackendReply,
+    BackendUnavailable,
     LLMBackend,
     LLMError,
     LLMTimeoutError,
-    LLMUnavailableError,
     Message,
     RemoteLLMParams,
     with_retries,
@@ -95,9 +95,10 @@ class OpenAICompatibleLLM(LLMBackend):
 
         url = self.params.base_url
         attempts = self.params.max_retries + 1
-        if isinstance(error, httpx.ConnectError):
-            return LLMUnavailableError(
-                f"no OpenAI-compatible server is reachable at {url} — start it or choose another backend"
+        if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return BackendUnavailable(
+                f"no OpenAI-compatible server is reachable at {url} — start it or choose another backend",
+                backend=self.name, url=url,
             )
         if isinstance(error, httpx.TimeoutException):
             return LLMTimeoutError(f"{url} did not answer within timeout_s={self.params.timeout_s} ({attempts} attempts)")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import Any
@@ -15,13 +13,14 @@ import pytest
 from pydantic import BaseModel
 
 from ragkit.embeddings import OllamaEmbedder, OllamaEmbedParams
-from ragkit.llms import LLMClient, LLMError, LLMTimeoutError, LLMUnavailableError, resolve_default_backend
+from ragkit.llms import BackendUnavailable, LLMClient, LLMError, LLMTimeoutError, resolve_default_backend
 from ragkit.llms.ollama import OllamaLLM, OllamaParams
 from ragkit.llms.openai_compat import OpenAICompatibleLLM, OpenAICompatibleParams
+from tests.llms.fake_ollama import REPULLED_DIGEST, FakeOllama
 
 pytestmark = pytest.mark.integration
 
-SLOW_SECONDS = 1.5
+QUESTION = [{"role": "user", "content": "q"}]
 
 
 class Verdict(BaseModel):
@@ -29,76 +28,11 @@ class Verdict(BaseModel):
     reason: str
 
 
-class FakeOllama(BaseHTTPRequestHandler):
-    """Behaviour is chosen by model name: fake-model answers, slow-model sleeps, broken-model fails."""
-
-    requests: list[dict[str, Any]]
-
-    def log_message(self, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up first: exactly what the timeout test provokes
-
-    def do_GET(self) -> None:
-        if self.path == "/api/version":
-            self._send(200, {"version": "0.0.0-fake"})
-        elif self.path == "/api/tags":
-            self._send(200, {"models": [{"name": "fake-model:latest"}]})
-        else:
-            self._send(404, {"error": "not found"})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, **body})
-        model = body.get("model")
-        if model == "slow-model":
-            time.sleep(SLOW_SECONDS)
-        if model == "broken-model":
-            self._send(500, {"error": "model runner crashed"})
-        elif model == "missing-model":
-            self._send(404, {"error": "model 'missing-model' not found, try pulling it first"})
-        elif self.path == "/api/chat":
-            wants_json = body.get("format") is not None
-            content = '{"score": 90, "reason": "fits"}' if wants_json else "Paris."
-            self._send(200, {
-                "model": model, "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
-                "message": {"role": "assistant", "content": content}, "prompt_eval_count": 21, "eval_count": 4,
-            })
-        elif self.path == "/api/embed":
-            # A vector per input that a test can predict: (length, number of spaces, 1).
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            self._send(200, {"model": model, "embeddings": [[len(t), t.count(" "), 1.0] for t in texts]})
-        elif self.path == "/v1/chat/completions":
-            wants_json = body.get("response_format") is not None
-            content = '{"score": 70, "reason": "ok"}' if wants_json else "Madrid."
-            self._send(200, {
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 3},
-            })
-        else:
-            self._send(404, {"error": f"no route {self.path}"})
-
-
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
-    httpd.daemon_threads = True
-    httpd.requests = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    fake = FakeOllama().start()
+    yield fake
+    fake.stop()
 
 
 def free_port_url() -> str:
@@ -110,7 +44,7 @@ def free_port_url() -> str:
 
 
 def ollama(url: str, model: str = "fake-model", **params: Any) -> OllamaLLM:
-    return OllamaLLM(OllamaParams(base_url=url, model=model, retry_backoff_s=0.01, **params))
+    return OllamaLLM(OllamaParams(base_url=url, model=model, **{"retry_backoff_s": 0.01, **params}))
 
 
 def test_chat_returns_text_and_token_counts(server, tmp_path):
@@ -149,21 +83,73 @@ def test_missing_model_is_not_retried_and_says_how_to_pull_it(server):
     assert len(server.requests) == 1
 
 
-def test_timeout_is_retried_then_reported(server):
-    backend = ollama(server.url, model="slow-model", timeout_s=0.3, max_retries=1)
-    started = time.perf_counter()
-    with pytest.raises(LLMTimeoutError, match="timeout_s=0.3 \\(2 attempts\\)"):
-        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
-    assert time.perf_counter() - started < SLOW_SECONDS * 2
-    assert len(server.requests) == 2
+def test_timeout_is_retried_with_exponential_backoff_then_reported(server):
+    server.delay_s = 10.0
+    backend = ollama(server.url, timeout_s=0.1, max_retries=2, retry_backoff_s=0.3)
+    with pytest.raises(LLMTimeoutError, match="timeout_s=0.1 \\(3 attempts\\)"):
+        backend.chat(QUESTION, json_schema=None, max_tokens=8)
+    assert server.chats == 3
+    # Each attempt waits out the timeout, then the backoff: 0.3 s, then twice that (a constant
+    # backoff would put the third attempt about 0.4 s after the second); none waits for the reply.
+    first, second, third = server.request_times
+    assert 0.1 + 0.3 <= second - first < server.delay_s and 0.1 + 0.6 <= third - second < server.delay_s
 
 
-def test_server_down_says_ollama_is_not_reachable():
+def test_server_down_is_backend_unavailable_naming_the_url():
     url = free_port_url()
     backend = ollama(url, max_retries=1)
-    with pytest.raises(LLMUnavailableError) as error:
-        backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
+    with pytest.raises(BackendUnavailable) as error:
+        backend.chat(QUESTION, json_schema=None, max_tokens=8)
     assert str(error.value).startswith(f"Ollama is not reachable at {url} — start it with `ollama serve` or choose another backend")
+    assert (error.value.backend, error.value.url) == ("ollama", url)
+    assert not isinstance(error.value, LLMError)  # judges record an LLMError as an invalid reply: this must pass them
+
+
+def test_a_server_that_goes_away_is_unavailable_and_the_client_remembers_it(server, tmp_path):
+    server.chats_before_down = 1
+    client = LLMClient(ollama(server.url, max_retries=1), tmp_path)
+    assert client.call("first", stage="generate").text == "Paris."
+    with pytest.raises(BackendUnavailable, match=f"not reachable at {server.url}"):
+        client.call("second", stage="generate")
+    outage = client.take_outage()
+    assert isinstance(outage, BackendUnavailable) and outage.url == server.url
+    assert client.take_outage() is None  # taken once
+
+
+def test_a_failed_call_is_not_an_outage(server, tmp_path):
+    client = LLMClient(ollama(server.url, model="broken-model", max_retries=0), tmp_path)
+    with pytest.raises(LLMError):
+        client.call("q", stage="generate")
+    assert client.take_outage() is None
+
+
+def test_the_cache_key_holds_the_digest_and_a_re_pulled_model_is_asked_again(server, tmp_path):
+    first = LLMClient(ollama(server.url), tmp_path)
+    assert first.call("Capital of France?", stage="generate").text == "Paris."
+    assert first.backend.cache_identity()["digest"] == server.digests["fake-model:latest"]
+
+    server.digests["fake-model:latest"] = REPULLED_DIGEST  # `ollama pull` put another model under the tag
+    server.reply = "Paris, France."
+    unchanged = LLMClient(ollama(server.url), tmp_path).call("Capital of France?", stage="generate")
+    assert not unchanged.cache_hit and unchanged.text == "Paris, France."
+    assert server.chats == 2
+    again = LLMClient(ollama(server.url), tmp_path).call("Capital of France?", stage="generate")
+    assert again.cache_hit and again.text == "Paris, France." and server.chats == 2
+
+
+def test_the_digest_is_asked_once_per_backend_not_per_call(server, tmp_path):
+    client = LLMClient(ollama(server.url), tmp_path)
+    for number in range(5):
+        client.call(f"question {number}", stage="generate")
+    sibling = client.with_backend_params(seed=7, temperature=0.7)  # a re-sampled judge shares the lookup
+    sibling.call("question 0", stage="judge")
+    assert (server.tag_lookups, server.chats) == (1, 6)
+
+
+def test_transport_params_do_not_change_the_key(server):
+    fast = ollama(server.url, timeout_s=1, max_retries=0)
+    patient = ollama(server.url, timeout_s=600, max_retries=5)
+    assert fast.cache_identity() == patient.cache_identity()
 
 
 @pytest.mark.parametrize(("model", "problem"), [
@@ -247,5 +233,5 @@ def test_openai_compatible_backend_sends_json_schema_response_format(server, tmp
 def test_openai_compatible_server_down_is_a_clear_error():
     url = free_port_url() + "/v1"
     backend = OpenAICompatibleLLM(OpenAICompatibleParams(model="m", base_url=url, max_retries=0))
-    with pytest.raises(LLMUnavailableError, match="no OpenAI-compatible server is reachable"):
+    with pytest.raises(BackendUnavailable, match="no OpenAI-compatible server is reachable"):
         backend.chat([{"role": "user", "content": "q"}], json_schema=None, max_tokens=8)
