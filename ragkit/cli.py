@@ -309,6 +309,7 @@ def _report_bug(error: Exception) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from ragkit.corpus.validation import IngestError
+    from ragkit.llms.base import BackendUnavailable
 
     args = build_parser().parse_args(argv)
     try:
@@ -320,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {error.filename}" if error.filename else ""
         print(f"error: {error.strerror or error}{where}", file=sys.stderr)
         return 2
+    except BackendUnavailable as error:  # a server down is not a bug: what ran is kept, the same command resumes
+        print(f"error: {error}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         resume = "; run the same command again to resume" if args.command == "run" else ""
         print(f"interrupted{resume}", file=sys.stderr)

@@ -74,8 +74,9 @@ def _process_alive(pid: int) -> bool:
     try:
         # Our own child: reap it if it exited, or it lingers as a zombie that kill(pid, 0) accepts.
         reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped == pid:
-            return False
+        # Not reaped: our child is running. Its /proc cmdline can read empty for a moment after
+        # exec, so the checks below, meant for someone else's pid, would call it dead.
+        return reaped != pid
     except ChildProcessError:
         pass  # started by another (e.g. an earlier dashboard) process; ask the OS instead
     try:
@@ -92,7 +93,9 @@ def _process_alive(pid: int) -> bool:
         if proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
             return False
         # After a reboot or a long time the pid may belong to an unrelated process.
-        return b"ragkit.cli" in proc.joinpath("cmdline").read_bytes()
+        # Empty right after exec (see above) or for a kernel thread: unknown, so not called dead.
+        cmdline = proc.joinpath("cmdline").read_bytes()
+        return not cmdline or b"ragkit.cli" in cmdline
     except (OSError, IndexError):
         return False
 

@@ -151,3 +151,19 @@ def test_unknown_job_lists_the_known_ids_and_delete_keeps_results(tmp_path):
     manager.delete(job.job_id)
     assert manager.list() == []
     assert not ResultStore(tmp_path / "out").read("scores").empty
+
+
+def test_our_own_running_child_is_alive_whatever_its_command_line_reads():
+    # Right after exec a child's /proc cmdline can read empty: a job polled then was called dead.
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _process_alive(child.pid)
+    finally:
+        child.kill()
+    deadline = time.monotonic() + 10
+    while _process_alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _process_alive(child.pid)

@@ -149,3 +149,21 @@ def test_replies_slower_than_the_timeout_are_retried_then_each_question_has_its_
     groundedness = scores[scores["metric"] == "groundedness"]
     assert len(groundedness) == 3 and groundedness["value"].isna().all()
     assert groundedness["error"].str.contains(reason, regex=False).all()
+
+
+def test_the_cli_says_a_stopped_run_is_resumable_in_one_line_and_exits_3(tmp_path, server, capsys):
+    path = tmp_path / "dead.yaml"
+    path.write_text(json.dumps(experiment(write_beir(tmp_path / "beir", DOCS, QUESTIONS), server.url)),
+                    encoding="utf-8")
+    out = tmp_path / "out"
+    server.chats_before_down = 4
+
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith(f"error: stopped: the ollama backend at {server.url} is unreachable; 4 of 6 questions")
+    assert err.rstrip().endswith("run the same experiment again to resume")
+
+    server.start()
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 0
+    assert sorted(len(ids) for ids in ResultStore(out).completed_questions().values()) == [3, 3]
