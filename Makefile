@@ -9,7 +9,7 @@ TORCH = torch==2.13.0
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: demo test install install-test install-local-llm browser
+.PHONY: demo test lint install install-test install-local-llm browser
 
 install:
 	$(PIP) install $(TORCH) -e .
@@ -31,5 +31,10 @@ browser:
 demo: install
 	ragkit dashboard --demo
 
-test: install-test
+# Static checks first: configured in pyproject.toml, versions pinned in the test extra.
+lint:
+	ruff check .
+	mypy
+
+test: install-test lint
 	python -m pytest

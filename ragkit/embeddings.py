@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field

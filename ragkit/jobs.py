@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -122,7 +122,7 @@ class JobManager:
         validated = config_from_dict(data, source="job config")
         out = Path(out_dir).expanduser().resolve() if out_dir else get_settings().results_root() / validated.name
         self._refuse_second_writer(out)
-        stamp = datetime.now(timezone.utc)
+        stamp = datetime.now(UTC)
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", validated.name).strip("-")[:40] or "experiment"
         job_id = f"{stamp:%Y%m%d-%H%M%S}-{slug}-{uuid.uuid4().hex[:6]}"
         folder = self.jobs_dir / job_id

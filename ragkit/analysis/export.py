@@ -13,7 +13,7 @@ import html
 import io
 import json
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -167,7 +167,7 @@ def report_html(results: Results, title: str = "ragkit results") -> str:
     summary_html = summary.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-", border=0,
                                    classes="table")
     runs_html = results.runs.to_html(index=False, na_rep="-", border=0, classes="table")
-    created = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>

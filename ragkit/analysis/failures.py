@@ -35,8 +35,8 @@ def metric_failures(scores: pd.DataFrame) -> pd.DataFrame:
         mine = scores[metric == name]
         bad = mine[~valid_mask(mine)]
         reasons = _reason(bad["error"]).value_counts()
-        rows.append({"metric": name, "scored": int(len(mine) - len(bad)), "failed": int(len(bad)),
-                     "top_reason": reasons.index[0], "reasons": int(len(reasons))})
+        rows.append({"metric": name, "scored": int(len(mine) - len(bad)), "failed": len(bad),
+                     "top_reason": reasons.index[0], "reasons": len(reasons)})
     return pd.DataFrame(rows, columns=columns)
 
 

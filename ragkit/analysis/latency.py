@@ -64,11 +64,11 @@ def evaluation_cost(stages: pd.DataFrame) -> pd.DataFrame:
     """Per run and evaluation stage: seconds, LLM calls, invalid replies and tokens; empty when
     these runs were not evaluated."""
     columns = ["seconds", *USAGE_FIELDS]
-    evaluated = stages[is_evaluation_stage(stages["stage"])].fillna({column: 0 for column in columns})
+    evaluated = stages[is_evaluation_stage(stages["stage"])].fillna(dict.fromkeys(columns, 0))
     if evaluated.empty:
         return pd.DataFrame()
     cost = evaluated.astype({"stage": "string"}).groupby(["run_id", "stage"], observed=True)[columns].sum()
-    return cost.astype({name: "int64" for name in USAGE_FIELDS}).reset_index()
+    return cost.astype(dict.fromkeys(USAGE_FIELDS, "int64")).reset_index()
 
 
 def llm_tokens_per_question(stages: pd.DataFrame) -> pd.Series:

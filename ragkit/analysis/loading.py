@@ -74,7 +74,7 @@ class Results:
         if len(pieces) == 1:
             return pieces[0].reset_index(drop=True)
         # Batches have their own categories: plain strings concatenate quickly.
-        return pd.concat([piece.astype({c: "string" for c in SCORE_CATEGORIES}) for piece in pieces],
+        return pd.concat([piece.astype(dict.fromkeys(SCORE_CATEGORIES, "string")) for piece in pieces],
                          ignore_index=True)
 
     @cached_property

@@ -4,7 +4,7 @@ them all and every number a page shows is also a library call (and a CLI command
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

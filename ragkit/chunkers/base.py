@@ -49,7 +49,7 @@ class WindowParams(ChunkerParams):
     chunk_overlap: int
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> "WindowParams":
+    def _overlap_below_size(self) -> WindowParams:
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"

@@ -39,7 +39,7 @@ class CodeParams(ChunkerParams):
     )
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> "CodeParams":
+    def _overlap_below_size(self) -> CodeParams:
         if self.chunk_overlap >= min(self.fallback_chunk_size, self.max_chars):
             raise ValueError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than "

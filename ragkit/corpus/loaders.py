@@ -49,7 +49,7 @@ class ParsedDocument:
         return {"doc_id": self.own_id, "text": self.text, "metadata": self.metadata}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "ParsedDocument":
+    def from_json(cls, value: dict[str, Any]) -> ParsedDocument:
         return cls(text=value["text"], metadata=dict(value.get("metadata") or {}), own_id=value.get("doc_id"))
 
 

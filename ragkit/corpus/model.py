@@ -38,7 +38,7 @@ class Corpus:
     documents: tuple[Document, ...]
 
     @classmethod
-    def from_documents(cls, name: str, documents: list[Document]) -> "Corpus":
+    def from_documents(cls, name: str, documents: list[Document]) -> Corpus:
         ordered = sorted(documents, key=lambda d: d.id_)
         key = content_key("corpus", [(d.id_, text_sha256(d.text)) for d in ordered])
         return cls(name=name, corpus_id=key, documents=tuple(ordered))

@@ -20,7 +20,7 @@ import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -299,7 +299,7 @@ class CorpusStore:
     def _write_manifest(
         self, name: str, corpus_id: str, entries: list[ManifestEntry], previous: Manifest | None
     ) -> None:
-        created = previous.created if previous else datetime.now(timezone.utc)
+        created = previous.created if previous else datetime.now(UTC)
         manifest = Manifest(
             name=name, corpus_id=corpus_id, created=created,
             documents=sorted(entries, key=lambda entry: entry.doc_id),

@@ -25,7 +25,7 @@ from llama_index.core.schema import Document
 from pydantic import BaseModel, Field
 
 from ragkit.hashing import content_key, text_sha256
-from ragkit.judges.base import Judge, JudgeParams, Judgement
+from ragkit.judges.base import Judge, Judgement, JudgeParams
 from ragkit.llms.base import LLMError
 from ragkit.registry import ComponentParams, ComponentSpec, ConfigError, chunkers
 

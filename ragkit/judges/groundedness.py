@@ -24,7 +24,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from pydantic import BaseModel, Field
 
-from ragkit.judges.base import Judge, JudgeParams, Judgement, JudgeTrace
+from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
 from ragkit.registry import ComponentParams
 

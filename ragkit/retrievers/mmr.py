@@ -19,7 +19,7 @@ class MMRParams(RetrieverParams):
     )
 
     @model_validator(mode="after")
-    def _fetch_at_least_top_k(self) -> "MMRParams":
+    def _fetch_at_least_top_k(self) -> MMRParams:
         if self.fetch_k < self.top_k:
             raise ValueError(f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k})")
         return self

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import make_pdf
-
 from ragkit.corpus.loaders import load_file
 from ragkit.corpus.validation import IngestError
+from tests.factories import make_pdf
 
 PAGE_ONE = "First page says hello."
 PAGE_TWO = "Second page talks about llamas."

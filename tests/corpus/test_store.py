@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import make_pdf
-
 import ragkit.corpus.store as store_module
 from ragkit.corpus.model import make_document
 from ragkit.corpus.store import CorpusStore, check_corpus_name
 from ragkit.corpus.validation import IngestError
 from ragkit.registry import ConfigError
+from tests.factories import make_pdf
 
 MB = 1024 * 1024
 

@@ -26,7 +26,9 @@ import pytest
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-from tests.factories import TINY_DOCS as DOCS, TINY_QUESTIONS as QUESTIONS, write_beir
+from tests.factories import TINY_DOCS as DOCS
+from tests.factories import TINY_QUESTIONS as QUESTIONS
+from tests.factories import write_beir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from streamlit.testing.v1 import AppTest
 
 from tests.factories import write_beir
-from streamlit.testing.v1 import AppTest
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
 PAGES = sorted((DASHBOARD / "views").glob("*.py"))

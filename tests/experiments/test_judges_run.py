@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragkit.analysis.failures import metric_failures
+from ragkit.analysis.summary import summary_table
 from ragkit.experiments.config import config_from_dict, expand_grid
 from ragkit.experiments.runner import run_experiment
 from ragkit.llms import LLMBackend, LLMParams, llms
 from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 from ragkit.results import ResultStore
-from ragkit.analysis.failures import metric_failures
-from ragkit.analysis.summary import summary_table
 from tests.factories import TINY_DOCS, TINY_QUESTIONS, write_beir
 
 pytestmark = pytest.mark.integration

@@ -11,6 +11,8 @@ import random
 
 import pytest
 
+from ragkit.metrics.documents import DOC_AT_K
+from ragkit.metrics.names import DOC_FAMILIES, SPAN_FAMILIES
 from ragkit.metrics.retrieval import (
     DEFAULT_KS,
     average_precision_at_k,
@@ -38,8 +40,6 @@ from ragkit.metrics.retrieval import (
     span_reciprocal_rank,
     span_reciprocal_rank_at_k,
 )
-from ragkit.metrics.documents import DOC_AT_K
-from ragkit.metrics.names import DOC_FAMILIES, SPAN_FAMILIES
 from ragkit.metrics.spans import SPAN_AT_K
 
 log2 = math.log2
