@@ -70,7 +70,8 @@ def main() -> None:
 
     decode_free = (free_tokens - 1) / max(free_s - prefill_s, 1e-3)
     decode_json = (json_tokens - 1) / max(json_s - json_prefill_s, 1e-3)
-    print(f"prompt processing : {prompt_tokens} tokens in {prefill_s:.3f} s = {prompt_tokens / prefill_s:7.1f} tokens/s")
+    print(f"prompt processing : {prompt_tokens} tokens in {prefill_s:.3f} s = "
+          f"{prompt_tokens / prefill_s:7.1f} tokens/s")
     print(f"free generation   : {free_tokens} tokens in {free_s:.3f} s = {free_tokens / free_s:7.1f} tokens/s "
           f"end to end, {decode_free:7.1f} tokens/s decoding")
     print(f"JSON-schema reply : {json_tokens} tokens in {json_s:.3f} s = {json_tokens / json_s:7.1f} tokens/s "

@@ -77,7 +77,8 @@ def similarities(cases: list[Case], embed_model) -> list[tuple[np.ndarray, np.nd
     Each distinct sentence is embedded once (a paragraph is one case's own and another's other).
     """
     paragraphs = {p: split_sentences(p) for case in cases for p in (case.own_paragraph, case.other_paragraph)}
-    texts = list(dict.fromkeys([s for case in cases for s in case.sentences] + [s for v in paragraphs.values() for s in v]))
+    sentences = [s for case in cases for s in case.sentences] + [s for v in paragraphs.values() for s in v]
+    texts = list(dict.fromkeys(sentences))
     vectors = np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float64)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     row = {text: index for index, text in enumerate(texts)}
@@ -130,7 +131,8 @@ def main() -> None:
     print(f"eligible: {eligible} of {total} questions have an answer sentence of >= {MIN_SENTENCE_WORDS} words")
     print(f"cases: {len(cases)} questions, {len(all_supported)} supported + {len(all_unsupported)} unsupported "
           f"sentences (embedded in {seconds:.1f} s)")
-    print(f"median best support: supported {np.median(all_supported):.3f}, unsupported {np.median(all_unsupported):.3f}")
+    print(f"median best support: supported {np.median(all_supported):.3f}, "
+          f"unsupported {np.median(all_unsupported):.3f}")
     print(f"threshold: {threshold:.2f}")
     print(f"balanced accuracy: calibration half {cal_accuracy:.3f}, held-out half {accuracy:.3f} "
           f"(supported recall {tpr:.3f}, unsupported recall {tnr:.3f})")

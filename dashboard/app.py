@@ -1,4 +1,5 @@
-"""ragkit dashboard entry point: page config, sidebar, navigation over dashboard/views/ (not "pages/": Streamlit would also serve that folder as legacy pages, bypassing this entry point).
+"""ragkit dashboard entry point: page config, sidebar, navigation over dashboard/views/ (not
+"pages/": Streamlit would also serve that folder as legacy pages, bypassing this entry point).
 
 Run it with the server settings on the command line (no config file needed):
 

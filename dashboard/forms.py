@@ -21,7 +21,7 @@ import json
 import sys
 import types
 import typing
-from typing import Any
+from typing import Any, cast
 
 import annotated_types
 import streamlit as st
@@ -46,16 +46,17 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
 
 
 def _bounds(field: FieldInfo, kind: type) -> tuple[Any, Any]:
+    """The bounds of an int or float field (``kind``); annotated_types types them only as comparable."""
     low = high = None
     for item in field.metadata:
         if isinstance(item, annotated_types.Ge):
             low = item.ge
         elif isinstance(item, annotated_types.Gt):
-            low = item.gt + (1 if kind is int else 0.0)
+            low = cast(float, item.gt) + (1 if kind is int else 0.0)
         elif isinstance(item, annotated_types.Le):
             high = item.le
         elif isinstance(item, annotated_types.Lt):
-            high = item.lt - (1 if kind is int else 0.0)
+            high = cast(float, item.lt) - (1 if kind is int else 0.0)
     return (None if low is None else kind(low)), (None if high is None else kind(high))
 
 

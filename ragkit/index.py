@@ -49,9 +49,14 @@ class ChunkIndex:
 
     def dense(self, vector: np.ndarray, limit: int, with_vectors: bool = False) -> list[Hit]:
         self._require_vectors()
-        frame = self._table.search(vector.tolist(), query_type="vector").distance_type("cosine").limit(limit).to_pandas()
+        search = self._table.search(vector.tolist(), query_type="vector").distance_type("cosine").limit(limit)
+        frame = search.to_pandas()
         return [
-            Hit(_row(rec), 1.0 - float(rec["_distance"]), np.asarray(rec["vector"], np.float32) if with_vectors else None)
+            Hit(
+                _row(rec),
+                1.0 - float(rec["_distance"]),
+                np.asarray(rec["vector"], np.float32) if with_vectors else None,
+            )
             for rec in frame.to_dict("records")
         ]
 

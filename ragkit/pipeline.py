@@ -86,36 +86,37 @@ class Pipeline:
         judged = JudgeTrace(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
         for component in (self.retriever, self.rerank):
-            if hasattr(component, "use_trace"):
+            if component is not None and hasattr(component, "use_trace"):
                 component.use_trace(judged)
 
-        if self.quality_gate is not None:
+        # Each optional step is bound to a local name: the lambdas then see it as not None.
+        if (gate := self.quality_gate) is not None:
             nodes = self._step(trace, "judge:quality_gate",
-                               lambda: self.quality_gate.run(question, self.retriever.retrieve, judged))
+                               lambda: gate.run(question, self.retriever.retrieve, judged))
         else:
             nodes = self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(question))
-        if self.retrieval_judge is not None:
+        if (retrieval_judge := self.retrieval_judge) is not None:
             nodes = self._step(trace, "judge:retrieval",
-                               lambda: self.retrieval_judge.refine(question, nodes, self.base_retriever, judged))
-        if self.rerank is not None:
-            nodes = self._step(trace, "judge:rerank", lambda: self.rerank.postprocess_nodes(
+                               lambda: retrieval_judge.refine(question, nodes, self.base_retriever, judged))
+        if (rerank := self.rerank) is not None:
+            nodes = self._step(trace, "judge:rerank", lambda: rerank.postprocess_nodes(
                 nodes, query_bundle=QueryBundle(query_str=question)))
         trace.nodes = list(nodes)
 
-        if self.generator is not None:
-            trace.answer = self._step(trace, "generate", lambda: self.generator.generate(question, nodes, judged))
+        if (generator := self.generator) is not None:
+            trace.answer = self._step(trace, "generate", lambda: generator.generate(question, nodes, judged))
         if self.groundedness is not None and trace.answer is not None:
-            self._check_groundedness(trace, judged)
+            self._check_groundedness(trace, self.groundedness, trace.answer, judged)
         return trace
 
-    def _check_groundedness(self, trace: Trace, judged: JudgeTrace) -> None:
-        answer = trace.answer
+    def _check_groundedness(self, trace: Trace, groundedness: GroundednessJudge, answer: Answer,
+                            judged: JudgeTrace) -> None:
         if not answer.text:
             trace.groundedness_error = f"no answer to check: {answer.error or 'empty answer'}"
             return
         contexts = [node.node.get_content() for node in trace.nodes]
         score, judgement = self._step(trace, "judge:groundedness",
-                                      lambda: self.groundedness.judge(trace.question, answer.text, contexts, judged))
+                                      lambda: groundedness.judge(trace.question, answer.text, contexts, judged))
         trace.groundedness = score
         if score is None and judgement is not None:
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error

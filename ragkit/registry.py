@@ -11,11 +11,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
 from types import UnionType
-from typing import Any, ClassVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragkit.hashing import content_key
+
+if TYPE_CHECKING:  # only for the registries' annotations: these modules import this one
+    from ragkit.chunkers.base import Chunker
+    from ragkit.embeddings import Embedder
+    from ragkit.retrievers.base import Retriever
 
 
 class ConfigError(ValueError):
@@ -48,6 +53,8 @@ class Component:
     name: ClassVar[str] = ""
     version: ClassVar[int] = 1
     Params: ClassVar[type[ComponentParams]] = ComponentParams
+    # An instance of ``Params``; a subclass narrows the annotation to its own params model.
+    params: ComponentParams
 
     def spec_dict(self) -> dict[str, Any]:
         return {"type": self.name, "params": self.params.model_dump(mode="json")}
@@ -117,12 +124,17 @@ def _format_validation_error(kind: str, name: str, params_model: type[BaseModel]
     return f"{kind} '{name}': {validation_problems(error, 'parameter', '(params)')}. Valid parameters: {valid}."
 
 
-class Registry:
+ComponentT = TypeVar("ComponentT", bound=Component)
+
+
+class Registry(Generic[ComponentT]):
+    """The registered classes of one kind; ``ComponentT`` is that kind's base class."""
+
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self.group = f"ragkit.{kind}s"
-        self._extra: dict[str, type] = {}
-        self._loaded: dict[str, type] = {}
+        self._extra: dict[str, type[ComponentT]] = {}
+        self._loaded: dict[str, type[ComponentT]] = {}
 
     def _entry_points(self) -> dict[str, Any]:
         return {ep.name: ep for ep in entry_points(group=self.group)}
@@ -130,7 +142,7 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(set(self._entry_points()) | set(self._extra))
 
-    def register(self, name: str, cls: type) -> None:
+    def register(self, name: str, cls: type[ComponentT]) -> None:
         """Register a class directly (tests and notebooks); packages should use entry points."""
         self._extra[name] = cls
         self._loaded.pop(name, None)
@@ -140,7 +152,7 @@ class Registry:
         self._loaded.pop(name, None)
 
     @contextmanager
-    def registered(self, name: str, cls: type) -> Iterator[None]:
+    def registered(self, name: str, cls: type[ComponentT]) -> Iterator[None]:
         """Register ``cls`` for the duration of a block, so tests leave the registry as they found it."""
         self.register(name, cls)
         try:
@@ -148,9 +160,10 @@ class Registry:
         finally:
             self.unregister(name)
 
-    def get(self, name: str) -> type:
+    def get(self, name: str) -> type[ComponentT]:
         if name in self._loaded:
             return self._loaded[name]
+        cls: type[ComponentT]
         if name in self._extra:
             cls = self._extra[name]
         else:
@@ -176,7 +189,9 @@ class Registry:
         """Instantiate a component; heavy resources load later, on first use."""
         spec = as_spec(spec)
         params = self.validate_params(spec.type, spec.params)
-        return self.get(spec.type)(params, **dependencies)
+        # Each kind's constructor takes its own dependencies (an index, an LLM client...): untyped here.
+        factory: Any = self.get(spec.type)
+        return factory(params, **dependencies)
 
     def resolve(self, spec: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:
         """The spec with every default filled in: what a run id is computed from."""
@@ -193,6 +208,6 @@ def as_spec(value: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:
     return ComponentSpec.model_validate(value)
 
 
-chunkers = Registry("chunker")
-embedders = Registry("embedder")
-retrievers = Registry("retriever")
+chunkers: Registry[Chunker] = Registry("chunker")
+embedders: Registry[Embedder] = Registry("embedder")
+retrievers: Registry[Retriever] = Registry("retriever")

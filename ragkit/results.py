@@ -21,7 +21,7 @@ from ragkit.hashing import content_key
 from ragkit.locks import hold
 
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
-TABLES = ("runs",) + PART_TABLES + ("questions",)
+TABLES = ("runs", *PART_TABLES, "questions")
 
 SCHEMAS: dict[str, dict[str, str]] = {
     "scores": {"run_id": "string", "question_id": "string", "metric": "string", "value": "float64", "error": "string"},
@@ -109,7 +109,9 @@ class ResultStore:
             frame = empty_table(name) if frame is None or frame.empty else frame
             write_parquet_atomic(self.root / name / f"{part}.parquet", _conform(frame, name))
         scores = tables.get("scores")
-        metrics = sorted(scores["metric"].dropna().astype(str).unique()) if scores is not None and not scores.empty else []
+        metrics: list[str] = []
+        if scores is not None and not scores.empty:
+            metrics = sorted(scores["metric"].dropna().astype(str).unique())
         # The marker goes last: until it exists the shard does not count as written. It lists the
         # part's metrics, so a page lists a folder's metrics without reading its scores.
         write_json_atomic(self._commit_dir() / f"{part}.json",
@@ -191,8 +193,8 @@ class ResultStore:
             parts = [str(p) for p in self._parts("scores") if p.stem in set(unlisted)]
             if parts:
                 dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"))
-                names.update(str(n) for n in pc.unique(dataset.to_table(columns=["metric"]).column("metric")).to_pylist()
-                             if n is not None)
+                found = pc.unique(dataset.to_table(columns=["metric"]).column("metric")).to_pylist()
+                names.update(str(n) for n in found if n is not None)
         return sorted(names)
 
     def exists(self) -> bool:

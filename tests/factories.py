@@ -12,7 +12,11 @@ TINY_DOCS = {
     "d3": "The sun is a star at the centre of the solar system.",
 }
 # question id -> (question text, relevant doc id)
-TINY_QUESTIONS = {"q1": ("what animal purrs", "d1"), "q2": ("which animal barks", "d2"), "q3": ("what is the sun", "d3")}
+TINY_QUESTIONS = {
+    "q1": ("what animal purrs", "d1"),
+    "q2": ("which animal barks", "d2"),
+    "q3": ("what is the sun", "d3"),
+}
 
 
 def write_beir(

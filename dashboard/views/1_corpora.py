@@ -89,7 +89,7 @@ with left:
 with right:
     try:
         chunks = state.preview_chunks(chosen, doc_id, chunker, params)
-    except Exception as error:  # a chunker that needs a model, or bad params: show, don't crash
+    except Exception as error:  # noqa: BLE001 - a chunker that needs a model, or bad params: show, don't crash
         st.error(f"{chunker}: {escape(error)}")
     else:
         st.caption(f"{len(chunks)} chunks · median {int(chunks['tokens'].median()) if len(chunks) else 0} tokens")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +13,9 @@ from dashboard.safe_text import escape
 from ragkit.qa import FORMATS
 from ragkit.registry import ConfigError
 
+if TYPE_CHECKING:
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
+
 st.title("Question sets")
 
 # --- import --------------------------------------------------------------------------------------
@@ -19,6 +23,7 @@ with st.expander("Import a question set", expanded=False):
     source = st.radio("From", ["Upload", "Path on this machine"], horizontal=True)
     name = st.text_input("Name", value="my-questions")
     format = st.selectbox("Format", FORMATS, help="auto detects BEIR folders, SQuAD JSON/JSONL, plain JSONL and CSV.")
+    files: list[UploadedFile] | None
     if source == "Upload":
         files = st.file_uploader(
             "Files", accept_multiple_files=True, type=["jsonl", "json", "csv", "tsv"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -15,7 +16,9 @@ from ragkit.registry import ConfigError
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
 DEFAULTS = {"chunkers": ("recursive",), "embedders": ("minilm",), "retrievers": ("dense",)}
-KINDS = {"chunkers": registry.chunkers, "embedders": registry.embedders, "retrievers": registry.retrievers}
+KINDS: dict[str, registry.Registry[Any]] = {
+    "chunkers": registry.chunkers, "embedders": registry.embedders, "retrievers": registry.retrievers,
+}
 TOP_K_CHOICES = [1, 3, 5, 10, 20, 50, 100]
 
 st.title("New experiment")
@@ -103,8 +106,8 @@ st.metric("Runs in the grid", len(grid))
 used_modes = {(spec.type, spec.params["mode"]) for point in grid for spec in point.judges}
 judge_modes = {judge: [mode for mode in MODE_ORDER if (judge, mode) in used_modes] for judge in judge_choices}
 if judge_modes:
-    st.caption("Judge modes in the grid: "
-               + " × ".join(f"{judge} ({', '.join(modes)})" for judge, modes in judge_modes.items()))
+    described = [f"{judge} ({', '.join(modes)})" for judge, modes in judge_modes.items()]
+    st.caption("Judge modes in the grid: " + " \N{MULTIPLICATION SIGN} ".join(described))
 yaml_text = config_to_yaml(config)
 with st.expander("Experiment YAML (what `ragkit run` takes)"):
     st.code(yaml_text, language="yaml")

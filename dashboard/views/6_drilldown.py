@@ -38,7 +38,7 @@ documents = state.documents_for(str(first["corpus"]), str(first["corpus_id"]), e
 questions = resolve_answer_spans(state.load_questions(entry["path"], entry["format"]), documents).by_id()
 
 retrieved = results.retrievals[results.retrievals["run_id"].isin(run_ids)]
-question_ids = [q for q in dict.fromkeys(retrieved["question_id"].dropna().tolist())]
+question_ids = list(dict.fromkeys(retrieved["question_id"].dropna().tolist()))
 if not question_ids:
     st.info("These runs retrieved nothing yet.")
     st.stop()
@@ -50,7 +50,7 @@ state.set_query(q=question_id)
 answers = state.view("question_rows", experiment, run_ids, "answers", question_id)
 judgements = state.view("question_rows", experiment, run_ids, "judgements", question_id)
 scored = results.scores[results.scores["run_id"].isin(run_ids) & (results.scores["question_id"] == question_id)]
-question = questions.get(question_id)
+question = questions.get(question_id) if question_id is not None else None
 if question is None:
     st.warning(f"Question {escape(question_id)} is not in this question set: pick the one the experiment used.")
 else:

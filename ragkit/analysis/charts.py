@@ -6,6 +6,8 @@ their `label` column.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -31,18 +33,29 @@ def _unit_range(values: pd.Series) -> list[float] | None:
 def _mean_traces(frame: pd.DataFrame, kind: str = "dot") -> list[go.BaseTraceType]:
     """One trace per metric of a labelled metric_means frame: the mean per run with its CI as an
     error bar, and the scored/failed counts on hover."""
-    traces = []
+    traces: list[go.BaseTraceType] = []
     for metric, group in frame.groupby("metric", sort=False, observed=True):
-        error = dict(type="data", symmetric=False, array=(group["ci_high"] - group["mean"]).to_numpy(),
-                     arrayminus=(group["mean"] - group["ci_low"]).to_numpy())
+        error = {
+            "type": "data",
+            "symmetric": False,
+            "array": (group["ci_high"] - group["mean"]).to_numpy(),
+            "arrayminus": (group["mean"] - group["ci_low"]).to_numpy(),
+        }
         hover = "%{y}<br>" + str(metric) + " = %{x:.3f}<br>n = %{customdata[0]}, failed = %{customdata[1]}"
-        common = dict(x=group["mean"], y=group["label"], name=str(metric), error_x=error,
-                      customdata=group[["n", "n_failed"]].to_numpy(), hovertemplate=hover, orientation="h")
+        common: dict[str, Any] = {
+            "x": group["mean"],
+            "y": group["label"],
+            "name": str(metric),
+            "error_x": error,
+            "customdata": group[["n", "n_failed"]].to_numpy(),
+            "hovertemplate": hover,
+            "orientation": "h",
+        }
         if kind == "bar":
             traces.append(go.Bar(**common))
         else:
             common.pop("orientation")
-            traces.append(go.Scatter(mode="markers", marker=dict(size=9), **common))
+            traces.append(go.Scatter(mode="markers", marker={"size": 9}, **common))
     return traces
 
 
@@ -62,8 +75,8 @@ def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot")
     figure.update_layout(
         barmode="group", xaxis_title="mean over questions (95% bootstrap CI)" if not frame.empty else None,
         xaxis_range=_unit_range(pd.concat([frame["ci_low"], frame["ci_high"]])) if not frame.empty else None,
-        yaxis=dict(categoryorder="array", categoryarray=order), height=max(300, 28 * len(order) + 120),
-        margin=dict(l=10, r=10, t=40, b=40), legend_title_text="metric",
+        yaxis={"categoryorder": "array", "categoryarray": order}, height=max(300, 28 * len(order) + 120),
+        margin={"l": 10, "r": 10, "t": 40, "b": 40}, legend_title_text="metric",
     )
     return figure
 
@@ -85,8 +98,11 @@ def panels_chart(panels: list[tuple[str, pd.DataFrame]], runs: pd.DataFrame) -> 
     labels = _with_labels(pd.concat([means for _, means in panels]), runs)["label"].unique().tolist()
     order += [label for label in sorted(labels) if label not in order]
     figure.update_yaxes(categoryorder="array", categoryarray=order)
-    figure.update_layout(height=max(300, 28 * len(order) + 160), margin=dict(l=10, r=10, t=60, b=40),
-                         legend=dict(orientation="h", yanchor="top", y=-0.15, title=dict(text="metric", side="left")))
+    figure.update_layout(
+        height=max(300, 28 * len(order) + 160),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.15, "title": {"text": "metric", "side": "left"}},
+    )
     return figure
 
 
@@ -98,7 +114,7 @@ def curve_chart(curves: pd.DataFrame, runs: pd.DataFrame, base_metric: str) -> g
         figure.add_trace(go.Scatter(x=group["k"], y=group["mean"], mode="lines+markers", name=str(label)))
     figure.update_layout(title=f"{base_metric}@k", xaxis_title="k", yaxis_title=f"mean {base_metric}@k",
                          yaxis_range=_unit_range(frame["mean"]) if not frame.empty else None,
-                         margin=dict(l=10, r=10, t=40, b=40))
+                         margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return figure
 
 
@@ -119,7 +135,7 @@ def latency_chart(latency: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
         figure.add_trace(go.Bar(x=group["seconds"], y=group["label"], name=f"{stage} (build)", orientation="h",
                                 legendgroup="build"), row=1, col=2)
     figure.update_layout(barmode="stack", height=max(300, 28 * frame["label"].nunique() + 120),
-                         margin=dict(l=10, r=10, t=40, b=40), legend_title_text="stage")
+                         margin={"l": 10, "r": 10, "t": 40, "b": 40}, legend_title_text="stage")
     return figure
 
 
@@ -135,13 +151,13 @@ def pareto_chart(frame: pd.DataFrame, runs: pd.DataFrame, quality: str = "qualit
     rest = data[~data["pareto"]]
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=rest[cost], y=rest[quality], mode="markers", name="dominated",
-                                text=rest["label"], marker=dict(size=9, color="lightgray"),
+                                text=rest["label"], marker={"size": 9, "color": "lightgray"},
                                 hovertemplate="%{text}<br>%{y:.3f} at %{x:.1f}<extra></extra>"))
     figure.add_trace(go.Scatter(x=front[cost], y=front[quality], mode="lines+markers", name="Pareto front",
-                                text=front["label"], line=dict(shape="hv"), marker=dict(size=11),
+                                text=front["label"], line={"shape": "hv"}, marker={"size": 11},
                                 hovertemplate="%{text}<br>%{y:.3f} at %{x:.1f}<extra></extra>"))
     figure.update_layout(xaxis_title="latency per question (ms)" if cost == "latency_ms" else cost,
-                         yaxis_title=quality_name or quality, margin=dict(l=10, r=10, t=40, b=40))
+                         yaxis_title=quality_name or quality, margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return figure
 
 
@@ -172,9 +188,13 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
     for column, metric in enumerate(metrics, start=1):
         group = data[data["metric"] == metric]
         figure.add_trace(go.Scatter(
-            x=group["diff"], y=group["pair"], mode="markers", marker=dict(size=9), name=str(metric),
-            error_x=dict(type="data", symmetric=False, array=(group["ci_high"] - group["diff"]).to_numpy(),
-                         arrayminus=(group["diff"] - group["ci_low"]).to_numpy()),
+            x=group["diff"], y=group["pair"], mode="markers", marker={"size": 9}, name=str(metric),
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (group["ci_high"] - group["diff"]).to_numpy(),
+                "arrayminus": (group["diff"] - group["ci_low"]).to_numpy(),
+            },
             customdata=group[["label_a", "label_b", "p", "p_holm", "n", "metric_compared"]].to_numpy(dtype=object),
             hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ %{customdata[5]} = %{x:.3f}"
                            "<br>p = %{customdata[2]:.3g}, p (Holm) = %{customdata[3]:.3g}, n = %{customdata[4]}"
@@ -187,5 +207,6 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
             figure.update_xaxes(range=[-1.15 * reach, 1.15 * reach], row=1, col=column)
     figure.update_yaxes(categoryorder="array", categoryarray=pairs[::-1])
     figure.update_xaxes(title_text="b - a (95% CI)")
-    figure.update_layout(showlegend=False, height=max(300, 30 * len(pairs) + 140), margin=dict(l=10, r=10, t=60, b=40))
+    figure.update_layout(showlegend=False, height=max(300, 30 * len(pairs) + 140),
+                         margin={"l": 10, "r": 10, "t": 60, "b": 40})
     return figure

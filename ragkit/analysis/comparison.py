@@ -113,7 +113,7 @@ def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: li
     (NaN elsewhere), strict differences over questions both were asked (failures as 0), and the
     counts of scored and failed questions per side."""
     n_questions, n_pairs = len(matrices.question_ids), len(pairs)
-    out = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
+    out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
     for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
         out[name] = np.zeros(n_pairs, dtype="int64")
     position = {run_id: i for i, run_id in enumerate(matrices.run_ids)}

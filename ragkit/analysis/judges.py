@@ -47,7 +47,7 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"], "p": effects["p"],
         "p (Holm)": effects["p_holm"], "strict Δ": effects["strict_diff"],
         "failed a/b": [f"{a}/{b}" for a, b in zip(effects["n_failed_a"], effects["n_failed_b"])],
-        "W/T/L": [f"{w}/{t}/{l}" for w, t, l in zip(effects["wins"], effects["ties"], effects["losses"])],
+        "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(effects["wins"], effects["ties"], effects["losses"])],
         "n": effects["n"], "Δ ms/question": effects["latency_ms_diff"], "Δ LLM tokens/question": effects["tokens_diff"],
         "run a": effects["run_a"].map(labels), "run b": effects["run_b"].map(labels),
     })

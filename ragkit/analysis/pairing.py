@@ -74,7 +74,7 @@ def _factor_levels(runs: pd.DataFrame, columns: list[str]) -> pd.Series:
     main, params = columns[0], [c for c in columns[1:] if not c.endswith(".top_k")]
     labels = pd.Series([None] * len(runs), index=runs.index, dtype="object")
     applies = runs[main].notna()
-    for value, group in runs[applies].groupby(runs.loc[applies, main].astype("string"), sort=False):
+    for _value, group in runs[applies].groupby(runs.loc[applies, main].astype("string"), sort=False):
         varying = [c for c in params if group[c].astype("string").nunique(dropna=False) > 1]
         for index, row in group.iterrows():
             shown = ", ".join(f"{_param_name(c)}={format_value(row[c])}" for c in varying)

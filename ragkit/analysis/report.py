@@ -147,7 +147,10 @@ def configuration_table(report: Report) -> pd.DataFrame:
         for metric in report.metrics:
             if (run.run_id, metric) in means.index:
                 mean = means.loc[(run.run_id, metric)]
-                value = _MISSING if pd.isna(mean["mean"]) else f"{_number(mean['mean'])} {_interval(mean['ci_low'], mean['ci_high'])}"
+                if pd.isna(mean["mean"]):
+                    value = _MISSING
+                else:
+                    value = f"{_number(mean['mean'])} {_interval(mean['ci_low'], mean['ci_high'])}"
                 row[metric] = f"{value} ({int(mean['n'])}/{int(mean['n_failed'])})"
             else:
                 row[metric] = _MISSING
@@ -170,7 +173,7 @@ def pair_table(rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "strict Δ": rows["strict_diff"].map(lambda v: _number(v, signed=True)),
         "scored a/b": [f"{a}/{b}" for a, b in zip(rows["n_scored_a"], rows["n_scored_b"])],
         "failed a/b": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
-        "W/T/L": [f"{w}/{t}/{l}" for w, t, l in zip(rows["wins"], rows["ties"], rows["losses"])],
+        "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(rows["wins"], rows["ties"], rows["losses"])],
         "Δ ms/question": rows["latency_ms_diff"].map(lambda v: _number(v, digits=1, signed=True)),
     }).reset_index(drop=True)
 
@@ -179,7 +182,8 @@ def _notes(report: Report) -> dict[str, str]:
     family = len(report.comparisons)
     depth = ("When two runs pass on final contexts of different depth (a judge keeping fewer chunks) a ranking "
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
-             if report.depth_rule == "common" else "Metrics are compared as asked, whatever the depth of each run's context.")
+             if report.depth_rule == "common"
+             else "Metrics are compared as asked, whatever the depth of each run's context.")
     common = (f"{describe_method(report.unit)} p (Holm): corrected over all {family} comparisons in this report. "
               "A failed question (an error or no value) is never averaged: 'failed' counts them per side, and "
               f"strict Δ is the difference with each failure scored 0. {depth}")
@@ -200,8 +204,9 @@ def _sections(report: Report) -> list[tuple[str, pd.DataFrame, str]]:
     notes = _notes(report)
     sections = []
     factors = report.factor_rows
+    no_factors = "No comparisons: no two runs differ in exactly one factor."
     sections.append(("What each factor does", factor_table(factors) if not factors.empty else pd.DataFrame(),
-                     notes["factors"] if not factors.empty else "No comparisons: no two runs differ in exactly one factor."))
+                     notes["factors"] if not factors.empty else no_factors))
     sections.append(("Configurations", configuration_table(report), notes["configurations"]))
     pairs = report.pair_rows
     if not pairs.empty:

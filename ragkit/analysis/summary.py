@@ -32,7 +32,8 @@ def summary_frame(runs: pd.DataFrame, scores: pd.DataFrame, stages: pd.DataFrame
     failed = scores[~valid_mask(scores) & scores["metric"].isin(HEADLINE_METRICS)]
     table["failed"] = failed.groupby("run_id", observed=True)["question_id"].nunique()
     table["errors"] = scores[scores["error"].notna()].groupby("run_id", observed=True)["question_id"].nunique()
-    table["retrieve_ms"] = stages[stages["stage"] == "retrieve"].groupby("run_id", observed=True)["seconds"].mean() * 1000
+    retrieve = stages[stages["stage"] == "retrieve"]
+    table["retrieve_ms"] = retrieve.groupby("run_id", observed=True)["seconds"].mean() * 1000
     table = table.fillna({"questions": 0, "failed": 0, "errors": 0}).astype(
         {"questions": int, "failed": int, "errors": int})
     _add_llm_columns(table, stages, judgements)

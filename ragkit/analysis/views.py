@@ -104,6 +104,6 @@ def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
 
 VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
     means, latency_means, factor_effects, pair_effects, judge_effects, scored_and_failed, failure_reasons,
-    metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, llm_usage, evaluation_cost, judge_replies,
-    question_rows, export,
+    metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, llm_usage, evaluation_cost,
+    judge_replies, question_rows, export,
 )}

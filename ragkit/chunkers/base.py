@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
@@ -72,7 +72,8 @@ class Chunker(Component, NodeParser):
     ) -> None:
         if not isinstance(params, self.Params):
             params = self.Params.model_validate(dict(params or {}))
-        super().__init__(params=params)
+        # pydantic's __init__ takes every field of this class; mypy checks it against NodeParser's fields.
+        super().__init__(params=params)  # type: ignore[call-arg]
         self._embed_model = embed_model
 
     @classmethod
@@ -83,7 +84,7 @@ class Chunker(Component, NodeParser):
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
         """Spans of ``text`` in reading order; the base trims whitespace and drops empty ones."""
 
-    def chunk(self, documents: Sequence[BaseNode]) -> list[TextNode]:
+    def chunk(self, documents: Iterable[BaseNode]) -> list[TextNode]:
         """Nodes of every document in order; what ``get_nodes_from_documents`` returns too."""
         return [node for document in documents for node in self.chunk_document(document)]
 

@@ -56,7 +56,7 @@ class MarkdownChunker(Chunker):
         p = self.params
         sections = markdown_sections(text)
         # Text before the first header is a section without a breadcrumb of its own.
-        bounds = [Section(0, "")] + sections if not sections or sections[0].start > 0 else sections
+        bounds = [Section(0, ""), *sections] if not sections or sections[0].start > 0 else sections
         spans: list[Span] = []
         for section, following in zip(bounds, [*bounds[1:], Section(len(text), "")]):
             extra = {"breadcrumb": section.breadcrumb} if section.breadcrumb else {}

@@ -49,6 +49,8 @@ class SemanticChunker(Chunker):
         super().__init__(params, embed_model=embed_model)
 
     def _make_parser(self) -> SemanticSplitterNodeParser:
+        if self._embed_model is None:  # __init__ refuses to build without one
+            raise ConfigError("the semantic chunker needs an embedder (embed_model)")
         return SemanticSplitterNodeParser(
             embed_model=self._embed_model,
             buffer_size=self.params.buffer_size,

@@ -51,7 +51,8 @@ class PdfText:
 
 def _clean(text: str) -> str:
     """PDFium's line breaks and soft hyphens as plain text: CRLF -> LF, U+FFFE/U+0002 -> '-'."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-").replace("\x02", "-").replace("\x00", "")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\ufffe", "-").replace("\x02", "-").replace("\x00", "")
 
 
 def _with_pdfium(path: str) -> dict[str, Any]:

@@ -40,7 +40,8 @@ _CORPUS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 # file_type of the manifest entry that holds documents given already parsed (dataset corpora).
 IMPORTED = "imported"
 
-ProgressCallback = Callable[[int, int, str], None]
+# Called with (done, total, doc id); whatever it returns is ignored.
+ProgressCallback = Callable[[int, int, str], object]
 
 
 class ManifestEntry(BaseModel):
@@ -79,12 +80,13 @@ class IngestReport(BaseModel):
     corpus_id: str | None
     files: list[FileStatus]
 
-    @computed_field
+    # mypy does not support decorators over @property; pydantic's docs give this ignore.
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ingested_count(self) -> int:
         return sum(1 for item in self.files if item.status == "ingested")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
         return self.ingested_count > 0

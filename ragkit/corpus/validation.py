@@ -121,8 +121,9 @@ _WINDOWS_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])[ .]*(\.
 def sanitize_name(name: str) -> str:
     """A safe plain file name for an uploaded file: no directories, no control characters.
 
-    Control and format characters go, then the name is NFKC-normalised (fullwidth "．．／"
-    would otherwise become "../" for any later reader that normalises), and only its last path
+    Control and format characters go, then the name is NFKC-normalised (fullwidth full stops and
+    solidus, U+FF0E U+FF0E U+FF0F, would otherwise become "../" for any later reader that
+    normalises), and only its last path
     component is kept. Dots and spaces at either end go: a leading dot makes a hidden file,
     which folder ingestion skips, and Windows drops trailing ones silently. A Windows device
     name ("con.txt") gets a "_" prefix.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -16,6 +16,9 @@ from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec, ConfigError, validation_problems
+
+if TYPE_CHECKING:
+    from ragkit.judges.base import Judge
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
 # (values given with --set are resolved against the current directory instead).
@@ -91,17 +94,18 @@ class JudgeChoice(StrictModel):
 
 def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
     """One resolved spec per mode, in the order off, heuristic, llm; `both`/`on` expanded."""
-    cls = judge_registry.get(name)
+    cls: type[Judge] = judge_registry.get(name)
     strongest = "llm" if "llm" in cls.modes else cls.modes[-1]
     if "mode" in choice.params:
         raise ConfigError(f"judges.{name}: set the mode with 'mode', not inside params")
     modes: set[str] = set()
     for mode in choice.mode:
         mode = str(mode).lower()
-        expanded = {"both": ["off", strongest], "on": [strongest], "true": [strongest], "false": ["off"]}.get(mode, [mode])
+        shorthands = {"both": ["off", strongest], "on": [strongest], "true": [strongest], "false": ["off"]}
+        expanded = shorthands.get(mode, [mode])
         for item in expanded:
             if item not in cls.modes:
-                valid = ", ".join(list(cls.modes) + ["both"])
+                valid = ", ".join([*cls.modes, "both"])
                 raise ConfigError(f"judges.{name}: no mode '{item}'. Valid modes: {valid}")
             modes.add(item)
     ordered = [mode for mode in MODE_ORDER if mode in modes]
@@ -138,7 +142,7 @@ class LLMConfig(StrictModel):
         return value
 
     def resolved(self) -> LLMConfig:
-        valid_roles = judge_names() + [GENERATOR, "evaluation"]
+        valid_roles = [*judge_names(), GENERATOR, "evaluation"]
         unknown = sorted(set(self.roles) - set(valid_roles))
         if unknown:
             raise ConfigError(f"llm.roles: unknown role {unknown}. Valid roles: {', '.join(valid_roles)}")
@@ -216,7 +220,8 @@ class ExperimentConfig(StrictModel):
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
         if "groundedness" in self.judges and self.generator is None:
-            needs_answer = [s for s in judge_specs("groundedness", self.judges["groundedness"]) if s.params["mode"] != "off"]
+            specs = judge_specs("groundedness", self.judges["groundedness"])
+            needs_answer = [s for s in specs if s.params["mode"] != "off"]
             if needs_answer:
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
         if self.evaluation is not None and self.generator is None:
@@ -232,12 +237,14 @@ class ExperimentConfig(StrictModel):
         unknown = sorted(set(self.judges) - set(judge_names()))
         if unknown:
             raise ConfigError(f"judges: unknown judge {unknown}. Valid judges: {', '.join(judge_names())}")
+        generator = self.generator
         return {
             "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
             "embedders": [_at(f"embedders.{i}", registry.embedders.resolve, s) for i, s in enumerate(self.embedders)],
-            "retrievers": [_at(f"retrievers.{i}", registry.retrievers.resolve, s) for i, s in enumerate(self.retrievers)],
+            "retrievers": [_at(f"retrievers.{i}", registry.retrievers.resolve, s)
+                           for i, s in enumerate(self.retrievers)],
             "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
-            "generator": _at("generator", judge_registry.resolve, self.generator) if self.generator is not None else None,
+            "generator": _at("generator", judge_registry.resolve, generator) if generator is not None else None,
             "llm": self.llm.resolved(),
         }
 

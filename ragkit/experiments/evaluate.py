@@ -50,13 +50,14 @@ class QuestionEvaluator:
 
     def __call__(self, question: Question, trace: Trace) -> tuple[list[dict], list[dict]]:
         """``(score rows, stage rows)`` without run_id; a metric that fails is NaN with its reason."""
-        if self.llm is not None:
-            self.llm.drain_usage()  # only evaluation calls are charged to eval stages
+        # Its own usage records: the calls of an evaluation that times out go on in ragas' thread,
+        # and must not be charged to the next question's steps (they are not counted at all).
+        llm = self.llm.with_own_usage() if self.llm is not None else None
         started = time.perf_counter()
         frame = evaluate_generation([sample_for(question, trace, self.documents)], self.params,
-                                    llm=self.llm, embed_model=self.embed_model)
+                                    llm=llm, embed_model=self.embed_model)
         seconds = time.perf_counter() - started
-        usage = self.llm.drain_usage() if self.llm is not None else []
+        usage = llm.drain_usage() if llm is not None else []
         stages = [stage_row(item.stage, item.seconds, [item]) for item in usage]
         # What the LLM stages do not cover: embedding and string metrics, ragas' own work.
         stages.append(stage_row(EVAL_STAGE, max(0.0, seconds - sum(item.seconds for item in usage)), []))

@@ -54,6 +54,7 @@ from ragkit.metrics.generation import EvaluationParams, GenerationSample, evalua
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
+from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 
@@ -107,7 +108,7 @@ class LocalExecutor:
         self._llm_clients: dict[str, LLMClient] = {}
         self._index_store = IndexStore(derived_dir / "lancedb")
 
-    def _llm_client(self, spec) -> LLMClient:
+    def _llm_client(self, spec: ComponentSpec) -> LLMClient:
         """One client (and one loaded model) per backend spec, shared by every run and role."""
         key = component_key(llm_registry, spec)
         if key not in self._llm_clients:
@@ -117,7 +118,7 @@ class LocalExecutor:
     def _step_record(self, key: str) -> Path:
         return self.derived_dir / "steps" / f"{key}.json"
 
-    def _embedder(self, spec) -> Any:
+    def _embedder(self, spec: ComponentSpec) -> Any:
         key = component_key(registry.embedders, spec)
         if key not in self._embedders:
             self._embedders[key] = registry.embedders.build(spec)
@@ -142,6 +143,7 @@ class LocalExecutor:
             def record_build() -> None:
                 # Written before the chunk set itself, so a chunk set on disk always has its cost recorded.
                 seconds = time.perf_counter() - started
+                record: dict[str, Any]
                 if step.judge is None:
                     record = {"chunk": seconds}
                 else:
@@ -162,13 +164,15 @@ class LocalExecutor:
 
     def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path, lock: AbstractContextManager,
                          record_build: Callable[[], None]) -> tuple[pd.DataFrame, list[dict], bool]:
+        judge_spec = step.judge
+        assert judge_spec is not None  # only a step with the Chunking Judge on comes here
         llm = self._llm_client(step.judge_llm) if step.judge_llm else None
         if llm is not None:
             llm.drain_usage()  # only the judge's own calls count for its stage
         # The grid's chunker is the judge's fallback: a decision that cannot be used cuts the
         # document as the judge-off run would.
-        judge = judge_registry.build({"type": step.judge.type,
-                                      "params": {**step.judge.params, "default": step.chunker.model_dump()}}, llm=llm)
+        judge = judge_registry.build({"type": judge_spec.type,
+                                      "params": {**judge_spec.params, "default": step.chunker.model_dump()}}, llm=llm)
 
         def build_chunker(spec):
             deps = {}
@@ -282,7 +286,8 @@ class LocalExecutor:
         report = ExecutionReport(runs_total=len(plan.runs))
         for run in plan.runs:
             self.store.write_run(run.run_id, run_row(plan, run))
-        self.store.write_questions(plan.questions_key, pd.DataFrame([question_row(q) for q in plan.questions.questions]))
+        questions = pd.DataFrame([question_row(q) for q in plan.questions.questions])
+        self.store.write_questions(plan.questions_key, questions)
         done = self.store.completed_questions()
         index_steps = {s.index_id: s for s in plan.index_steps}
         for run in plan.runs:
@@ -342,8 +347,8 @@ def _shards(items: list[Question], size: int) -> list[list[Question]]:
 
 
 def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
-    frames = [frame for frame in frames if not frame.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    non_empty = [frame for frame in frames if not frame.empty]
+    return pd.concat(non_empty, ignore_index=True) if non_empty else pd.DataFrame()
 
 
 def _judgement_row(run_id: str, question_id: str | None, row: dict) -> dict:
@@ -392,7 +397,7 @@ def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
         trace = pipeline.answer(question.text)
     except BackendUnavailable:
         raise  # says nothing about this configuration: the run stops instead
-    except Exception as error:  # one failing question is a row per metric with its error, not a lost run
+    except Exception as error:  # noqa: BLE001 - one failing question is a row per metric with its error, not a lost run
         return {"scores": _failure_scores(run, question, evaluator, f"{type(error).__name__}: {error}")}
     tables = _question_rows(run, question, trace)
     if evaluator is not None:
@@ -401,7 +406,7 @@ def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
             scores, stages = evaluator(question, trace)
         except BackendUnavailable:
             raise
-        except Exception as error:  # a crashing metric library costs the metrics, not the answer
+        except Exception as error:  # noqa: BLE001 - a crashing metric library costs the metrics, not the answer
             message = f"{type(error).__name__}: {error}"
             scores = [{"metric": name, "value": math.nan, "error": message}
                       for name in evaluation_names(evaluator.params)]
@@ -439,7 +444,8 @@ def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trac
     scores = [{**keys, "metric": name, "value": value, "error": None} for name, value in values.items()]
     if not (has_relevant(question.relevant_docs) or has_spans(groups)):
         # a question nothing can be scored against is a visible row, not a silent gap
-        scores.append(_error_score(run, question, "retrieval", "no relevant documents or answer spans to score against"))
+        nothing_to_score = "no relevant documents or answer spans to score against"
+        scores.append(_error_score(run, question, "retrieval", nothing_to_score))
     if run.point.judge("groundedness") is not None:
         if trace.groundedness is None:
             scores.append(_error_score(run, question, "groundedness", trace.groundedness_error or "not scored"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from ragkit import registry
 from ragkit.corpus.model import Corpus
@@ -19,6 +20,9 @@ from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
+
+if TYPE_CHECKING:
+    from ragkit.judges.base import Judge, JudgeParams
 
 CHUNKING = "chunking"
 EVALUATION = "evaluation"
@@ -78,6 +82,18 @@ class Plan:
     shard_size: int = 100
 
 
+@overload
+def component_key(kind: registry.Registry, spec: ComponentSpec) -> str: ...
+
+
+@overload
+def component_key(kind: registry.Registry, spec: None) -> None: ...
+
+
+@overload
+def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | None: ...
+
+
 def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | None:
     if spec is None:
         return None
@@ -106,8 +122,10 @@ def final_depth(point: GridPoint) -> int:
     for name in CONTEXT_JUDGES:
         spec = point.judge(name)
         if spec is not None:
-            params = judge_registry.validate_params(name, spec.params)
-            depth = judge_registry.get(name).final_depth(params, depth, point.top_k)
+            # Validated by the judge's own Params model, which every judge derives from JudgeParams.
+            params = cast("JudgeParams", judge_registry.validate_params(name, spec.params))
+            judge_cls: type[Judge] = judge_registry.get(name)
+            depth = judge_cls.final_depth(params, depth, point.top_k)
     return depth
 
 
@@ -139,14 +157,17 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
                                   *([judge_part] if judge_part else []))
         index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder))
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
-        pipeline_part = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
-                         for spec in point.active_judges() if spec.type != CHUNKING]
+        # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
+        pipeline_part: list[tuple[Any, ...]] = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
+                                                for spec in point.active_judges() if spec.type != CHUNKING]
         if point.generator is not None:
             pipeline_part.append((component_key(judge_registry, point.generator), _llm_key(llms[GENERATOR])))
         if point.evaluation is not None:
-            pipeline_part.append(("evaluation", point.evaluation.model_dump(mode="json"), _llm_key(llms.get(EVALUATION))))
+            evaluation = point.evaluation.model_dump(mode="json")
+            pipeline_part.append(("evaluation", evaluation, _llm_key(llms.get(EVALUATION))))
+        chunking_part = chunkset_id if judge_part else component_key(registry.chunkers, point.chunker)
         run_id = content_key(
-            "run", corpus.corpus_id, q_key, chunkset_id if judge_part else component_key(registry.chunkers, point.chunker),
+            "run", corpus.corpus_id, q_key, chunking_part,
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
             *([pipeline_part] if pipeline_part else []),
         )

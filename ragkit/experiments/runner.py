@@ -27,6 +27,7 @@ def load_corpus(config: ExperimentConfig, store: CorpusStore) -> Corpus:
         return Corpus.from_documents(Path(config.dataset.path).name, documents)
     if config.corpus.name is not None:
         return store.load(config.corpus.name)
+    assert config.corpus.path is not None  # CorpusConfig holds exactly one of name and path
     path = Path(config.corpus.path)
     report = store.ingest([path], name=_corpus_name_for(path))
     if not report.ok:
@@ -64,7 +65,7 @@ def resolve_llm_roles(config: ExperimentConfig) -> dict[str, ComponentSpec]:
 
 def check_llms(roles: dict[str, ComponentSpec]) -> None:
     """Stop before anything runs if a backend the grid needs cannot answer."""
-    problems = {}
+    problems: dict[str, list[str]] = {}
     for role, spec in roles.items():
         problem = llms.build(spec).problem()
         if problem:

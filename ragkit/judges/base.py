@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ragkit.llms.calls import LLMClient, LLMResult
+from ragkit.llms.parsing import ModelT
 from ragkit.registry import Component, ComponentParams, Registry
 
 JudgeMode = Literal["off", "heuristic", "llm"]
@@ -63,7 +64,8 @@ class Judge(Component):
     """Base of every judge. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
 
     kind: ClassVar[str] = "judge"
-    Params: ClassVar[type[ComponentParams]] = JudgeParams
+    Params: ClassVar[type[JudgeParams]] = JudgeParams
+    params: JudgeParams
     # The modes this judge implements; "off" always exists.
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
@@ -80,24 +82,35 @@ class Judge(Component):
         return self.params.mode != "off"
 
     @classmethod
-    def final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def final_depth(cls, params: ComponentParams, depth: int, top_k: int) -> int:
         """The most chunks this judge passes on when it receives at most ``depth``, ``top_k``
         being the base retriever's list length (for a judge that retrieves again).
 
+        ``params`` are this judge's (``judges.validate_params`` of its name), so an instance of ``Params``.
         It counts what the judge's decisions can produce: a reply the judge cannot use passes the
         judge-off list on, which metrics cut at depth like any longer list. Off changes nothing."""
+        if not isinstance(params, cls.Params):
+            raise TypeError(f"judge '{cls.name}': final_depth needs {cls.Params.__name__}, got {type(params).__name__}")
         return depth if params.mode == "off" else cls._final_depth(params, depth, top_k)
 
     @classmethod
     def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        """Override in a judge that changes how many chunks go on; by default it keeps the depth."""
+        """Override in a judge that changes how many chunks go on; by default it keeps the depth.
+
+        ``params`` is an instance of ``cls.Params`` (``final_depth`` checked it)."""
         return depth
 
-    def ask(self, prompt: str, schema: type[BaseModel], *, system: str | None = None,
-            max_tokens: int | None = None) -> LLMResult:
+    def ask(self, prompt: str, schema: type[ModelT], *, system: str | None = None,
+            max_tokens: int | None = None) -> LLMResult[ModelT]:
         """One schema-constrained call, recorded under this judge's stage name."""
-        return self.llm.call(prompt, stage=f"judge:{self.name}", schema=schema, system=system, max_tokens=max_tokens,
-                             cache_salt=self.cache_salt())
+        return self.llm_client().call(prompt, stage=f"judge:{self.name}", schema=schema, system=system,
+                                      max_tokens=max_tokens, cache_salt=self.cache_salt())
+
+    def llm_client(self) -> LLMClient:
+        """The LLM client, for the calls of mode ``llm`` (``__init__`` made sure that mode has one)."""
+        if self.llm is None:
+            raise ValueError(f"judge '{self.name}' in mode '{self.params.mode}' has no LLM client")
+        return self.llm
 
     def cache_salt(self) -> str | None:
         """Bumping ``prompt_version`` asks the model again instead of reusing cached replies."""
@@ -127,4 +140,4 @@ class Judge(Component):
         )
 
 
-judges = Registry("judge")
+judges: Registry[Judge] = Registry("judge")

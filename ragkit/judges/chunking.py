@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from ragkit.hashing import content_key, text_sha256
 from ragkit.judges.base import Judge, Judgement, JudgeParams
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams, ComponentSpec, ConfigError, chunkers
+from ragkit.registry import ComponentSpec, ConfigError, chunkers
 
 SEMANTIC = "semantic"
 _PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -131,7 +131,8 @@ def _looks_like_python(text: str) -> bool:
 
 class ChunkingJudge(Judge):
     name: ClassVar[str] = "chunking"
-    Params: ClassVar[type[ComponentParams]] = ChunkingJudgeParams
+    Params: ClassVar[type[ChunkingJudgeParams]] = ChunkingJudgeParams
+    params: ChunkingJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: ChunkingJudgeParams, llm: Any = None, **_dependencies: Any) -> None:

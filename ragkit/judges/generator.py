@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMResult
-from ragkit.registry import ComponentParams
 
 STAGE = "generate"
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -102,7 +101,8 @@ def cited_numbers(text: str) -> list[int]:
 
 class Generator(Judge):
     name: ClassVar[str] = "generator"
-    Params: ClassVar[type[ComponentParams]] = GeneratorParams
+    Params: ClassVar[type[GeneratorParams]] = GeneratorParams
+    params: GeneratorParams
     modes: ClassVar[tuple[str, ...]] = ("llm",)
 
     def __init__(self, params: GeneratorParams, llm: Any = None, **_dependencies: Any) -> None:
@@ -117,12 +117,12 @@ class Generator(Judge):
         summary = f"{query} | {len(shown)} chunks"
         decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown]}
         try:
-            result = self.llm.call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
-                                   system=SYSTEM, max_tokens=p.max_tokens, cache_salt=self.cache_salt())
-        except LLMError as error:
+            result = self.llm_client().call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
+                                            system=SYSTEM, max_tokens=p.max_tokens, cache_salt=self.cache_salt())
+        except LLMError as call_error:
             trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
-                                     fell_back=True, error=str(error)))
-            return Answer("", [], prompt, valid=False, error=str(error))
+                                     fell_back=True, error=str(call_error)))
+            return Answer("", [], prompt, valid=False, error=str(call_error))
 
         text, numbers, error = self._read(result)
         cited = [n for n in numbers if 1 <= n <= len(shown)]

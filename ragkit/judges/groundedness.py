@@ -20,13 +20,12 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
-from llama_index.core.prompts import PromptTemplate
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
@@ -94,13 +93,15 @@ def joined_context(contexts: Sequence[str], limit: int) -> str:
 
 class GroundednessJudge(Judge, BaseEvaluator):
     name: ClassVar[str] = "groundedness"
-    Params: ClassVar[type[ComponentParams]] = GroundednessParams
+    Params: ClassVar[type[GroundednessParams]] = GroundednessParams
+    params: GroundednessParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: GroundednessParams, llm: Any = None, **_dependencies: Any) -> None:
         Judge.__init__(self, params, llm)
-        self.split_prompt = PromptTemplate(SPLIT_TEMPLATE)
-        self.verify_prompt = PromptTemplate(VERIFY_TEMPLATE)
+        # Any template: _update_prompts takes what LlamaIndex's PromptMixin hands it.
+        self.split_prompt: BasePromptTemplate = PromptTemplate(SPLIT_TEMPLATE)
+        self.verify_prompt: BasePromptTemplate = PromptTemplate(VERIFY_TEMPLATE)
 
     def _get_prompts(self) -> PromptDictType:
         return {"split_prompt": self.split_prompt, "verify_prompt": self.verify_prompt}
@@ -169,11 +170,11 @@ class GroundednessJudge(Judge, BaseEvaluator):
             return rule, {"claim_split": "heuristic"}
         info: dict[str, Any] = {"claim_split": "llm"}
         try:
-            result = self.llm.call(self.split_prompt.format(answer=" ".join(answer.split())),
-                                   stage=f"judge:{self.name}", schema=ClaimsReply, system=SYSTEM,
-                                   max_tokens=self.params.max_tokens * 2, cache_salt=self.cache_salt())
-        except LLMError as error:
-            return rule, {**info, "split_fell_back": True, "split_error": str(error)}
+            result = self.llm_client().call(self.split_prompt.format(answer=" ".join(answer.split())),
+                                            stage=f"judge:{self.name}", schema=ClaimsReply, system=SYSTEM,
+                                            max_tokens=self.params.max_tokens * 2, cache_salt=self.cache_salt())
+        except LLMError as call_error:
+            return rule, {**info, "split_fell_back": True, "split_error": str(call_error)}
         claims = [" ".join(c.split()) for c in result.parsed.claims if c.strip()] if result.parsed else []
         if not claims:
             error = result.parse_error or "no claims in the reply"
@@ -199,7 +200,7 @@ class GroundednessJudge(Judge, BaseEvaluator):
 
 
 def _feedback(checks: list[dict[str, Any]], score: float | None, reason: str | None) -> str:
-    lines = [f"score: {'n/a (' + reason + ')' if score is None else f'{score:.2f}'}"]
+    lines = [f"score: {f'n/a ({reason})' if score is None else f'{score:.2f}'}"]
     lines += [f"unsupported: {check['claim']}" for check in checks if check["verdict"] == UNSUPPORTED]
     lines += [f"unknown (unparseable verdict): {check['claim']}" for check in checks if check["verdict"] == UNKNOWN]
     return "\n".join(lines)

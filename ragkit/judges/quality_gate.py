@@ -28,7 +28,6 @@ from pydantic import BaseModel, Field
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 
@@ -115,7 +114,8 @@ def _normal(query: str) -> str:
 
 class QualityGate(Judge):
     name: ClassVar[str] = "quality_gate"
-    Params: ClassVar[type[ComponentParams]] = QualityGateParams
+    Params: ClassVar[type[QualityGateParams]] = QualityGateParams
+    params: QualityGateParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: QualityGateParams, llm: Any = None, **_dependencies: Any) -> None:

@@ -13,7 +13,7 @@ inputs are several lists of LlamaIndex nodes, so a small RRF function does it.
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams
 
 
 def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithScore]:
@@ -88,13 +87,15 @@ def multi_query_prompt(query: str, count: int) -> str:
 
 class MultiQueryRetriever(_TransformRetriever):
     name: ClassVar[str] = "multi_query"
-    Params: ClassVar[type[ComponentParams]] = MultiQueryParams
+    Params: ClassVar[type[MultiQueryParams]] = MultiQueryParams
+    params: MultiQueryParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
-    def _final_depth(cls, params: MultiQueryParams, depth: int, top_k: int) -> int:
-        queries = params.num_queries + int(params.include_original)
-        return min(params.top_k, queries * depth)
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(MultiQueryParams, params)  # final_depth checked it is cls.Params
+        queries = own.num_queries + int(own.include_original)
+        return min(own.top_k, queries * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -168,13 +169,15 @@ def hyde_prompt(query: str) -> str:
 
 class HyDERetriever(_TransformRetriever):
     name: ClassVar[str] = "hyde"
-    Params: ClassVar[type[ComponentParams]] = HyDEParams
+    Params: ClassVar[type[HyDEParams]] = HyDEParams
+    params: HyDEParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
-    def _final_depth(cls, params: HyDEParams, depth: int, top_k: int) -> int:
-        fused = 2 if params.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
-        return min(params.top_k, fused * depth)
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(HyDEParams, params)  # final_depth checked it is cls.Params
+        fused = 2 if own.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
+        return min(own.top_k, fused * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -183,8 +186,8 @@ class HyDERetriever(_TransformRetriever):
         started = time.perf_counter()
         try:
             result = self.ask(hyde_prompt(query), HyDEReply, system=HYDE_SYSTEM, max_tokens=self.params.max_tokens)
-        except LLMError as error:
-            self.trace.add(self.fallback(query, {}, None, started, str(error)))
+        except LLMError as call_error:
+            self.trace.add(self.fallback(query, {}, None, started, str(call_error)))
             return self._base(query)
         passage = " ".join(result.parsed.passage.split())[: self.params.passage_chars].strip() if result.parsed else ""
         if not passage:

@@ -14,7 +14,7 @@ import re
 import time
 from collections import Counter
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -23,7 +23,6 @@ from pydantic import BaseModel, Field, create_model
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams
 
 
 class RerankJudgeParams(JudgeParams):
@@ -108,7 +107,7 @@ class RerankJudge(Judge, BaseNodePostprocessor):
     """A LlamaIndex node postprocessor; every decision goes to ``trace`` (one per batch)."""
 
     name: ClassVar[str] = "rerank"
-    Params: ClassVar[type[ComponentParams]] = RerankJudgeParams
+    Params: ClassVar[type[RerankJudgeParams]] = RerankJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     params: Any = None
@@ -126,8 +125,8 @@ class RerankJudge(Judge, BaseNodePostprocessor):
         return "RerankJudge"
 
     @classmethod
-    def _final_depth(cls, params: RerankJudgeParams, depth: int, top_k: int) -> int:
-        return min(depth, params.top_n)
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        return min(depth, cast(RerankJudgeParams, params).top_n)  # final_depth checked it is cls.Params
 
     def use_trace(self, trace: JudgeTrace) -> None:
         """Record the next decisions into ``trace`` (one per question)."""

@@ -10,7 +10,7 @@ given retriever and merges the new chunks (one copy per chunk id, its best score
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
@@ -18,7 +18,6 @@ from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentParams
 
 
 class RetrievalJudgeParams(JudgeParams):
@@ -109,18 +108,20 @@ def _ids(nodes: list[NodeWithScore]) -> list[str]:
 
 class RetrievalJudge(Judge):
     name: ClassVar[str] = "retrieval"
-    Params: ClassVar[type[ComponentParams]] = RetrievalJudgeParams
+    Params: ClassVar[type[RetrievalJudgeParams]] = RetrievalJudgeParams
+    params: RetrievalJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: RetrievalJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
     @classmethod
-    def _final_depth(cls, params: RetrievalJudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(RetrievalJudgeParams, params)  # final_depth checked it is cls.Params
         # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
         # keeps chunks from the max_chunks shown, and keep_unjudged appends the rest of the pool.
-        pool = depth + (params.max_iterations - 1) * top_k
-        return pool if params.keep_unjudged else min(pool, params.max_chunks)
+        pool = depth + (own.max_iterations - 1) * top_k
+        return pool if own.keep_unjudged else min(pool, own.max_chunks)
 
     def refine(self, query: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
                trace: JudgeTrace) -> list[NodeWithScore]:
@@ -140,8 +141,8 @@ class RetrievalJudge(Judge):
             try:
                 result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars), RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
-            except LLMError as error:
-                trace.add(self.fallback(summary, decision, None, started, str(error)))
+            except LLMError as call_error:
+                trace.add(self.fallback(summary, decision, None, started, str(call_error)))
                 return list(nodes)
             reply = result.parsed
             if reply is None:

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ragkit.registry import Component, ComponentParams, Registry
 
-llms = Registry("llm")
+llms: Registry[LLMBackend] = Registry("llm")
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 T = TypeVar("T")
@@ -48,7 +48,9 @@ class LLMTimeoutError(LLMError):
 
 
 class LLMParams(ComponentParams):
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy and repeatable.")
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy and repeatable."
+    )
     max_tokens: int = Field(default=512, ge=1, le=32768, description="Most tokens generated per reply.")
     seed: int | None = Field(default=0, ge=0, description="Sampling seed; None lets the backend choose.")
 
@@ -78,9 +80,10 @@ class LLMBackend(Component):
     """A registered LLM backend. Construction stores params only; the model loads on first call."""
 
     kind: ClassVar[str] = "llm"
-    Params: ClassVar[type[ComponentParams]] = LLMParams
+    Params: ClassVar[type[LLMParams]] = LLMParams
+    params: LLMParams
 
-    def __init__(self, params: ComponentParams) -> None:
+    def __init__(self, params: LLMParams) -> None:
         self.params = params
         self._client: Any = None
         self._client_lock = threading.Lock()

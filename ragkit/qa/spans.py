@@ -69,7 +69,9 @@ def _part_spans(
     spans = []
     for doc_id in question.relevant_docs:
         document = documents_by_id.get(doc_id)
-        for answer in alternatives if document is not None else []:
+        if document is None:
+            continue
+        for answer in alternatives:
             found = find_answer(document.text, answer)
             if found is not None:
                 spans.append(AnswerSpan(doc_id=doc_id, start=found[0], end=found[1], group=group))

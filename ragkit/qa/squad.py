@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.registry import ConfigError
@@ -47,7 +49,7 @@ class _SquadAnswer(RowModel):
 class _SquadQA(RowModel):
     id: str
     question: str
-    answers: list[_SquadAnswer] = []
+    answers: list[_SquadAnswer] = Field(default_factory=list)
     is_impossible: bool = False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+import numpy as np
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field
@@ -25,7 +26,8 @@ class Retriever(Component, BaseRetriever):
     """Subclasses implement ``search``; ``_retrieve`` adds thresholding and LlamaIndex nodes."""
 
     kind: ClassVar[str] = "retriever"
-    Params: ClassVar[type[ComponentParams]] = RetrieverParams
+    Params: ClassVar[type[RetrieverParams]] = RetrieverParams
+    params: RetrieverParams
     # Retrievers that never look at vectors can share an index without an embedder.
     uses_embedder: ClassVar[bool] = True
 
@@ -39,6 +41,12 @@ class Retriever(Component, BaseRetriever):
 
     def search(self, query: str) -> list[Hit]:
         raise NotImplementedError
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The embedded query, for retrievers that use the embedder (``__init__`` made sure they have one)."""
+        if self.embedder is None:
+            raise ValueError(f"retriever '{self.name}' needs an embedder")
+        return self.embedder.embed_query(query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = self.search(query_bundle.query_str)[: self.params.top_k]

@@ -7,7 +7,6 @@ from typing import ClassVar
 from pydantic import Field
 
 from ragkit.index import Hit
-from ragkit.registry import ComponentParams
 from ragkit.retrievers.base import Retriever, RetrieverParams
 
 
@@ -20,10 +19,11 @@ class HybridParams(RetrieverParams):
 
 class HybridRetriever(Retriever):
     name: ClassVar[str] = "hybrid"
-    Params: ClassVar[type[ComponentParams]] = HybridParams
+    Params: ClassVar[type[HybridParams]] = HybridParams
+    params: HybridParams
 
     def search(self, query: str) -> list[Hit]:
         # Fusing deeper lists than top_k lets a chunk ranked moderately by both win.
         depth = max(self.params.fetch_k, self.params.top_k)
-        hits = self.index.hybrid(query, self.embedder.embed_query(query), depth, self.params.rrf_k)
+        hits = self.index.hybrid(query, self.query_vector(query), depth, self.params.rrf_k)
         return hits[: self.params.top_k]

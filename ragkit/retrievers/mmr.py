@@ -8,7 +8,6 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ragkit.index import Hit
-from ragkit.registry import ComponentParams
 from ragkit.retrievers.base import Retriever, RetrieverParams
 
 
@@ -47,13 +46,20 @@ def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda:
 
 class MMRRetriever(Retriever):
     name: ClassVar[str] = "mmr"
-    Params: ClassVar[type[ComponentParams]] = MMRParams
+    Params: ClassVar[type[MMRParams]] = MMRParams
+    params: MMRParams
 
     def search(self, query: str) -> list[Hit]:
-        query_vector = self.embedder.embed_query(query)
+        query_vector = self.query_vector(query)
         candidates = self.index.dense(query_vector, self.params.fetch_k, with_vectors=True)
         if not candidates:
             return []
-        matrix = np.stack([hit.vector for hit in candidates])
+        matrix = np.stack([_vector(hit) for hit in candidates])
         order = mmr_order(query_vector, matrix, self.params.top_k, self.params.mmr_lambda)
         return [candidates[i] for i in order]
+
+
+def _vector(hit: Hit) -> np.ndarray:
+    if hit.vector is None:  # dense(..., with_vectors=True) returns every hit's vector
+        raise ValueError(f"dense hit {hit.row.get('chunk_id')} came without its vector")
+    return hit.vector

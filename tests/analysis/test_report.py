@@ -78,7 +78,7 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     # groundedness: q8 failed in the judge's run. Scored equally elsewhere, so the judge is not the
     # best level once its failure counts (0.5 x 7 / 8 < 0.5); compared on the 7 questions both
     # scored, the failure counted, and the strict difference scoring it 0: 0.5 / 8 over 8 questions.
-    grounded = [row for row in _rows(text, "judge.rerank") if row[2] == "groundedness"][0]
+    grounded = next(row for row in _rows(text, "judge.rerank") if row[2] == "groundedness")
     assert grounded[1] == "llm vs off" and grounded[3].startswith("+0.000")
     assert grounded[6] == "1/0" and grounded[7] == f"{0.5 / 8:+.3f}"
     assert "cluster-robust" in text and "over questions" in text

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 
 from ragkit.corpus.model import make_document
@@ -10,8 +12,10 @@ pytestmark = pytest.mark.unit
 
 
 class TestCodeChunker(ChunkerContract):
-    spec = {"type": "code", "params": {"max_chars": 400, "fallback_chunk_size": 120, "chunk_overlap": 30}}
-    out_of_bounds = {"max_chars": 10}
+    spec: ClassVar[dict[str, Any]] = {
+        "type": "code", "params": {"max_chars": 400, "fallback_chunk_size": 120, "chunk_overlap": 30},
+    }
+    out_of_bounds: ClassVar[dict[str, Any]] = {"max_chars": 10}
 
 
 def chunk(text: str, file_name: str = "m.py", **params) -> list:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 
 from ragkit.registry import chunkers
@@ -9,7 +11,7 @@ pytestmark = pytest.mark.unit
 
 
 class TestDocumentChunker(ChunkerContract):
-    spec = {"type": "document", "params": {}}
+    spec: ClassVar[dict[str, Any]] = {"type": "document", "params": {}}
 
 
 def test_one_chunk_per_document_holding_all_its_text():

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 
 from ragkit.chunkers.markdown import markdown_sections
@@ -11,8 +13,8 @@ pytestmark = pytest.mark.unit
 
 
 class TestMarkdownChunker(ChunkerContract):
-    spec = {"type": "markdown", "params": {"chunk_size": 120, "chunk_overlap": 30}}
-    out_of_bounds = {"chunk_overlap": -5}
+    spec: ClassVar[dict[str, Any]] = {"type": "markdown", "params": {"chunk_size": 120, "chunk_overlap": 30}}
+    out_of_bounds: ClassVar[dict[str, Any]] = {"chunk_overlap": -5}
 
 
 def test_one_chunk_per_section_with_exact_breadcrumbs():

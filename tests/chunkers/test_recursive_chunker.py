@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from itertools import pairwise
+from typing import Any, ClassVar
+
 import pytest
 
 from ragkit.chunkers.recursive import recursive_spans
@@ -14,7 +17,7 @@ SPEC = {"type": "recursive", "params": {"chunk_size": 120, "chunk_overlap": 40}}
 
 class TestRecursiveChunker(ChunkerContract):
     spec = SPEC
-    out_of_bounds = {"chunk_size": 10}
+    out_of_bounds: ClassVar[dict[str, Any]] = {"chunk_size": 10}
 
 
 @pytest.mark.parametrize(
@@ -45,7 +48,7 @@ def test_consecutive_chunks_overlap_by_at_most_chunk_overlap():
     text = " ".join(f"Sentence {i} is here." for i in range(60))
     nodes = chunkers.build(SPEC).chunk([make_document("d", text)])
     assert len(nodes) > 5
-    for before, after in zip(nodes, nodes[1:]):
+    for before, after in pairwise(nodes):
         shared = before.metadata["end_char"] - after.metadata["start_char"]
         assert 0 < shared <= 40
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 
 from ragkit.corpus.model import make_document
@@ -18,8 +20,8 @@ TWO_TOPICS = (
 
 @pytest.mark.integration
 class TestSemanticChunker(ChunkerContract):
-    spec = {"type": "semantic", "params": {"breakpoint_percentile_threshold": 80}}
-    out_of_bounds = {"buffer_size": 0}
+    spec: ClassVar[dict[str, Any]] = {"type": "semantic", "params": {"breakpoint_percentile_threshold": 80}}
+    out_of_bounds: ClassVar[dict[str, Any]] = {"buffer_size": 0}
 
     @pytest.fixture(scope="class")
     def chunker_deps(self, minilm_embed_model):

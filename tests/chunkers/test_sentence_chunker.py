@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
 from llama_index.core.node_parser import SentenceSplitter
 
@@ -15,7 +17,7 @@ SPEC = {"type": "sentence", "params": {"chunk_size": 32, "chunk_overlap": 8}}
 
 class TestSentenceChunker(ChunkerContract):
     spec = SPEC
-    out_of_bounds = {"chunk_overlap": -1}
+    out_of_bounds: ClassVar[dict[str, Any]] = {"chunk_overlap": -1}
 
 
 def test_spans_hold_exactly_what_the_llama_splitter_returns():

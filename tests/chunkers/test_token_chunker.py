@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from itertools import pairwise
+from typing import Any, ClassVar
+
 import pytest
 from llama_index.core.node_parser import TokenTextSplitter
 
@@ -12,8 +15,8 @@ pytestmark = pytest.mark.unit
 
 
 class TestTokenChunker(ChunkerContract):
-    spec = {"type": "token", "params": {"chunk_size": 24, "chunk_overlap": 6}}
-    out_of_bounds = {"chunk_size": 8}
+    spec: ClassVar[dict[str, Any]] = {"type": "token", "params": {"chunk_size": 24, "chunk_overlap": 6}}
+    out_of_bounds: ClassVar[dict[str, Any]] = {"chunk_size": 8}
 
 
 def test_chunks_fit_in_chunk_size_tokens():
@@ -39,7 +42,7 @@ def test_overlapping_windows_of_repeated_text_land_where_they_were_cut(text):
     assert len(spans) > 5
     starts = [s for s, _ in spans]
     assert starts == sorted(set(starts))
-    assert all(next_start < end for (_, end), (next_start, _) in zip(spans, spans[1:]))  # they overlap
+    assert all(next_start < end for (_, end), (next_start, _) in pairwise(spans))  # they overlap
     assert max(e - s for s, e in spans) < 200  # no chunk swallowed the rest
 
 

@@ -101,7 +101,8 @@ def broken_python(draw: st.DrawFn) -> str:
         if edit == "delete":
             text = text[:position] + text[position + draw(st.integers(1, 20)):]
         elif edit == "insert":
-            text = text[:position] + draw(st.sampled_from(["(", ")", ":", "\n", "'''", '"', "def", "\\", "\r"])) + text[position:]
+            inserted = draw(st.sampled_from(["(", ")", ":", "\n", "'''", '"', "def", "\\", "\r"]))
+            text = text[:position] + inserted + text[position:]
         elif edit == "brackets":
             depth = draw(st.integers(50, 2_000))
             text = text[:position] + "(" * depth + "x" + ")" * draw(st.integers(0, depth)) + text[position:]
@@ -128,7 +129,8 @@ hostile_text = st.one_of(
 
 # --- bytes ---------------------------------------------------------------------------------------
 
-ENCODINGS = ["utf-8", "utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-32", "shift_jis", "koi8-r", "gb18030"]
+ENCODINGS = ["utf-8", "utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-32", "shift_jis", "koi8-r",
+             "gb18030"]
 
 
 @st.composite

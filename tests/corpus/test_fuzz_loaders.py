@@ -53,7 +53,8 @@ def parse_or_refuse(folder: Path, file_type: str, data: bytes) -> None:
 
 def _json_values(depth: int) -> st.SearchStrategy:
     leaves = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.integers(), hostile_text)
-    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile_text, inner, max_size=4),
+    return st.recursive(leaves,
+                        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile_text, inner, max_size=4),
                         max_leaves=depth)
 
 
@@ -64,7 +65,8 @@ def json_documents(draw: st.DrawFn) -> bytes:
     if kind == "value":
         return json.dumps(draw(_json_values(30)), ensure_ascii=draw(st.booleans())).encode("utf-8")
     if kind == "text-record":
-        record = {"text": draw(hostile_text), "title": draw(hostile_text | st.integers()), "author": draw(st.none() | hostile_text)}
+        record = {"text": draw(hostile_text), "title": draw(hostile_text | st.integers()),
+                  "author": draw(st.none() | hostile_text)}
         return json.dumps(record).encode("utf-8")
     if kind == "deep":
         depth = draw(st.integers(500, 100_000))
@@ -72,7 +74,8 @@ def json_documents(draw: st.DrawFn) -> bytes:
         return (opener * depth + "1" + ("]" if opener == "[" else "}") * depth).encode()
     if kind == "number":
         return (draw(st.sampled_from(["", "-"])) + "9" * draw(st.integers(1, 20_000))).encode()
-    surrogates = draw(st.lists(st.sampled_from(["\\ud800", "\\udfff", "\\ud83d\\ude00", "\\u0000", "\\ud83d"]), min_size=1))
+    surrogates = draw(st.lists(st.sampled_from(["\\ud800", "\\udfff", "\\ud83d\\ude00", "\\u0000", "\\ud83d"]),
+                               min_size=1))
     return ('{"text": "' + "x".join(surrogates) + '", "title": "\\udc80"}').encode()
 
 
@@ -80,7 +83,8 @@ def json_documents(draw: st.DrawFn) -> bytes:
 def jsonl_documents(draw: st.DrawFn) -> bytes:
     lines = draw(st.lists(st.one_of(
         json_documents(),
-        st.builds(lambda i, text: json.dumps({"_id": i, "text": text}).encode(), st.text(max_size=5) | st.integers(), hostile_text),
+        st.builds(lambda i, text: json.dumps({"_id": i, "text": text}).encode(),
+                  st.text(max_size=5) | st.integers(), hostile_text),
         st.builds(lambda text: json.dumps({"id": "same", "text": text}).encode(), hostile_text),
         mixed_encodings(),
     ), max_size=6))
@@ -97,7 +101,8 @@ def csv_documents(draw: st.DrawFn) -> bytes:
 
 @st.composite
 def html_documents(draw: st.DrawFn) -> bytes:
-    tags = ["p", "div", "h1", "h3", "pre", "script", "style", "table", "td", "br", "b", "!--", "title", "head", "![CDATA["]
+    tags = ["p", "div", "h1", "h3", "pre", "script", "style", "table", "td", "br", "b", "!--", "title", "head",
+            "![CDATA["]
     depth = draw(st.integers(0, 3_000))
     soup = "".join(f"<{draw(st.sampled_from(tags))}>" for _ in range(min(depth, 50)))
     body = draw(hostile_text)

@@ -56,7 +56,7 @@ def test_pdf_without_metadata_falls_back_to_file_stem(tmp_path: Path) -> None:
 def test_truncated_pdf_is_reported_as_corrupt(two_page_pdf: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(two_page_pdf.read_bytes()[:300])
-    with pytest.raises(IngestError, match="^corrupt PDF"):
+    with pytest.raises(IngestError, match=r"^corrupt PDF"):
         load_file(broken, "broken.pdf")
 
 

@@ -85,7 +85,8 @@ def test_sanitize_name_makes_every_hostile_name_one_plain_file_name(hostile: str
 @pytest.mark.slow
 @fuzz_settings(ci=200, full=1500)
 @given(hostile=st.text(st.characters(codec="utf-8"), max_size=300)
-       | st.lists(st.sampled_from(["..", ".", "/", "\\", "\uff0f", "\u2215", "\uff0e", "con", "a", " ", "\x00", "\u0301"]),
+       | st.lists(st.sampled_from(["..", ".", "/", "\\", "\uff0f", "\u2215", "\uff0e", "con", "a", " ", "\x00",
+                                   "\u0301"]),
                   max_size=20).map("".join))
 def test_fuzz_sanitize_name(hostile: str) -> None:
     assert_safe_name(sanitize_name(hostile))
@@ -217,7 +218,7 @@ def test_the_per_upload_cap_is_enforced_by_the_library_before_parsing(caps: None
     from dashboard import state
 
     paths = state.save_uploads([Upload(f"part{n}.txt", b"y " * 4_500) for n in range(4)], "capped")
-    with pytest.raises(IngestError, match="over the limit of 0.03 MB .*RAGKIT_MAX_TOTAL_MB"):
+    with pytest.raises(IngestError, match=r"over the limit of 0\.03 MB .*RAGKIT_MAX_TOTAL_MB"):
         CorpusStore().ingest(paths, "capped")
     assert CorpusStore().list() == []
     assert not any((get_settings().resolved_data_dir() / "documents").glob("*")), "a file was parsed"

@@ -64,7 +64,7 @@ def test_oversized_file_is_rejected_by_size_before_it_is_read(
 
 @pytest.mark.integration
 def test_empty_file_is_rejected(tmp_path: Path, settings: RagkitSettings) -> None:
-    with pytest.raises(IngestError, match="^empty file$"):
+    with pytest.raises(IngestError, match=r"^empty file$"):
         validate_file(write(tmp_path / "empty.txt", b""), settings)
 
 

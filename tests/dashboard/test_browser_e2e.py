@@ -24,11 +24,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
 from tests.factories import TINY_DOCS as DOCS
 from tests.factories import TINY_QUESTIONS as QUESTIONS
 from tests.factories import write_beir
+
+playwright_api = pytest.importorskip("playwright.sync_api")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -228,7 +228,7 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
                                "buffer": b"x" * (int(1.5 * 1024 * 1024))}])
     page.get_by_text(re.compile(r"File must be .*MB or smaller|exceeds", re.I)).first.wait_for()
     shot(page, tmp_path, "02_upload_too_large")
-    assert not [p for p in (data_dir / "uploads").rglob("big.txt")]
+    assert not list((data_dir / "uploads").rglob("big.txt"))
     assert upload_requests, "no upload request was seen"
     status = page.evaluate(
         """async ([url, size]) => {

@@ -458,11 +458,13 @@ def judged_results(tmp_path, isolated_data_dir) -> Path:
         ])
         answers = pd.DataFrame([{
             "run_id": run_id, "question_id": "q1", "answer": "Cats purr when content [1].",
-            "citations": json.dumps(["c-d1"]), "contexts": json.dumps([TINY_TEXT]), "prompt": "Answer from the sources.",
+            "citations": json.dumps(["c-d1"]), "contexts": json.dumps([TINY_TEXT]),
+            "prompt": "Answer from the sources.",
             "valid": True, "error": None,
         }])
         judgements = [
-            {"run_id": run_id, "question_id": "q1", "judge": "retrieval", "input_summary": "what animal purrs | 2 chunks",
+            {"run_id": run_id, "question_id": "q1", "judge": "retrieval",
+             "input_summary": "what animal purrs | 2 chunks",
              "decision": json.dumps({"relevant": ["c-d1"], "request_more": False}), "raw_reply": '{"relevant": [1]}',
              "valid": True, "error": None, "fell_back": False, "seconds": 0.42, "cache_hit": False},
             {"run_id": run_id, "question_id": None, "judge": "chunking", "input_summary": "d1",
@@ -478,7 +480,8 @@ def judged_results(tmp_path, isolated_data_dir) -> Path:
         ]
         if rerank == "llm":
             judgements.insert(1, {
-                "run_id": run_id, "question_id": "q1", "judge": "rerank", "input_summary": "what animal purrs | 1 chunk",
+                "run_id": run_id, "question_id": "q1", "judge": "rerank",
+                "input_summary": "what animal purrs | 1 chunk",
                 "decision": json.dumps({"kept": ["c-d1"]}), "raw_reply": "I think the first one", "valid": False,
                 "error": "no JSON object in the reply", "fell_back": True, "seconds": 0.2, "cache_hit": False,
             })

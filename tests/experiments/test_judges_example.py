@@ -78,4 +78,5 @@ def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_call
     called = rerun[rerun["backend_calls"] > 0]
     assert set(zip(called["run_id"], called["question_id"], called["stage"])) <= timed_out
     pipeline = ~rerun["stage"].str.startswith("eval")
-    assert rerun.loc[pipeline, "llm_calls"].sum() == stages.loc[~stages["stage"].str.startswith("eval"), "llm_calls"].sum()
+    stages_pipeline = ~stages["stage"].str.startswith("eval")
+    assert rerun.loc[pipeline, "llm_calls"].sum() == stages.loc[stages_pipeline, "llm_calls"].sum()

@@ -77,7 +77,8 @@ def test_every_run_scores_the_common_depth_with_every_other_run() -> None:
 
 def test_run_ids_do_not_depend_on_the_scored_cut_offs() -> None:
     alone = make_plan(config(10), CORPUS, QUESTIONS)
-    with_rerank = make_plan(config(10, rerank={"mode": ["off", "heuristic"], "params": {"top_n": 4}}), CORPUS, QUESTIONS)
+    with_rerank = make_plan(config(10, rerank={"mode": ["off", "heuristic"], "params": {"top_n": 4}}),
+                            CORPUS, QUESTIONS)
     (plain,) = alone.runs
     same = next(run for run in with_rerank.runs if run.run_id == plain.run_id)
     assert plain.ks == [1, 3, 5, 10] and same.ks == [1, 3, 4, 5, 10]

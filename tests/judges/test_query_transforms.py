@@ -169,7 +169,7 @@ def passage(text: str = PASSAGE) -> str:
     ],
 )
 def test_hyde_combines_question_and_passage(tmp_path, combine, expected_queries, expected_ids):
-    llm, backend = client([passage()], tmp_path)
+    llm, _ = client([passage()], tmp_path)
     retriever = StubRetriever({QUERY: ["a", "b", "c"], PASSAGE: ["p1", "p2"], f"{QUERY}\n{PASSAGE}": ["both"]})
     trace = JudgeTrace()
     result = HyDERetriever(HyDEParams(combine=combine), llm, retriever=retriever, trace=trace).retrieve(QUERY)

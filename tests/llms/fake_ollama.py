@@ -123,7 +123,8 @@ class _Handler(BaseHTTPRequestHandler):
             schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
             content = _content("Madrid.", schema, 70)
             self._send(200, {
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 3},
             })
         else:

@@ -44,7 +44,9 @@ def test_chat_keeps_the_roles(tmp_path):
     response = llm.chat([ChatMessage(role=MessageRole.SYSTEM, content="Be brief."),
                          ChatMessage(role=MessageRole.USER, content="How are you?")])
     assert response.message.content == "Fine." and response.message.role == MessageRole.ASSISTANT
-    assert backend.requests == [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How are you?"}]]
+    assert backend.requests == [
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How are you?"}],
+    ]
 
 
 def test_per_call_sampling_options_are_ignored_and_max_tokens_is_honoured(tmp_path):

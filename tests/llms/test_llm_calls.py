@@ -33,7 +33,8 @@ class ScriptedLLM(LLMBackend):
     def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
         self.requests.append({"messages": messages, "json_schema": json_schema, "max_tokens": max_tokens})
         text = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
-        return BackendReply(text=text, prompt_tokens=sum(len(m["content"].split()) for m in messages), completion_tokens=len(text.split()))
+        return BackendReply(text=text, prompt_tokens=sum(len(m["content"].split()) for m in messages),
+                            completion_tokens=len(text.split()))
 
 
 class Verdict(BaseModel):
@@ -103,7 +104,8 @@ def test_any_change_in_params_or_request_is_a_miss(tmp_path, change):
     base = LLMClient(scripted(), tmp_path)
     base.call("Capital of France?", stage="s")
     backend = scripted(**change.get("params", {}))
-    result = LLMClient(backend, tmp_path).call(change.get("prompt", "Capital of France?"), stage="s", **change.get("call", {}))
+    result = LLMClient(backend, tmp_path).call(change.get("prompt", "Capital of France?"), stage="s",
+                                               **change.get("call", {}))
     assert not result.cache_hit and len(backend.requests) == 1
 
 
@@ -152,6 +154,26 @@ def test_a_cache_hit_reports_the_generation_time_it_saved(tmp_path):
     assert cached.seconds == pytest.approx(0.1) and cached.replayed_seconds == pytest.approx(4.9)
 
 
+def test_a_client_with_its_own_usage_keeps_late_calls_out_of_the_parents_stages(tmp_path):
+    # An evaluation that timed out keeps calling in ragas' thread while the next question's
+    # pipeline runs: its calls must not land in the pipeline's drained usage.
+    from ragkit.llms.base import BackendUnavailable
+
+    client = LLMClient(scripted(["a", "b"]), tmp_path)
+    evaluation = client.with_own_usage()
+    client.call("pipeline prompt", stage="generate")
+    evaluation.call("late eval prompt", stage="eval:faithfulness")
+    assert [(row.stage, row.llm_calls) for row in client.drain_usage()] == [("generate", 1)]
+    assert [(row.stage, row.llm_calls) for row in evaluation.drain_usage()] == [("eval:faithfulness", 1)]
+    # Same backend and cache: the parent is served the evaluation's cached reply.
+    assert client.call("late eval prompt", stage="generate").cache_hit
+    # Same outages: an unreachable backend met by the evaluation still stops the run.
+    outage = BackendUnavailable("down", backend="scripted", url="http://x")
+    with pytest.raises(BackendUnavailable):
+        evaluation._reach(lambda: (_ for _ in ()).throw(outage))
+    assert client.take_outage() is outage
+
+
 def test_drain_usage_returns_and_forgets(tmp_path):
     client = LLMClient(scripted(), tmp_path)
     client.call("q", stage="s")
@@ -193,7 +215,8 @@ PARSE_CASES = [
     ("plain", '{"score": 3, "reason": "x"}', Verdict(score=3, reason="x"), None),
     ("fenced", 'Here:\n```json\n{"score": 4, "reason": "y"}\n```\nDone.', Verdict(score=4, reason="y"), None),
     ("bare fence", '```\n{"score": 5, "reason": "z"}\n```', Verdict(score=5, reason="z"), None),
-    ("prose around", 'Sure! The answer is {"score": 6, "reason": "has {braces}"} as requested.', Verdict(score=6, reason="has {braces}"), None),
+    ("prose around", 'Sure! The answer is {"score": 6, "reason": "has {braces}"} as requested.',
+     Verdict(score=6, reason="has {braces}"), None),
     ("trailing comma", '{"score": 7, "reason": "a, b",}', Verdict(score=7, reason="a, b"), None),
     ("garbage", "no idea, sorry", None, "no JSON object"),
     ("unclosed", '{"score": 1, "reason": "cut off', None, "no JSON object"),
@@ -206,7 +229,8 @@ PARSE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "expected", "error_part"), [case[1:] for case in PARSE_CASES], ids=[case[0] for case in PARSE_CASES])
+@pytest.mark.parametrize(("text", "expected", "error_part"), [case[1:] for case in PARSE_CASES],
+                         ids=[case[0] for case in PARSE_CASES])
 def test_parse_json_reply(text, expected, error_part):
     parsed, error = parse_json_reply(text, Verdict)
     assert parsed == expected
@@ -252,7 +276,8 @@ def test_registry_builds_a_registered_backend_and_names_bad_params():
 
 
 def test_roles_fall_back_to_the_default_spec():
-    roles = LLMRoles.from_config({"default": "local", "roles": {"generator": {"type": "ollama", "params": {"model": "qwen2.5"}}}})
+    roles = LLMRoles.from_config(
+        {"default": "local", "roles": {"generator": {"type": "ollama", "params": {"model": "qwen2.5"}}}})
     assert roles.spec_for("generator") == ComponentSpec(type="ollama", params={"model": "qwen2.5"})
     assert roles.spec_for("retrieval_judge") == ComponentSpec(type="local")
 

@@ -45,7 +45,8 @@ def test_schema_constrained_reply_always_parses(local_llm, tmp_path):
         "Is the passage 'Cats sleep a lot.' relevant to the question 'How tall is Mount Everest?'",
     ]
     for prompt in prompts:
-        result = client.call(prompt + " Reply in JSON with relevant (yes/no) and score (0-100).", stage="judge", schema=Relevance)
+        result = client.call(prompt + " Reply in JSON with relevant (yes/no) and score (0-100).", stage="judge",
+                             schema=Relevance)
         assert result.valid, (result.text, result.parse_error)
         assert isinstance(result.parsed, Relevance)
 
@@ -53,6 +54,7 @@ def test_schema_constrained_reply_always_parses(local_llm, tmp_path):
 def test_unconstrained_json_reply_is_parsed_or_reported_invalid(tmp_path):
     """Without the grammar a small model may stray from the schema: never a made-up value."""
     backend = LocalLLM(LocalParams(max_tokens=48, constrained_json=False))
-    result = LLMClient(backend, tmp_path).call("Reply in JSON with relevant (yes/no) and score (0-100).", stage="judge", schema=Relevance)
+    result = LLMClient(backend, tmp_path).call("Reply in JSON with relevant (yes/no) and score (0-100).",
+                                               stage="judge", schema=Relevance)
     assert result.valid == (result.parsed is not None)
     assert result.valid or result.parse_error

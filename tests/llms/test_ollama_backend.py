@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,7 +87,7 @@ def test_missing_model_is_not_retried_and_says_how_to_pull_it(server):
 def test_timeout_is_retried_with_exponential_backoff_then_reported(server):
     server.delay_s = 10.0
     backend = ollama(server.url, timeout_s=0.1, max_retries=2, retry_backoff_s=0.3)
-    with pytest.raises(LLMTimeoutError, match="timeout_s=0.1 \\(3 attempts\\)"):
+    with pytest.raises(LLMTimeoutError, match=re.escape("timeout_s=0.1 (3 attempts)")):
         backend.chat(QUESTION, json_schema=None, max_tokens=8)
     assert server.chats == 3
     # Each attempt waits out the timeout, then the backoff: 0.3 s, then twice that (a constant
@@ -100,7 +101,8 @@ def test_server_down_is_backend_unavailable_naming_the_url():
     backend = ollama(url, max_retries=1)
     with pytest.raises(BackendUnavailable) as error:
         backend.chat(QUESTION, json_schema=None, max_tokens=8)
-    assert str(error.value).startswith(f"Ollama is not reachable at {url} — start it with `ollama serve` or choose another backend")
+    assert str(error.value).startswith(
+        f"Ollama is not reachable at {url} — start it with `ollama serve` or choose another backend")
     assert (error.value.backend, error.value.url) == ("ollama", url)
     assert not isinstance(error.value, LLMError)  # judges record an LLMError as an invalid reply: this must pass them
 
@@ -226,7 +228,8 @@ def test_ollama_embedder_reports_a_missing_model(server):
 def test_openai_compatible_backend_sends_json_schema_response_format(server, tmp_path):
     backend = OpenAICompatibleLLM(OpenAICompatibleParams(model="m", base_url=server.url + "/v1"))
     result = LLMClient(backend, tmp_path).call("Rate it.", stage="judge", schema=Verdict)
-    assert result.parsed == Verdict(score=70, reason="ok") and (result.prompt_tokens, result.completion_tokens) == (11, 3)
+    assert result.parsed == Verdict(score=70, reason="ok")
+    assert (result.prompt_tokens, result.completion_tokens) == (11, 3)
     assert server.requests[0]["response_format"]["json_schema"]["schema"] == Verdict.model_json_schema()
 
 

@@ -272,7 +272,8 @@ def test_missing_ground_truth_is_rejected_by_the_level_functions() -> None:
 @pytest.mark.unit
 def test_retrieval_metrics_keys_per_available_ground_truth() -> None:
     ks = [1, 5]
-    doc_keys = {f"{name}@{k}" for name in ("recall", "precision", "f1", "hit", "ndcg", "map", "mrr") for k in ks} | {"mrr"}
+    families = ("recall", "precision", "f1", "hit", "ndcg", "map", "mrr")
+    doc_keys = {f"{name}@{k}" for name in families for k in ks} | {"mrr"}
     span_keys = {f"span_{key}" for key in doc_keys}
     assert set(retrieval_metrics(SPLIT, {"a": 1}, SPANS_AB, ks)) == doc_keys | span_keys
     assert set(retrieval_metrics(SPLIT, {"a": 1}, None, ks)) == doc_keys
@@ -290,7 +291,9 @@ def test_empty_retrieval_scores_zero_everywhere() -> None:
 
 
 # ranx's names for our document families at k.
-RANX_NAMES = {"ndcg": "ndcg", "recall": "recall", "precision": "precision", "map": "map", "mrr": "mrr", "hit": "hit_rate"}
+RANX_NAMES = {
+    "ndcg": "ndcg", "recall": "recall", "precision": "precision", "map": "map", "mrr": "mrr", "hit": "hit_rate",
+}
 
 
 def _ranx_scores(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]], metrics: list[str]) -> dict:
@@ -349,7 +352,8 @@ def test_doc_metrics_agree_with_ranx() -> None:
                 ours = DOC_AT_K[family](retrieved, qrels[query_id], k)
                 assert ours == pytest.approx(ranx_scores[f"{name}@{k}"][query_id], abs=1e-9), (family, k, query_id)
 
-    whole = {query_id: doc_ranking_at_k(retrieved, len(retrieved)) for query_id, retrieved in retrieved_by_query.items()}
+    whole = {query_id: doc_ranking_at_k(retrieved, len(retrieved))
+             for query_id, retrieved in retrieved_by_query.items()}
     ranx_mrr = _ranx_scores(whole, qrels, ["mrr"])["mrr"]
     for query_id, retrieved in retrieved_by_query.items():
         assert reciprocal_rank(retrieved, qrels[query_id]) == pytest.approx(ranx_mrr[query_id], abs=1e-9)

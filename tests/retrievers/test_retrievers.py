@@ -6,6 +6,8 @@ particular to it.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,7 +50,7 @@ def _doc_ids(retriever, query: str) -> list[str]:
 
 class RetrieverContract:
     name: str
-    params: dict = {}
+    params: ClassVar[dict[str, Any]] = {}
 
     def build(self, index, embedder, **params):
         spec = {"type": self.name, "params": {**self.params, **params}}
@@ -87,7 +89,8 @@ class TestDense(RetrieverContract):
     name = "dense"
 
     def test_matches_meaning_without_shared_words(self, index, minilm_embedder):
-        assert _doc_ids(self.build(index, minilm_embedder, top_k=1), "kitten happiness sounds")[0] in {"cats", "cats-copy"}
+        top = _doc_ids(self.build(index, minilm_embedder, top_k=1), "kitten happiness sounds")
+        assert top[0] in {"cats", "cats-copy"}
 
     def test_needs_an_embedder(self, index):
         with pytest.raises(ValueError, match="needs an embedder"):
@@ -116,7 +119,7 @@ class TestHybrid(RetrieverContract):
 
 class TestMMR(RetrieverContract):
     name = "mmr"
-    params = {"fetch_k": 6}
+    params: ClassVar[dict[str, Any]] = {"fetch_k": 6}
 
     def test_pushes_a_near_duplicate_down(self, index, minilm_embedder):
         relevance_only = _doc_ids(self.build(index, minilm_embedder, top_k=2, mmr_lambda=1.0), "cats purring")
