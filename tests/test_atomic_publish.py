@@ -83,3 +83,31 @@ def test_an_embedding_cache_whose_creation_fails_reads_as_empty(tmp_path, monkey
     assert cache.lookup(["a"]) == {}
     cache.add(["a"], np.ones((1, 4), dtype=np.float32))
     assert list(cache.lookup(["a"])) == ["a"]
+
+
+class _LengthEmbedder:
+    """Vector = (length, first character code): says which text it came from; records its batches."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def embed_texts(self, texts):
+        self.batches.append(list(texts))
+        return np.asarray([[float(len(t)), float(ord(t[0]))] for t in texts], dtype=np.float32)
+
+
+def test_texts_are_embedded_shortest_first_in_batches_and_returned_in_the_callers_order(tmp_path):
+    from ragkit.embeddings import embed_with_cache
+
+    texts = ["ccc long text", "a", "bbbbb", "a", "dd"]  # "a" twice: embedded once
+    keys = [f"k-{t}" for t in texts]
+    embedder = _LengthEmbedder()
+    cache = EmbeddingCache(tmp_path / "emb", "fake")
+
+    vectors, embedded = embed_with_cache(embedder, texts, keys, cache, batch_size=2)
+
+    assert embedded == 4
+    assert embedder.batches == [["a", "dd"], ["bbbbb", "ccc long text"]]
+    assert vectors.tolist() == [[float(len(t)), float(ord(t[0]))] for t in texts]
+    again, embedded_again = embed_with_cache(embedder, texts, keys, cache, batch_size=2)
+    assert embedded_again == 0 and again.tolist() == vectors.tolist()

@@ -28,6 +28,12 @@ def test_make_targets_do_what_the_readme_says():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     test_recipe = makefile.split("\ntest:", 1)[1]
     assert "python -m pytest" in test_recipe
+    # The static checks run first, from the configuration in pyproject.toml.
+    assert test_recipe.splitlines()[0].split() == ["install-test", "lint"]
+    lint_recipe = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "ruff check ." in lint_recipe and "\tmypy" in lint_recipe
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "[tool.ruff.lint]" in pyproject and "[tool.mypy]" in pyproject
 
 
 def test_ci_runs_the_readme_test_command():

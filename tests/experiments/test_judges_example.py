@@ -5,6 +5,7 @@ comparisons, and a re-run into a fresh folder that sends 0 calls to the model.""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -24,18 +25,45 @@ if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUN
                 allow_module_level=True)
 
 
-def ragkit_run(out: Path, data_dir: Path) -> subprocess.CompletedProcess:
+SAMPLE = EXAMPLE.parents[1] / "datasets" / "covidqa_sample"
+# The sample's first question's article and the two shortest others: the example's config as
+# written, on 3 of its 18 articles and with 4-chunk lists, so the 135M model reads short prompts
+# (the whole sample with 10 chunks took 8 minutes, most of it embedding and long ragas prompts).
+KEPT_DOCS = 3
+# (the override, what it keeps true of the example) top_k 4 still gives the rerank judge a list to cut.
+SMALLER = ["dataset.limit=1", "top_k=4", "judges.rerank.params.top_n=2", "judges.rerank.params.batch_size=4"]
+
+
+def small_sample(folder: Path) -> Path:
+    """The bundled sample cut to its first question's article and the shortest others."""
+    questions = [json.loads(line) for line in (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    documents = [json.loads(line) for line in (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    first = questions[0]["doc_id"]
+    others = sorted((d for d in documents if d["_id"] != first), key=lambda d: len(d["text"]))[: KEPT_DOCS - 1]
+    kept = [d for d in documents if d["_id"] == first] + others
+    ids = {d["_id"] for d in kept}
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in kept), encoding="utf-8")
+    (folder / "questions.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in questions if q["doc_id"] in ids), encoding="utf-8")
+    return folder
+
+
+def ragkit_run(out: Path, data_dir: Path, dataset: Path) -> subprocess.CompletedProcess:
     # An unroutable Ollama URL: the run must pick the embedded model without any network.
     env = {**os.environ, "RAGKIT_DATA_DIR": str(data_dir), "RAGKIT_OLLAMA_URL": "http://127.0.0.1:9",
            "HF_HUB_OFFLINE": "1"}
+    overrides = [f"dataset.path={dataset}", *SMALLER]
     return subprocess.run(
-        [sys.executable, "-m", "ragkit.cli", "run", str(EXAMPLE), "--out", str(out), "--set", "dataset.limit=1"],
+        [sys.executable, "-m", "ragkit.cli", "run", str(EXAMPLE), "--out", str(out),
+         *(arg for item in overrides for arg in ("--set", item))],
         capture_output=True, text=True, env=env, timeout=900,
     )
 
 
 def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_calls(tmp_path):
-    first = ragkit_run(tmp_path / "out", tmp_path / "data")
+    dataset = small_sample(tmp_path / "sample")
+    first = ragkit_run(tmp_path / "out", tmp_path / "data", dataset)
     assert first.returncode == 0, first.stderr[-2000:]
     store = ResultStore(tmp_path / "out")
     runs, stages, judgements = store.read("runs"), store.read("stages"), store.read("judgements")
@@ -67,7 +95,7 @@ def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_call
     assert "| judge.retrieval | off -> llm |" in report.stdout and "| judge.rerank | off -> llm |" in report.stdout
     assert "p (Holm)" in report.stdout and "95% CI" in report.stdout
 
-    again = ragkit_run(tmp_path / "again", tmp_path / "data")
+    again = ragkit_run(tmp_path / "again", tmp_path / "data", dataset)
     assert again.returncode == 0, again.stderr[-2000:]
     rerun = ResultStore(tmp_path / "again").read("stages")
     # Every call comes from the cache, except an evaluation that timed out the first time (the
