@@ -1,32 +1,53 @@
-"""One configuration answering one question: retrieval, the judges, generation, a Trace.
+"""One configuration answering one question: routing, retrieval, the judges, generation, a Trace.
 
-The order follows the architecture: query transform (multi-query or HyDE, as a retriever over
-the base retriever) -> quality gate (retry with a reformulated query) -> Retrieval Judge
-(filter, re-rank, ask for more) -> rerank judge -> generator -> groundedness judge. A judge
-that is off is simply absent, so a pipeline without judges is exactly plain retrieval.
+The order follows the architecture:
+
+1. router (documents, a conversational answer, or the web);
+2. condense (a follow-up with its conversation becomes a standalone query);
+3. strategy (dense, bm25 or hybrid for this query, over the same index);
+4. query transform (multi-query or HyDE, as a retriever over the base retriever) inside the
+   quality gate (retry with a reformulated query, or switch strategy; web fallback when it fails);
+5. Retrieval Judge (filter, re-rank, ask for more) -> rerank judge;
+6. generator -> groundedness judge (with hallucination correction on a failed check) -> answer check.
+
+A judge that is off is simply absent, so a pipeline without judges is exactly plain retrieval,
+and a question without conversation history takes exactly the path it took before follow-ups
+existed.
 
 Each step is timed, and the LLM usage of the calls made during the step is attached to it, so
-the ``stages`` table shows per question what every judge cost in seconds, calls and tokens.
+the ``stages`` table shows per question what every judge cost in seconds, calls and tokens. A
+step that runs again (a correction round) is a row of its own.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ragkit.judges.base import Judgement, JudgeTrace
+from ragkit.judges.correction import Attempt, HallucinationCorrector
 from ragkit.judges.generator import Answer, Generator
 from ragkit.judges.groundedness import GroundednessJudge
-from ragkit.judges.quality_gate import QualityGate
-from ragkit.judges.rerank import RerankJudge
-from ragkit.judges.retrieval import RetrievalJudge
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
+from ragkit.web import WebProvider, WebSearchError, web_nodes
+
+if TYPE_CHECKING:  # the pipeline calls these through their methods only
+    from ragkit.judges.answer_check import AnswerCheckJudge
+    from ragkit.judges.condense import CondenseJudge
+    from ragkit.judges.quality_gate import QualityGate
+    from ragkit.judges.rerank import RerankJudge
+    from ragkit.judges.retrieval import RetrievalJudge
+    from ragkit.judges.router import RouterJudge
+    from ragkit.judges.strategy import StrategyJudge
+    from ragkit.retrievers.switchable import SwitchableRetriever
+
+NO_WEB_PROVIDER = "no web search provider is configured (set `web:` in the experiment; none ships offline)"
 
 
 @dataclass
@@ -40,6 +61,15 @@ class Trace:
     stages: list[dict[str, Any]] = field(default_factory=list)
     groundedness: float | None = None
     groundedness_error: str | None = None
+    # The query retrieval used (the condensed follow-up), the router's route, the answer check.
+    query: str | None = None
+    route: str | None = None
+    answer_check: dict[str, float | None] | None = None
+    answer_check_error: str | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.answer is not None and self.answer.abstained
 
 
 def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage]) -> dict[str, Any]:
@@ -59,7 +89,8 @@ def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage]) -> dict[s
 
 @dataclass
 class Pipeline:
-    """``retriever`` may already be a query-transform judge wrapping the base retriever."""
+    """``retriever`` may already be a query-transform judge wrapping the base retriever, which
+    may be a ``SwitchableRetriever`` (``switchable``) when the strategy can change per query."""
 
     retriever: BaseRetriever
     base_retriever: BaseRetriever
@@ -69,6 +100,13 @@ class Pipeline:
     rerank: RerankJudge | None = None
     generator: Generator | None = None
     groundedness: GroundednessJudge | None = None
+    condense: CondenseJudge | None = None
+    strategy: StrategyJudge | None = None
+    switchable: SwitchableRetriever | None = None
+    router: RouterJudge | None = None
+    web: WebProvider | None = None
+    web_results: int = 10
+    answer_check: AnswerCheckJudge | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
 
@@ -81,42 +119,152 @@ class Pipeline:
         trace.stages.append(stage_row(stage, self.clock() - started, self._drain()))
         return result
 
-    def answer(self, question: str) -> Trace:
+    def answer(self, question: str, history: Sequence[Any] = ()) -> Trace:
+        """``history``: the conversation before this question (``ragkit.qa.Turn`` items)."""
         trace = Trace(question=question)
         judged = JudgeTrace(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
         for component in (self.retriever, self.rerank):
             if component is not None and hasattr(component, "use_trace"):
                 component.use_trace(judged)
+        if self.switchable is not None:
+            self.switchable.reset()
 
-        # Each optional step is bound to a local name: the lambdas then see it as not None.
+        if (router := self.router) is not None:
+            decision = self._step(trace, "judge:router", lambda: router.route(question, history, judged))
+            trace.route = decision.route
+            if decision.route == "conversational":
+                if (generator := self.generator) is not None:
+                    trace.answer = self._step(trace, "generate",
+                                              lambda: generator.converse(question, history, judged))
+                self._check_answer(trace, judged)
+                return trace
+            if decision.route == "web":
+                trace.nodes = self._search_web(trace, question, judged, because="the router chose the web")
+                self._generate_and_check(trace, question, question, history, judged, retrieval_quality=None,
+                                         can_re_retrieve=False)
+                return trace
+
+        query = question
+        if (condense := self.condense) is not None and history:
+            query = self._step(trace, "judge:condense", lambda: condense.rewrite(question, history, judged))
+        trace.query = query
+        if (strategy := self.strategy) is not None and (switchable := self.switchable) is not None:
+            chosen = self._step(trace, "judge:strategy", lambda: strategy.choose(query, judged))
+            if chosen is not None:
+                switchable.use(chosen)
+
+        nodes = self._retrieve(trace, query, judged)
+        retrieval_quality = None
         if (gate := self.quality_gate) is not None:
-            nodes = self._step(trace, "judge:quality_gate",
-                               lambda: gate.run(question, self.retriever.retrieve, judged))
-        else:
-            nodes = self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(question))
+            retrieval_quality = gate.outcome.quality
+            if gate.outcome.passed is False and gate.params.web_fallback:
+                found = self._search_web(trace, query, judged, because="the quality gate failed")
+                nodes = found or nodes  # no provider or no result: the best document attempt stays
         if (retrieval_judge := self.retrieval_judge) is not None:
-            nodes = self._step(trace, "judge:retrieval",
-                               lambda: retrieval_judge.refine(question, nodes, self.base_retriever, judged))
-        if (rerank := self.rerank) is not None:
-            nodes = self._step(trace, "judge:rerank", lambda: rerank.postprocess_nodes(
-                nodes, query_bundle=QueryBundle(query_str=question)))
+            nodes = self._step(trace, "judge:retrieval", lambda: retrieval_judge.refine(
+                query, nodes, self.base_retriever, judged, history=history))
+        nodes = self._rerank(trace, query, nodes)
         trace.nodes = list(nodes)
-
-        if (generator := self.generator) is not None:
-            trace.answer = self._step(trace, "generate", lambda: generator.generate(question, nodes, judged))
-        if self.groundedness is not None and trace.answer is not None:
-            self._check_groundedness(trace, self.groundedness, trace.answer, judged)
+        self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
         return trace
 
-    def _check_groundedness(self, trace: Trace, groundedness: GroundednessJudge, answer: Answer,
-                            judged: JudgeTrace) -> None:
+    def _retrieve(self, trace: Trace, query: str, judged: JudgeTrace) -> list[NodeWithScore]:
+        # Each optional step is bound to a local name: the lambdas then see it as not None.
+        if (gate := self.quality_gate) is not None:
+            switch = self.switchable.use if self.switchable is not None else None
+            return self._step(trace, "judge:quality_gate",
+                              lambda: gate.run(query, self.retriever.retrieve, judged, switch=switch))
+        return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
+
+    def _rerank(self, trace: Trace, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        if (rerank := self.rerank) is None:
+            return nodes
+        return self._step(trace, "judge:rerank", lambda: rerank.postprocess_nodes(
+            nodes, query_bundle=QueryBundle(query_str=query)))
+
+    def _search_web(self, trace: Trace, query: str, judged: JudgeTrace, because: str) -> list[NodeWithScore]:
+        """Web results as nodes; none, recorded, when no provider is configured or it fails: a
+        web answer is never made up."""
+        started = time.perf_counter()
+        decision: dict[str, Any] = {"query": query, "because": because}
+        if (web := self.web) is None:
+            judged.add(Judgement("web", query[:500], {**decision, "action": "not searched", "reason": NO_WEB_PROVIDER},
+                                 seconds=time.perf_counter() - started))
+            return []
+        try:
+            results = self._step(trace, "web:search", lambda: web.search(query, self.web_results))
+        except WebSearchError as error:
+            judged.add(Judgement("web", query[:500], {**decision, "action": "failed"}, valid=False, error=str(error),
+                                 fell_back=True, seconds=time.perf_counter() - started))
+            return []
+        nodes = web_nodes(results)[: self.web_results]
+        judged.add(Judgement("web", query[:500], {**decision, "action": "searched", "provider": web.name,
+                                                  "results": [node.node.metadata.get("url") for node in nodes]},
+                             seconds=time.perf_counter() - started))
+        return nodes
+
+    def _generate_and_check(self, trace: Trace, question: str, query: str, history: Sequence[Any],
+                            judged: JudgeTrace, retrieval_quality: float | None, can_re_retrieve: bool) -> None:
+        if (generator := self.generator) is None:
+            return
+        nodes = trace.nodes
+        if not nodes and trace.route == "web":
+            reason = "the web route found nothing" if self.web is not None else NO_WEB_PROVIDER
+            trace.answer = self._step(trace, "generate", lambda: generator.abstain(question, reason, judged))
+        else:
+            trace.answer = self._step(trace, "generate",
+                                      lambda: generator.generate(question, nodes, judged, history=history))
+        if self.groundedness is not None:
+            self._check_groundedness(trace, self.groundedness, generator, question, query, history, judged,
+                                     retrieval_quality, can_re_retrieve)
+        self._check_answer(trace, judged)
+
+    def _check_groundedness(self, trace: Trace, groundedness: GroundednessJudge, generator: Generator,
+                            question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
+                            retrieval_quality: float | None, can_re_retrieve: bool) -> None:
+        answer = trace.answer
+        assert answer is not None  # _generate_and_check set it
+        if answer.abstained:
+            trace.groundedness_error = "the generator abstained: no claims to check"
+            return
         if not answer.text:
             trace.groundedness_error = f"no answer to check: {answer.error or 'empty answer'}"
             return
-        contexts = [node.node.get_content() for node in trace.nodes]
-        score, judgement = self._step(trace, "judge:groundedness",
-                                      lambda: groundedness.judge(trace.question, answer.text, contexts, judged))
+
+        def check(candidate: Answer, nodes: list[NodeWithScore]) -> tuple[float | None, Judgement | None]:
+            contexts = [node.node.get_content() for node in nodes]
+            return self._step(trace, "judge:groundedness",
+                              lambda: groundedness.judge(question, candidate.text, contexts, judged))
+
+        score, judgement = check(answer, trace.nodes)
+        if groundedness.params.on_fail != "off":
+            def regenerate(nodes: list[NodeWithScore], unsupported: list[str]) -> Answer:
+                return self._step(trace, "correct:regenerate", lambda: generator.generate(
+                    question, nodes, judged, feedback=unsupported, history=history))
+
+            def re_retrieve(refined: str) -> list[NodeWithScore]:
+                return self._rerank(trace, refined, self._step(
+                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined)))
+
+            result = HallucinationCorrector(groundedness.params).run(
+                query, Attempt(answer, list(trace.nodes), score, judgement), regenerate=regenerate,
+                re_retrieve=re_retrieve if can_re_retrieve else None, check=check,
+                retrieval_quality=retrieval_quality, trace=judged)
+            trace.answer, trace.nodes, score, judgement = result.answer, list(result.nodes), result.score, \
+                result.judgement
         trace.groundedness = score
         if score is None and judgement is not None:
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
+
+    def _check_answer(self, trace: Trace, judged: JudgeTrace) -> None:
+        if (checker := self.answer_check) is None:
+            return
+        answer = trace.answer
+        if answer is None or not answer.text or answer.abstained:
+            trace.answer_check_error = "no answer to check" if answer is None or not answer.text else \
+                "the generator abstained"
+            return
+        contexts = [node.node.get_content() for node in trace.nodes]
+        trace.answer_check = self._step(trace, "judge:answer_check",
+                                        lambda: checker.check(trace.question, answer.text, contexts, judged))

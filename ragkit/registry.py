@@ -32,6 +32,26 @@ class ComponentParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # Parameters added after run ids were first published. At their default they are left out of
+    # the resolved spec (``Registry.resolve``), so adding an option that is off changes no id and
+    # no cached result; set to anything else, they are part of the key like any parameter.
+    added_fields: ClassVar[frozenset[str]] = frozenset()
+
+    def key_dump(self) -> dict[str, Any]:
+        """The parameters as JSON, without the ``added_fields`` still at their default."""
+        dumped = self.model_dump(mode="json")
+        for name in self.added_fields:
+            field = type(self).model_fields[name]
+            if name in dumped and dumped[name] == _json_default(field):
+                del dumped[name]
+        return dumped
+
+
+def _json_default(field: Any) -> Any:
+    """A field's default as JSON (what ``model_dump(mode="json")`` writes for it)."""
+    value = field.get_default(call_default_factory=True)
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
 
 class ComponentSpec(BaseModel):
     """How a component is written in an experiment config: ``{type, params}``."""
@@ -60,7 +80,7 @@ class Component:
         return {"type": self.name, "params": self.params.model_dump(mode="json")}
 
     def spec_key(self) -> str:
-        return content_key(self.kind, self.name, self.version, self.params.model_dump(mode="json"))
+        return content_key(self.kind, self.name, self.version, self.params.key_dump())
 
 
 def validation_problems(
@@ -130,9 +150,9 @@ ComponentT = TypeVar("ComponentT", bound=Component)
 class Registry(Generic[ComponentT]):
     """The registered classes of one kind; ``ComponentT`` is that kind's base class."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, group: str | None = None) -> None:
         self.kind = kind
-        self.group = f"ragkit.{kind}s"
+        self.group = group or f"ragkit.{kind}s"
         self._extra: dict[str, type[ComponentT]] = {}
         self._loaded: dict[str, type[ComponentT]] = {}
 
@@ -197,7 +217,7 @@ class Registry(Generic[ComponentT]):
         """The spec with every default filled in: what a run id is computed from."""
         spec = as_spec(spec)
         params = self.validate_params(spec.type, spec.params)
-        return ComponentSpec(type=spec.type, params=params.model_dump(mode="json"))
+        return ComponentSpec(type=spec.type, params=params.key_dump())
 
 
 def as_spec(value: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:

@@ -18,7 +18,7 @@ Report, summary, export and dashboard all call this module; what makes its numbe
   independent draw (``unit``), see ``statistics``.
 - **One family.** ``p_holm`` is Holm over every row returned: ask for exactly the rows shown.
 - **One answer per factor.** ``marginal`` rows compare each level of a factor with its best level
-  (``level_b``, the level with the highest mean, failures as 0; for descriptive metrics such as
+  (``level_b``, the level with the best mean, failures as the worst value; for descriptive metrics such as
   ``final_tokens``, the baseline level), paired over every matched setting of the other factors:
   a question's difference is its mean over the matched pairs, so each question counts once.
 """
@@ -33,7 +33,7 @@ import pandas as pd
 from ragkit.analysis import statistics
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
-from ragkit.metrics.names import higher_is_better, parse_metric
+from ragkit.metrics.names import better_direction, failure_value, parse_metric
 
 DepthRule = Literal["common", "asked"]
 DEPTH_RULES = ("common", "asked")
@@ -110,7 +110,8 @@ def run_depths(runs: pd.DataFrame) -> dict[str, int | None]:
 
 def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: list[str]) -> dict[str, np.ndarray]:
     """Per pair (columns, in order): per-question differences b - a over questions both scored
-    (NaN elsewhere), strict differences over questions both were asked (failures as 0), and the
+    (NaN elsewhere), strict differences over questions both were asked (a failure as the metric's
+    worst value, ``names.failure_value``: 0, or 1 for a lower-is-better rate), and the
     counts of scored and failed questions per side."""
     n_questions, n_pairs = len(matrices.question_ids), len(pairs)
     out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
@@ -127,7 +128,8 @@ def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: li
         both_asked = asked[:, a] & asked[:, b]
         scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
         out["diff"][:, columns] = np.where(scored_a & scored_b, value_b - value_a, np.nan)
-        strict = np.nan_to_num(value_b) - np.nan_to_num(value_a)
+        failed = failure_value(str(metric))
+        strict = np.nan_to_num(value_b, nan=failed) - np.nan_to_num(value_a, nan=failed)
         out["strict"][:, columns] = np.where(both_asked, strict, np.nan)
         out["n_scored_a"][columns], out["n_scored_b"][columns] = scored_a.sum(axis=0), scored_b.sum(axis=0)
         out["n_failed_a"][columns] = (both_asked & ~scored_a).sum(axis=0)
@@ -218,8 +220,8 @@ class Comparer:
                                       self.results.unit))
         return _finish(frames)
 
-    def _level_means(self, factor_pairs: pd.DataFrame, compared: list[str]) -> dict[str, float]:
-        """Mean of each level's runs in these pairs (failures as 0), averaged over its runs."""
+    def _level_means(self, factor_pairs: pd.DataFrame, compared: list[str], failed: float) -> dict[str, float]:
+        """Mean of each level's runs in these pairs (failures as ``failed``), averaged over its runs."""
         means: dict[str, list[float]] = {}
         for side in ("a", "b"):
             for run_id, level, metric in zip(factor_pairs[f"run_{side}"], factor_pairs[f"value_{side}"], compared):
@@ -227,7 +229,8 @@ class Comparer:
                 column = self.matrices.run_ids.index(run_id)
                 count = asked[:, column].sum()
                 if count:
-                    means.setdefault(level, []).append(float(np.nan_to_num(values[asked[:, column], column]).mean()))
+                    column_values = np.nan_to_num(values[asked[:, column], column], nan=failed)
+                    means.setdefault(level, []).append(float(column_values.mean()))
         return {level: float(np.mean(values)) for level, values in means.items()}
 
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
@@ -246,11 +249,12 @@ class Comparer:
             order = level_order(self.runs, levels.reset_index(drop=True), factor)
             for metric in metrics:
                 compared, depths = self._compared(factor_pairs, metric)
-                means = self._level_means(factor_pairs, compared)
+                means = self._level_means(factor_pairs, compared, failure_value(metric))
                 if not means:
                     continue
                 ranked = sorted(means, key=lambda level: order[level])
-                best = max(ranked, key=lambda level: means[level]) if higher_is_better(metric) else ranked[0]
+                direction = better_direction(metric)
+                best = max(ranked, key=lambda level: direction * means[level]) if direction else ranked[0]
                 frames.append(self._against(factor_pairs, compared, depths, factor, metric, best, ranked))
         return _finish(frames)
 

@@ -26,10 +26,17 @@ def pipeline_stages(stages: pd.DataFrame) -> pd.DataFrame:
 
 def latency_by_stage(stages: pd.DataFrame) -> pd.DataFrame:
     """[run_id, stage, seconds, per_question]: per-question stages as a mean per question,
-    run-level build stages (no question id) as their total seconds with per_question False."""
+    run-level build stages (no question id) as their total seconds with per_question False.
+
+    A stage's mean is its total over the run's questions divided by the number of questions the
+    run answered, so a stage that runs twice in a question (a correction round) counts twice and
+    one that only some questions need (a correction at all) is not inflated by the others."""
     per_question = stages["question_id"].notna()
-    question_level = (stages[per_question].groupby(["run_id", "stage"], observed=True)["seconds"].mean()
-                      .reset_index().assign(per_question=True))
+    asked = stages[per_question]
+    answered = asked.groupby("run_id", observed=True)["question_id"].nunique()
+    totals = asked.groupby(["run_id", "stage"], observed=True)["seconds"].sum().reset_index()
+    question_level = totals.assign(seconds=totals["seconds"] / totals["run_id"].map(answered).astype(float),
+                                   per_question=True)
     build_level = (stages[~per_question].groupby(["run_id", "stage"], observed=True)["seconds"].sum()
                    .reset_index().assign(per_question=False))
     return pd.concat([question_level, build_level], ignore_index=True)[["run_id", "stage", "seconds", "per_question"]]

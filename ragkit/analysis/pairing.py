@@ -58,7 +58,10 @@ def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def format_value(value: object) -> str:
-    # A parameter column holding NaN for some runs turns 60 into 60.0; show it as written.
+    # A parameter column holding NaN for some runs turns 60 into 60.0; show it as written. A
+    # parameter set to none (an option off) is stored as a missing value.
+    if value is None or (isinstance(value, (float, np.floating)) and np.isnan(value)):
+        return "none"
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value)

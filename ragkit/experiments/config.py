@@ -16,6 +16,7 @@ from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec, ConfigError, validation_problems
+from ragkit.web import web_providers
 
 if TYPE_CHECKING:
     from ragkit.judges.base import Judge
@@ -74,7 +75,14 @@ class JudgeChoice(StrictModel):
     """
 
     mode: list[str] = Field(min_length=1, description="Modes to run: off, heuristic, llm, or both (off + strongest).")
-    params: dict[str, Any] = Field(default_factory=dict, description="The judge's parameters (except mode).")
+    params: dict[str, Any] | list[dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The judge's parameters (except mode); a list of parameter sets runs each one "
+        "(e.g. [{on_fail: off}, {on_fail: re_retrieve}] to toggle an option of the judge).",
+    )
+
+    def variants(self) -> list[dict[str, Any]]:
+        return self.params if isinstance(self.params, list) else [self.params]
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +97,10 @@ class JudgeChoice(StrictModel):
             value["mode"] = {True: "on", False: "off"}.get(enabled, enabled)
         if isinstance(value, dict) and not isinstance(value.get("mode"), list) and "mode" in value:
             value = {**value, "mode": [value["mode"]]}
+        if isinstance(value, dict) and isinstance(value.get("mode"), list):
+            # YAML 1.1 reads an unquoted off / on as a boolean: [off, llm] arrives as [False, "llm"].
+            value = {**value, "mode": [{False: "off", True: "on"}.get(m, m) if isinstance(m, bool) else m
+                                       for m in value["mode"]]}
         return value
 
 
@@ -96,7 +108,10 @@ def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
     """One resolved spec per mode, in the order off, heuristic, llm; `both`/`on` expanded."""
     cls: type[Judge] = judge_registry.get(name)
     strongest = "llm" if "llm" in cls.modes else cls.modes[-1]
-    if "mode" in choice.params:
+    variants = choice.variants()
+    if not variants:
+        raise ConfigError(f"judges.{name}: params is an empty list; give one parameter set or more")
+    if any("mode" in params for params in variants):
         raise ConfigError(f"judges.{name}: set the mode with 'mode', not inside params")
     modes: set[str] = set()
     for mode in choice.mode:
@@ -109,8 +124,13 @@ def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
                 raise ConfigError(f"judges.{name}: no mode '{item}'. Valid modes: {valid}")
             modes.add(item)
     ordered = [mode for mode in MODE_ORDER if mode in modes]
-    return [_at(f"judges.{name}", judge_registry.resolve, {"type": name, "params": {**choice.params, "mode": mode}})
-            for mode in ordered]
+    specs: dict[str, ComponentSpec] = {}
+    for mode in ordered:
+        # A judge that is off has no parameters in effect: one off spec whatever the variants.
+        for params in variants[:1] if mode == "off" else variants:
+            spec = _at(f"judges.{name}", judge_registry.resolve, {"type": name, "params": {**params, "mode": mode}})
+            specs.setdefault(spec.model_dump_json(), spec)
+    return list(specs.values())
 
 
 def _at(field: str, resolve: Callable[[Any], ComponentSpec], spec: Any) -> ComponentSpec:
@@ -179,6 +199,16 @@ class ExperimentConfig(StrictModel):
         "is the `evaluation` role of `llm`. true: the default metrics.",
     )
     shard_size: int = Field(default=100, ge=1, le=100_000, description="Questions per committed results part.")
+    web: ComponentSpec | None = Field(
+        default=None,
+        description="Web search provider (entry-point group ragkit.web) for the router's web route and the "
+        "quality gate's web_fallback; none by default: a web route is then answered 'not found'.",
+    )
+
+    @field_validator("web", mode="before")
+    @classmethod
+    def _web_short(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
 
     @field_validator("evaluation", mode="before")
     @classmethod
@@ -219,11 +249,19 @@ class ExperimentConfig(StrictModel):
             needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
+            if any(point_switches(self, name) for name in ("strategy", "quality_gate")):
+                raise ValueError("switching retrieval strategy (the strategy judge or quality_gate.switch_strategy) "
+                                 "may use dense or hybrid retrieval: add an embedder to 'embedders' (e.g. minilm)")
         if "groundedness" in self.judges and self.generator is None:
             specs = judge_specs("groundedness", self.judges["groundedness"])
             needs_answer = [s for s in specs if s.params["mode"] != "off"]
             if needs_answer:
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
+        needs_generator = [name for name in ("router", "answer_check")
+                           if name in self.judges and any(s.params["mode"] != "off"
+                                                          for s in judge_specs(name, self.judges[name]))]
+        if needs_generator and self.generator is None:
+            raise ValueError(f"judges {needs_generator} need generated answers: set 'generator: true'")
         if self.evaluation is not None and self.generator is None:
             needing = [m for m in self.evaluation.metrics if "answer" in GENERATION_METRICS[m].inputs]
             if needing:
@@ -246,7 +284,16 @@ class ExperimentConfig(StrictModel):
             "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
             "generator": _at("generator", judge_registry.resolve, generator) if generator is not None else None,
             "llm": self.llm.resolved(),
+            "web": _at("web", web_providers.resolve, self.web) if self.web is not None else None,
         }
+
+
+def point_switches(config: ExperimentConfig, judge: str) -> bool:
+    """Some grid point of ``config`` lets ``judge`` switch the retrieval strategy."""
+    if judge not in config.judges:
+        return False
+    specs = [spec for spec in judge_specs(judge, config.judges[judge]) if spec.params["mode"] != "off"]
+    return any(judge == "strategy" or spec.params.get("switch_strategy") for spec in specs)
 
 
 class GridPoint(BaseModel):
@@ -262,6 +309,18 @@ class GridPoint(BaseModel):
     judges: tuple[ComponentSpec, ...] = ()
     generator: ComponentSpec | None = None
     evaluation: EvaluationParams | None = None
+    # The web search provider, on the points whose router or quality gate may search the web.
+    web: ComponentSpec | None = None
+
+    def uses_web(self) -> bool:
+        """The router can route to the web, or the quality gate falls back to it."""
+        gate = self.judge("quality_gate")
+        return self.judge("router") is not None or (gate is not None and bool(gate.params.get("web_fallback")))
+
+    def switches_strategy(self) -> bool:
+        """Retrieval may change strategy per query: the strategy judge, or the gate's switch map."""
+        gate = self.judge("quality_gate")
+        return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy")))
 
     def active_judges(self) -> tuple[ComponentSpec, ...]:
         """The judges that do something here: a judge that is off is as if it were not configured."""
@@ -286,14 +345,15 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
         retriever_cls = registry.retrievers.get(retriever.type)
         params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
         point = GridPoint(
-            chunker=chunker,
-            embedder=embedder if retriever_cls.uses_embedder else None,
-            retriever=params,
-            top_k=top_k,
-            judges=tuple(judges),
-            generator=parts["generator"],
-            evaluation=config.evaluation,
+            chunker=chunker, embedder=embedder, retriever=params, top_k=top_k, judges=tuple(judges),
+            generator=parts["generator"], evaluation=config.evaluation, web=parts["web"],
         )
+        # Only what a point uses is part of it: a retriever that ignores vectors keeps its
+        # embedder only when retrieval may switch to a strategy that reads them.
+        point = point.model_copy(update={
+            "embedder": embedder if retriever_cls.uses_embedder or point.switches_strategy() else None,
+            "web": parts["web"] if point.uses_web() else None,
+        })
         points.setdefault(point.model_dump_json(), point)
     return list(points.values())
 

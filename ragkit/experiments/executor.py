@@ -32,7 +32,9 @@ from ragkit.chunksets import (
     load_or_build_chunkset,
     load_or_build_judged_chunkset,
 )
+from ragkit.corpus.summary import corpus_summary
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
+from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import (
     EVALUATION,
@@ -45,6 +47,7 @@ from ragkit.experiments.plan import (
     run_row,
 )
 from ragkit.index import ChunkIndex, IndexStore
+from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import BackendUnavailable
 from ragkit.llms.base import llms as llm_registry
@@ -52,11 +55,14 @@ from ragkit.llms.calls import LLMClient
 from ragkit.locks import content_lock
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
+from ragkit.metrics.routing import abstention_scores, routing_scores
 from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
+from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings
+from ragkit.web import web_providers
 
 Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
 
@@ -203,7 +209,7 @@ class LocalExecutor:
         embed_model = self._embedder(registry.embedders.resolve("minilm")).embed_model()
         return QuestionEvaluator(params, llm, embed_model, plan.corpus.by_id())
 
-    def _pipeline(self, run: RunStep, index: ChunkIndex) -> Pipeline:
+    def _pipeline(self, plan: Plan, run: RunStep, index: ChunkIndex) -> Pipeline:
         point = run.point
         embedder = self._embedder(point.embedder) if point.embedder else None
         base = registry.retrievers.build(point.retriever, index=index, embedder=embedder)
@@ -212,22 +218,47 @@ class LocalExecutor:
         def judge(spec, **deps):
             return judge_registry.build(spec, llm=clients.get(spec.type), **deps) if spec is not None else None
 
-        retriever, transforms = base, []
+        switchable = self._switchable(point, base, index, embedder) if point.switches_strategy() else None
+        retriever, transforms = switchable or base, []
         for name in TRANSFORMS:
             if point.judge(name) is not None:
                 retriever = judge(point.judge(name), retriever=retriever)
                 transforms.append(name)
+        router = None
+        if (router_spec := point.judge("router")) is not None:
+            method = router_spec.params.get("summary", "heuristic")
+            # Written once per corpus and model, then read from its file: a one-off cost like an
+            # index build, kept out of the first question's router stage by a client of its own.
+            llm = clients.get("router")
+            summary = corpus_summary(plan.corpus, self.data_dir / "summaries", method,
+                                     llm.with_own_usage() if llm is not None and method == "llm" else None)
+            router = judge(router_spec, summary=summary)
         return Pipeline(
             retriever=retriever,
-            base_retriever=base,
+            base_retriever=switchable or base,
             retrieve_stage="judge:" + "+".join(transforms) if transforms else "retrieve",
             quality_gate=judge(point.judge("quality_gate")),
             retrieval_judge=judge(point.judge("retrieval")),
             rerank=judge(point.judge("rerank")),
             generator=judge(point.generator),
             groundedness=judge(point.judge("groundedness")),
+            condense=judge(point.judge("condense")),
+            strategy=judge(point.judge("strategy")),
+            switchable=switchable,
+            router=router,
+            web=web_providers.build(point.web) if point.web is not None else None,
+            web_results=point.top_k,
+            answer_check=judge(point.judge("answer_check")),
             clients=tuple({id(c): c for c in clients.values()}.values()),
         )
+
+    def _switchable(self, point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
+        """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
+        for the strategy judge and the quality gate's switch map to choose from."""
+        retrievers = {name: registry.retrievers.build({"type": name, "params": {"top_k": point.top_k}},
+                                                      index=index, embedder=embedder)
+                      for name in STRATEGIES if name != point.retriever.type}
+        return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)
 
     def _index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> ChunkIndex:
         if step.index_id not in self._indexes:
@@ -298,7 +329,7 @@ class LocalExecutor:
                 continue
             report.runs_computed += 1
             index = self._index(plan, index_steps[run.index_id], report, progress)
-            pipeline = self._pipeline(run, index)
+            pipeline = self._pipeline(plan, run, index)
             evaluator = self._evaluator(plan, run)
             first_shard = not finished
             for shard in _shards(pending, plan.shard_size):
@@ -394,7 +425,7 @@ def _frames(tables: dict[str, list[dict]]) -> dict[str, pd.DataFrame]:
 def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
                      evaluator: QuestionEvaluator | None) -> dict[str, list[dict]]:
     try:
-        trace = pipeline.answer(question.text)
+        trace = pipeline.answer(question.text, history=question.history)
     except BackendUnavailable:
         raise  # says nothing about this configuration: the run stops instead
     except Exception as error:  # noqa: BLE001 - one failing question is a row per metric with its error, not a lost run
@@ -446,12 +477,40 @@ def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trac
         # a question nothing can be scored against is a visible row, not a silent gap
         nothing_to_score = "no relevant documents or answer spans to score against"
         scores.append(_error_score(run, question, "retrieval", nothing_to_score))
+    scores += _agentic_scores(run, question, trace)
     if run.point.judge("groundedness") is not None:
         if trace.groundedness is None:
             scores.append(_error_score(run, question, "groundedness", trace.groundedness_error or "not scored"))
         else:
             scores.append({**keys, "metric": "groundedness", "value": trace.groundedness, "error": None})
     return scores
+
+
+def _agentic_scores(run: RunStep, question: Question, trace: Trace) -> list[dict]:
+    """Routing, abstention and answer-check rows, on the runs and questions they apply to.
+
+    Routing is scored on every run of a question that labels its expected route: a run without
+    the router sends every question to the documents, which is its baseline. Abstention is scored
+    on every run with a generator when the question set marks some questions unanswerable."""
+    keys = {"run_id": run.run_id, "question_id": question.id}
+    rows = []
+    if question.expected_route is not None:
+        chosen = trace.route or "documents"
+        rows += [{**keys, "metric": name, "value": value, "error": None}
+                 for name, value in routing_scores(question.expected_route, chosen).items()]
+    if run.point.generator is not None and run.scores_abstention:
+        abstained = trace.abstained
+        rows += [{**keys, "metric": name, "value": value, "error": None}
+                 for name, value in abstention_scores(question.answerable, abstained).items()]
+    if run.point.judge("answer_check") is not None:
+        if trace.answer_check is None:
+            error = trace.answer_check_error or "not checked"
+            rows += [_error_score(run, question, name, error) for name in ANSWER_CHECK_METRICS]
+        else:
+            for name, value in answer_check_scores(trace.answer_check).items():
+                rows.append({**keys, "metric": name, "value": value, "error": None} if value is not None
+                            else _error_score(run, question, name, trace.answer_check_error or "unusable reply"))
+    return rows
 
 
 def _question_rows(run: RunStep, question: Question, trace: Trace) -> dict[str, list[dict]]:

@@ -20,6 +20,7 @@ from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
+from ragkit.web import web_providers
 
 if TYPE_CHECKING:
     from ragkit.judges.base import Judge, JudgeParams
@@ -59,6 +60,8 @@ class RunStep:
     # The depths of every run in the plan: each run scores those up to its own, so that any two
     # runs can be compared at their common depth.
     plan_depths: tuple[int, ...] = field(default=(), hash=False, compare=False)
+    # The question set marks some questions unanswerable: runs with a generator score abstention.
+    scores_abstention: bool = field(default=False, hash=False, compare=False)
 
     @cached_property
     def depth(self) -> int:
@@ -102,7 +105,7 @@ def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | 
 
 
 def questions_key(questions: QuestionSet) -> str:
-    return content_key("questions", [q.model_dump(mode="json") for q in questions.questions])
+    return questions.content_key()
 
 
 def roles_calling_llm(point: GridPoint) -> list[str]:
@@ -162,6 +165,8 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
                                                 for spec in point.active_judges() if spec.type != CHUNKING]
         if point.generator is not None:
             pipeline_part.append((component_key(judge_registry, point.generator), _llm_key(llms[GENERATOR])))
+        if point.web is not None:  # only on points that may search the web
+            pipeline_part.append(("web", component_key(web_providers, point.web)))
         if point.evaluation is not None:
             evaluation = point.evaluation.model_dump(mode="json")
             pipeline_part.append(("evaluation", evaluation, _llm_key(llms.get(EVALUATION))))
@@ -175,6 +180,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder))
         runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id, llms))
     depths = tuple(sorted({run.depth for run in runs.values()}))
+    abstention = any(not question.answerable for question in questions.questions)
     return Plan(
         experiment=config.name,
         corpus=corpus,
@@ -182,7 +188,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         questions_key=q_key,
         chunk_steps=tuple(chunk_steps.values()),
         index_steps=tuple(index_steps.values()),
-        runs=tuple(replace(run, plan_depths=depths) for run in runs.values()),
+        runs=tuple(replace(run, plan_depths=depths, scores_abstention=abstention) for run in runs.values()),
         shard_size=config.shard_size,
     )
 
@@ -211,10 +217,15 @@ def run_row(plan: Plan, step: RunStep) -> dict:
         mode = spec.params["mode"]
         row[f"judge.{spec.type}"] = mode
         if mode != "off":  # an off judge has no parameters in effect
-            for name, value in spec.params.items():
+            # Every parameter, options at their default included, so a toggled option reads
+            # `on_fail=off` -> `on_fail=re_retrieve` rather than a missing value.
+            shown = judge_registry.validate_params(spec.type, spec.params).model_dump(mode="json")
+            for name, value in shown.items():
                 if name != "mode":
                     row[f"judge.{spec.type}.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
+    if point.web is not None:
+        row["web"] = point.web.type
     if point.evaluation is not None:
         row["evaluation"] = ",".join(point.evaluation.metrics)
         if point.evaluation.repeats > 1:

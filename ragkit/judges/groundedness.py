@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
@@ -46,6 +46,32 @@ class GroundednessParams(JudgeParams):
     passing_score: float = Field(
         default=1.0, ge=0.0, le=1.0, description="aevaluate: an answer passes when its score reaches this."
     )
+    on_fail: Literal["off", "regenerate", "re_retrieve"] = Field(
+        default="off",
+        description="Hallucination correction after a check below accept_at: off; regenerate listing the "
+        "unsupported claims; or re_retrieve with a refined query first when the score or retrieval is poor.",
+    )
+    accept_at: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="Correction: a supported share this high is kept."
+    )
+    regenerate_at: float = Field(
+        default=0.6, ge=0.0, le=1.0,
+        description="Correction: at least this supported share regenerates; below it re_retrieve re-retrieves first.",
+    )
+    min_retrieval_quality: float = Field(
+        default=0.6, ge=0.0, le=1.0,
+        description="Correction: retrieval quality (the quality gate's, 0-1) below this re-retrieves first.",
+    )
+    max_corrections: int = Field(default=2, ge=1, le=5, description="Correction: most correction rounds.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections"}
+
+    @model_validator(mode="after")
+    def _tiers_in_order(self) -> GroundednessParams:
+        if self.regenerate_at > self.accept_at:
+            raise ValueError(f"regenerate_at ({self.regenerate_at}) must not exceed accept_at ({self.accept_at})")
+        return self
 
 
 class ClaimsReply(BaseModel):
@@ -197,6 +223,13 @@ class GroundednessJudge(Judge, BaseEvaluator):
         quoted = " ".join(verdict.evidence.lower().split()).strip(" .")
         return {**check, "verdict": SUPPORTED if verdict.supported else UNSUPPORTED, "evidence": verdict.evidence,
                 "evidence_in_context": bool(quoted) and quoted in context.lower()}
+
+
+def unsupported_claims(judgement: Judgement | None) -> list[str]:
+    """The claims a groundedness judgement found unsupported, in order."""
+    if judgement is None:
+        return []
+    return [check["claim"] for check in judgement.decision.get("claims", []) if check["verdict"] == UNSUPPORTED]
 
 
 def _feedback(checks: list[dict[str, Any]], score: float | None, reason: str | None) -> str:

@@ -11,6 +11,25 @@ The gate then returns the best attempt: the highest mean of the top ``score_top_
 (an empty attempt scores -inf), the earliest attempt on a tie, so the original retrieval wins
 unless a retry did strictly better. A verdict that cannot be parsed falls back to the original
 retrieval, the judge-off behaviour.
+
+Options added with the agentic loops (each off by default, leaving the above unchanged):
+
+- ``verdict: scored`` (llm): the model scores the chunks 0-100 (sufficient at ``pass_score``,
+  60), names one issue from ``ISSUE_TYPES`` and lists the missing aspects; every attempt is
+  scored, the last one too, and the best attempt is the highest score.
+- ``preset``: the published heuristic thresholds, ``basic`` (top 0.5, mean 0.3: the defaults) and
+  ``strict`` (top 0.8, mean 0.7, score variance at most 0.1); ``max_spread`` is the variance check
+  on its own. The heuristic diagnoses its failures: low top score -> no_coverage, low mean ->
+  partial, high variance -> too_broad.
+- ``switch_strategy``: issue -> strategy. A failed check whose issue is mapped to a strategy
+  other than the current one switches to it (through the ``switch`` callable the pipeline gives)
+  and retrieves again; query transforms inside ``retrieve`` then regenerate their expansions
+  for the new strategy. ``max_attempts`` caps the attempts, the first included.
+- ``web_fallback``: recorded for the pipeline, which searches the web when the gate failed.
+
+After ``run``, ``outcome`` says whether an attempt passed, the retrieval quality in [0, 1] (the
+kept attempt's score / 100, or its mean top score for the heuristic; unknown for binary llm
+verdicts), the issue and missing aspects, and the kept attempt's strategy.
 """
 
 from __future__ import annotations
@@ -19,17 +38,25 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 from llama_index.core.schema import NodeWithScore
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
+from ragkit.retrievers.switchable import STRATEGIES
 
 Retrieve = Callable[[str], list[NodeWithScore]]
+Switch = Callable[[str], None]
+
+ISSUE_TYPES = ("off_topic", "too_broad", "missing_aspect", "wrong_entity", "outdated", "partial", "contradictory",
+               "no_coverage")
+NO_ISSUE = "none"
+# The published threshold sets: (min_top_score, min_mean_score, max_spread).
+PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
 
 _WORD = re.compile(r"[^\W_]+")
 STOPWORDS = frozenset(
@@ -59,6 +86,78 @@ class QualityGateParams(JudgeParams):
         default=250, ge=40, le=4000, description="llm: characters of each chunk shown (small context)."
     )
     max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
+    verdict: Literal["binary", "scored"] = Field(
+        default="binary", description="llm: a yes/no verdict, or a 0-100 score with an issue type and missing aspects."
+    )
+    pass_score: int = Field(default=60, ge=0, le=100, description="scored: sufficient from this score.")
+    preset: Literal["custom", "basic", "strict"] = Field(
+        default="custom",
+        description="heuristic thresholds: custom (the fields), basic (top 0.5, mean 0.3), "
+        "strict (top 0.8, mean 0.7, variance <= 0.1).",
+    )
+    max_spread: float | None = Field(
+        default=None, ge=0.0, le=1000.0,
+        description="heuristic: the variance of the top score_top_k scores must be at most this (none: no check).",
+    )
+    switch_strategy: dict[str, str] = Field(
+        default_factory=dict,
+        description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt.",
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=5, description="Most attempts, the first included (none: max_retries + 1)."
+    )
+    web_fallback: bool = Field(default=False, description="Search the web when no attempt passes.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback"}
+
+    @field_validator("switch_strategy")
+    @classmethod
+    def _known_issues_and_strategies(cls, value: dict[str, str]) -> dict[str, str]:
+        issues = sorted(set(value) - set(ISSUE_TYPES))
+        if issues:
+            raise ValueError(f"unknown issue {issues}. Valid issues: {', '.join(ISSUE_TYPES)}")
+        strategies = sorted(set(value.values()) - set(STRATEGIES))
+        if strategies:
+            raise ValueError(f"unknown strategy {strategies}. Valid strategies: {', '.join(STRATEGIES)}")
+        return value
+
+    def thresholds(self) -> tuple[float, float, float | None]:
+        """(min_top_score, min_mean_score, max_spread) in effect."""
+        if self.preset == "custom":
+            return self.min_top_score, self.min_mean_score, self.max_spread
+        return PRESETS[self.preset]
+
+    def rounds(self) -> int:
+        """Most re-retrievals after the first attempt."""
+        return self.max_retries if self.max_attempts is None else self.max_attempts - 1
+
+
+class ScoredVerdict(BaseModel):
+    score: int = Field(ge=0, le=100, description="0-100: how well the chunks answer the question.")
+    issue: str = Field(default=NO_ISSUE, description="none, or what is wrong: " + ", ".join(ISSUE_TYPES))
+    missing_aspects: list[str] = Field(default_factory=list, description="What the question asks that is missing.")
+    reformulated_query: str = Field(default="", description="A better search query, if the score is low.")
+    reason: str = ""
+
+    @field_validator("issue")
+    @classmethod
+    def _known_issue(cls, value: str) -> str:
+        value = value.strip().lower().replace(" ", "_").replace("-", "_")
+        if value not in (NO_ISSUE, *ISSUE_TYPES):
+            raise ValueError(f"unknown issue '{value}'. Valid issues: {NO_ISSUE}, {', '.join(ISSUE_TYPES)}")
+        return value
+
+
+@dataclass
+class GateOutcome:
+    """What the gate concluded, for the pipeline's later steps (web fallback, correction tiers)."""
+
+    passed: bool | None = None  # None: off, or no usable verdict
+    quality: float | None = None  # 0-1 retrieval quality of the kept attempt, when the mode gives one
+    issue: str | None = None
+    missing_aspects: list[str] = field(default_factory=list)
+    strategy: str | None = None  # the kept attempt's strategy; None: the run's own
 
 
 class GateVerdict(BaseModel):
@@ -77,6 +176,24 @@ EXAMPLE = (
 )
 
 
+SCORED_EXAMPLE = (
+    "Example:\n"
+    "Question: Why is the sky blue?\n"
+    "[1] Stocks fell after the rate rise.\n"
+    '{"score": 5, "issue": "off_topic", "missing_aspects": ["why the sky is blue"], '
+    '"reformulated_query": "sky blue color light scattering", "reason": "[1] is about stocks"}'
+)
+
+
+def build_scored_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, tried: list[str]) -> str:
+    searched = f"Already searched: {'; '.join(tried)}\n" if tried else ""
+    return (
+        f"{SCORED_EXAMPLE}\n\nQuestion: {query}\n{searched}{numbered_chunks(nodes, chunk_chars) or '(no chunks)'}\n"
+        f"Score 0-100 how well these chunks answer the question. Issue: none or one of {', '.join(ISSUE_TYPES)}. "
+        "Reply as JSON with score, issue, missing_aspects, reformulated_query and reason."
+    )
+
+
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, tried: list[str]) -> str:
     """``tried``: the reformulations already searched, so the model proposes a new one."""
     searched = f"Already searched: {'; '.join(tried)}\n" if tried else ""
@@ -91,6 +208,11 @@ class Attempt:
     query: str
     nodes: list[NodeWithScore]
     mean_score: float
+    strategy: str | None = None
+    verdict_score: int | None = None  # scored verdicts
+    sufficient: bool | None = None
+    issue: str | None = None
+    missing_aspects: list[str] = field(default_factory=list)
 
 
 def mean_top_score(nodes: list[NodeWithScore], k: int) -> float:
@@ -102,6 +224,22 @@ def mean_top_score(nodes: list[NodeWithScore], k: int) -> float:
 def best_attempt(attempts: list[Attempt]) -> int:
     """Index of the highest mean score; the earliest on a tie."""
     return max(range(len(attempts)), key=lambda index: (attempts[index].mean_score, -index))
+
+
+def best_scored_attempt(attempts: list[Attempt]) -> int:
+    """Index of the highest verdict score (attempts without one after), then the mean rule."""
+    return max(range(len(attempts)), key=lambda index: (
+        attempts[index].verdict_score is not None, attempts[index].verdict_score or 0,
+        attempts[index].mean_score, -index))
+
+
+def score_variance(nodes: list[NodeWithScore], k: int) -> float:
+    """Population variance of the ``k`` highest scores (0 with fewer than two)."""
+    scores = sorted((float(node.score or 0.0) for node in nodes), reverse=True)[:k]
+    if len(scores) < 2:
+        return 0.0
+    mean = sum(scores) / len(scores)
+    return sum((score - mean) ** 2 for score in scores) / len(scores)
 
 
 def keywords(text: str) -> list[str]:
@@ -121,75 +259,159 @@ class QualityGate(Judge):
     def __init__(self, params: QualityGateParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def run(self, query: str, retrieve: Retrieve, trace: JudgeTrace) -> list[NodeWithScore]:
-        """The chunks of the best attempt; exactly ``retrieve(query)`` when off or on an unusable verdict."""
+    outcome: GateOutcome = GateOutcome()
+
+    def run(self, query: str, retrieve: Retrieve, trace: JudgeTrace,
+            switch: Switch | None = None) -> list[NodeWithScore]:
+        """The chunks of the best attempt; exactly ``retrieve(query)`` when off or on an unusable verdict.
+
+        ``switch(strategy)`` changes the strategy of the next ``retrieve`` calls (``switch_strategy``)."""
+        self.outcome = GateOutcome()
         first = retrieve(query)
         if not self.enabled:
             return first
         k = self.params.score_top_k
         attempts = [Attempt(query, first, mean_top_score(first, k))]
-        tried = {_normal(query)}
+        current: str | None = None
+        tried: set[tuple[str, str | None]] = {(_normal(query), current)}
         stopped = "max_retries"
-        for round_number in range(1, self.params.max_retries + 1):
-            started = time.perf_counter()
+        rounds = self.params.rounds()
+        for round_number in range(1, rounds + 2):
             latest = attempts[-1]
-            summary = f"round {round_number}: {latest.query} | {len(latest.nodes)} chunks"
-            decision: dict[str, Any] = {"round": round_number, "query": latest.query,
-                                        "mean_score": _finite(latest.mean_score)}
-            if self.params.mode == "heuristic":
-                sufficient, new_query, reason = self._heuristic_verdict(query, latest, attempts)
-                result = None
-            else:
-                prompt = build_prompt(query, latest.nodes[: self.params.max_chunks], self.params.chunk_chars,
-                                      [attempt.query for attempt in attempts[1:]])
-                try:
-                    result = self.ask(prompt, GateVerdict, system=SYSTEM, max_tokens=self.params.max_tokens)
-                except LLMError as error:
-                    trace.add(self.judgement(summary, {**decision, "action": "fell back"}, started=started,
-                                             fell_back=True, error=str(error)))
+            if round_number > rounds:
+                # Every attempt gets a verdict when attempts are ranked by it (scored) or it can
+                # switch strategy; otherwise, as always, the last retry is not judged.
+                if not self._judges_last_attempt():
+                    break
+                if not self._assess(query, latest, attempts, round_number, trace, final=True):
                     return first
-                if result.parsed is None:
-                    trace.add(self.judgement(summary, {**decision, "action": "fell back"}, result,
-                                             started=started, fell_back=True))
-                    return first
-                verdict = result.parsed
-                new_query = " ".join(verdict.reformulated_query.split())
-                sufficient, reason = verdict.sufficient, verdict.reason
-            decision.update(sufficient=sufficient, reformulated_query=new_query, reason=reason)
-
-            if sufficient:
+                break
+            assessed = self._assess(query, latest, attempts, round_number, trace)
+            if not assessed:
+                return first
+            decision = trace.judgements[-1].decision
+            new_query = decision["reformulated_query"]
+            target = self.params.switch_strategy.get(latest.issue or "") if switch is not None else None
+            if latest.sufficient:
                 stopped = "sufficient"
-            elif not new_query or _normal(new_query) in tried:
+            elif switch is not None and target is not None and target != current:
+                current = target
+                switch(target)
+                next_query = new_query if new_query and (_normal(new_query), current) not in tried else latest.query
+                tried.add((_normal(next_query), current))
+                nodes = retrieve(next_query)
+                attempts.append(Attempt(next_query, nodes, mean_top_score(nodes, k), strategy=current))
+                decision.update(action="switch", strategy=current, retry_query=next_query,
+                                retry_mean_score=_finite(attempts[-1].mean_score))
+            elif not new_query or (_normal(new_query), current) in tried:
                 stopped = "no new query"
             else:
-                tried.add(_normal(new_query))
+                tried.add((_normal(new_query), current))
                 nodes = retrieve(new_query)
-                attempts.append(Attempt(new_query, nodes, mean_top_score(nodes, k)))
+                attempts.append(Attempt(new_query, nodes, mean_top_score(nodes, k), strategy=current))
                 decision.update(action="retry", retry_mean_score=_finite(attempts[-1].mean_score))
-            trace.add(self.judgement(summary, decision, result, started=started))
-            if decision.get("action") != "retry":
+            if decision.get("action") not in ("retry", "switch"):
                 break
 
-        chosen = best_attempt(attempts)
+        scored = self.params.mode == "llm" and self.params.verdict == "scored"
+        chosen = best_scored_attempt(attempts) if scored else best_attempt(attempts)
+        kept = attempts[chosen]
         trace.judgements[-1].decision.update(
-            stopped=stopped, chosen_attempt=chosen, chosen_query=attempts[chosen].query,
-            attempts=[{"query": a.query, "mean_score": _finite(a.mean_score)} for a in attempts],
-            kept=[node.node.node_id for node in attempts[chosen].nodes],
+            stopped=stopped, chosen_attempt=chosen, chosen_query=kept.query,
+            attempts=[self._attempt_record(a) for a in attempts],
+            kept=[node.node.node_id for node in kept.nodes],
         )
-        return attempts[chosen].nodes
+        self.outcome = self._outcome(attempts, kept)
+        return kept.nodes
 
-    def _heuristic_verdict(self, query: str, latest: Attempt, attempts: list[Attempt]) -> tuple[bool, str, str]:
+    def _judges_last_attempt(self) -> bool:
+        return (self.params.mode == "llm" and self.params.verdict == "scored") or bool(self.params.switch_strategy)
+
+    def _attempt_record(self, attempt: Attempt) -> dict[str, Any]:
+        record: dict[str, Any] = {"query": attempt.query, "mean_score": _finite(attempt.mean_score)}
+        if self._judges_last_attempt() or attempt.strategy is not None:
+            record.update(strategy=attempt.strategy, score=attempt.verdict_score, issue=attempt.issue,
+                          sufficient=attempt.sufficient)
+        return record
+
+    def _outcome(self, attempts: list[Attempt], kept: Attempt) -> GateOutcome:
+        passed = any(attempt.sufficient for attempt in attempts)
+        if self.params.mode == "heuristic":
+            quality = None if kept.mean_score == float("-inf") else min(max(kept.mean_score, 0.0), 1.0)
+        else:
+            quality = None if kept.verdict_score is None else kept.verdict_score / 100
+        return GateOutcome(passed=passed, quality=quality, issue=kept.issue,
+                           missing_aspects=list(kept.missing_aspects), strategy=kept.strategy)
+
+    def _assess(self, query: str, latest: Attempt, attempts: list[Attempt], round_number: int,
+                trace: JudgeTrace, final: bool = False) -> bool:
+        """Judge ``latest`` and record the round; False when the verdict is unusable (recorded as
+        a fallback, and the caller returns the first retrieval)."""
+        started = time.perf_counter()
+        summary = f"round {round_number}: {latest.query} | {len(latest.nodes)} chunks"
+        decision: dict[str, Any] = {"round": round_number, "query": latest.query,
+                                    "mean_score": _finite(latest.mean_score)}
+        if latest.strategy is not None:
+            decision["strategy"] = latest.strategy
+        if final:
+            decision["action"] = "final check"
+        result = None
+        if self.params.mode == "heuristic":
+            sufficient, new_query, reason, issue = self._heuristic_verdict(query, latest, attempts)
+        else:
+            tried = [attempt.query for attempt in attempts[1:]]
+            scored = self.params.verdict == "scored"
+            build = build_scored_prompt if scored else build_prompt
+            prompt = build(query, latest.nodes[: self.params.max_chunks], self.params.chunk_chars, tried)
+            schema: type[BaseModel] = ScoredVerdict if scored else GateVerdict
+            try:
+                result = self.ask(prompt, schema, system=SYSTEM, max_tokens=self.params.max_tokens)
+            except LLMError as error:
+                trace.add(self.judgement(summary, {**decision, "action": "fell back"}, started=started,
+                                         fell_back=True, error=str(error)))
+                return False
+            if result.parsed is None:
+                trace.add(self.judgement(summary, {**decision, "action": "fell back"}, result,
+                                         started=started, fell_back=True))
+                return False
+            verdict = result.parsed
+            assert isinstance(verdict, (ScoredVerdict, GateVerdict))  # the schema asked for
+            new_query = " ".join(verdict.reformulated_query.split())
+            reason = verdict.reason
+            if isinstance(verdict, ScoredVerdict):
+                sufficient = verdict.score >= self.params.pass_score
+                issue = None if verdict.issue == NO_ISSUE else verdict.issue
+                latest.verdict_score = verdict.score
+                latest.missing_aspects = [" ".join(a.split()) for a in verdict.missing_aspects if a.strip()]
+                decision.update(score=verdict.score, issue=verdict.issue, missing_aspects=latest.missing_aspects)
+            else:
+                sufficient, issue = verdict.sufficient, None
+        latest.sufficient, latest.issue = sufficient, issue
+        decision.update(sufficient=sufficient, reformulated_query=new_query, reason=reason)
+        if issue is not None and self.params.mode == "heuristic" and self._judges_last_attempt():
+            decision["issue"] = issue
+        trace.add(self.judgement(summary, decision, result, started=started))
+        return True
+
+    def _heuristic_verdict(self, query: str, latest: Attempt,
+                           attempts: list[Attempt]) -> tuple[bool, str, str, str | None]:
         nodes = latest.nodes
+        min_top, min_mean, max_spread = self.params.thresholds()
         top = max((float(node.score or 0.0) for node in nodes), default=float("-inf"))
-        problems = []
-        if top < self.params.min_top_score:
-            problems.append(f"top score {_finite(top)} < {self.params.min_top_score}")
-        if latest.mean_score < self.params.min_mean_score:
-            problems.append(f"mean top-{self.params.score_top_k} score {_finite(latest.mean_score)} "
-                            f"< {self.params.min_mean_score}")
+        problems: list[tuple[str, str]] = []
+        if top < min_top:
+            problems.append(("no_coverage", f"top score {_finite(top)} < {min_top}"))
+        if latest.mean_score < min_mean:
+            problems.append(("partial", f"mean top-{self.params.score_top_k} score {_finite(latest.mean_score)} "
+                                        f"< {min_mean}"))
+        if max_spread is not None:
+            spread = score_variance(nodes, self.params.score_top_k)
+            if spread > max_spread:
+                problems.append(("too_broad", f"score variance {round(spread, 6)} > {max_spread}"))
         if not problems:
-            return True, "", "scores pass both thresholds"
-        return False, self._expanded_query(query, attempts, len(attempts)), "; ".join(problems)
+            return True, "", "scores pass both thresholds" if max_spread is None else "scores pass every check", None
+        return (False, self._expanded_query(query, attempts, len(attempts)), "; ".join(p for _, p in problems),
+                problems[0][0])
 
     def _expanded_query(self, query: str, attempts: list[Attempt], round_number: int) -> str:
         """The question's keywords plus ``expansion_terms`` x round frequent new words of the best chunks."""

@@ -66,6 +66,13 @@ class MultiQueryParams(JudgeParams):
     rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank).")
     top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned after fusion.")
     max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
+    style: Literal["generic", "typed"] = Field(
+        default="generic",
+        description="generic: num_queries rewrites; typed: three variants, technical, simple and "
+        "aspect-focused (num_queries is then ignored).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style"}
 
 
 class MultiQueryReply(BaseModel):
@@ -73,6 +80,25 @@ class MultiQueryReply(BaseModel):
 
 
 MULTI_QUERY_SYSTEM = "You rewrite a question as search queries. Reply with one JSON object only."
+VARIANT_TYPES = ("technical", "simple", "aspect")
+
+
+class TypedQueries(BaseModel):
+    technical: str = Field(description="The question in the field's technical terms.")
+    simple: str = Field(description="The question in plain everyday words.")
+    aspect: str = Field(description="A query about the question's most specific aspect.")
+
+
+def typed_query_prompt(query: str) -> str:
+    return (
+        "Example:\n"
+        "Question: Why do cats purr?\n"
+        '{"technical": "feline purring mechanism laryngeal muscles", "simple": "why does my cat purr", '
+        '"aspect": "purring when cats are injured"}\n\n'
+        f"Question: {query}\n"
+        "Write three search queries: technical (expert terms), simple (plain words) and aspect (one specific "
+        "aspect). Reply as JSON with technical, simple and aspect."
+    )
 
 
 def multi_query_prompt(query: str, count: int) -> str:
@@ -94,7 +120,8 @@ class MultiQueryRetriever(_TransformRetriever):
     @classmethod
     def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
         own = cast(MultiQueryParams, params)  # final_depth checked it is cls.Params
-        queries = own.num_queries + int(own.include_original)
+        variants = len(VARIANT_TYPES) if own.style == "typed" else own.num_queries
+        queries = variants + int(own.include_original)
         return min(own.top_k, queries * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -102,6 +129,8 @@ class MultiQueryRetriever(_TransformRetriever):
         if not self.enabled:
             return self._base(query)
         started = time.perf_counter()
+        if self.params.style == "typed":
+            return self._typed(query, started)
         try:
             result = self.ask(multi_query_prompt(query, self.params.num_queries), MultiQueryReply,
                               system=MULTI_QUERY_SYSTEM, max_tokens=self.params.max_tokens)
@@ -120,6 +149,35 @@ class MultiQueryRetriever(_TransformRetriever):
         queries = ([query] if self.params.include_original else []) + variants
         fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
         decision = {"queries": queries, "dropped_queries": dropped, "kept": [n.node.node_id for n in fused]}
+        self.trace.add(self.judgement(query, decision, result, started=started))
+        return fused
+
+    def _typed(self, query: str, started: float) -> list[NodeWithScore]:
+        """Three typed variants (technical, simple, aspect) fused with the question by RRF."""
+        try:
+            result = self.ask(typed_query_prompt(query), TypedQueries, system=MULTI_QUERY_SYSTEM,
+                              max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            self.trace.add(self.fallback(query, {"style": "typed"}, None, started, str(error)))
+            return self._base(query)
+        if result.parsed is None:
+            self.trace.add(self.fallback(query, {"style": "typed"}, result, started, None))
+            return self._base(query)
+        typed = {kind: " ".join(getattr(result.parsed, kind).split()) for kind in VARIANT_TYPES}
+        seen = {" ".join(query.lower().split())}
+        kept: dict[str, str] = {}
+        for kind, text in typed.items():
+            if text and text.lower() not in seen:
+                seen.add(text.lower())
+                kept[kind] = text
+        if not kept:
+            self.trace.add(self.fallback(query, {"style": "typed", "variants": typed}, result, started,
+                                         "no usable variant in the reply"))
+            return self._base(query)
+        queries = ([query] if self.params.include_original else []) + list(kept.values())
+        fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
+        decision = {"style": "typed", "variants": kept, "dropped": sorted(set(typed) - set(kept)),
+                    "queries": queries, "kept": [n.node.node_id for n in fused]}
         self.trace.add(self.judgement(query, decision, result, started=started))
         return fused
 

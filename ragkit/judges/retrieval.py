@@ -10,6 +10,7 @@ given retriever and merges the new chunks (one copy per chunk id, its best score
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 from llama_index.core.retrievers import BaseRetriever
@@ -17,6 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
+from ragkit.judges.generator import ConversationTurn, conversation_block
 from ragkit.llms.base import LLMError
 
 
@@ -66,9 +68,10 @@ def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
     return "\n".join(lines)
 
 
-def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int) -> str:
+def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "") -> str:
+    """``conversation``: the turns before a follow-up (``generator.conversation_block``), or empty."""
     return (
-        f"{EXAMPLE}\n\n"
+        f"{EXAMPLE}\n\n{conversation}"
         f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
         "Which chunks help answer the question? Reply as JSON with refined_query, relevant (chunk numbers), "
         "order (relevant numbers, best first), request_more (true if they are not enough) and reason."
@@ -124,10 +127,13 @@ class RetrievalJudge(Judge):
         return pool if own.keep_unjudged else min(pool, own.max_chunks)
 
     def refine(self, query: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
-               trace: JudgeTrace) -> list[NodeWithScore]:
-        """The judged chunks; ``nodes`` unchanged when the judge is off or a reply is unusable."""
+               trace: JudgeTrace, history: Sequence[ConversationTurn] = ()) -> list[NodeWithScore]:
+        """The judged chunks; ``nodes`` unchanged when the judge is off or a reply is unusable.
+
+        ``history``: the conversation before a follow-up, shown (its last 4 turns) before the question."""
         if not self.enabled:
             return list(nodes)
+        conversation = conversation_block(history, 4, 300)
         pool = merge_nodes(nodes)
         current_query = query
         for iteration in range(1, self.params.max_iterations + 1):
@@ -139,7 +145,8 @@ class RetrievalJudge(Judge):
                 trace.add(self.judgement(summary, {**decision, "action": "nothing to judge"}, started=started))
                 return []
             try:
-                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars), RetrievalReply,
+                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation),
+                                  RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as call_error:
                 trace.add(self.fallback(summary, decision, None, started, str(call_error)))

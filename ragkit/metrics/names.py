@@ -31,15 +31,24 @@ FINAL_CONTEXT_METRICS = (
 )
 # Describe the context rather than grade it: no "better" direction, never a factor's best level.
 DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens")
+# Rates in [0, 1] where less is better: a level with the lowest mean is the best, and when levels are
+# ranked a failed question counts as 1 (the worst), as it counts 0 for every other metric.
+LOWER_IS_BETTER = ("abstention_wrong",)
+# Per-question outcomes of the agentic loops (ragkit.metrics.routing, the answer_check judge).
+AGENTIC_METRICS = (
+    "routing_accuracy", "abstention_correct", "abstention_wrong",
+    "answer_relevance", "answer_completeness", "answer_accuracy",
+)
 # Every generation metric a run can score, in reading order: ragas' LLM-judged metrics, ragas'
 # non-LLM forms, answer overlap, our embedding score (ragkit.metrics.generation.METRICS), the
 # pipeline's own groundedness judge.
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
-    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", "groundedness",
+    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", "groundedness", *AGENTIC_METRICS,
 )
 # The generation metrics charted and reported by default, when scored.
-CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness")
+CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness",
+                              *AGENTIC_METRICS)
 # The retrieval metrics a summary, a report and the compare page lead with, when scored.
 HEADLINE_METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr", "span_recall@5", "span_recall@10", "span_mrr")
 
@@ -96,7 +105,20 @@ def budget_name(family: str, tokens: int) -> str:
 
 
 def higher_is_better(name: str) -> bool:
-    return parse_metric(name).family not in DESCRIPTIVE_METRICS
+    return better_direction(name) == 1
+
+
+def better_direction(name: str) -> int:
+    """1 when a higher value is better, -1 when a lower one is, 0 for a descriptive metric."""
+    family = parse_metric(name).family
+    if family in DESCRIPTIVE_METRICS:
+        return 0
+    return -1 if family in LOWER_IS_BETTER else 1
+
+
+def failure_value(name: str) -> float:
+    """What a failed question counts as when levels are ranked: the worst value of the metric."""
+    return 1.0 if better_direction(name) == -1 else 0.0
 
 
 def sort_key(name: str) -> tuple:

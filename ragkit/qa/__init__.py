@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ragkit.qa.beir import load_beir
 from ragkit.qa.corpus import load_dataset_corpus
-from ragkit.qa.model import AnswerSpan, Question, QuestionSet
+from ragkit.qa.model import AnswerSpan, Question, QuestionSet, Turn
 from ragkit.qa.plain import load_csv, load_plain_jsonl
 from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets
 from ragkit.qa.spans import find_answer, resolve_answer_spans, validate_against_corpus
@@ -45,6 +45,7 @@ __all__ = [
     "AnswerSpan",
     "Question",
     "QuestionSet",
+    "Turn",
     "detect_format",
     "find_answer",
     "load_dataset_corpus",

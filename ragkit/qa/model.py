@@ -11,7 +11,7 @@ part. A question is answered when every part is.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -39,6 +39,24 @@ class AnswerSpan(BaseModel):
         return self
 
 
+Route = Literal["documents", "conversational", "web"]
+
+
+class Turn(BaseModel):
+    """One earlier turn of the conversation a follow-up question belongs to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> Turn:
+        if not self.content.strip():
+            raise ValueError("a conversation turn's content is blank")
+        return self
+
+
 class Question(BaseModel):
     """One question and its ground truth.
 
@@ -60,6 +78,13 @@ class Question(BaseModel):
         default_factory=list,
         description="Alternatives per part of a multi-part answer; empty for a one-part answer.",
     )
+    history: list[Turn] = Field(default_factory=list, description="The conversation before this question.")
+    expected_route: Route | None = Field(
+        default=None, description="Where a router should send the question (scored as routing accuracy)."
+    )
+    answerable: bool = Field(
+        default=True, description="False: the documents cannot answer it, and abstaining is the right answer."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -74,8 +99,8 @@ class Question(BaseModel):
     def _check_ground_truth(self) -> Question:
         if not self.text.strip():
             raise ValueError("question text is blank")
-        if not self.relevant_docs and not self.answers:
-            raise ValueError("a question needs relevant documents or an answer")
+        if self.answerable and not self.relevant_docs and not self.answers:
+            raise ValueError("a question needs relevant documents or an answer (or answerable: false)")
         not_relevant = {doc: score for doc, score in self.relevant_docs.items() if score <= 0}
         if not_relevant:
             raise ValueError(f"relevance scores must be > 0, got {not_relevant}")
@@ -123,6 +148,16 @@ class Question(BaseModel):
             groups[span.group].append(span)
         return groups
 
+    def key_dump(self) -> dict[str, Any]:
+        """The question as JSON for content keys: fields added after keys were first published
+        are left out while at their default, so a question set that does not use them keeps
+        its key (and every run its id)."""
+        dumped = self.model_dump(mode="json")
+        for name in ADDED_FIELDS:
+            if dumped[name] == _json_default(name):
+                del dumped[name]
+        return dumped
+
     @property
     def source_document(self) -> str | None:
         """The document the question was drawn from: the resampling cluster of statistics.
@@ -138,6 +173,14 @@ class Question(BaseModel):
         if self.relevant_docs:
             return max(self.relevant_docs, key=self.relevant_docs.__getitem__)
         return None
+
+
+# Added with follow-up questions and routing; see Question.key_dump.
+ADDED_FIELDS = ("history", "expected_route", "answerable")
+
+
+def _json_default(name: str) -> Any:
+    return Question.model_fields[name].get_default(call_default_factory=True)
 
 
 class QuestionSet(BaseModel):
@@ -171,4 +214,4 @@ class QuestionSet(BaseModel):
 
     def content_key(self) -> str:
         """Changes whenever a question or its ground truth changes, so cached metrics do too."""
-        return content_key("questions", [q.model_dump(mode="json") for q in self.questions])
+        return content_key("questions", [q.key_dump() for q in self.questions])

@@ -12,11 +12,18 @@ One question per JSONL object or CSV row: ``id`` (optional, default: the 1-based
   part. Part i becomes span group i; texts are stripped and a part must have a non-blank text.
 
 Spans are not read from these formats: ``resolve_answer_spans`` finds them in the corpus.
+
+Follow-ups and routing (all optional): ``history``, the conversation before the question (in
+JSONL a list of ``{role, content}`` objects or of strings alternating user / assistant, starting
+with the user; in CSV the same as a JSON string); ``expected_route`` (documents, conversational or
+web), scored as routing accuracy; ``answerable`` (default true; false for a question the
+documents cannot answer, which then needs no relevant documents or answer).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,9 @@ class _PlainRow(RowModel):
     relevant_doc_ids: list[str] | dict[str, float] | str | None = None
     answer: list[str] | str | None = None
     answer_parts: list[str | list[str]] | str | None = None
+    history: list[dict[str, Any] | str] | str | None = None
+    expected_route: str | None = None
+    answerable: bool | None = None
 
 
 def load_plain_jsonl(path: Path) -> list[Question]:
@@ -82,8 +92,29 @@ def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) ->
         else:
             answers = [row.answer] if isinstance(row.answer, str) else row.answer or []
             fields["answers"] = [answer for answer in answers if answer.strip()]
+        if row.history is not None:
+            fields["history"] = _history(row.history, where)
+        if row.expected_route is not None:
+            fields["expected_route"] = row.expected_route
+        if row.answerable is not None:
+            fields["answerable"] = row.answerable
         questions.append(parse_row(Question, fields, where))
     return questions
+
+
+def _history(raw: list[dict[str, Any] | str] | str, where: str) -> list[dict[str, Any]]:
+    """Turns as ``{role, content}``: a JSON string is parsed first; plain strings alternate
+    user / assistant, starting with the user."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{where}: 'history' is not valid JSON ({error.msg})") from None
+        if not isinstance(raw, list):
+            raise ConfigError(f"{where}: 'history' must be a list of turns, got {type(raw).__name__}")
+    roles = ("user", "assistant")
+    return [{"role": roles[number % 2], "content": turn} if isinstance(turn, str) else turn
+            for number, turn in enumerate(raw)]
 
 
 def _answer_parts(raw: list[str | list[str]] | str | None) -> list[list[str]]:

@@ -53,6 +53,26 @@ def test_a_judge_that_crashes_on_the_hard_half_cannot_come_out_ahead():
     assert factor["strict_diff"] == pytest.approx(0.2)
 
 
+def test_a_lower_is_better_rate_picks_the_lowest_level_and_counts_a_failure_as_worst():
+    # abstention_wrong: 1 when an answerable question was wrongly abstained on. "on" abstains on
+    # q0 only; "off" never abstains but crashes on q1-q3: counted as 1 (worst), "off" is worse.
+    rows = [("on", "q0", "abstention_wrong", 1.0)] + [("on", f"q{i}", "abstention_wrong", 0.0) for i in range(1, 6)]
+    rows += [("off", "q0", "abstention_wrong", 0.0)] + [
+        ("off", f"q{i}", "abstention_wrong", np.nan, "RuntimeError: boom") for i in range(1, 4)] + [
+        ("off", f"q{i}", "abstention_wrong", 0.0) for i in range(4, 6)]
+    results = results_of([judge_run("off", "off"), judge_run("on", "llm")], score_rows(rows))
+    pair = compare(results, ["abstention_wrong"], factor_rows=False).iloc[0]
+    assert pair["strict_diff"] == pytest.approx((1.0 - 3.0) / 6)  # on - off with failures as 1
+    factor = compare(results, ["abstention_wrong"], pair_rows=False).iloc[0]
+    assert factor["level_b"] == "llm" and factor["level_a"] == "off"
+    # Without the failures "off" (0.0) would be the lower, better level.
+    clean = [row for row in rows if len(row) == 4 or row[0] != "off"] + [
+        ("off", f"q{i}", "abstention_wrong", 0.0) for i in range(1, 4)]
+    factor = compare(results_of([judge_run("off", "off"), judge_run("on", "llm")], score_rows(clean)),
+                     ["abstention_wrong"], pair_rows=False).iloc[0]
+    assert factor["level_b"] == "off"
+
+
 def _truncation_results(n_questions: int = 40):
     """Judge off passes on 10 chunks; a truncation-only judge keeps the same order and drops to 5."""
     rng = np.random.default_rng(7)

@@ -79,6 +79,20 @@ def test_latency_averages_question_stages_and_keeps_build_stages_apart():
     assert run_latency(stages)["r"] == pytest.approx(0.02)
 
 
+def test_a_stage_repeated_in_a_question_or_needed_by_some_counts_per_question_answered():
+    # q1 corrects twice (two regenerate rows), q2 never: regenerate costs (1 + 3) / 2 questions.
+    stages = pd.DataFrame({
+        "run_id": "r", "question_id": ["q1", "q1", "q1", "q2"],
+        "stage": ["generate", "correct:regenerate", "correct:regenerate", "generate"],
+        "seconds": [2.0, 1.0, 3.0, 4.0], "cached": False,
+    }).astype({"question_id": "string"})
+    latency = latency_by_stage(stages).set_index("stage")
+    assert latency.loc["correct:regenerate", "seconds"] == pytest.approx(2.0)
+    assert latency.loc["generate", "seconds"] == pytest.approx(3.0)
+    # Per question: q1 took 6 s and q2 4 s.
+    assert run_latency(stages)["r"] == pytest.approx(5.0)
+
+
 def test_pareto_front_of_four_points():
     frame = pd.DataFrame({"quality": [0.9, 0.8, 0.7, 0.95], "cost": [10.0, 5.0, 6.0, 30.0]})
     # (0.7, 6) is beaten by (0.8, 5); the other three each trade quality for cost.

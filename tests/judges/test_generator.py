@@ -188,3 +188,82 @@ def test_real_local_model_answers_with_a_recorded_judgement(tmp_path):
     assert judgement.judge == "generator" and judgement.raw_reply is not None
     assert judgement.valid == answer.valid
     assert answer.valid or (judgement.fell_back and answer.error)
+
+
+# --- options added with the agentic loops ---------------------------------------------------------
+
+@pytest.mark.unit
+def test_default_prompt_is_the_one_before_the_options_existed():
+    from ragkit.judges.generator import build_prompt
+
+    before = (
+        "Example:\nSources:\n[1] Stocks fell after the rate rise.\n[2] Air scatters blue light more than red light."
+        "\nQuestion: Why is the sky blue?\nAir scatters blue light more than red [2].\n\n"
+        "Sources:\n[1] a\n[2] b\nQuestion: q\nAnswer in one or two sentences and cite sources like [1]."
+    )
+    assert build_prompt("q", ["a", "b"], constrained=False) == before
+    assert build_prompt("q", ["a", "b"], constrained=False, feedback=(), conversation="") == before
+
+
+@pytest.mark.unit
+def test_abstain_text_answers_without_a_call_when_no_chunk_is_left(tmp_path):
+    gen, backend, _ = generator(["unused"], tmp_path, abstain_text="not in the documents")
+    trace = JudgeTrace()
+    answer = gen.generate(QUERY, [], trace)
+    assert (answer.text, answer.abstained, answer.valid, answer.citations) == ("not in the documents", True, True, [])
+    assert backend.requests == []
+    (judgement,) = trace.judgements
+    assert judgement.decision["action"] == "abstained" and judgement.valid
+
+
+@pytest.mark.unit
+def test_without_abstain_text_an_empty_context_still_asks_the_model(tmp_path):
+    gen, backend, _ = generator([answer_json("I cannot tell.", [])], tmp_path)
+    answer = gen.generate(QUERY, [], JudgeTrace())
+    assert len(backend.requests) == 1 and not answer.abstained and "(no sources)" in answer.prompt
+
+
+@pytest.mark.unit
+def test_system_prompt_replaces_the_system_message(tmp_path):
+    gen, backend, _ = generator([answer_json("Content [2].", [2])], tmp_path, system_prompt="Be terse.")
+    gen.generate(QUERY, NODES, JudgeTrace())
+    messages = backend.requests[0]["messages"]
+    assert messages[0] == {"role": "system", "content": "Be terse."}
+
+
+@pytest.mark.unit
+def test_feedback_and_history_add_their_blocks(tmp_path):
+    from ragkit.qa import Turn
+
+    gen, backend, _ = generator([answer_json("Content [2].", [2])], tmp_path, history_turns=1, turn_chars=20)
+    history = [Turn(role="user", content="Tell me about cats."), Turn(role="assistant", content="Cats are " + "x" * 50)]
+    trace = JudgeTrace()
+    answer = gen.generate(QUERY, NODES, trace, feedback=["Cats bark."], history=history)
+    prompt = backend.requests[0]["messages"][-1]["content"]
+    assert "Conversation so far:\nassistant: Cats are xxxxxxxxxxx\nSources:" in prompt
+    assert "tell me about cats" not in prompt.lower()  # only the last turn is shown
+    assert "do not repeat them unless a source states them:\n- Cats bark.\nReply as JSON" in prompt
+    assert answer.prompt == prompt and trace.judgements[0].decision["feedback"] == ["Cats bark."]
+
+
+@pytest.mark.unit
+def test_converse_answers_without_sources_and_abstain_says_not_found(tmp_path):
+    gen, backend, _ = generator(["Hello! How can I help?"], tmp_path)
+    trace = JudgeTrace()
+    reply = gen.converse("hi there", [], trace)
+    assert reply.text == "Hello! How can I help?" and reply.valid and reply.citations == []
+    assert "Sources" not in backend.requests[0]["messages"][-1]["content"]
+    assert trace.judgements[0].decision["route"] == "conversational"
+    abstained = gen.abstain("who won the cup", "no web search provider", trace)
+    assert (abstained.text, abstained.abstained) == ("not found", True) and len(backend.requests) == 1
+    assert trace.judgements[-1].decision["reason"] == "no web search provider"
+
+
+@pytest.mark.integration
+def test_real_local_model_converses_with_a_recorded_judgement(tmp_path):
+    client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
+    trace = JudgeTrace()
+    reply = Generator(GeneratorParams(max_tokens=32), client).converse("hello, how are you?", [], trace)
+    (judgement,) = trace.judgements
+    assert judgement.judge == "generator" and judgement.raw_reply is not None
+    assert reply.valid == bool(reply.text) and judgement.decision["route"] == "conversational"

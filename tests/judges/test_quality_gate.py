@@ -230,3 +230,139 @@ def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path):
     (only,) = trace.judgements
     assert only.raw_reply is not None
     assert only.valid or (only.fell_back and ids(result) == ["dogs", "market"])
+
+
+# --- scored verdicts, presets, spread and strategy switching ---------------------------------------
+
+def scored(score: int, issue: str = "none", query: str = "", missing: list[str] | None = None) -> str:
+    return json.dumps({"score": score, "issue": issue, "missing_aspects": missing or [],
+                       "reformulated_query": query, "reason": "r"})
+
+
+class StrategyRetrieve:
+    """Chunks depend on the strategy switched to: dense -> WEAK, bm25 -> STRONG, hybrid -> MIDDLE."""
+
+    def __init__(self) -> None:
+        self.strategy = "dense"
+        self.calls: list[tuple[str, str]] = []
+
+    def switch(self, name: str) -> None:
+        self.strategy = name
+
+    def __call__(self, query: str) -> list[NodeWithScore]:
+        self.calls.append((self.strategy, query))
+        table = {"dense": WEAK, "bm25": STRONG, "hybrid": MIDDLE}[self.strategy]
+        return [NodeWithScore(node=TextNode(id_=chunk_id, text=chunk_id), score=score) for chunk_id, score in table]
+
+
+@pytest.mark.unit
+def test_scored_verdict_switches_strategy_on_a_mapped_issue_and_keeps_the_best(tmp_path):
+    judge, backend = gate([scored(20, "wrong_entity"), scored(85)], tmp_path, verdict="scored",
+                          switch_strategy={"wrong_entity": "bm25", "no_coverage": "hybrid"})
+    retrieve = StrategyRetrieve()
+    trace = JudgeTrace()
+    result = judge.run(QUERY, retrieve, trace, switch=retrieve.switch)
+    assert retrieve.calls == [("dense", QUERY), ("bm25", QUERY)]
+    assert ids(result) == ["cats", "kittens"] and len(backend.requests) == 2
+    first, second = trace.judgements
+    assert (first.decision["action"], first.decision["strategy"], first.decision["score"]) == ("switch", "bm25", 20)
+    assert second.decision["sufficient"] is True and second.decision["chosen_attempt"] == 1
+    assert [a["strategy"] for a in second.decision["attempts"]] == [None, "bm25"]
+    outcome = judge.outcome
+    assert (outcome.passed, outcome.quality, outcome.issue, outcome.strategy) == (True, 0.85, None, "bm25")
+
+
+@pytest.mark.unit
+def test_switching_stops_at_max_attempts_and_every_attempt_is_scored(tmp_path):
+    judge, backend = gate([scored(30, "no_coverage", missing=["cause"]), scored(40, "wrong_entity"),
+                           scored(10, "off_topic")], tmp_path, verdict="scored", max_attempts=3,
+                          switch_strategy={"no_coverage": "hybrid", "wrong_entity": "bm25"})
+    retrieve = StrategyRetrieve()
+    trace = JudgeTrace()
+    result = judge.run(QUERY, retrieve, trace, switch=retrieve.switch)
+    assert [call[0] for call in retrieve.calls] == ["dense", "hybrid", "bm25"]
+    assert len(backend.requests) == 3  # the third attempt is scored too (a final check)
+    assert trace.judgements[-1].decision["action"] == "final check"
+    # scores 30, 40, 10: the hybrid attempt is kept although bm25's chunks score higher
+    assert ids(result) == ["pets", "fur"] and judge.outcome.passed is False
+    assert (judge.outcome.quality, judge.outcome.issue, judge.outcome.strategy) == (0.4, "wrong_entity", "hybrid")
+
+
+@pytest.mark.unit
+def test_an_unmapped_issue_retries_with_the_reformulated_query(tmp_path):
+    judge, _ = gate([scored(30, "partial", query="cats purring reasons"), scored(70)], tmp_path, verdict="scored",
+                    switch_strategy={"wrong_entity": "bm25"})
+    retrieve = StrategyRetrieve()
+    judge.run(QUERY, retrieve, JudgeTrace(), switch=retrieve.switch)
+    assert retrieve.calls == [("dense", QUERY), ("dense", "cats purring reasons")]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("reply", [scored(50, "too vague"), json.dumps({"score": 120, "issue": "none"}), "fine"])
+def test_an_unusable_scored_verdict_falls_back_to_the_first_retrieval(tmp_path, reply):
+    judge, _ = gate([reply], tmp_path, verdict="scored")
+    retrieve = StubRetrieve({QUERY: WEAK})
+    trace = JudgeTrace()
+    assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
+    (judgement,) = trace.judgements
+    assert not judgement.valid and judgement.fell_back and judge.outcome.passed is None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("preset", "scores", "sufficient", "issue"), [
+    ("basic", [0.5, 0.3, 0.1], True, None),                 # top 0.5, mean 0.3
+    ("basic", [0.45, 0.4, 0.4], False, "no_coverage"),
+    ("basic", [0.6, 0.1, 0.1], False, "partial"),           # mean 0.267
+    ("strict", [0.9, 0.7, 0.6], True, None),               # mean 0.733, variance 0.0156
+    ("strict", [0.85, 0.6, 0.6], False, "partial"),        # mean 0.683
+    ("custom", [0.45, 0.4, 0.4], False, "no_coverage"),    # the fields: today's 0.5 / 0.3
+])
+def test_presets(preset, scores, sufficient, issue):
+    judge = QualityGate(QualityGateParams(mode="heuristic", preset=preset, score_top_k=3, max_retries=1))
+    table = {QUERY: [(f"c{i}", s) for i, s in enumerate(scores)]}
+    trace = JudgeTrace()
+    judge.run(QUERY, StubRetrieve(table, default=[("x", 0.0)]), trace)
+    assert trace.judgements[0].decision["sufficient"] is sufficient
+    assert (judge.outcome.issue, judge.outcome.passed) == (issue, sufficient)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("scores", "max_spread", "sufficient"), [
+    ([1.0, 0.4], 0.1, True),     # variance 0.09
+    ([1.0, 0.3], 0.1, False),    # variance 0.1225
+    ([1.0, 0.3], None, True),    # no spread check
+])
+def test_spread_check(scores, max_spread, sufficient):
+    judge = QualityGate(QualityGateParams(mode="heuristic", max_spread=max_spread, score_top_k=2, max_retries=1))
+    trace = JudgeTrace()
+    judge.run(QUERY, StubRetrieve({QUERY: [(f"c{i}", s) for i, s in enumerate(scores)]}), trace)
+    assert trace.judgements[0].decision["sufficient"] is sufficient
+    if not sufficient:
+        assert "score variance 0.1225 > 0.1" in trace.judgements[0].decision["reason"]
+
+
+@pytest.mark.unit
+def test_heuristic_quality_is_the_kept_mean_clipped_and_the_switch_map_is_validated():
+    judge = QualityGate(QualityGateParams(mode="heuristic", score_top_k=2))
+    judge.run(QUERY, StubRetrieve({QUERY: STRONG}), JudgeTrace())
+    assert judge.outcome.passed is True and judge.outcome.quality == pytest.approx(0.85)
+    from ragkit.registry import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown issue \['vague'\]\. Valid issues: off_topic"):
+        judges.validate_params("quality_gate", {"switch_strategy": {"vague": "bm25"}})
+    with pytest.raises(ConfigError, match=r"unknown strategy \['sparse'\]\. Valid strategies: dense, bm25, hybrid"):
+        judges.validate_params("quality_gate", {"switch_strategy": {"off_topic": "sparse"}})
+
+
+@pytest.mark.integration
+def test_real_local_model_gives_a_recorded_scored_verdict(tmp_path):
+    client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
+    judge = QualityGate(QualityGateParams(mode="llm", verdict="scored", max_retries=1, max_tokens=96), client)
+    trace = JudgeTrace()
+    judge.run(QUERY, StubRetrieve({QUERY: STRONG}), trace)
+    first = trace.judgements[0]
+    assert first.raw_reply is not None
+    if first.valid:
+        assert 0 <= first.decision["score"] <= 100 and judge.outcome.passed is not None
+    else:
+        assert first.fell_back and judge.outcome.passed is None

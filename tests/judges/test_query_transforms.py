@@ -298,3 +298,69 @@ def test_transforms_wrap_a_real_dense_retriever(tmp_path, dense):
     multi = MultiQueryRetriever(MultiQueryParams(top_k=2), llm, retriever=dense).retrieve(vague)
     assert multi[0].node.metadata["doc_id"] == "market"
     assert {"doc_id", "start_char", "end_char"} <= set(multi[0].node.metadata)
+
+
+# --- typed multi-query ---------------------------------------------------------------------------
+
+def typed(technical: str, simple: str, aspect: str) -> str:
+    return json.dumps({"technical": technical, "simple": simple, "aspect": aspect})
+
+
+@pytest.mark.unit
+def test_typed_multi_query_retrieves_the_three_variants_and_fuses_with_rrf(tmp_path):
+    llm, backend = client([typed("cat purring reasons", "what makes cats purr", "purring when injured")], tmp_path)
+    retriever = StubRetriever({**BASE, "purring when injured": ["d"]})
+    trace = JudgeTrace()
+    multi = MultiQueryRetriever(MultiQueryParams(style="typed", top_k=4), llm, retriever=retriever, trace=trace)
+    result = multi.retrieve(QUERY)
+    assert retriever.queries == [QUERY, "cat purring reasons", "what makes cats purr", "purring when injured"]
+    # c: ranks 3, 1, 1 -> 1/63 + 2/61; d: 2, 1 -> 1/62 + 1/61; b: 2, 2 -> 2/62; a: 1 -> 1/61
+    assert ids(result) == ["c", "d", "b", "a"]
+    assert [n.score for n in result] == pytest.approx([1 / 63 + 2 / 61, 1 / 62 + 1 / 61, 2 / 62, 1 / 61])
+    (judgement,) = trace.judgements
+    assert judgement.decision["variants"] == {"technical": "cat purring reasons", "simple": "what makes cats purr",
+                                              "aspect": "purring when injured"}
+    assert "technical (expert terms), simple (plain words) and aspect" in backend.requests[0][-1]["content"]
+
+
+@pytest.mark.unit
+def test_typed_variants_equal_to_the_question_or_each_other_are_dropped(tmp_path):
+    llm, _ = client([typed("Why do cats purr", "cat purring reasons", "cat purring reasons")], tmp_path)
+    retriever = StubRetriever(BASE)
+    trace = JudgeTrace()
+    MultiQueryRetriever(MultiQueryParams(style="typed", include_original=False), llm, retriever=retriever,
+                        trace=trace).retrieve(QUERY)
+    assert retriever.queries == ["cat purring reasons"]
+    assert trace.judgements[0].decision["dropped"] == ["aspect", "technical"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("bad", [json.dumps({"technical": "x", "simple": "y"}), "three queries", LLMError("down")])
+def test_typed_falls_back_to_the_base_retriever(tmp_path, bad):
+    llm, _ = client([bad], tmp_path)
+    retriever = StubRetriever(BASE)
+    trace = JudgeTrace()
+    result = MultiQueryRetriever(MultiQueryParams(style="typed"), llm, retriever=retriever, trace=trace).retrieve(QUERY)
+    assert ids(result) == ["a", "b", "c"] and retriever.queries == [QUERY]
+    assert not trace.judgements[0].valid and trace.judgements[0].fell_back
+
+
+@pytest.mark.unit
+def test_typed_depth_counts_three_variants():
+    assert MultiQueryRetriever.final_depth(MultiQueryParams(style="typed", num_queries=1, top_k=100), 5, 5) == 20
+
+
+@pytest.mark.integration
+def test_typed_multi_query_with_the_real_local_model(tmp_path, local_backend):
+    retriever = StubRetriever(BASE, default=["z"])
+    trace = JudgeTrace()
+    multi = MultiQueryRetriever(MultiQueryParams(style="typed", max_tokens=80),
+                                LLMClient(local_backend, cache_dir=tmp_path), retriever=retriever, trace=trace)
+    result = multi.retrieve(QUERY)
+    (judgement,) = trace.judgements
+    assert judgement.raw_reply is not None and result
+    if judgement.valid:
+        assert 2 <= len(retriever.queries) <= 4 and set(judgement.decision["variants"]) <= {
+            "technical", "simple", "aspect"}
+    else:
+        assert judgement.fell_back and ids(result) == ["a", "b", "c"]

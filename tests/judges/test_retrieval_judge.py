@@ -258,3 +258,21 @@ def test_nothing_retrieved_asks_nothing(tmp_path):
     refined, backend = judge([reply([1])], tmp_path)
     assert refined.refine(QUERY, [], StubRetriever({}), trace) == []
     assert backend.requests == [] and trace.judgements[0].decision["action"] == "nothing to judge"
+
+
+@pytest.mark.unit
+def test_history_is_shown_before_the_question_and_an_empty_one_changes_nothing(tmp_path):
+    from ragkit.qa import Turn
+
+    nodes = [node("cats", 0.9), node("dogs", 0.5)]
+    replies = [reply([1])]
+    plain, plain_backend = judge(replies, tmp_path / "a")
+    plain.refine(QUERY, nodes, StubRetriever({}), JudgeTrace())
+    empty, empty_backend = judge(replies, tmp_path / "b")
+    empty.refine(QUERY, nodes, StubRetriever({}), JudgeTrace(), history=[])
+    assert empty_backend.requests == plain_backend.requests
+    followed, followed_backend = judge(replies, tmp_path / "c")
+    history = [Turn(role="user", content="Tell me about cats."), Turn(role="assistant", content="Cats are pets.")]
+    followed.refine(QUERY, nodes, StubRetriever({}), JudgeTrace(), history=history)
+    prompt = followed_backend.requests[0][-1]["content"]
+    assert f"Conversation so far:\nuser: Tell me about cats.\nassistant: Cats are pets.\nQuestion: {QUERY}" in prompt

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.metrics.names import GENERATION_METRICS, MetricName, parse_metric
+from ragkit.metrics.names import (
+    AGENTIC_METRICS,
+    GENERATION_METRICS,
+    MetricName,
+    better_direction,
+    failure_value,
+    parse_metric,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -27,4 +34,12 @@ def test_parse_metric(name, parsed, level, depth_dependent):
 def test_every_generation_metric_is_in_the_catalogue():
     from ragkit.metrics.generation import METRICS
 
-    assert set(GENERATION_METRICS) == set(METRICS) | {"groundedness"}
+    assert set(GENERATION_METRICS) == set(METRICS) | {"groundedness"} | set(AGENTIC_METRICS)
+
+
+@pytest.mark.parametrize(("name", "direction", "failed"), [
+    ("recall@5", 1, 0.0), ("final_tokens", 0, 0.0), ("abstention_correct", 1, 0.0),
+    ("abstention_wrong", -1, 1.0), ("routing_accuracy", 1, 0.0),
+])
+def test_direction_and_the_value_a_failure_counts_as(name, direction, failed):
+    assert (better_direction(name), failure_value(name)) == (direction, failed)

@@ -1,0 +1,68 @@
+"""Off is a real baseline: with every option added since run ids were first published left at
+its default, a grid of every older judge and mode plans exactly the run ids it planned before.
+
+The pinned values were computed by this grid on the code before issue 12 (commit b965e09). A
+change here means every cached result of every user is recomputed: if it is intended, bump
+the component's ``version`` instead and say so in the release notes."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ragkit.corpus.model import Corpus, make_document
+from ragkit.experiments.config import config_from_dict
+from ragkit.experiments.plan import make_plan
+from ragkit.llms.base import llms
+from ragkit.qa import Question, QuestionSet
+
+OLDER_JUDGES = ["retrieval", "rerank", "multi_query", "hyde", "quality_gate", "groundedness"]
+PINNED_QUESTIONS_KEY = "017bab3adc94f648"
+PINNED_RUNS = 432
+PINNED_DIGEST = "a72ab2b3d7fbe8dee93ee520eee28b3bb6423d5820a2052d086abd980f45a36a"
+PINNED_FIRST = ["007fc55f267de7d2", "01ae0fd77f653c8e", "02ca86e221744cc8"]
+
+
+def _plan(extra_judges: dict | None = None, generator: object = True):
+    corpus = Corpus.from_documents("pin", [make_document("d1", "Cats purr when content. " * 5),
+                                           make_document("d2", "Dogs bark at night. " * 5)])
+    questions = QuestionSet(name="pin", format="jsonl", questions=[
+        Question(id="q1", text="why do cats purr", relevant_docs={"d1": 1.0}, answers=["when content"]),
+        Question(id="q2", text="when do dogs bark", relevant_docs={"d2": 1.0})])
+    judges = {"retrieval": "both", "rerank": ["off", "heuristic", "llm"], "multi_query": "both",
+              "hyde": "both", "quality_gate": ["off", "heuristic", "llm"], "groundedness": "both",
+              **(extra_judges or {})}
+    config = config_from_dict({
+        "name": "pin", "dataset": {"path": "unused.jsonl"}, "retrievers": ["dense", "bm25", "hybrid"],
+        "top_k": [5], "judges": judges, "generator": generator,
+    })
+    local = llms.resolve({"type": "local"})
+    roles = dict.fromkeys([*OLDER_JUDGES, *(extra_judges or {}), "generator", "chunking", "evaluation"], local)
+    return make_plan(config, corpus, questions, roles)
+
+
+def _fingerprint(plan) -> tuple[str, int, str, list[str]]:
+    ids = sorted(run.run_id for run in plan.runs)
+    return plan.questions_key, len(ids), hashlib.sha256("".join(ids).encode()).hexdigest(), ids[:3]
+
+
+def test_every_older_judge_and_mode_keeps_its_run_id():
+    assert _fingerprint(_plan()) == (PINNED_QUESTIONS_KEY, PINNED_RUNS, PINNED_DIGEST, PINNED_FIRST)
+
+
+def test_new_judges_that_are_off_and_new_options_at_their_default_keep_every_run_id():
+    off = {"condense": "off", "strategy": "off", "router": "off", "answer_check": "off"}
+    explicit_defaults = {"quality_gate": {"mode": ["off", "heuristic", "llm"],
+                                          "params": {"switch_strategy": {}, "web_fallback": False}},
+                         "groundedness": {"mode": "both", "params": {"on_fail": "off"}},
+                         "multi_query": {"mode": "both", "params": {"style": "generic"}}}
+    plan = _plan({**off, **explicit_defaults},
+                 generator={"params": {"system_prompt": None, "abstain_text": None}})
+    assert _fingerprint(plan) == (PINNED_QUESTIONS_KEY, PINNED_RUNS, PINNED_DIGEST, PINNED_FIRST)
+
+
+def test_a_new_option_that_is_on_changes_the_ids_of_the_runs_using_it_only():
+    plan = _plan({"groundedness": {"mode": "both", "params": {"on_fail": "regenerate"}}})
+    ids = {run.run_id for run in plan.runs}
+    baseline = {run.run_id for run in _plan().runs}
+    with_correction = {run.run_id for run in plan.runs if run.point.judge("groundedness") is not None}
+    assert ids - baseline == with_correction and len(with_correction) == PINNED_RUNS // 2
