@@ -172,9 +172,15 @@ class Pipeline:
     def _retrieve(self, trace: Trace, query: str, judged: JudgeTrace) -> list[NodeWithScore]:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
         if (gate := self.quality_gate) is not None:
-            switch = self.switchable.use if self.switchable is not None else None
-            return self._step(trace, "judge:quality_gate",
-                              lambda: gate.run(query, self.retriever.retrieve, judged, switch=switch))
+            switchable = self.switchable
+            before = switchable.current if switchable is not None else None
+            nodes = self._step(trace, "judge:quality_gate", lambda: gate.run(
+                query, self.retriever.retrieve, judged, switch=switchable.use if switchable is not None else None))
+            if switchable is not None and before is not None:
+                # Later searches (a correction's re-retrieval) use the kept attempt's strategy,
+                # not the last one the gate tried.
+                switchable.use(gate.outcome.strategy or before)
+            return nodes
         return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
     def _rerank(self, trace: Trace, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
@@ -268,3 +274,5 @@ class Pipeline:
         contexts = [node.node.get_content() for node in trace.nodes]
         trace.answer_check = self._step(trace, "judge:answer_check",
                                         lambda: checker.check(trace.question, answer.text, contexts, judged))
+        if all(value is None for value in trace.answer_check.values()) and judged.judgements:
+            trace.answer_check_error = judged.judgements[-1].error  # the reason the reply was unusable

@@ -315,3 +315,21 @@ def test_abstain_text_when_a_threshold_left_no_chunk(tmp_path):
     assert trace.answer.text == "Not in the documents." and trace.abstained and backend.requests == []
     assert trace.groundedness is None and "abstained" in trace.groundedness_error
     assert JudgeTrace  # imported for type context
+
+
+def test_after_the_gate_later_searches_use_the_kept_attempts_strategy():
+    class SwitchingGate(Gate):
+        """Tries bm25, then hybrid, and keeps the bm25 attempt."""
+
+        def run(self, query, retrieve, trace, switch=None):
+            switch("bm25")
+            kept = retrieve(query)
+            switch("dense")
+            retrieve(query)
+            self.outcome = type("O", (), {"passed": True, "quality": 0.9, "strategy": "bm25"})()
+            return kept
+
+    switchable = Switchable()
+    gate = SwitchingGate(True, web_fallback=False)
+    trace = Pipeline(switchable, switchable, quality_gate=gate, switchable=switchable).answer("cats")
+    assert trace.nodes[0].node.node_id == "bm25:cats" and switchable.current == "bm25"

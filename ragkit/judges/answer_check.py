@@ -72,7 +72,8 @@ class AnswerCheckJudge(Judge):
 
     def check(self, question: str, answer: str, contexts: Sequence[str],
               trace: JudgeTrace) -> dict[str, float | None]:
-        """``{relevance, completeness, accuracy}`` in [0, 1], each None when the reply is unusable."""
+        """``{relevance, completeness, accuracy}`` in [0, 1], each None when the reply is unusable; the
+        reason is then the recorded judgement's ``error`` (and its decision's ``reason``)."""
         nothing: dict[str, float | None] = dict.fromkeys(ASPECTS)
         if not self.enabled:
             return nothing
@@ -83,10 +84,11 @@ class AnswerCheckJudge(Judge):
         try:
             result = self.ask(prompt, AnswerCheckReply, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            trace.add(self.fallback(summary, {}, None, started, str(error)))
+            trace.add(self.fallback(summary, {**nothing, "reason": str(error)}, None, started, str(error)))
             return nothing
         if result.parsed is None:
-            trace.add(self.fallback(summary, {}, result, started, None))
+            reason = result.parse_error or "unusable reply"
+            trace.add(self.fallback(summary, {**nothing, "reason": reason}, result, started, reason))
             return nothing
         reply = result.parsed
         scores: dict[str, float | None] = {aspect: getattr(reply, aspect) / 100 for aspect in ASPECTS}

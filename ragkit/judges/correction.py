@@ -119,7 +119,8 @@ class HallucinationCorrector:
                 nodes = re_retrieve(decision["refined_query"])
                 decision["retrieved"] = [node.node.node_id for node in nodes]
             answer = regenerate(nodes, claims)
-            score, judgement = check(answer, nodes) if answer.text else (None, None)
+            # An empty or abstained answer ("not found") has no claims to check, so it gets no score.
+            score, judgement = check(answer, nodes) if answer.text and not answer.abstained else (None, None)
             attempts.append(Attempt(answer, nodes, score, judgement))
             decision["score_after"] = score
             trace.add(Judgement(JUDGE, f"{query} | round {round_number}: {tier}"[:500], decision,

@@ -46,6 +46,9 @@ def test_grades_parsed_or_recorded_invalid(tmp_path, reply, expected, valid):
     assert scores == expected
     (judgement,) = trace.judgements
     assert judgement.judge == "answer_check" and judgement.valid is valid and judgement.fell_back is (not valid)
+    if not valid:  # the reason a row carries instead of a number
+        assert judgement.error and judgement.decision["reason"] == judgement.error
+        assert {aspect: judgement.decision[aspect] for aspect in NOTHING} == NOTHING
 
 
 @pytest.mark.unit

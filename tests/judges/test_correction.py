@@ -125,6 +125,64 @@ def test_web_results_cannot_be_searched_again_so_the_low_tier_regenerates():
     assert trace.judgements[0].decision["tier"] == "regenerate"
 
 
+def test_a_first_answer_without_a_score_is_not_corrected():
+    result, calls, trace = run([0.9], None, on_fail="re_retrieve", quality=0.1)
+    assert calls == [] and trace.judgements == [] and (result.kept, result.score) == (0, None)
+
+
+def test_poor_retrieval_re_retrieves_a_middle_score_then_later_rounds_go_by_the_score_alone():
+    _, calls, trace = run([0.7, 0.9], 0.7, on_fail="re_retrieve", quality=0.4)
+    # round 1: 0.7 would regenerate, but the gate scored the retrieval 0.4 (< 0.6): search again.
+    # round 2: the new chunks have no gate score, and 0.7 regenerates.
+    assert calls == [("re_retrieve", "why do cats purr bark loudly"),
+                     ("regenerate", ["fresh"], ["Cats bark loudly."]), ("check", "answer 2", 0.7),
+                     ("regenerate", ["fresh"], ["Cats bark loudly."]), ("check", "answer 4", 0.9)]
+    assert [j.decision["tier"] for j in trace.judgements] == ["re_retrieve", "regenerate"]
+
+
+def test_an_abstained_correction_is_not_checked_and_ranks_last():
+    script = Script([0.9])
+    first = Attempt(Answer("first", [], "p", valid=True), nodes("a"), 0.3, graded({"Cats bark loudly.": False}))
+    result = HallucinationCorrector(GroundednessParams(on_fail="re_retrieve")).run(
+        QUERY, first, regenerate=lambda chunks, claims: Answer("Not in the documents.", [], "", valid=True,
+                                                               abstained=True),
+        re_retrieve=lambda query: [], check=script.check, retrieval_quality=None, trace=JudgeTrace())
+    assert script.calls == [] and result.kept == 0 and result.answer.text == "first"
+
+
+def test_the_real_generator_lists_the_unsupported_claims_and_the_real_judge_checks_again(tmp_path):
+    """Scripted replies through the real Generator and GroundednessJudge: the exact LLM calls of one
+    regenerate round, the feedback block in the regenerate prompt, and the new answer kept."""
+    from ragkit.judges.generator import Generator, GeneratorParams
+    from ragkit.judges.groundedness import GroundednessJudge
+    from ragkit.llms import LLMClient
+    from tests.factories import scripted_llm_class
+
+    backend = scripted_llm_class()(["Cats purr when they are content [1].",
+                                    '{"supported": true, "evidence": "purr when content"}'])
+    client = LLMClient(backend, tmp_path)
+    params = GroundednessParams(on_fail="regenerate")
+    judge = GroundednessJudge(params, client)
+    gen = Generator(GeneratorParams(constrained=False), client)
+    context = [NodeWithScore(node=TextNode(id_="cats", text="Cats purr when they are content."), score=0.5)]
+    first = Attempt(Answer("Cats purr when content. Cats bark at night.", [], "p", valid=True), context, 0.5,
+                    graded({"Cats purr when content.": True, "Cats bark at night.": False}))
+    trace = JudgeTrace()
+    result = HallucinationCorrector(params).run(
+        QUERY, first, regenerate=lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims),
+        re_retrieve=None,
+        check=lambda answer, chunks: judge.judge(QUERY, answer.text, [n.node.get_content() for n in chunks], trace),
+        retrieval_quality=None, trace=trace)
+    prompts = [messages[-1]["content"] for messages in backend.requests]
+    assert len(prompts) == 2
+    assert ("not supported by the sources; do not repeat them unless a source states them:\n"
+            "- Cats bark at night.\n") in prompts[0] and "[1] Cats purr when they are content." in prompts[0]
+    assert "Claim: Cats purr when they are content." in prompts[1]
+    assert [j.judge for j in trace.judgements] == ["generator", "groundedness", "correction"]
+    assert (result.kept, result.score, result.answer.citations) == (1, 1.0, ["cats"])
+    assert trace.judgements[-1].decision["attempts"] == [{"score": 0.5, "chunks": 1}, {"score": 1.0, "chunks": 1}]
+
+
 @pytest.mark.parametrize(("scores", "kept"), [
     ([0.5, 0.5], 0), ([0.5, 0.6, 0.6], 1), ([None, 0.1], 1), ([None, None], 0), ([0.2, None, 0.3], 2),
 ])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -257,6 +258,35 @@ def test_converse_answers_without_sources_and_abstain_says_not_found(tmp_path):
     abstained = gen.abstain("who won the cup", "no web search provider", trace)
     assert (abstained.text, abstained.abstained) == ("not found", True) and len(backend.requests) == 1
     assert trace.judgements[-1].decision["reason"] == "no web search provider"
+
+
+@pytest.mark.unit
+def test_the_options_at_their_default_leave_the_key_unchanged():
+    added = {"system_prompt", "abstain_text", "history_turns", "turn_chars"}
+    params = GeneratorParams()
+    assert GeneratorParams.added_fields >= added
+    assert params.key_dump() == {k: v for k, v in params.model_dump(mode="json").items() if k not in added}
+
+
+@pytest.mark.unit
+def test_abstain_uses_abstain_text_when_set_and_history_reaches_converse(tmp_path):
+    from ragkit.judges.generator import CONVERSE_SYSTEM
+
+    @dataclass
+    class Turn:  # any object with role and content will do
+        role: str
+        content: str
+
+    gen, backend, _ = generator(["Fine, thanks."], tmp_path, abstain_text="Not in the documents.")
+    trace = JudgeTrace()
+    assert gen.abstain("q", "the gate failed", trace).text == "Not in the documents." and backend.requests == []
+    gen.converse("and you?", [Turn("user", "hi"), Turn("assistant", "Hello!")], trace)
+    system, user = backend.requests[0]["messages"]
+    assert system == {"role": "system", "content": CONVERSE_SYSTEM}
+    assert user["content"] == ("Conversation so far:\nuser: hi\nassistant: Hello!\nuser: and you?\n"
+                               "Reply in one or two sentences.")
+    assert backend.requests[0]["json_schema"] is None
+    assert [usage.stage for usage in gen.llm_client().usage_by_stage()] == ["generate"]
 
 
 @pytest.mark.integration

@@ -12,7 +12,7 @@ from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import PromptTemplate
 
 from ragkit.judges.base import JudgeTrace, judges
-from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams, split_claims
+from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams, split_claims, unsupported_claims
 from ragkit.llms import LLMClient, llms
 from ragkit.llms.base import LLMError
 from tests.factories import scripted_llm_class
@@ -197,3 +197,23 @@ def test_real_local_model_scores_or_marks_unknown_with_a_recorded_judgement(tmp_
         assert check["verdict"] == "unknown" and judgement.fell_back and check["error"]
     else:
         assert score in (0.0, 1.0) and check["verdict"] in ("supported", "unsupported") and judgement.valid
+
+
+# --- hallucination-correction options (the loop itself: tests/judges/test_correction.py) -----------
+
+@pytest.mark.unit
+def test_correction_options_at_their_default_leave_the_key_unchanged():
+    """A run id hashes the key: a run without correction keeps the id it had before the options."""
+    added = {"on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections"}
+    params = GroundednessParams()
+    assert params.on_fail == "off" and GroundednessParams.added_fields >= added
+    assert params.key_dump() == {k: v for k, v in params.model_dump(mode="json").items() if k not in added}
+    assert GroundednessParams(on_fail="regenerate").key_dump()["on_fail"] == "regenerate"
+
+
+@pytest.mark.unit
+def test_unsupported_claims_of_a_judgement_in_order(tmp_path):
+    judge, _ = grounded([verdict(False), "??", verdict(False)], tmp_path)
+    _, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    assert unsupported_claims(judgement) == ["Cats purr when they are content.", "Cats can fly over houses."]
+    assert unsupported_claims(None) == []  # the judge was off
