@@ -14,7 +14,6 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.judges.answer_check import AnswerCheckJudge, AnswerCheckParams
-from ragkit.judges.base import JudgeTrace
 from ragkit.judges.generator import Generator, GeneratorParams
 from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams
 from ragkit.llms import LLMClient
@@ -314,7 +313,6 @@ def test_abstain_text_when_a_threshold_left_no_chunk(tmp_path):
                      groundedness=GroundednessJudge(GroundednessParams(), llm), clients=(llm,)).answer("q")
     assert trace.answer.text == "Not in the documents." and trace.abstained and backend.requests == []
     assert trace.groundedness is None and "abstained" in trace.groundedness_error
-    assert JudgeTrace  # imported for type context
 
 
 def test_after_the_gate_later_searches_use_the_kept_attempts_strategy():

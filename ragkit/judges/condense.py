@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn, conversation_block
-from ragkit.judges.quality_gate import keywords
+from ragkit.judges.quality_gate import with_new_keywords
 from ragkit.llms.base import LLMError
 
 
@@ -57,13 +57,7 @@ REQUEST_WORDS = frozenset("tell me about please us more know explain give show d
 def heuristic_rewrite(question: str, history: Sequence[ConversationTurn]) -> str:
     """The question plus the latest user turn's content words it lacks, in their order."""
     last_user = next((turn.content for turn in reversed(list(history)) if turn.role == "user"), "")
-    present = set(keywords(question)) | REQUEST_WORDS
-    extra = []
-    for word in keywords(last_user):
-        if word not in present:
-            present.add(word)
-            extra.append(word)
-    return " ".join([" ".join(question.split()), *extra])
+    return with_new_keywords(question, [last_user], exclude=REQUEST_WORDS)
 
 
 class CondenseJudge(Judge):

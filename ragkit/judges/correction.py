@@ -35,7 +35,7 @@ from llama_index.core.schema import NodeWithScore
 from ragkit.judges.base import Judgement, JudgeTrace
 from ragkit.judges.generator import Answer
 from ragkit.judges.groundedness import GroundednessParams, unsupported_claims
-from ragkit.judges.quality_gate import keywords
+from ragkit.judges.quality_gate import with_new_keywords
 
 JUDGE = "correction"
 ACCEPT, REGENERATE, RE_RETRIEVE = "accept", "regenerate", "re_retrieve"
@@ -62,15 +62,8 @@ class CorrectionResult:
 
 
 def refined_query(query: str, claims: list[str]) -> str:
-    """The query plus the claims' content words it lacks, each once, in order of appearance."""
-    present = set(keywords(query))
-    extra: list[str] = []
-    for claim in claims:
-        for word in keywords(claim):
-            if word not in present and len(word) > 2:
-                present.add(word)
-                extra.append(word)
-    return " ".join([" ".join(query.split()), *extra])
+    """The query plus the claims' content words it lacks (3 letters or more), each once, in order."""
+    return with_new_keywords(query, claims, min_length=3)
 
 
 def best_attempt(attempts: list[Attempt]) -> int:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from ragkit.corpus.summary import SummaryMethod, content_words, word_stem, words
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
+from ragkit.judges.generator import ConversationTurn
 from ragkit.llms.base import LLMError
 
 Route = Literal["documents", "conversational", "web"]
@@ -50,16 +51,6 @@ SMALL_TALK_WORDS = frozenset(
 )
 SMALL_TALK_CONFIDENCE = 0.9
 MAYBE_CONFIDENCE = 0.5
-
-
-class ConversationTurn(Protocol):
-    """One earlier message of the conversation (``ragkit.qa.model.Turn`` has this shape)."""
-
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
 
 
 class RouterParams(JudgeParams):
