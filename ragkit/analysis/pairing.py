@@ -21,7 +21,7 @@ NON_CONFIG_COLUMNS = frozenset({"run_id", "label", "experiment", "depth"})
 TOP_K = "top_k"
 JUDGE_PREFIX = "judge."
 # Modes a judge can run in, baseline first: a pair reads "off -> heuristic", "heuristic -> llm".
-_MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2}
+_MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2, "cross_encoder": 3, "nli": 4}
 PAIR_COLUMNS = ["run_a", "run_b", "factor", "value_a", "value_b"]
 
 

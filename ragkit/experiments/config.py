@@ -60,7 +60,8 @@ def _specs(value: Any) -> Any:
 
 # The generator answers questions; it is configured by `generator`, not toggled as a judge.
 GENERATOR = "generator"
-MODE_ORDER = ("off", "heuristic", "llm")
+# The order grid points and pairs list a judge's modes in: off (the baseline) first.
+MODE_ORDER = ("off", "heuristic", "llm", "cross_encoder", "nli")
 
 
 def judge_names() -> list[str]:

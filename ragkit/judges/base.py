@@ -17,12 +17,15 @@ from ragkit.llms.calls import LLMClient, LLMResult
 from ragkit.llms.parsing import ModelT
 from ragkit.registry import Component, ComponentParams, Registry
 
-JudgeMode = Literal["off", "heuristic", "llm"]
+# Every mode any judge has; each judge lists the ones it implements in ``modes`` (checked on
+# construction). Model modes run a local model folder instead of asking the LLM.
+JudgeMode = Literal["off", "heuristic", "llm", "cross_encoder", "nli"]
 
 
 class JudgeParams(ComponentParams):
     mode: JudgeMode = Field(
-        default="llm", description="off: judge-free baseline; heuristic: a rule, no LLM; llm: ask the model."
+        default="llm", description="off: judge-free baseline; heuristic: a rule, no LLM; llm: ask the model; "
+        "cross_encoder / nli: a local model (the judges that have them)."
     )
     prompt_version: int = Field(default=1, ge=1, le=1000, description="Bump to invalidate cached decisions.")
 
