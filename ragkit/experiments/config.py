@@ -58,6 +58,36 @@ def _specs(value: Any) -> Any:
     return [{"type": item} if isinstance(item, str) else item for item in value]
 
 
+# `embedders: [auto]` (or {type: auto, params: {ollama_model: ...}}): an Ollama embedding model
+# when a server answers at the configured URL, else the bundled MiniLM; decided when the config
+# is loaded, so the run ids and the results name the embedder that was really used.
+AUTO_EMBEDDER = "auto"
+AUTO_OLLAMA_MODEL = "nomic-embed-text"
+
+
+def resolve_auto_embedder(spec: dict[str, Any]) -> dict[str, Any]:
+    from ragkit.llms.defaults import ollama_answers  # a probe of at most half a second
+    from ragkit.settings import get_settings
+
+    params = dict(spec.get("params") or {})
+    model = params.pop("ollama_model", AUTO_OLLAMA_MODEL)
+    if params or set(spec) - {"type", "params"}:
+        extra = sorted(set(params) | (set(spec) - {"type", "params"}))
+        raise ValueError(f"embedder 'auto' takes only params.ollama_model, got {extra}")
+    url = get_settings().ollama_url
+    if ollama_answers(url):
+        return {"type": "ollama", "params": {"model_name": model, "base_url": url}}
+    return {"type": "minilm"}
+
+
+def _embedder_specs(value: Any) -> Any:
+    value = _specs(value)
+    if not isinstance(value, list):
+        return value
+    return [resolve_auto_embedder(item) if isinstance(item, dict) and item.get("type") == AUTO_EMBEDDER else item
+            for item in value]
+
+
 # The generator answers questions; it is configured by `generator`, not toggled as a judge.
 GENERATOR = "generator"
 # The order grid points and pairs list a judge's modes in: off (the baseline) first.
@@ -183,7 +213,8 @@ class ExperimentConfig(StrictModel):
     chunkers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="recursive")], min_length=1)
     embedders: list[ComponentSpec] = Field(
         default_factory=lambda: [ComponentSpec(type="minilm")],
-        description="May be empty when every retriever ignores vectors (bm25).",
+        description="May be empty when every retriever ignores vectors (bm25). `auto`: Ollama's nomic-embed-text "
+        "(params.ollama_model) when a server answers, else minilm.",
     )
     retrievers: list[ComponentSpec] = Field(default_factory=lambda: [ComponentSpec(type="dense")], min_length=1)
     top_k: list[int] = Field(default_factory=lambda: [10], min_length=1, description="Grid of top-k values.")
@@ -227,7 +258,8 @@ class ExperimentConfig(StrictModel):
             return {"type": GENERATOR, **value}
         return value
 
-    _shorthand_specs = field_validator("chunkers", "embedders", "retrievers", mode="before")(_specs)
+    _shorthand_specs = field_validator("chunkers", "retrievers", mode="before")(_specs)
+    _embedder_shorthand = field_validator("embedders", mode="before")(_embedder_specs)
 
     @field_validator("top_k", mode="before")
     @classmethod

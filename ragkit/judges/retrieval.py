@@ -5,6 +5,10 @@ chunk ids, which a small model garbles). It replies which chunks are relevant, i
 and whether to search again with a refined query. Asking for more re-retrieves through the
 given retriever and merges the new chunks (one copy per chunk id, its best score), up to
 ``max_iterations`` rounds. A reply that cannot be used falls back to the unjudged retrieval.
+
+With ``min_relevance`` set the model also rates each chunk shown 0-1, and a chunk it calls
+relevant is kept only when its rating reaches the threshold (a relevance filter); without it the
+prompt and reply are exactly the ones before the option existed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ class RetrievalJudgeParams(JudgeParams):
         default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
     )
     max_tokens: int = Field(default=160, ge=16, le=2048, description="Most tokens in one reply.")
+    min_relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Relevance filter: the model rates each chunk 0-1 and a relevant chunk rated below this "
+        "is dropped (none: no ratings asked).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"min_relevance"}
 
 
 class RetrievalReply(BaseModel):
@@ -45,6 +56,10 @@ class RetrievalReply(BaseModel):
     order: list[int] = Field(default_factory=list, description="The relevant chunk numbers, best first.")
     request_more: bool = Field(description="True if the relevant chunks are not enough to answer.")
     reason: str = ""
+
+
+class RatedRetrievalReply(RetrievalReply):
+    ratings: list[float] = Field(description="Relevance 0-1 of each chunk shown, in order.")
 
 
 SYSTEM = "You judge search results for a question. Reply with one JSON object only."
@@ -59,6 +74,16 @@ EXAMPLE = (
 )
 
 
+RATED_EXAMPLE = (
+    "Example:\n"
+    "Question: Why do cats purr?\n"
+    "[1] Stocks fell after the rate rise.\n"
+    "[2] Cats purr when they are content.\n"
+    '{"refined_query": "why cats purr", "relevant": [2], "order": [2], "request_more": false, '
+    '"reason": "[2] explains purring", "ratings": [0.0, 0.9]}'
+)
+
+
 def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
     """``[1] text`` lines, each cut to ``chunk_chars`` and kept on one line."""
     lines = []
@@ -68,13 +93,16 @@ def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
     return "\n".join(lines)
 
 
-def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "") -> str:
-    """``conversation``: the turns before a follow-up (``generator.conversation_block``), or empty."""
+def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "",
+                 rated: bool = False) -> str:
+    """``conversation``: the turns before a follow-up (``generator.conversation_block``), or empty;
+    ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter)."""
+    ratings = f", and ratings (relevance 0 to 1 of each of the {len(nodes)} chunks, in order)" if rated else ""
     return (
-        f"{EXAMPLE}\n\n{conversation}"
+        f"{RATED_EXAMPLE if rated else EXAMPLE}\n\n{conversation}"
         f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
         "Which chunks help answer the question? Reply as JSON with refined_query, relevant (chunk numbers), "
-        "order (relevant numbers, best first), request_more (true if they are not enough) and reason."
+        f"order (relevant numbers, best first), request_more (true if they are not enough) and reason{ratings}."
     )
 
 
@@ -144,9 +172,10 @@ class RetrievalJudge(Judge):
             if not shown:
                 trace.add(self.judgement(summary, {**decision, "action": "nothing to judge"}, started=started))
                 return []
+            rated = self.params.min_relevance is not None
             try:
-                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation),
-                                  RetrievalReply,
+                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated),
+                                  RatedRetrievalReply if rated else RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as call_error:
                 trace.add(self.fallback(summary, decision, None, started, str(call_error)))
@@ -165,6 +194,17 @@ class RetrievalJudge(Judge):
                 return list(nodes)
             ranked = [number for number in order if number in relevant]
             ranked += [number for number in relevant if number not in ranked]
+            if rated:
+                ratings = cast(RatedRetrievalReply, reply).ratings
+                if len(ratings) != len(shown):
+                    error = f"expected {len(shown)} ratings, got {len(ratings)}: {ratings}"
+                    trace.add(self.fallback(summary, decision, result, started, error))
+                    return list(nodes)
+                threshold = cast(float, self.params.min_relevance)
+                below = [shown[n - 1].node.node_id for n in ranked if ratings[n - 1] < threshold]
+                ranked = [n for n in ranked if ratings[n - 1] >= threshold]
+                decision.update(ratings={node.node.node_id: float(r) for node, r in zip(shown, ratings)},
+                                filtered=below)
             decision.update(
                 refined_query=reply.refined_query, relevant=[shown[n - 1].node.node_id for n in ranked],
                 request_more=reply.request_more, reason=reply.reason, dropped_numbers=dropped,

@@ -88,3 +88,20 @@ def test_a_bm25_only_grid_needs_no_embedder_but_dense_does():
     assert len(expand_grid(config_from_dict({**BASE, "embedders": [], "retrievers": ["bm25"]}))) == 1
     with pytest.raises(ConfigError, match=r"retrievers \['dense'\] need an embedder"):
         config_from_dict({**BASE, "embedders": [], "retrievers": ["bm25", "dense"]})
+
+
+@pytest.mark.unit
+def test_auto_embedder_is_minilm_without_a_server_and_ollama_when_one_answers(monkeypatch):
+    from ragkit.experiments import config as config_module
+    from ragkit.llms import defaults
+
+    base = {"name": "x", "dataset": {"path": "d"}}
+    monkeypatch.setattr(defaults, "ollama_answers", lambda url, timeout_s=0.5: False)
+    assert [s.type for s in config_module.config_from_dict({**base, "embedders": ["auto"]}).embedders] == ["minilm"]
+    monkeypatch.setattr(defaults, "ollama_answers", lambda url, timeout_s=0.5: True)
+    config = config_module.config_from_dict({**base, "embedders": [{"type": "auto",
+                                                                    "params": {"ollama_model": "mxbai"}}]})
+    (spec,) = config.embedders
+    assert spec.type == "ollama" and spec.params["model_name"] == "mxbai"
+    with pytest.raises(config_module.ConfigError, match="ollama_model"):
+        config_module.config_from_dict({**base, "embedders": [{"type": "auto", "params": {"size": 3}}]})

@@ -276,3 +276,42 @@ def test_history_is_shown_before_the_question_and_an_empty_one_changes_nothing(t
     followed.refine(QUERY, nodes, StubRetriever({}), JudgeTrace(), history=history)
     prompt = followed_backend.requests[0][-1]["content"]
     assert f"Conversation so far:\nuser: Tell me about cats.\nassistant: Cats are pets.\nQuestion: {QUERY}" in prompt
+
+
+def rated(relevant: list[Any], ratings: list[Any], order: list[Any] | None = None) -> str:
+    return json.dumps({"refined_query": "", "relevant": relevant, "order": order or [], "request_more": False,
+                       "reason": "r", "ratings": ratings})
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("ratings", "kept", "filtered"), [
+    ([0.9, 0.5, 0.1], ["dogs", "cats"], []),        # both relevant chunks rated above 0.4
+    ([0.9, 0.39, 0.1], ["dogs"], ["cats"]),          # just under the threshold: dropped and recorded
+    ([0.4, 0.4, 0.9], ["dogs", "cats"], []),         # at the threshold: kept; a high rating alone keeps nothing
+    ([0.1, 0.2, 0.9], [], ["dogs", "cats"]),
+])
+def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_path, ratings, kept, filtered):
+    trace = JudgeTrace()
+    refined, backend = judge([rated([1, 2], ratings)], tmp_path, min_relevance=0.4)
+    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == kept
+    (judgement,) = trace.judgements
+    assert judgement.valid and judgement.decision["filtered"] == filtered
+    assert judgement.decision["ratings"] == dict(zip(["dogs", "cats", "market"], ratings))
+    assert "ratings (relevance 0 to 1 of each of the 3 chunks" in backend.requests[0][-1]["content"]
+
+
+@pytest.mark.unit
+def test_relevance_filter_with_the_wrong_number_of_ratings_falls_back(tmp_path):
+    trace = JudgeTrace()
+    refined, _ = judge([rated([1], [0.9])], tmp_path, min_relevance=0.4)
+    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ids(FIRST)
+    (judgement,) = trace.judgements
+    assert not judgement.valid and judgement.fell_back and "expected 3 ratings, got 1" in judgement.error
+
+
+@pytest.mark.unit
+def test_without_min_relevance_the_prompt_asks_for_no_ratings(tmp_path):
+    refined, backend = judge([reply([1])], tmp_path)
+    refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())
+    prompt = backend.requests[0][-1]["content"]
+    assert "ratings" not in prompt and prompt.endswith("request_more (true if they are not enough) and reason.")
