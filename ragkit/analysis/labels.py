@@ -37,7 +37,7 @@ def run_labels(runs: pd.DataFrame) -> pd.Series:
             if pd.isna(component):
                 parts.append("-")
                 continue
-            shown = [f"{c.split('.', 1)[1]}={row[c]}" for c in varying.get((kind, component), [])]
+            shown = [f"{c.split('.', 1)[1]}={_value(row[c])}" for c in varying.get((kind, component), [])]
             parts.append(f"{component}({', '.join(shown)})" if shown else str(component))
         parts.append(f"k={row['top_k']}")
         # Judges that are off are left out, so a judge-free run reads as plain retrieval; a

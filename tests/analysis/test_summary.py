@@ -25,6 +25,17 @@ def test_labels_name_only_the_judges_that_are_on_and_whether_answers_are_generat
     ]
 
 
+def test_a_component_parameter_left_at_none_reads_none_and_whole_floats_read_as_integers():
+    runs = pd.DataFrame({
+        "chunker": ["recursive"] * 2, "embedder": ["minilm"] * 2, "retriever": ["dense"] * 2, "top_k": [5, 5],
+        "retriever.score_threshold": [math.nan, 0.7], "chunker.chunk_size": [1000.0, 1000.0],
+    })
+    assert run_labels(runs).tolist() == [
+        "recursive · minilm · dense(score_threshold=none) · k=5",
+        "recursive · minilm · dense(score_threshold=0.7) · k=5",
+    ]
+
+
 def test_metric_failures_count_scored_and_failed_questions_with_the_commonest_reason():
     nan = math.nan
     scores = pd.DataFrame([
