@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,27 @@ class Hit:
     vector: np.ndarray | None = field(default=None, repr=False)
 
 
+def sql_text(value: str) -> str:
+    """``value`` as an SQL string literal: quotes doubled (document ids are file names)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def doc_filter(doc_ids: Sequence[str]) -> str:
+    """A LanceDB ``where`` clause keeping the chunks of ``doc_ids``."""
+    return f"doc_id IN ({', '.join(sql_text(doc_id) for doc_id in sorted(set(doc_ids)))})"
+
+
 class ChunkIndex:
-    def __init__(self, table: Any, has_vectors: bool) -> None:
+    """``where``: an SQL filter applied before the search (LanceDB prefilter), e.g. doc_filter(...).
+
+    ``searches`` counts the searches run (dense, full-text, hybrid), so a cache's effect is
+    observable."""
+
+    def __init__(self, table: Any, has_vectors: bool, index_id: str = "") -> None:
         self._table = table
         self.has_vectors = has_vectors
+        self.index_id = index_id
+        self.searches = 0
 
     def __len__(self) -> int:
         return self._table.count_rows()
@@ -47,10 +64,13 @@ class ChunkIndex:
         if not self.has_vectors:
             raise ValueError("this index holds no vectors: build it with an embedder for dense, hybrid or mmr")
 
-    def dense(self, vector: np.ndarray, limit: int, with_vectors: bool = False) -> list[Hit]:
+    def dense(self, vector: np.ndarray, limit: int, with_vectors: bool = False, where: str | None = None) -> list[Hit]:
         self._require_vectors()
-        search = self._table.search(vector.tolist(), query_type="vector").distance_type("cosine").limit(limit)
-        frame = search.to_pandas()
+        self.searches += 1
+        search = self._table.search(vector.tolist(), query_type="vector").distance_type("cosine")
+        if where is not None:
+            search = search.where(where, prefilter=True)
+        frame = search.limit(limit).to_pandas()
         return [
             Hit(
                 _row(rec),
@@ -60,25 +80,39 @@ class ChunkIndex:
             for rec in frame.to_dict("records")
         ]
 
-    def fulltext(self, query: str, limit: int) -> list[Hit]:
-        frame = self._table.search(query, query_type="fts", fts_columns=FTS_COLUMN).limit(limit).to_pandas()
+    def fulltext(self, query: str, limit: int, where: str | None = None) -> list[Hit]:
+        self.searches += 1
+        search = self._table.search(query, query_type="fts", fts_columns=FTS_COLUMN)
+        if where is not None:
+            search = search.where(where, prefilter=True)
+        frame = search.limit(limit).to_pandas()
         return [Hit(_row(rec), float(rec["_score"])) for rec in frame.to_dict("records")]
 
-    def hybrid(self, query: str, vector: np.ndarray, limit: int, rrf_k: int) -> list[Hit]:
+    def hybrid(self, query: str, vector: np.ndarray, limit: int, rrf_k: int, where: str | None = None) -> list[Hit]:
         """Reciprocal rank fusion of the top ``limit`` dense and full-text hits (LanceDB's RRFReranker)."""
         from lancedb.rerankers import RRFReranker
 
         self._require_vectors()
+        self.searches += 1
         builder = (
             self._table.search(query_type="hybrid", fts_columns=FTS_COLUMN)
             .vector(vector.tolist())
             .text(query)
             .distance_type("cosine")
-            .rerank(RRFReranker(K=rrf_k))
-            .limit(limit)
         )
-        frame = builder.to_pandas()
+        if where is not None:
+            builder = builder.where(where, prefilter=True)
+        frame = builder.rerank(RRFReranker(K=rrf_k)).limit(limit).to_pandas()
         return [Hit(_row(rec), float(rec["_relevance_score"])) for rec in frame.to_dict("records")]
+
+    def chunks(self, where: str, with_vectors: bool = False) -> list[Hit]:
+        """Every chunk matching ``where`` (a scan, not a search: not counted), in document order;
+        score 0. Context enrichment reads a hit's neighbours and section with it."""
+        columns = [*CHUNK_COLUMNS, *(["vector"] if with_vectors and self.has_vectors else [])]
+        frame = self._table.search().where(where).select(columns).limit(None).to_pandas()
+        hits = [Hit(_row(rec), 0.0, np.asarray(rec["vector"], np.float32) if "vector" in rec else None)
+                for rec in frame.to_dict("records")]
+        return sorted(hits, key=lambda hit: (str(hit.row["doc_id"]), int(hit.row["chunk_index"])))
 
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +139,7 @@ class IndexStore:
         if not self.is_ready(index_id):
             raise KeyError(f"index {index_id} is not built")
         table = self._db.open_table(f"chunks_{index_id}")
-        return ChunkIndex(table, has_vectors="vector" in table.schema.names)
+        return ChunkIndex(table, has_vectors="vector" in table.schema.names, index_id=index_id)
 
     def build(self, index_id: str, chunks: pd.DataFrame, vectors: np.ndarray | None,
               before_publish: Callable[[], None] | None = None) -> ChunkIndex:

@@ -7,7 +7,8 @@ The order follows the architecture:
 3. strategy (dense, bm25 or hybrid for this query, over the same index);
 4. query transform (multi-query or HyDE, as a retriever over the base retriever) inside the
    quality gate (retry with a reformulated query, or switch strategy; web fallback when it fails);
-5. Retrieval Judge (filter, re-rank, ask for more) -> rerank judge;
+5. Retrieval Judge (filter, re-rank, ask for more) -> rerank judge -> context enrichment
+   (neighbouring and same-section chunks);
 6. generator -> groundedness judge (with hallucination correction on a failed check) -> answer check.
 
 A judge that is off is simply absent, so a pipeline without judges is exactly plain retrieval,
@@ -40,11 +41,13 @@ from ragkit.web import WebProvider, WebSearchError, web_nodes
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.judges.answer_check import AnswerCheckJudge
     from ragkit.judges.condense import CondenseJudge
+    from ragkit.judges.enrichment import EnrichmentJudge
     from ragkit.judges.quality_gate import QualityGate
     from ragkit.judges.rerank import RerankJudge
     from ragkit.judges.retrieval import RetrievalJudge
     from ragkit.judges.router import RouterJudge
     from ragkit.judges.strategy import StrategyJudge
+    from ragkit.retrievers.cache import RetrievalCache
     from ragkit.retrievers.switchable import SwitchableRetriever
 
 NO_WEB_PROVIDER = "no web search provider is configured (set `web:` in the experiment; none ships offline)"
@@ -72,14 +75,16 @@ class Trace:
         return self.answer is not None and self.answer.abstained
 
 
-def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage]) -> dict[str, Any]:
+def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_seconds: float = 0.0) -> dict[str, Any]:
     """A ``stages`` row: the step's seconds plus the LLM usage of its calls (zeros without).
 
     Like a reused index, which reports the time it took to build, a reply read from the cache
-    counts the time it took to generate: seconds is what the step costs this configuration, and
-    backend_calls what this run actually sent."""
+    counts the time it took to generate, and a search answered by the retrieval cache the time
+    the search took (``replayed_seconds``): seconds is what the step costs this configuration,
+    and backend_calls what this run actually sent."""
     usage = list(usage)
-    row: dict[str, Any] = {"stage": stage, "seconds": seconds + sum(item.replayed_seconds for item in usage)}
+    row: dict[str, Any] = {"stage": stage,
+                           "seconds": seconds + replayed_seconds + sum(item.replayed_seconds for item in usage)}
     for name in USAGE_FIELDS:
         row[name] = sum(getattr(item, name) for item in usage)
     # A step is cached when it made LLM calls and all were answered from the cache.
@@ -107,23 +112,47 @@ class Pipeline:
     web: WebProvider | None = None
     web_results: int = 10
     answer_check: AnswerCheckJudge | None = None
+    enrichment: EnrichmentJudge | None = None
+    # The retrievers that search the index (the base one, or each a switchable one holds): they
+    # take the question's scope and report the time their cached searches replayed.
+    searchers: tuple[Any, ...] = ()
+    retrieval_cache: RetrievalCache | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
 
     def _drain(self) -> list[StageUsage]:
         return [usage for client in self.clients for usage in client.drain_usage()]
 
+    def _replayed(self) -> float:
+        return sum(searcher.drain_replayed_seconds() for searcher in self.searchers)
+
     def _step(self, trace: Trace, stage: str, work: Callable[[], Any]) -> Any:
         started = self.clock()
         result = work()
-        trace.stages.append(stage_row(stage, self.clock() - started, self._drain()))
+        trace.stages.append(stage_row(stage, self.clock() - started, self._drain(), self._replayed()))
         return result
 
-    def answer(self, question: str, history: Sequence[Any] = ()) -> Trace:
-        """``history``: the conversation before this question (``ragkit.qa.Turn`` items)."""
+    def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None) -> Trace:
+        """``history``: the conversation before this question (``ragkit.qa.Turn`` items);
+        ``scope``: the question's documents, which a retriever with ``scope: question_doc``
+        limits its searches to (others ignore it)."""
+        try:
+            return self._answer(question, history, scope)
+        finally:
+            if self.retrieval_cache is not None:
+                self.retrieval_cache.flush()  # after the question, so no step times the writes
+
+    def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None) -> Trace:
         trace = Trace(question=question)
         judged = JudgeTrace(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
+        self._replayed()
+        for searcher in self.searchers:
+            searcher.set_scope(list(scope) if scope is not None else None)
+        if any(searcher.scope_missing for searcher in self.searchers):
+            judged.add(Judgement("scope", question[:500], {
+                "action": "searched every document",
+                "reason": "scope is question_doc but the question names no document"}))
         for component in (self.retriever, self.rerank):
             if component is not None and hasattr(component, "use_trace"):
                 component.use_trace(judged)
@@ -164,7 +193,7 @@ class Pipeline:
         if (retrieval_judge := self.retrieval_judge) is not None:
             nodes = self._step(trace, "judge:retrieval", lambda: retrieval_judge.refine(
                 query, nodes, self.base_retriever, judged, history=history))
-        nodes = self._rerank(trace, query, nodes)
+        nodes = self._enrich(trace, query, self._rerank(trace, query, nodes), judged)
         trace.nodes = list(nodes)
         self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
         return trace
@@ -188,6 +217,11 @@ class Pipeline:
             return nodes
         return self._step(trace, "judge:rerank", lambda: rerank.postprocess_nodes(
             nodes, query_bundle=QueryBundle(query_str=query)))
+
+    def _enrich(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace) -> list[NodeWithScore]:
+        if (enrichment := self.enrichment) is None:
+            return nodes
+        return self._step(trace, "judge:enrichment", lambda: enrichment.enrich(query, nodes, judged))
 
     def _search_web(self, trace: Trace, query: str, judged: JudgeTrace, because: str) -> list[NodeWithScore]:
         """Web results as nodes; none, recorded, when no provider is configured or it fails: a
@@ -250,8 +284,9 @@ class Pipeline:
                     question, nodes, judged, feedback=unsupported, history=history))
 
             def re_retrieve(refined: str) -> list[NodeWithScore]:
-                return self._rerank(trace, refined, self._step(
-                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined)))
+                # The new context goes through the same rerank and enrichment as the first.
+                return self._enrich(trace, refined, self._rerank(trace, refined, self._step(
+                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined))), judged)
 
             result = HallucinationCorrector(groundedness.params).run(
                 query, Attempt(answer, list(trace.nodes), score, judgement), regenerate=regenerate,

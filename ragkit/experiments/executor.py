@@ -43,6 +43,7 @@ from ragkit.experiments.plan import (
     IndexStep,
     Plan,
     RunStep,
+    chunker_uses_llm,
     component_key,
     run_row,
 )
@@ -60,6 +61,7 @@ from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
+from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings
 from ragkit.web import web_providers
@@ -113,6 +115,7 @@ class LocalExecutor:
         self._decisions: dict[str, list[dict]] = {}  # chunk set id -> Chunking Judge decisions
         self._llm_clients: dict[str, LLMClient] = {}
         self._index_store = IndexStore(derived_dir / "lancedb")
+        self._retrieval_cache = RetrievalCache(self.data_dir / "retrieval_cache")
 
     def _llm_client(self, spec: ComponentSpec) -> LLMClient:
         """One client (and one loaded model) per backend spec, shared by every run and role."""
@@ -134,12 +137,18 @@ class LocalExecutor:
         if chunkset_id not in self._chunksets:
             step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
 
+            llm = self._llm_client(step.judge_llm) if step.judge is None and step.judge_llm else None
+            if llm is not None:
+                llm.drain_usage()  # only this chunker's calls count for its stage
+
             def make_chunker() -> Any:
-                deps = {}
+                deps: dict[str, Any] = {}
                 if step.chunker.type == "semantic":
                     # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
                     # which embedder later indexes it.
                     deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
+                if chunker_uses_llm(step.chunker):
+                    deps["llm"] = llm
                 return registry.chunkers.build(step.chunker, **deps)
 
             started = time.perf_counter()
@@ -150,7 +159,9 @@ class LocalExecutor:
                 # Written before the chunk set itself, so a chunk set on disk always has its cost recorded.
                 seconds = time.perf_counter() - started
                 record: dict[str, Any]
-                if step.judge is None:
+                if step.judge is None and llm is not None:  # an LLM chunker: its calls are the chunk stage's
+                    record = {"chunk": stage_row("chunk", seconds, llm.drain_usage())}
+                elif step.judge is None:
                     record = {"chunk": seconds}
                 else:
                     usage = self._llm_client(step.judge_llm).drain_usage() if step.judge_llm else []
@@ -219,6 +230,9 @@ class LocalExecutor:
             return judge_registry.build(spec, llm=clients.get(spec.type), **deps) if spec is not None else None
 
         switchable = self._switchable(point, base, index, embedder) if point.switches_strategy() else None
+        searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
+        for searcher in searchers:
+            searcher.use_cache(self._retrieval_cache)
         retriever, transforms = switchable or base, []
         for name in TRANSFORMS:
             if point.judge(name) is not None:
@@ -249,13 +263,18 @@ class LocalExecutor:
             web=web_providers.build(point.web) if point.web is not None else None,
             web_results=point.top_k,
             answer_check=judge(point.judge("answer_check")),
+            enrichment=judge(point.judge("enrichment"), index=index, embedder=embedder),
+            searchers=tuple(searchers),
+            retrieval_cache=self._retrieval_cache,
             clients=tuple({id(c): c for c in clients.values()}.values()),
         )
 
     def _switchable(self, point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
         """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
         for the strategy judge and the quality gate's switch map to choose from."""
-        retrievers = {name: registry.retrievers.build({"type": name, "params": {"top_k": point.top_k}},
+        # The same scope as the grid's retriever: a switch changes the strategy, not the documents.
+        scope = point.retriever.params.get("scope", "all")
+        retrievers = {name: registry.retrievers.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
                                                       index=index, embedder=embedder)
                       for name in STRATEGIES if name != point.retriever.type}
         return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)
@@ -422,10 +441,15 @@ def _frames(tables: dict[str, list[dict]]) -> dict[str, pd.DataFrame]:
     return {name: pd.DataFrame(rows) for name, rows in tables.items()}
 
 
+def question_documents(question: Question) -> list[str]:
+    """The documents a question is about (its relevant ones, graded above 0): its scope."""
+    return [doc_id for doc_id, grade in question.relevant_docs.items() if grade > 0]
+
+
 def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
                      evaluator: QuestionEvaluator | None) -> dict[str, list[dict]]:
     try:
-        trace = pipeline.answer(question.text, history=question.history)
+        trace = pipeline.answer(question.text, history=question.history, scope=question_documents(question))
     except BackendUnavailable:
         raise  # says nothing about this configuration: the run stops instead
     except Exception as error:  # noqa: BLE001 - one failing question is a row per metric with its error, not a lost run

@@ -30,7 +30,7 @@ EVALUATION = "evaluation"
 # Query transforms wrap the retriever, innermost first.
 TRANSFORMS = ("hyde", "multi_query")
 # The judges that shape the final context, in pipeline order (ragkit.pipeline.Pipeline.answer).
-CONTEXT_JUDGES = (*TRANSFORMS, "quality_gate", "retrieval", "rerank")
+CONTEXT_JUDGES = (*TRANSFORMS, "quality_gate", "retrieval", "rerank", "enrichment")
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,18 @@ def questions_key(questions: QuestionSet) -> str:
     return questions.content_key()
 
 
+def chunker_uses_llm(spec: ComponentSpec) -> bool:
+    """A chunker that asks an LLM where to cut (``llm_semantic``): it runs on the chunking role's
+    model, and that model is part of its chunk set's key."""
+    return bool(getattr(registry.chunkers.get(spec.type), "uses_llm", False))
+
+
 def roles_calling_llm(point: GridPoint) -> list[str]:
-    """The roles of this grid point that call an LLM: judges in llm mode, and the generator."""
+    """The roles of this grid point that call an LLM: judges in llm mode, an LLM chunker (the
+    chunking role), and the generator."""
     roles = [spec.type for spec in point.active_judges() if spec.params.get("mode") == "llm"]
+    if chunker_uses_llm(point.chunker) and CHUNKING not in roles:
+        roles.append(CHUNKING)
     if point.generator is not None:
         roles.append(GENERATOR)
     if point.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in point.evaluation.metrics):
@@ -156,8 +165,10 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         # made (and cached) when the chunk set is built.
         judge_part = None if chunk_judge is None else (
             component_key(judge_registry, chunk_judge), registry.chunkers.names(), _llm_key(llms.get(CHUNKING)))
+        # An LLM chunker's cuts depend on its model too (chunkers without one keep their old keys).
+        llm_part = ("llm", _llm_key(llms[CHUNKING])) if chunker_uses_llm(point.chunker) else None
         chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),
-                                  *([judge_part] if judge_part else []))
+                                  *([judge_part] if judge_part else []), *([llm_part] if llm_part else []))
         index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder))
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
         # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
@@ -170,7 +181,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         if point.evaluation is not None:
             evaluation = point.evaluation.model_dump(mode="json")
             pipeline_part.append(("evaluation", evaluation, _llm_key(llms.get(EVALUATION))))
-        chunking_part = chunkset_id if judge_part else component_key(registry.chunkers, point.chunker)
+        chunking_part = chunkset_id if judge_part or llm_part else component_key(registry.chunkers, point.chunker)
         run_id = content_key(
             "run", corpus.corpus_id, q_key, chunking_part,
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),

@@ -1,9 +1,17 @@
-"""What every retriever shares: params (top_k, threshold), node building, the LlamaIndex hook."""
+"""What every retriever shares: params (top_k, threshold, scope), the retrieval cache, node
+building, the LlamaIndex hook.
+
+``scope: question_doc`` limits every search to the question's own documents (``set_scope``, called
+by the pipeline per question) with a LanceDB prefilter, so a question asked about one document is
+answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
+same index, retriever, parameters, query and scope, without searching or embedding the query.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+import time
+from typing import ClassVar, Literal
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -11,8 +19,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field
 
 from ragkit.embeddings import Embedder
-from ragkit.index import ChunkIndex, Hit
+from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.registry import Component, ComponentParams
+from ragkit.retrievers.cache import RetrievalCache
 
 
 class RetrieverParams(ComponentParams):
@@ -20,6 +29,13 @@ class RetrieverParams(ComponentParams):
     score_threshold: float | None = Field(
         default=None, description="Drop chunks scoring below this (scale depends on the retriever)."
     )
+    scope: Literal["all", "question_doc"] = Field(
+        default="all",
+        description="all: search the whole corpus; question_doc: only the question's own documents (its "
+        "relevant documents, a LanceDB prefilter); a question naming none searches everything, recorded.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"scope"}
 
 
 class Retriever(Component, BaseRetriever):
@@ -38,6 +54,47 @@ class Retriever(Component, BaseRetriever):
         if self.uses_embedder and embedder is None:
             raise ValueError(f"retriever '{self.name}' needs an embedder")
         self.embedder = embedder
+        self.where: str | None = None  # the scope's prefilter for the current question
+        self.scope_missing = False
+        self._cache: RetrievalCache | None = None
+        self._replayed_seconds = 0.0
+
+    def set_scope(self, doc_ids: list[str] | None) -> None:
+        """The current question's documents; only ``scope: question_doc`` uses them. Without any,
+        the search covers every document and ``scope_missing`` says so (the pipeline records it):
+        a question that names no document is still answered, visibly unscoped."""
+        self.where, self.scope_missing = None, False
+        if self.params.scope == "question_doc":
+            if doc_ids:
+                self.where = doc_filter(doc_ids)
+            else:
+                self.scope_missing = True
+
+    def use_cache(self, cache: RetrievalCache | None) -> None:
+        self._cache = cache
+
+    def drain_replayed_seconds(self) -> float:
+        """The search time the cache replayed since the last call (what those searches cost)."""
+        seconds, self._replayed_seconds = self._replayed_seconds, 0.0
+        return seconds
+
+    def cache_key(self, query: str) -> str:
+        return RetrievalCache.key(self.index.index_id, self.name, self.params.key_dump(), query, self.where)
+
+    def cached_search(self, query: str) -> list[Hit]:
+        """``search``, answered from the cache when it has seen this search."""
+        if self._cache is None or not self.index.index_id:
+            return self.search(query)
+        key = self.cache_key(query)
+        entry = self._cache.get(key)
+        if entry is not None:
+            hits, seconds = entry
+            self._replayed_seconds += seconds
+            return hits
+        started = time.perf_counter()
+        hits = self.search(query)
+        self._cache.put(key, hits, time.perf_counter() - started)
+        return hits
 
     def search(self, query: str) -> list[Hit]:
         raise NotImplementedError
@@ -49,7 +106,7 @@ class Retriever(Component, BaseRetriever):
         return self.embedder.embed_query(query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self.search(query_bundle.query_str)[: self.params.top_k]
+        hits = self.cached_search(query_bundle.query_str)[: self.params.top_k]
         if self.params.score_threshold is not None:
             hits = [hit for hit in hits if hit.score >= self.params.score_threshold]
         return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]

@@ -13,4 +13,4 @@ class BM25Retriever(Retriever):
     uses_embedder: ClassVar[bool] = False
 
     def search(self, query: str) -> list[Hit]:
-        return self.index.fulltext(query, self.params.top_k)
+        return self.index.fulltext(query, self.params.top_k, where=self.where)

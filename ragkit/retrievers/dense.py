@@ -12,4 +12,4 @@ class DenseRetriever(Retriever):
     name: ClassVar[str] = "dense"
 
     def search(self, query: str) -> list[Hit]:
-        return self.index.dense(self.query_vector(query), self.params.top_k)
+        return self.index.dense(self.query_vector(query), self.params.top_k, where=self.where)

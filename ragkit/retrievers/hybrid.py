@@ -25,5 +25,5 @@ class HybridRetriever(Retriever):
     def search(self, query: str) -> list[Hit]:
         # Fusing deeper lists than top_k lets a chunk ranked moderately by both win.
         depth = max(self.params.fetch_k, self.params.top_k)
-        hits = self.index.hybrid(query, self.query_vector(query), depth, self.params.rrf_k)
+        hits = self.index.hybrid(query, self.query_vector(query), depth, self.params.rrf_k, where=self.where)
         return hits[: self.params.top_k]

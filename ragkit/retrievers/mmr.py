@@ -51,7 +51,7 @@ class MMRRetriever(Retriever):
 
     def search(self, query: str) -> list[Hit]:
         query_vector = self.query_vector(query)
-        candidates = self.index.dense(query_vector, self.params.fetch_k, with_vectors=True)
+        candidates = self.index.dense(query_vector, self.params.fetch_k, with_vectors=True, where=self.where)
         if not candidates:
             return []
         matrix = np.stack([_vector(hit) for hit in candidates])
