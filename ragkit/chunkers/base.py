@@ -23,7 +23,7 @@ from ragkit.corpus.model import POSITIONAL_METADATA
 from ragkit.registry import Component, ComponentParams
 
 # Bookkeeping keys: useful in tables and traces, noise (or duplicated text) in an LLM prompt.
-_NOT_FOR_LLM = ("start_char", "end_char", "chunk_index", "embed_text", "chunk_fallback")
+_NOT_FOR_LLM = ("start_char", "end_char", "chunk_index", "embed_text", "chunk_fallback", "total_chunks", "modified")
 _LONG_METADATA_CHARS = 200
 
 
@@ -107,7 +107,8 @@ class Chunker(Component, NodeParser):
             if position >= 0 and sections[position][1]:
                 meta["breadcrumb"] = sections[position][1]
             meta.update(span.metadata)  # the chunker's own breadcrumb wins over the document's sections
-            meta.update(doc_id=document.node_id, start_char=span.start, end_char=span.end, chunk_index=index)
+            meta.update(doc_id=document.node_id, start_char=span.start, end_char=span.end, chunk_index=index,
+                        total_chunks=len(spans))
             chunk_text = text[span.start : span.end]
             meta["embed_text"] = self._embed_text(chunk_text, meta)
             node = TextNode(

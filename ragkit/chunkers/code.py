@@ -4,6 +4,11 @@ Offsets come from ``ast`` line numbers at whole-line granularity (col_offset cou
 bytes, lines do not), so decorators, trailing comments and the comment block right above a
 definition stay with it. Text that is not Python falls back to recursive splitting, marked
 with ``chunk_fallback: "recursive"`` so the fallback is visible in the chunk set.
+
+Each Python chunk records what it holds, for filters, prompts and the reader: ``function`` and
+``class`` (its enclosing class for a method), ``signature`` (``def name(args) -> ret`` or
+``class Name(bases)``), the first line of its ``docstring``, and the module's ``imports``
+(top-level, at most 20). Other languages get none of these: only Python is parsed.
 """
 
 from __future__ import annotations
@@ -60,7 +65,11 @@ class CodeChunker(Chunker):
             pieces = recursive_spans(text, 0, len(text), p.fallback_chunk_size, p.chunk_overlap)
             return [Span(start, end, {"chunk_fallback": "recursive"}) for start, end in pieces]
         line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)] + [len(text)]
-        return self._segment(text, line_starts, module.body, 1, len(line_starts) - 1, [])
+        spans = self._segment(text, line_starts, module.body, 1, len(line_starts) - 1, [])
+        imports = module_imports(module)
+        if imports:
+            spans = [Span(span.start, span.end, {**span.metadata, "imports": imports}) for span in spans]
+        return spans
 
     def _segment(
         self, text: str, line_starts: list[int], body: list[ast.stmt], first: int, last: int, trail: list[str]
@@ -81,17 +90,58 @@ class CodeChunker(Chunker):
                     self._segment(text, line_starts, statement.body, start, end, [*trail, statement.name])
                 )
             else:
-                spans.extend(self._piece(text, line_starts, start, end, [*trail, statement.name]))
+                spans.extend(self._piece(text, line_starts, start, end, [*trail, statement.name],
+                                         definition_metadata(statement, trail)))
             cursor = end + 1
         if cursor <= last:
             spans.extend(self._piece(text, line_starts, cursor, last, trail))
         return spans
 
-    def _piece(self, text: str, line_starts: list[int], first: int, last: int, trail: list[str]) -> list[Span]:
+    def _piece(self, text: str, line_starts: list[int], first: int, last: int, trail: list[str],
+               described: dict[str, Any] | None = None) -> list[Span]:
         start, end = line_starts[first - 1], line_starts[last]
-        extra = {"breadcrumb": " > ".join(trail)} if trail else {}
+        extra: dict[str, Any] = {"breadcrumb": " > ".join(trail)} if trail else {}
+        extra.update(described or {})
+        if described is None and trail:  # code inside a class, between its methods
+            extra["class"] = trail[-1]
         pieces = recursive_spans(text, start, end, self.params.max_chars, self.params.chunk_overlap)
         return [Span(s, e, extra) for s, e in pieces]
+
+
+MAX_IMPORTS = 20
+DOCSTRING_CHARS = 200
+
+
+def module_imports(module: ast.Module) -> list[str]:
+    """The modules a file imports at top level, in order, once each (at most MAX_IMPORTS)."""
+    names: list[str] = []
+    for statement in module.body:
+        if isinstance(statement, ast.Import):
+            names += [alias.name for alias in statement.names]
+        elif isinstance(statement, ast.ImportFrom):
+            names.append("." * statement.level + (statement.module or ""))
+    return list(dict.fromkeys(names))[:MAX_IMPORTS]
+
+
+def definition_metadata(statement: ast.stmt, trail: list[str]) -> dict[str, Any]:
+    """function / class / signature / docstring of one top-level or class-level definition."""
+    meta: dict[str, Any] = {}
+    if isinstance(statement, ast.ClassDef):
+        bases = ", ".join(ast.unparse(base) for base in statement.bases)
+        meta.update({"class": statement.name, "signature": f"class {statement.name}({bases})" if bases
+                     else f"class {statement.name}"})
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        prefix = "async def" if isinstance(statement, ast.AsyncFunctionDef) else "def"
+        returns = f" -> {ast.unparse(statement.returns)}" if statement.returns is not None else ""
+        meta["function"] = statement.name
+        meta["signature"] = f"{prefix} {statement.name}({ast.unparse(statement.args)}){returns}"
+        if trail:  # a method: the class it belongs to
+            meta["class"] = trail[-1]
+    if isinstance(statement, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        docstring = ast.get_docstring(statement)
+        if docstring:
+            meta["docstring"] = docstring.strip().splitlines()[0][:DOCSTRING_CHARS]
+    return meta
 
 
 def _parse_python(text: str, metadata: Mapping[str, Any]) -> ast.Module | None:

@@ -12,15 +12,18 @@ store caches it by content hash; ``label_documents`` adds everything that depend
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import yaml
 from llama_index.core.schema import Document
 
 from ragkit.corpus.model import make_document
@@ -31,7 +34,14 @@ from ragkit.settings import get_settings
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
 # 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv
 #    module (rows of empty cells are left out).
-LOADER_VERSION = 2
+# 3: JSON and YAML documents carry their top-level keys as sections; source code files; text that
+#    is not UTF-8 is read as Latin-1 (recorded as the document's `encoding`).
+LOADER_VERSION = 3
+
+# Source code read as text; the code chunker splits Python by definition, the rest recursively.
+CODE_LANGUAGES = {"py": "python", "pyi": "python", "js": "javascript", "ts": "typescript", "java": "java",
+                  "go": "go", "rs": "rust", "c": "c", "h": "c", "cpp": "cpp", "hpp": "cpp", "rb": "ruby",
+                  "sh": "shell", "sql": "sql", "toml": "toml"}
 
 # Values that PDF/DOCX-writing libraries put in when the author set none; not real metadata.
 _PLACEHOLDER_META = frozenset({"", "untitled", "anonymous", "python-docx", "unknown"})
@@ -55,7 +65,8 @@ class ParsedDocument:
 
 def load_file(path: Path, doc_id: str) -> list[Document]:
     """Parse ``path`` into Documents named ``doc_id`` (BEIR-style jsonl lines keep their own ids)."""
-    return label_documents(parse_file(path), doc_id, file_type_of(path), path.stat().st_size)
+    modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat(timespec="seconds")
+    return label_documents(parse_file(path), doc_id, file_type_of(path), path.stat().st_size, modified)
 
 
 def parse_file(path: Path, file_type: str | None = None) -> list[ParsedDocument]:
@@ -68,7 +79,18 @@ def parse_file(path: Path, file_type: str | None = None) -> list[ParsedDocument]
     documents = [_valid_unicode(document) for document in parser(path)]
     if not any(document.text.strip() for document in documents):
         raise IngestError("no extractable text")
+    if file_type not in ("pdf", "docx") and not _is_utf8(path):
+        # _read_text fell back to Latin-1: say so, since a wrong guess shows as odd characters.
+        documents = [ParsedDocument(d.text, {**d.metadata, "encoding": "latin-1"}, d.own_id) for d in documents]
     return documents
+
+
+def _is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -84,17 +106,30 @@ def _valid_unicode(document: ParsedDocument) -> ParsedDocument:
     return ParsedDocument(fix(document.text), metadata, fix(document.own_id))
 
 
-def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int) -> list[Document]:
+DESCRIPTION_CHARS = 300
+MAX_TAGS = 20
+
+
+def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int,
+                    modified: str | None = None) -> list[Document]:
     """Name parsed documents after their file; the title falls back to the file stem.
 
     A document with its own id (a BEIR corpus line) keeps that id, so qrels that reference it
-    match, and records the file it came from in ``source_file``.
+    match, and records the file it came from in ``source_file``. Every document gets a
+    ``description`` (its own, e.g. markdown front matter or an HTML meta tag, else its first
+    paragraph of prose), ``tags`` (its own, else none) and, for a file, ``modified`` (the file's
+    modification time, UTC). None of these is embedded or part of any content key.
     """
     file_name = PurePosixPath(doc_id).name
     documents = []
     for item in parsed:
         metadata = dict(item.metadata)
         metadata.update(file_name=file_name, file_type=file_type, size_bytes=size_bytes)
+        if modified is not None:
+            metadata["modified"] = modified
+        if not metadata.get("description"):
+            metadata["description"] = first_paragraph(item.text)
+        metadata.setdefault("tags", [])
         if item.own_id is not None:
             metadata["source_file"] = doc_id
         if not metadata.get("title"):
@@ -103,11 +138,61 @@ def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, s
     return documents
 
 
-def _read_text(path: Path) -> str:
+def first_paragraph(text: str) -> str:
+    """The first block of prose: not a heading, front matter, code fence or a line of symbols;
+    at least 4 words; whitespace collapsed, at most DESCRIPTION_CHARS characters."""
+    body = _FRONT_MATTER.sub("", text, count=1)
+    for block in re.split(r"\n[ \t]*\n", body):
+        block = block.strip()
+        if not block or block.startswith(("#", "```", "---", "===")):
+            continue
+        words = re.findall(r"[^\W\d_]{2,}", block)
+        if len(words) >= 4:
+            return " ".join(block.split())[:DESCRIPTION_CHARS]
+    return ""
+
+
+_FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+def front_matter(text: str) -> dict[str, Any]:
+    """description, tags and title from a markdown file's YAML front matter (safe_load), if any."""
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}
     try:
-        return path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise IngestError(f"not valid UTF-8 text (bad byte at offset {error.start})") from None
+        data = yaml.safe_load(match.group(1))
+    except (yaml.YAMLError, RecursionError):
+        return {}  # not YAML after all: the text is still the document
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, Any] = {}
+    if isinstance(data.get("description"), str) and data["description"].strip():
+        found["description"] = " ".join(data["description"].split())[:DESCRIPTION_CHARS]
+    tags = data.get("tags", data.get("keywords"))
+    if tags:
+        found["tags"] = as_tags(tags)
+    if isinstance(data.get("title"), str) and data["title"].strip():
+        found["title"] = data["title"].strip()
+    return found
+
+
+def as_tags(value: Any) -> list[str]:
+    """A tag list from a list or a comma-separated string; blanks dropped, once each."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list) else [value]
+    return list(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))[:MAX_TAGS]
+
+
+def _read_text(path: Path) -> str:
+    """UTF-8 (a BOM dropped); text that is not UTF-8 is read as Latin-1, which decodes any byte.
+
+    Binary content never gets here: validation rejects NUL and control bytes first. Latin-1
+    rather than Windows-1252 because it is total: no byte sequence fails."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def _clean_meta(value: Any) -> str | None:
@@ -243,6 +328,7 @@ def _parse_markdown(path: Path) -> list[ParsedDocument]:
     title = next((heading for _, level, heading in headings if level == 1 and heading), None)
     if title:
         metadata["title"] = title
+    metadata.update(front_matter(text))  # the author's own title, description and tags win
     return [ParsedDocument(text, metadata)]
 
 
@@ -288,11 +374,56 @@ def _dump_json(value: Any, indent: int | None = None) -> str:
         raise IngestError("JSON nested too deeply to render as text") from None
 
 
+# A top-level key in json.dumps(indent=2): two spaces, never more (nested keys have four or more).
+_JSON_TOP_KEY = re.compile(r'^  "((?:[^"\\]|\\.)*)": ', re.MULTILINE)
+# A top-level key in block YAML: at column 0, not a comment, a document marker or a list item.
+_YAML_TOP_KEY = re.compile(r"^(?![#\-\s.])(?:\"([^\"]*)\"|'([^']*)'|([^:\n]+?))[ \t]*:(?:[ \t]|$)", re.MULTILINE)
+
+
+def _key_sections(text: str, pattern: re.Pattern[str], decode: Callable[[re.Match[str]], str]) -> list[list[Any]]:
+    """[start_char, key] per top-level key, so chunks carry the key as their breadcrumb."""
+    return [[match.start(), decode(match)] for match in pattern.finditer(text)]
+
+
 def _parse_json(path: Path) -> list[ParsedDocument]:
     value = _load_json(_read_text(path))
     if isinstance(value, dict) and isinstance(value.get("text"), str):
         return [ParsedDocument(value["text"], _title_author(value.get("title"), value.get("author")))]
-    return [ParsedDocument(_dump_json(value, indent=2))]
+    text = _dump_json(value, indent=2)
+    # An object's top-level keys are its sections; a top-level array has none (its items are
+    # records of one kind, which a chunker cuts by size like any list).
+    if not isinstance(value, dict):
+        return [ParsedDocument(text)]
+    sections = _key_sections(text, _JSON_TOP_KEY, lambda match: json.loads(f'"{match.group(1)}"'))
+    return [ParsedDocument(text, {"sections": sections} if sections else {})]
+
+
+def _parse_yaml(path: Path) -> list[ParsedDocument]:
+    """The file's own text (so answer spans and line numbers match it), checked to be YAML with
+    ``yaml.safe_load``, its top-level keys as sections."""
+    text = _read_text(path)
+    try:
+        list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        raise IngestError(f"invalid YAML: {str(error).splitlines()[0]}") from None
+    except RecursionError:
+        raise IngestError("invalid YAML: nested too deeply to read") from None
+    sections = _key_sections(text, _YAML_TOP_KEY, lambda match: next(g for g in match.groups() if g is not None))
+    return [ParsedDocument(text, {"sections": sections} if sections else {})]
+
+
+def _parse_code(path: Path) -> list[ParsedDocument]:
+    language = CODE_LANGUAGES.get(file_type_of(path), "text")
+    text = _read_text(path)
+    metadata: dict[str, Any] = {"language": language}
+    if language == "python":
+        try:
+            docstring = ast.get_docstring(ast.parse(text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            docstring = None  # not valid Python: still a text document
+        if docstring:
+            metadata["description"] = " ".join(docstring.split("\n\n")[0].split())[:DESCRIPTION_CHARS]
+    return [ParsedDocument(text, metadata)]
 
 
 def _parse_jsonl(path: Path) -> list[ParsedDocument]:
@@ -395,7 +526,22 @@ def _parse_html(path: Path) -> list[ParsedDocument]:
     metadata: dict[str, Any] = {"sections": _sections(headings)}
     if title:
         metadata["title"] = title
+    metadata.update(_html_meta(soup))
     return [ParsedDocument("".join(builder.parts).rstrip(), metadata)]
+
+
+def _html_meta(soup: Any) -> dict[str, Any]:
+    """description and tags (keywords) from the page's <meta name=...> tags."""
+    found: dict[str, Any] = {}
+    for tag in soup.find_all("meta"):
+        name, content = str(tag.get("name") or "").lower(), tag.get("content")
+        if not isinstance(content, str) or not content.strip():
+            continue
+        if name == "description":
+            found["description"] = " ".join(content.split())[:DESCRIPTION_CHARS]
+        elif name == "keywords":
+            found["tags"] = as_tags(content)
+    return found
 
 
 _PARSERS: dict[str, Callable[[Path], list[ParsedDocument]]] = {
@@ -408,4 +554,7 @@ _PARSERS: dict[str, Callable[[Path], list[ParsedDocument]]] = {
     "csv": _parse_csv,
     "json": _parse_json,
     "jsonl": _parse_jsonl,
+    "yaml": _parse_yaml,
+    "yml": _parse_yaml,
+    **dict.fromkeys(CODE_LANGUAGES, _parse_code),
 }

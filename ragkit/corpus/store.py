@@ -55,6 +55,7 @@ class ManifestEntry(BaseModel):
     size_bytes: int
     loader_version: int
     document_count: int
+    modified: str | None = None  # the file's modification time (UTC, ISO 8601) when it was ingested
 
 
 class Manifest(BaseModel):
@@ -203,7 +204,7 @@ class CorpusStore:
         parsed = self._read_parsed(cache)
         if entry.file_type == IMPORTED:
             return [make_document(item.own_id or "", item.text, item.metadata) for item in parsed]
-        return label_documents(parsed, entry.doc_id, entry.file_type, entry.size_bytes)
+        return label_documents(parsed, entry.doc_id, entry.file_type, entry.size_bytes, entry.modified)
 
     def ingest(self, paths: Sequence[Path], name: str, progress: ProgressCallback | None = None) -> IngestReport:
         """Validate, parse and add files to corpus ``name``; a bad file is reported, never fatal.
@@ -264,11 +265,12 @@ class CorpusStore:
         else:
             parsed = parse_file(path, file_type)
             self._write_parsed(cache, sha256, file_type, parsed)
+        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat(timespec="seconds")
         entry = ManifestEntry(
             doc_id=doc_id, sha256=sha256, file_type=file_type, size_bytes=size_bytes,
-            loader_version=LOADER_VERSION, document_count=len(parsed),
+            loader_version=LOADER_VERSION, document_count=len(parsed), modified=modified,
         )
-        return entry, label_documents(parsed, doc_id, file_type, size_bytes)
+        return entry, label_documents(parsed, doc_id, file_type, size_bytes, modified)
 
     def import_documents(self, documents: list[Document], name: str) -> Corpus:
         """Create or replace corpus ``name`` with documents that arrive parsed (a dataset's corpus.jsonl)."""

@@ -25,7 +25,8 @@ ARCHIVE_TYPES = frozenset({"zip", "tar", "gz", "tgz", "bz2", "tbz2", "xz", "txz"
 
 # Types whose content must be text: a binary file renamed to one of these is rejected here,
 # before a parser turns it into pages of garbage.
-TEXT_TYPES = frozenset({"txt", "md", "html", "htm", "csv", "json", "jsonl"})
+TEXT_TYPES = frozenset({"txt", "md", "html", "htm", "csv", "json", "jsonl", "yaml", "yml", "py", "pyi", "js", "ts",
+                        "java", "go", "rs", "c", "h", "cpp", "hpp", "rb", "sh", "sql", "toml"})
 
 # Only used to name what a rejected binary file looks like; the rejection itself rests on
 # NUL / control bytes, so plain text that happens to start with "MZ" is still accepted.

@@ -191,7 +191,6 @@ def test_other_jsonl_is_one_document(tmp_path: Path) -> None:
     ("name", "content", "reason"),
     [
         ("empty.txt", b"", "empty file"),
-        ("latin1.txt", "caf\u00e9".encode("latin-1"), "not valid UTF-8 text"),
         ("blank.md", b"  \n\n", "no extractable text"),
         ("bad.json", b"{nope", "invalid JSON"),
         ("bad.jsonl", b'{"a": 1}\n{oops\n', "invalid JSON on line 2"),
