@@ -221,8 +221,15 @@ def run_row(plan: Plan, step: RunStep) -> dict:
         "top_k": point.top_k,
         "depth": step.depth,
     }
-    for kind, spec in (("chunker", point.chunker), ("embedder", point.embedder), ("retriever", point.retriever)):
-        for name, value in (spec.params if spec else {}).items():
+    for kind, spec, kinds in (("chunker", point.chunker, registry.chunkers),
+                              ("embedder", point.embedder, registry.embedders),
+                              ("retriever", point.retriever, registry.retrievers)):
+        if spec is None:
+            continue
+        # Every parameter, options added later at their default included (they are left out of
+        # the spec and the run id), so `scope=all` reads as such beside `scope=question_doc`.
+        shown = kinds.validate_params(spec.type, spec.params).model_dump(mode="json")
+        for name, value in shown.items():
             row[f"{kind}.{name}"] = _cell(value)
     for spec in point.judges:
         mode = spec.params["mode"]
