@@ -7,6 +7,12 @@ claim *unknown*: it is counted and listed, but neither supported nor unsupported
 is supported / (supported + unsupported). With no verdict at all the score is None (NaN for
 pandas) with the reason, never 0 or 1.
 
+``nli`` mode checks the claims without an LLM: a local NLI model (``nli_model_path``, a
+sentence-transformers CrossEncoder folder with an entailment class) gives each claim's
+entailment probability against each context chunk, and a claim is supported when the best one
+exceeds ``entailment_threshold`` (0.7). Chunks are premises one by one, not joined: an NLI model
+reads about 512 tokens, so a joined context would be cut, and a claim needs one chunk to back it.
+
 It is a LlamaIndex ``BaseEvaluator`` (``aevaluate`` -> ``EvaluationResult``); ``judge`` is the
 synchronous call the pipeline uses, recording one judgement per answer in the trace.
 """
@@ -17,7 +23,7 @@ import asyncio
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
@@ -26,6 +32,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
+from ragkit.local_models import entailment_probabilities
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
@@ -63,14 +70,23 @@ class GroundednessParams(JudgeParams):
         description="Correction: retrieval quality (the quality gate's, 0-1) below this re-retrieves first.",
     )
     max_corrections: int = Field(default=2, ge=1, le=5, description="Correction: most correction rounds.")
+    nli_model_path: str | None = Field(
+        default=None, description="nli: local folder of an NLI cross-encoder (labels include entailment).")
+    entailment_threshold: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="nli: a claim is supported when P(entailment) exceeds this.")
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections"}
+        "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections", "nli_model_path",
+        "entailment_threshold"}
 
     @model_validator(mode="after")
     def _tiers_in_order(self) -> GroundednessParams:
         if self.regenerate_at > self.accept_at:
             raise ValueError(f"regenerate_at ({self.regenerate_at}) must not exceed accept_at ({self.accept_at})")
+        if self.mode == "nli" and not self.nli_model_path:
+            raise ValueError("mode nli needs nli_model_path: a local folder of an NLI cross-encoder")
+        if self.mode == "nli" and self.claim_split == "llm":
+            raise ValueError("mode nli calls no LLM: use claim_split heuristic (or mode llm)")
         return self
 
 
@@ -121,7 +137,7 @@ class GroundednessJudge(Judge, BaseEvaluator):
     name: ClassVar[str] = "groundedness"
     Params: ClassVar[type[GroundednessParams]] = GroundednessParams
     params: GroundednessParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm", "nli")
 
     def __init__(self, params: GroundednessParams, llm: Any = None, **_dependencies: Any) -> None:
         Judge.__init__(self, params, llm)
@@ -165,8 +181,11 @@ class GroundednessJudge(Judge, BaseEvaluator):
             return None, None
         started = time.perf_counter()
         claims, split_info = self._claims(answer)
-        context = joined_context(contexts, self.params.context_chars)
-        checks = [self._check(claim, context) for claim in claims]
+        if self.params.mode == "nli":
+            checks = self._nli_checks(claims, contexts)
+        else:
+            context = joined_context(contexts, self.params.context_chars)
+            checks = [self._check(claim, context) for claim in claims]
         counts = {label: sum(check["verdict"] == label for check in checks)
                   for label in (SUPPORTED, UNSUPPORTED, UNKNOWN)}
         scored = counts[SUPPORTED] + counts[UNSUPPORTED]
@@ -223,6 +242,25 @@ class GroundednessJudge(Judge, BaseEvaluator):
         quoted = " ".join(verdict.evidence.lower().split()).strip(" .")
         return {**check, "verdict": SUPPORTED if verdict.supported else UNSUPPORTED, "evidence": verdict.evidence,
                 "evidence_in_context": bool(quoted) and quoted in context.lower()}
+
+
+    def _nli_checks(self, claims: list[str], contexts: Sequence[str]) -> list[dict[str, Any]]:
+        """Each claim's best entailment probability over the context chunks, against the threshold."""
+        premises = [" ".join(context.split())[: self.params.context_chars] for context in contexts if context.strip()]
+        blank = {"evidence": "", "raw_reply": None, "error": None, "cache_hit": False}
+        if not premises:
+            return [{"claim": claim, "verdict": UNSUPPORTED, "entailment": 0.0, **blank} for claim in claims]
+        pairs = [(premise, claim) for claim in claims for premise in premises]
+        probabilities = entailment_probabilities(cast(str, self.params.nli_model_path), pairs)
+        checks = []
+        for number, claim in enumerate(claims):
+            row = probabilities[number * len(premises): (number + 1) * len(premises)]
+            best = max(range(len(premises)), key=lambda index: row[index])
+            supported = row[best] > self.params.entailment_threshold
+            checks.append({"claim": claim, "verdict": SUPPORTED if supported else UNSUPPORTED,
+                           "entailment": row[best], "best_chunk": best + 1, **blank,
+                           "evidence": premises[best][:200] if supported else ""})
+        return checks
 
 
 def unsupported_claims(judgement: Judgement | None) -> list[str]:

@@ -1,10 +1,16 @@
-"""Rerank judge: score each chunk 0-100 for the question and keep the best ``top_n``.
+"""Rerank judge: score each chunk for the question and keep the best ``top_n``.
 
-``llm`` mode scores a batch of chunks in one call (one reply holds a list of scores, one per
-chunk, in the order shown), which costs one call per ``batch_size`` chunks instead of one per
-chunk. ``heuristic`` mode is BM25 over the candidates: no PyPI package ships cross-encoder
-weights for offline use (flashrank and small-hybrid-reranker both download theirs at run time),
-so the rule is lexical. A reply that cannot be used keeps the original nodes, untouched.
+``llm`` mode scores a batch of chunks in one call (one reply holds a list of scores 0-100, one
+per chunk, in the order shown), which costs one call per ``batch_size`` chunks instead of one
+per chunk. ``cross_encoder`` mode scores with a sentence-transformers CrossEncoder from a local
+folder (``model_path``; no weights ship offline, see ``ragkit.local_models``). ``heuristic`` mode
+is BM25 over the candidates. A reply that cannot be used keeps the original nodes, untouched.
+
+Two-stage rerank in one run: ``mode: llm`` with ``prefilter_n`` first keeps the best
+``prefilter_n`` candidates by the cross-encoder (``prefilter: cross_encoder``, the default) or
+by BM25 (``prefilter: bm25``, for machines without a model), then the LLM scores those and keeps
+``top_n``. ``show_source`` puts each chunk's title and section (and its summary when the chunk
+has one) in the LLM prompt; without it the prompt is the one before the option existed.
 """
 
 from __future__ import annotations
@@ -14,15 +20,16 @@ import re
 import time
 from collections import Counter
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar, cast
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
+from ragkit.local_models import cross_encoder_scores
 
 
 class RerankJudgeParams(JudgeParams):
@@ -32,6 +39,32 @@ class RerankJudgeParams(JudgeParams):
         default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
     )
     max_tokens: int = Field(default=96, ge=8, le=2048, description="Most tokens in one reply.")
+    model_path: str | None = Field(
+        default=None, description="Local folder of a sentence-transformers CrossEncoder (mode cross_encoder, "
+        "or the first stage of a two-stage rerank); nothing is downloaded.",
+    )
+    prefilter_n: int | None = Field(
+        default=None, ge=1, le=200,
+        description="llm: first keep this many candidates by the prefilter, then the LLM scores those (two stages).",
+    )
+    prefilter: Literal["cross_encoder", "bm25"] = Field(
+        default="cross_encoder", description="The first stage of a two-stage rerank: the cross-encoder at "
+        "model_path, or BM25 over the candidates (no model needed).",
+    )
+    show_source: bool = Field(
+        default=False, description="llm: show each chunk's title and section (and summary) in the prompt.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "model_path", "prefilter_n", "prefilter", "show_source"}
+
+    @model_validator(mode="after")
+    def _model_when_needed(self) -> RerankJudgeParams:
+        needs_model = self.mode == "cross_encoder" or (
+            self.mode == "llm" and self.prefilter_n is not None and self.prefilter == "cross_encoder")
+        if needs_model and not self.model_path:
+            raise ValueError("model_path is required for a cross-encoder (mode cross_encoder, or prefilter_n with "
+                             "prefilter cross_encoder): a local CrossEncoder folder, or set prefilter: bm25")
+        return self
 
 
 class RerankReply(BaseModel):
@@ -61,10 +94,28 @@ EXAMPLE = (
 )
 
 
-def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int) -> str:
+SUMMARY_CHARS = 200
+
+
+def sourced_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
+    """``[1] (Title > Section) text`` lines: where each chunk comes from, then its text (and its
+    summary, when the chunk has one, instead of nothing more than the cut text)."""
+    lines = []
+    for number, node in enumerate(nodes, start=1):
+        meta = node.node.metadata
+        source = " > ".join(str(part) for part in (meta.get("title"), meta.get("breadcrumb")) if part)
+        summary = " ".join(str(meta.get("summary") or "").split())[:SUMMARY_CHARS]
+        text = " ".join(node.node.get_content().split())[:chunk_chars]
+        lines.append(f"[{number}] " + (f"({source}) " if source else "") + (f"Summary: {summary} Text: " if summary
+                                                                          else "") + text)
+    return "\n".join(lines)
+
+
+def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, show_source: bool = False) -> str:
+    chunks = sourced_chunks(nodes, chunk_chars) if show_source else numbered_chunks(nodes, chunk_chars)
     return (
         f"{EXAMPLE}\n\n"
-        f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
+        f"Question: {query}\n{chunks}\n"
         f"Rate each of the {len(nodes)} chunks from 0 (useless) to 100 (answers it). "
         "Reply as JSON with scores: one number per chunk, in order."
     )
@@ -108,7 +159,7 @@ class RerankJudge(Judge, BaseNodePostprocessor):
 
     name: ClassVar[str] = "rerank"
     Params: ClassVar[type[RerankJudgeParams]] = RerankJudgeParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm", "cross_encoder")
 
     params: Any = None
     llm: Any = None
@@ -140,14 +191,26 @@ class RerankJudge(Judge, BaseNodePostprocessor):
             raise ValueError(f"judge '{self.name}' needs the query: pass query_str or query_bundle")
         query = query_bundle.query_str
         if self.params.mode == "heuristic":
-            return self._heuristic(query, nodes)
+            return self._scored(query, nodes, "bm25", self.params.top_n)
+        if self.params.mode == "cross_encoder":
+            return self._scored(query, nodes, "cross_encoder", self.params.top_n)
+        if self.params.prefilter_n is not None and len(nodes) > self.params.prefilter_n:
+            nodes = self._scored(query, nodes, self.params.prefilter, self.params.prefilter_n, stage="prefilter")
         return self._llm(query, nodes)
 
-    def _heuristic(self, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    def _scored(self, query: str, nodes: list[NodeWithScore], method: str, keep: int,
+                stage: str | None = None) -> list[NodeWithScore]:
+        """The best ``keep`` nodes by BM25 or the cross-encoder, recorded as one judgement."""
         started = time.perf_counter()
-        scores = bm25_scores(query, [node.node.get_content() for node in nodes])
-        kept = self._keep_best(nodes, scores)
-        decision = {"method": "bm25", "scores": _by_id(nodes, scores), "kept": _ids(kept)}
+        texts = [node.node.get_content() for node in nodes]
+        if method == "bm25":
+            scores = bm25_scores(query, texts)
+        else:
+            scores = cross_encoder_scores(cast(str, self.params.model_path), query, texts)
+        kept = self._keep_best(nodes, scores, keep)
+        decision: dict[str, Any] = {"method": method, "scores": _by_id(nodes, scores), "kept": _ids(kept)}
+        if stage is not None:
+            decision["stage"] = stage
         self.trace.add(self.judgement(f"{query} | {len(nodes)} chunks", decision, started=started))
         return kept
 
@@ -160,7 +223,8 @@ class RerankJudge(Judge, BaseNodePostprocessor):
             summary = f"{query} | chunks {first + 1}-{first + len(batch)} of {len(nodes)}"
             decision: dict[str, Any] = {"method": "llm", "shown": _ids(batch)}
             try:
-                result = self.ask(build_prompt(query, batch, self.params.chunk_chars), reply_model(len(batch)),
+                result = self.ask(build_prompt(query, batch, self.params.chunk_chars, self.params.show_source),
+                                  reply_model(len(batch)),
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as error:
                 self.trace.add(self.fallback(summary, decision, None, started, str(error)))
@@ -173,14 +237,15 @@ class RerankJudge(Judge, BaseNodePostprocessor):
             scores += [float(score) for score in reply.scores]
             decision.update(scores=_by_id(batch, reply.scores))
             self.trace.add(self.judgement(summary, decision, result, started=started))
-        kept = self._keep_best(nodes, scores)
+        kept = self._keep_best(nodes, scores, self.params.top_n)
         self.trace.judgements[-1].decision["kept"] = _ids(kept)
         return kept
 
-    def _keep_best(self, nodes: list[NodeWithScore], scores: list[float]) -> list[NodeWithScore]:
+    @staticmethod
+    def _keep_best(nodes: list[NodeWithScore], scores: list[float], keep: int) -> list[NodeWithScore]:
         """Highest score first (ties keep retrieval order), the score replaced by the judge's."""
         order = sorted(range(len(nodes)), key=lambda index: -scores[index])
-        return [NodeWithScore(node=nodes[index].node, score=scores[index]) for index in order[: self.params.top_n]]
+        return [NodeWithScore(node=nodes[index].node, score=scores[index]) for index in order[:keep]]
 
 
 def _score_problem(scores: list[int], count: int) -> str | None:
