@@ -36,6 +36,9 @@ class ComponentParams(BaseModel):
     # the resolved spec (``Registry.resolve``), so adding an option that is off changes no id and
     # no cached result; set to anything else, they are part of the key like any parameter.
     added_fields: ClassVar[frozenset[str]] = frozenset()
+    # How to reach a server (timeouts, retries), not what it computes: never part of a content
+    # key at any value, so raising a timeout reuses every cached vector and result.
+    transport_fields: ClassVar[frozenset[str]] = frozenset()
 
     def key_dump(self) -> dict[str, Any]:
         """The parameters as JSON, without the ``added_fields`` still at their default."""

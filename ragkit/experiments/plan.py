@@ -101,7 +101,9 @@ def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | 
     if spec is None:
         return None
     cls = kind.get(spec.type)
-    return content_key(kind.kind, spec.type, cls.version, spec.params)
+    transport: frozenset[str] = getattr(cls.Params, "transport_fields", frozenset())
+    params = {name: value for name, value in spec.params.items() if name not in transport}
+    return content_key(kind.kind, spec.type, cls.version, params)
 
 
 def questions_key(questions: QuestionSet) -> str:
