@@ -33,7 +33,7 @@ class Server:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the http.server hook's name
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((time.monotonic(), self.path, body))
                 step = outer.script[min(len(outer.requests), len(outer.script)) - 1]
@@ -142,7 +142,7 @@ def test_a_server_that_is_down_is_named(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_refused_request_is_not_retried_and_shows_the_servers_message(serve, kind):
     server = serve((404, {"error": "model 'm' not found, try pulling it first"}))
-    with pytest.raises(EmbeddingServerError, match="HTTP 404, model 'm'.*not found, try pulling it first"):
+    with pytest.raises(EmbeddingServerError, match=r"HTTP 404, model .m.*not found, try pulling it first"):
         embedder(kind, server.url).embed_texts(["a"])
     assert len(server.requests) == 1
     assert issubclass(EmbeddingServerError, ConfigError)  # one line in the CLI, no traceback
