@@ -15,6 +15,7 @@ from ragkit.corpus.model import Corpus
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
 from ragkit.judges.base import judges as judge_registry
+from ragkit.judges.chunking import judge_choosable_chunkers
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
@@ -166,7 +167,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         # chunkers it may choose and its model, all in the key; the decisions themselves are
         # made (and cached) when the chunk set is built.
         judge_part = None if chunk_judge is None else (
-            component_key(judge_registry, chunk_judge), registry.chunkers.names(), _llm_key(llms.get(CHUNKING)))
+            component_key(judge_registry, chunk_judge), judge_choosable_chunkers(), _llm_key(llms.get(CHUNKING)))
         # An LLM chunker's cuts depend on its model too (chunkers without one keep their old keys).
         llm_part = ("llm", _llm_key(llms[CHUNKING])) if chunker_uses_llm(point.chunker) else None
         chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),

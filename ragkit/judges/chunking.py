@@ -46,6 +46,12 @@ CHUNKER_HINTS = {
 }
 
 
+def judge_choosable_chunkers() -> list[str]:
+    """The registered chunkers the judge may name: not those that call an LLM themselves (the
+    judge's choice would start a second LLM pass per document)."""
+    return [name for name in chunkers.names() if not getattr(chunkers.get(name), "uses_llm", False)]
+
+
 class ChunkingJudgeParams(JudgeParams):
     default: ComponentSpec = Field(
         default=ComponentSpec(type="recursive"),
@@ -143,7 +149,8 @@ class ChunkingJudge(Judge):
     def allowed_chunkers(self) -> list[str]:
         """The registered chunkers it may choose; read once (scanning entry points takes milliseconds)."""
         if self._allowed is None:
-            self._allowed = [name for name in chunkers.names() if name != SEMANTIC or self.params.allow_semantic]
+            self._allowed = [name for name in judge_choosable_chunkers()
+                             if name != SEMANTIC or self.params.allow_semantic]
         return list(self._allowed)
 
     def default_spec(self) -> ComponentSpec:
