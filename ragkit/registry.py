@@ -80,7 +80,8 @@ class Component:
     params: ComponentParams
 
     def spec_dict(self) -> dict[str, Any]:
-        return {"type": self.name, "params": self.params.model_dump(mode="json")}
+        """The resolved spec (``Registry.resolve``): options added later are left out at their default."""
+        return {"type": self.name, "params": self.params.key_dump()}
 
     def spec_key(self) -> str:
         return content_key(self.kind, self.name, self.version, self.params.key_dump())

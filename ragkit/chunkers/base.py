@@ -20,9 +20,13 @@ from llama_index.core.utils import get_tqdm_iterable
 from pydantic import Field, PrivateAttr, model_validator
 
 from ragkit.corpus.model import POSITIONAL_METADATA
-from ragkit.registry import Component, ComponentParams
+from ragkit.registry import Component, ComponentParams, ConfigError
 
 # Bookkeeping keys: useful in tables and traces, noise (or duplicated text) in an LLM prompt.
+SUMMARY_CHARS = 200
+SUMMARY_SOURCE_CHARS = 4000
+SUMMARY_SYSTEM = "You summarise text. Reply with one sentence only."
+SUMMARY_PROMPT = "Text: {text}\n\nSummarise the text in one sentence of at most 30 words."
 _NOT_FOR_LLM = ("start_char", "end_char", "chunk_index", "embed_text", "chunk_fallback", "total_chunks", "modified")
 _LONG_METADATA_CHARS = 200
 
@@ -38,8 +42,16 @@ class Span(NamedTuple):
 class ChunkerParams(ComponentParams):
     contextualize: bool = Field(
         default=False,
-        description="Prefix each chunk's embedded text with the document title and section breadcrumb.",
+        description="Prefix each chunk's embedded text with the document title and section breadcrumb "
+        "(and its summary, with summaries on).",
     )
+    summaries: bool = Field(
+        default=False,
+        description="Ask the LLM (the chunking role) for a summary of each chunk, at most 200 characters, "
+        "cached; shown by contextualize and the rerank prompt's show_source. One call per chunk.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"summaries"}
 
 
 class WindowParams(ChunkerParams):
@@ -66,6 +78,10 @@ class Chunker(Component, NodeParser):
     params: ChunkerParams = Field(description="Validated parameters; the spec key is computed from them.")
     # Only chunkers that embed (semantic) use it; kept private so it never enters a spec or a dump.
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
+    # The LLM client of chunkers that call one (llm_semantic, or summaries on), set by use_llm.
+    _llm: Any = PrivateAttr(default=None)
+    # True for a chunker class that always calls an LLM (the plan then gives it the chunking role).
+    uses_llm: ClassVar[bool] = False
 
     def __init__(
         self, params: ChunkerParams | Mapping[str, Any] | None = None, embed_model: BaseEmbedding | None = None
@@ -79,6 +95,10 @@ class Chunker(Component, NodeParser):
     @classmethod
     def class_name(cls) -> str:
         return cls.__name__
+
+    def use_llm(self, llm: Any) -> None:
+        """The LLM client for chunk summaries (and for a chunker that splits with one)."""
+        self._llm = llm
 
     @abstractmethod
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
@@ -110,6 +130,8 @@ class Chunker(Component, NodeParser):
             meta.update(doc_id=document.node_id, start_char=span.start, end_char=span.end, chunk_index=index,
                         total_chunks=len(spans))
             chunk_text = text[span.start : span.end]
+            if self.params.summaries:
+                meta.update(self._summary(chunk_text))
             meta["embed_text"] = self._embed_text(chunk_text, meta)
             node = TextNode(
                 id_=ids[index],
@@ -130,10 +152,25 @@ class Chunker(Component, NodeParser):
             nodes.append(node)
         return nodes
 
+    def _summary(self, text: str) -> dict[str, Any]:
+        """``{"summary": ...}`` of one chunk, or ``{"summary_error": ...}`` when the call failed
+        (the chunk is kept without one). Replies are cached by the client."""
+        from ragkit.llms.base import LLMError
+
+        if self._llm is None:
+            raise ConfigError(f"chunker '{self.name}': summaries need an LLM (the chunking role's model)")
+        try:
+            result = self._llm.call(SUMMARY_PROMPT.format(text=text[:SUMMARY_SOURCE_CHARS]), stage="chunk",
+                                    system=SUMMARY_SYSTEM, max_tokens=80)
+        except LLMError as error:
+            return {"summary_error": str(error)[:300]}
+        summary = " ".join(result.text.split())[:SUMMARY_CHARS]
+        return {"summary": summary} if summary else {"summary_error": "empty reply"}
+
     def _embed_text(self, text: str, meta: Mapping[str, Any]) -> str:
         if not self.params.contextualize:
             return text
-        context = [str(part) for part in (meta.get("title"), meta.get("breadcrumb")) if part]
+        context = [str(part) for part in (meta.get("title"), meta.get("breadcrumb"), meta.get("summary")) if part]
         return "\n".join(context) + "\n\n" + text if context else text
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ragkit.chunkers.base import Chunker, ChunkerParams, Span
 from ragkit.chunkers.recursive import recursive_spans
@@ -99,7 +99,6 @@ class LLMSemanticChunker(Chunker):
     Params: ClassVar[type[LLMSemanticParams]] = LLMSemanticParams
     params: LLMSemanticParams
     uses_llm: ClassVar[bool] = True
-    _llm: Any = PrivateAttr(default=None)
 
     def __init__(self, params: LLMSemanticParams | Mapping[str, Any] | None = None,
                  embed_model: BaseEmbedding | None = None, llm: Any = None) -> None:

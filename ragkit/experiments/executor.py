@@ -147,9 +147,12 @@ class LocalExecutor:
                     # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
                     # which embedder later indexes it.
                     deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
-                if chunker_uses_llm(step.chunker):
+                if getattr(registry.chunkers.get(step.chunker.type), "uses_llm", False):
                     deps["llm"] = llm
-                return registry.chunkers.build(step.chunker, **deps)
+                chunker = registry.chunkers.build(step.chunker, **deps)
+                if chunker_uses_llm(step.chunker):
+                    chunker.use_llm(llm)  # chunk summaries
+                return chunker
 
             started = time.perf_counter()
             path = chunkset_path(self.derived_dir, chunkset_id)

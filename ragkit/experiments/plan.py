@@ -112,9 +112,9 @@ def questions_key(questions: QuestionSet) -> str:
 
 
 def chunker_uses_llm(spec: ComponentSpec) -> bool:
-    """A chunker that asks an LLM where to cut (``llm_semantic``): it runs on the chunking role's
-    model, and that model is part of its chunk set's key."""
-    return bool(getattr(registry.chunkers.get(spec.type), "uses_llm", False))
+    """A chunker that asks an LLM where to cut (``llm_semantic``) or for chunk summaries: it runs
+    on the chunking role's model, and that model is part of its chunk set's key."""
+    return bool(getattr(registry.chunkers.get(spec.type), "uses_llm", False) or spec.params.get("summaries"))
 
 
 def roles_calling_llm(point: GridPoint) -> list[str]:

@@ -168,3 +168,45 @@ class TestLLMSemanticContract(ChunkerContract):
     def chunker_deps(self, tmp_path_factory) -> dict[str, Any]:
         backend = ScriptedLLM([starts("Chunking decides what a passage", "Overlap between chunks keeps")])
         return {"llm": LLMClient(backend, tmp_path_factory.mktemp("llm-cache"))}
+
+
+def test_chunk_summaries_are_cut_to_200_characters_cached_and_embedded_with_contextualize(tmp_path):
+    long_reply = "A summary. " * 40
+    backend = ScriptedLLM([long_reply])
+    client = LLMClient(backend, tmp_path)
+    document = make_document("doc", TEXT, {"title": "Pets"})
+    plain = registry.chunkers.build({"type": "recursive", "params": {"chunk_size": 300, "chunk_overlap": 0,
+                                                                     "summaries": True}})
+    plain.use_llm(client)
+    nodes = plain.chunk([document])
+    assert all(node.metadata["summary"] == " ".join(long_reply.split())[:200] for node in nodes)
+    assert all(node.metadata["embed_text"] == node.text for node in nodes)  # not embedded without contextualize
+    calls = len(backend.requests)
+    assert calls == len(nodes)
+    contextual = registry.chunkers.build({"type": "recursive", "params": {
+        "chunk_size": 300, "chunk_overlap": 0, "summaries": True, "contextualize": True}})
+    contextual.use_llm(client)
+    first = contextual.chunk([document])[0]
+    assert first.metadata["embed_text"] == f"Pets\n{first.metadata['summary']}\n\n{first.text}"
+    assert len(backend.requests) == calls  # the same chunks: every summary from the cache
+
+
+def test_a_failed_summary_is_recorded_and_the_chunk_kept(tmp_path):
+    chunker_ = registry.chunkers.build({"type": "recursive", "params": {"summaries": True}})
+    chunker_.use_llm(LLMClient(ScriptedLLM([LLMError("down")]), tmp_path))
+    (node, *_) = chunker_.chunk([make_document("doc", TEXT, {})])
+    assert "summary" not in node.metadata and "down" in node.metadata["summary_error"]
+
+
+def test_summaries_without_an_llm_are_a_clear_error():
+    chunker_ = registry.chunkers.build({"type": "recursive", "params": {"summaries": True}})
+    with pytest.raises(ConfigError, match="summaries need an LLM"):
+        chunker_.chunk([make_document("doc", TEXT, {})])
+
+
+def test_summaries_put_the_chunking_model_in_the_chunk_set_key():
+    from ragkit.experiments.plan import chunker_uses_llm
+
+    assert chunker_uses_llm(registry.chunkers.resolve({"type": "recursive", "params": {"summaries": True}}))
+    assert not chunker_uses_llm(registry.chunkers.resolve("recursive"))
+    assert "summaries" not in registry.chunkers.resolve("recursive").params  # an added option at its default
