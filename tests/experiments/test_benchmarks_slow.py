@@ -17,7 +17,7 @@ from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from tests.conftest import require_shared_dataset
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.benchmark]
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
