@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from functools import lru_cache
+from typing import Annotated, Any, ClassVar, cast
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn, conversation_block
@@ -60,6 +61,15 @@ class RetrievalReply(BaseModel):
 
 class RatedRetrievalReply(RetrievalReply):
     ratings: list[float] = Field(description="Relevance 0-1 of each chunk shown, in order.")
+
+
+@lru_cache(maxsize=64)
+def rated_reply_model(count: int) -> type[RatedRetrievalReply]:
+    """The rated reply for ``count`` chunks: exactly ``count`` ratings in 0-1, so a
+    schema-constrained backend cannot copy the example's two (as the 135M model otherwise does)."""
+    ratings = Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]], Field(min_length=count, max_length=count)]
+    return create_model(f"RatedRetrievalReply{count}", __base__=RatedRetrievalReply,
+                        ratings=(ratings, Field(description="Relevance 0-1 of each chunk shown, in order.")))
 
 
 SYSTEM = "You judge search results for a question. Reply with one JSON object only."
@@ -175,7 +185,7 @@ class RetrievalJudge(Judge):
             rated = self.params.min_relevance is not None
             try:
                 result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated),
-                                  RatedRetrievalReply if rated else RetrievalReply,
+                                  rated_reply_model(len(shown)) if rated else RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as call_error:
                 trace.add(self.fallback(summary, decision, None, started, str(call_error)))
@@ -195,11 +205,7 @@ class RetrievalJudge(Judge):
             ranked = [number for number in order if number in relevant]
             ranked += [number for number in relevant if number not in ranked]
             if rated:
-                ratings = cast(RatedRetrievalReply, reply).ratings
-                if len(ratings) != len(shown):
-                    error = f"expected {len(shown)} ratings, got {len(ratings)}: {ratings}"
-                    trace.add(self.fallback(summary, decision, result, started, error))
-                    return list(nodes)
+                ratings = cast(RatedRetrievalReply, reply).ratings  # one per chunk shown: the schema says so
                 threshold = cast(float, self.params.min_relevance)
                 below = [shown[n - 1].node.node_id for n in ranked if ratings[n - 1] < threshold]
                 ranked = [n for n in ranked if ratings[n - 1] >= threshold]

@@ -301,12 +301,16 @@ def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_pa
 
 
 @pytest.mark.unit
-def test_relevance_filter_with_the_wrong_number_of_ratings_falls_back(tmp_path):
+@pytest.mark.parametrize(("ratings", "error"), [
+    ([0.9], "field 'ratings': List should have at least 3 items"),   # the example's count copied
+    ([0.9, 2.4, 0.1], "less than or equal to 1"),                     # outside 0-1
+])
+def test_relevance_filter_with_unusable_ratings_falls_back(tmp_path, ratings, error):
     trace = JudgeTrace()
-    refined, _ = judge([rated([1], [0.9])], tmp_path, min_relevance=0.4)
+    refined, _ = judge([rated([1], ratings)], tmp_path, min_relevance=0.4)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ids(FIRST)
     (judgement,) = trace.judgements
-    assert not judgement.valid and judgement.fell_back and "expected 3 ratings, got 1" in judgement.error
+    assert not judgement.valid and judgement.fell_back and error in judgement.error
 
 
 @pytest.mark.unit
