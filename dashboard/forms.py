@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from ragkit.experiments.config import MODE_ORDER, JudgeChoice, judge_specs
+from ragkit.experiments.config import MODE_ORDER, MODEL_MODES, JudgeChoice, judge_specs
 from ragkit.judges.base import judges
 from ragkit.llms.base import llms
 from ragkit.settings import get_settings
@@ -147,13 +147,16 @@ BACKEND_MAIN_FIELDS = ("model", "base_url")
 
 def judge_mode_choices(modes: tuple[str, ...]) -> list[str]:
     """What a judge's selector offers: each mode it has, "both" (off + its strongest mode) and,
-    for a judge with three modes, "all" (one grid point each)."""
-    choices = [mode for mode in MODE_ORDER if mode in modes]
+    for a judge with three modes that need no model folder, "all" (one grid point each); the
+    modes that load a local model (cross_encoder, nli) come last, never inside "all", since each
+    needs its folder set."""
+    plain = [mode for mode in MODE_ORDER if mode in modes and mode not in MODEL_MODES]
+    choices = list(plain)
     if "off" in modes and len(modes) > 1:
         choices.append(BOTH)
-    if len(modes) > 2:
+    if len(plain) > 2:
         choices.append(ALL_MODES)
-    return choices
+    return choices + [mode for mode in MODE_ORDER if mode in modes and mode in MODEL_MODES]
 
 
 def _judge_help(cls: type) -> str:
@@ -166,7 +169,7 @@ def judge_choice(name: str, key: str) -> dict[str, Any] | None:
     value, or None for off (a judge that is off is as if it were not configured)."""
     cls = judges.get(name)
     choices = judge_mode_choices(cls.modes)
-    modes = [choice for choice in choices if choice not in (BOTH, ALL_MODES)]
+    modes = [choice for choice in choices if choice not in (BOTH, ALL_MODES, *MODEL_MODES)]
 
     def label(choice: str) -> str:
         if choice == BOTH:

@@ -92,6 +92,8 @@ def _embedder_specs(value: Any) -> Any:
 GENERATOR = "generator"
 # The order grid points and pairs list a judge's modes in: off (the baseline) first.
 MODE_ORDER = ("off", "heuristic", "llm", "cross_encoder", "nli")
+# Modes that load a local model folder (a judge's model_path / nli_model_path must be set).
+MODEL_MODES = ("cross_encoder", "nli")
 
 
 def judge_names() -> list[str]:

@@ -377,9 +377,11 @@ def test_judge_selectors_offer_only_each_judges_modes():
     rerank, retrieval = radio(app, "judges.rerank.mode"), radio(app, "judges.retrieval.mode")
     assert rerank.options[:3] == ["off", "heuristic", "llm"] and rerank.options[3].startswith("both (off + llm")
     assert retrieval.options == ["off", "llm", "both (off + llm)"]
+    # Model modes (a local folder to set) come after "both" and "all", and "all" never includes them.
+    assert rerank.options[-1] == "cross_encoder" and "cross_encoder" not in rerank.options[4]
     for name in judge_names():
         offered = radio(app, f"judges.{name}.mode").options
-        assert [o for o in offered if o in ("off", "heuristic", "llm")] == list(judges.get(name).modes)
+        assert [o for o in offered if o in judges.get(name).modes] == list(judges.get(name).modes)
         assert radio(app, f"judges.{name}.mode").value == "off"
     assert "judges" not in form_config(app).model_dump(exclude_defaults=True)
 

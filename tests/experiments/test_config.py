@@ -40,7 +40,8 @@ def test_resolved_specs_fill_defaults():
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({**BASE, "chunkers": ["nope"]}, "unknown chunker 'nope'. Valid choices: code, document, markdown"),
+        ({**BASE, "chunkers": ["nope"]},
+         "unknown chunker 'nope'. Valid choices: code, document, llm_semantic, markdown"),
         ({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]}, "unknown parameter 'lambda'"),
         ({**BASE, "retrievers": [{"type": "mmr", "params": {"mmr_lambda": 3}}]}, "'mmr_lambda'"),
         ({**BASE, "top_k": [0]}, "top_k values must be between 1 and 1000"),
