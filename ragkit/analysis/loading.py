@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragkit.analysis.defaults import with_added_defaults
 from ragkit.analysis.labels import run_labels
 from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
 from ragkit.registry import ConfigError
@@ -161,6 +162,7 @@ def load_results(results_dir: str | Path) -> Results:
         raise FileNotFoundError(f"no results folder at {results_dir} (expected a 'runs' subfolder)")
     runs = store.read("runs")
     if not runs.empty:
+        runs = with_added_defaults(runs)
         runs = runs.assign(label=run_labels(runs).astype("string"))
         runs = runs.sort_values("label", kind="stable").reset_index(drop=True)
     return Results(runs, root=store.root)
