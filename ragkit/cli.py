@@ -55,8 +55,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ragkit.experiments.config import load_config
-    from ragkit.experiments.executor import LocalExecutor
-    from ragkit.experiments.runner import prepare
+    from ragkit.experiments.runner import make_executor, prepare
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
@@ -67,6 +66,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the results")
     if args.status_file:
         _check_output_file(args.status_file, "--status-file")
+    if args.executor == "ray":  # before anything is ingested or written
+        from ragkit.experiments.ray_executor import require_ray
+
+        require_ray()
     plan, derived_dir = prepare(config)
     total = len(plan.runs) * len(plan.questions.questions)
     print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
@@ -85,7 +88,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 bar.set_postfix_str(f"{embedded} chunks embedded")
 
         try:
-            report = LocalExecutor(derived_dir, ResultStore(out_dir)).execute(plan, progress)
+            report = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address,
+                                   args.num_cpus).execute(plan, progress)
         except Exception as error:
             if status:
                 status.finish(f"{type(error).__name__}: {error}")
@@ -244,6 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
                      help="override a config field, e.g. --set dataset.path=../data/scifact")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--executor", default="local", choices=["local", "ray"],
+                     help="local: in this process (default); ray: chunk sets, indexes and question shards as Ray "
+                          "tasks (needs the ray extra)")
+    run.add_argument("--address", help="with --executor ray: the cluster to use (ray://host:10001 or auto); "
+                                       "default: a local Ray for this run")
+    run.add_argument("--num-cpus", type=int, help="with --executor ray and no --address: CPUs of the local Ray "
+                                                 "(default: all)")
     run.set_defaults(func=_cmd_run)
 
     summary = sub.add_parser("summary", help="print the summary table of a results folder")

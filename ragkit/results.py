@@ -23,13 +23,18 @@ from ragkit.locks import hold
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs", *PART_TABLES, "questions")
 
+# Every per-question row carries ``question_key``, the content key of the question it answers
+# (``Question.content_key``): results are keyed per (run, question content), so a run's rows are
+# those of the questions in its current question set, at their current content. It is null on
+# run-level rows and in results written before it existed.
 SCHEMAS: dict[str, dict[str, str]] = {
-    "scores": {"run_id": "string", "question_id": "string", "metric": "string", "value": "float64", "error": "string"},
+    "scores": {"run_id": "string", "question_id": "string", "metric": "string", "value": "float64", "error": "string",
+               "question_key": "string"},
     "retrievals": {
         "run_id": "string", "question_id": "string", "rank": "int64", "chunk_id": "string", "doc_id": "string",
         "start_char": "int64", "end_char": "int64", "score": "float64",
         # cl100k tokens of the chunk's text (ragkit.metrics.final_context); null in older results.
-        "tokens": "int64",
+        "tokens": "int64", "question_key": "string",
     },
     "stages": {
         # seconds: what the stage costs the configuration; a reused index counts its build time and
@@ -40,23 +45,23 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # failed the JSON schema ragkit asked for; ragas parses its own replies, so an evaluation
         # judge's unparseable reply shows as the metric's NaN + error in scores instead.
         "llm_calls": "int64", "backend_calls": "int64", "invalid_replies": "int64",
-        "prompt_tokens": "int64", "completion_tokens": "int64",
+        "prompt_tokens": "int64", "completion_tokens": "int64", "question_key": "string",
     },
     # Every judge decision; question_id is empty for per-document (chunking) decisions.
     "judgements": {
         "run_id": "string", "question_id": "string", "judge": "string", "input_summary": "string",
         "decision": "string", "raw_reply": "string", "valid": "bool", "error": "string", "fell_back": "bool",
-        "seconds": "float64", "cache_hit": "bool",
+        "seconds": "float64", "cache_hit": "bool", "question_key": "string",
     },
     "answers": {
         "run_id": "string", "question_id": "string", "answer": "string", "citations": "string",
-        "contexts": "string", "prompt": "string", "valid": "bool", "error": "string",
+        "contexts": "string", "prompt": "string", "valid": "bool", "error": "string", "question_key": "string",
     },
     # One row per question, whatever the run: document is the question's source document (the
     # cluster statistics resample), or the question's own id when it has none.
     "questions": {
         "question_id": "string", "text": "string", "document": "string", "n_relevant_docs": "int64",
-        "n_answer_groups": "int64",
+        "n_answer_groups": "int64", "question_key": "string",
     },
 }
 # The stages columns that count LLM usage, summed per stage and per run.
@@ -102,11 +107,17 @@ class ResultStore:
         """The question set's ``questions`` rows, one file per question set."""
         write_parquet_atomic(self.root / "questions" / f"{questions_key}.parquet", _conform(frame, "questions"))
 
-    def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame]) -> None:
-        part = f"{run_id}-{content_key(question_ids, length=12)}"
+    def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame],
+                     question_keys: list[str] | None = None) -> None:
+        """One part per table for these questions, then the commit marker. ``question_keys`` (the
+        questions' content keys, in order) go on every row of those questions and in the marker."""
+        keys = dict(zip(question_ids, question_keys)) if question_keys is not None else {}
+        part = f"{run_id}-{content_key(question_ids, question_keys, length=12)}"
         for name in PART_TABLES:
             frame = tables.get(name)
             frame = empty_table(name) if frame is None or frame.empty else frame
+            if keys and "question_id" in frame.columns:
+                frame = frame.assign(question_key=frame["question_id"].map(keys))
             write_parquet_atomic(self.root / name / f"{part}.parquet", _conform(frame, name))
         scores = tables.get("scores")
         metrics: list[str] = []
@@ -114,39 +125,103 @@ class ResultStore:
             metrics = sorted(scores["metric"].dropna().astype(str).unique())
         # The marker goes last: until it exists the shard does not count as written. It lists the
         # part's metrics, so a page lists a folder's metrics without reading its scores.
-        write_json_atomic(self._commit_dir() / f"{part}.json",
-                          {"run_id": run_id, "question_ids": question_ids, "metrics": metrics})
+        marker: dict = {"run_id": run_id, "question_ids": question_ids, "metrics": metrics}
+        if question_keys is not None:
+            marker["question_keys"] = list(question_keys)
+        write_json_atomic(self._commit_dir() / f"{part}.json", marker)
+
+    def _markers(self) -> list[tuple[str, dict]]:
+        """(part, marker record) of every committed part."""
+        folder = self._commit_dir()
+        records = []
+        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
+            records.append((marker.stem, json.loads(marker.read_text(encoding="utf-8"))))
+        return records
 
     def completed_questions(self) -> dict[str, set[str]]:
+        """run id -> the ids of the questions it has committed (at any content)."""
         done: dict[str, set[str]] = {}
-        folder = self._commit_dir()
-        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
-            record = json.loads(marker.read_text(encoding="utf-8"))
+        for _, record in self._markers():
             done.setdefault(record["run_id"], set()).update(record["question_ids"])
         return done
+
+    def completed_keys(self) -> dict[str, set[tuple[str, str | None]]]:
+        """run id -> the (question id, question content key) pairs it has committed; the key is
+        None in parts written before keys were recorded."""
+        done: dict[str, set[tuple[str, str | None]]] = {}
+        for _, record in self._markers():
+            keys = record.get("question_keys") or [None] * len(record["question_ids"])
+            done.setdefault(record["run_id"], set()).update(zip(record["question_ids"], keys))
+        return done
+
+    def current_keys(self) -> dict[str, set[tuple[str, str]]]:
+        """run id -> the (question id, content key) pairs of its current question set: the set
+        its ``runs`` row names. Runs whose question set records no keys are left out."""
+        runs_dir, sets = self.root / "runs", self.root / "questions"
+        if not runs_dir.exists():
+            return {}
+        import pyarrow.parquet as pq
+
+        by_set: dict[str, set[tuple[str, str]] | None] = {}
+        current: dict[str, set[tuple[str, str]]] = {}
+        for path in sorted(runs_dir.glob("*.parquet")):
+            row = pq.read_table(path).to_pylist()[0]
+            key = row.get("questions_key")
+            if key is None:
+                continue
+            if key not in by_set:
+                file = sets / f"{key}.parquet"
+                table = pq.read_table(file) if file.exists() else None
+                by_set[key] = (set(zip(table["question_id"].to_pylist(), table["question_key"].to_pylist()))
+                               if table is not None and "question_key" in table.column_names
+                               and table["question_key"].null_count == 0 else None)
+            if (pairs := by_set[key]) is not None:
+                current[row["run_id"]] = pairs
+        return current
+
+    def stale_keys(self) -> set[tuple[str, str, str]]:
+        """(run id, question id, content key) of committed rows that are not in their run's current
+        question set: a question removed from the set, or answered before its text or ground truth
+        changed. Their rows are kept (adding the question back reuses them) but not read."""
+        current = self.current_keys()
+        stale: set[tuple[str, str, str]] = set()
+        for run_id, pairs in self.completed_keys().items():
+            if run_id not in current:
+                continue
+            stale.update((run_id, qid, key) for qid, key in pairs
+                         if key is not None and (qid, key) not in current[run_id])
+        return stale
 
     def _committed_parts(self) -> set[str]:
         folder = self._commit_dir()
         return {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
 
-    def _parts(self, name: str) -> list[Path]:
+    def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Path]:
         folder = self.root / name
         if not folder.exists():
             return []
         if name in PART_TABLES:
             committed = self._committed_parts()
+            if run_ids is not None:  # parts are named <run id>-<shard key>: other runs' files are not opened
+                wanted = set(run_ids)
+                committed = {part for part in committed if part.rsplit("-", 1)[0] in wanted}
             return sorted(p for p in folder.glob("*.parquet") if p.stem in committed)
         return sorted(folder.glob("*.parquet"))
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
-             columns: list[str] | None = None) -> pd.DataFrame:
+             columns: list[str] | None = None, run_ids: list[str] | None = None) -> pd.DataFrame:
         """A table; ``categorical`` string columns come back as pandas categories, read as
         dictionaries (no Python string per row: much faster for big tables). ``metrics`` keeps
         only those rows of a table with a metric column, filtered while reading; ``columns``
-        reads only those columns of a part table."""
+        reads only those columns of a part table; ``run_ids`` opens only those runs' parts (and,
+        for ``questions``, only their question sets).
+
+        Rows of questions no longer in their run's question set (``stale_keys``) are not read."""
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
-        parts = self._parts(name)
+        parts = self._parts(name, run_ids)
+        if name == "questions":
+            parts = self._question_sets(parts, run_ids)
         if not parts:
             table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             return table if columns is None else table[columns]
@@ -156,8 +231,8 @@ class ResultStore:
 
             return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default").to_pandas()
         if name == "questions":  # question sets of several plans may share questions
-            frame = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-            return _conform(frame.drop_duplicates("question_id", ignore_index=True), name)
+            frame = pd.concat([_conform(pd.read_parquet(p), name) for p in parts], ignore_index=True)
+            return frame.drop_duplicates("question_id", keep="last", ignore_index=True)
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow as pa
         import pyarrow.dataset as ds
@@ -168,9 +243,30 @@ class ResultStore:
         options = ds.ParquetReadOptions(dictionary_columns=list(categorical))
         dataset = ds.dataset([str(p) for p in parts], format=ds.ParquetFileFormat(read_options=options), schema=schema)
         where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
+        stale = self.stale_keys()
+        if stale:
+            key_columns = ["run_id", "question_id", "question_key"]
+            read_columns = None if columns is None else list(dict.fromkeys([*columns, *key_columns]))
+            frame = dataset.to_table(columns=read_columns, filter=where).unify_dictionaries().to_pandas()
+            triples = pd.MultiIndex.from_frame(frame[key_columns].astype("object"))
+            dropped = triples.isin(list(stale))
+            frame = frame.loc[~dropped].reset_index(drop=True)
+            return frame if columns is None else frame[columns]
         table = dataset.to_table(columns=columns, filter=where)
         # Each file has its own dictionary; one shared set of categories per column for pandas.
         return table.unify_dictionaries().to_pandas()
+
+    def _question_sets(self, parts: list[Path], run_ids: list[str] | None) -> list[Path]:
+        """The question-set files the runs name (every file when a run names none); the file
+        written last comes last, so its rows win where sets share a question id."""
+        runs = self.read("runs", run_ids=None)
+        if run_ids is not None and not runs.empty:
+            runs = runs[runs["run_id"].isin(run_ids)]
+        if runs.empty or "questions_key" not in runs.columns or runs["questions_key"].isna().any():
+            return parts
+        named = set(runs["questions_key"].astype(str))
+        chosen = [p for p in parts if p.stem in named]
+        return sorted(chosen, key=lambda p: p.stat().st_mtime_ns)
 
     def metric_names(self, run_ids: list[str] | None = None) -> list[str]:
         """The distinct metrics in ``scores`` (of ``run_ids`` only, when given): from the commit

@@ -69,7 +69,8 @@ def test_a_results_folder_from_before_the_questions_table_reads_an_empty_one(tmp
     store.commit_shard("r1", ["a"], {"scores": _scores("r1", ["a"])})
     questions = store.read("questions")
     assert questions.empty
-    assert list(questions.columns) == ["question_id", "text", "document", "n_relevant_docs", "n_answer_groups"]
+    assert list(questions.columns) == ["question_id", "text", "document", "n_relevant_docs", "n_answer_groups",
+                                      "question_key"]
 
 
 def test_retrievals_written_before_the_tokens_column_read_it_as_null(tmp_path):

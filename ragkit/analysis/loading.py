@@ -42,6 +42,11 @@ class Results:
         if scores is not None:
             self.__dict__["scores"] = scores
 
+    @property
+    def _run_ids(self) -> list[str]:
+        """The runs to read: only their files are opened."""
+        return self.runs["run_id"].astype(str).tolist() if "run_id" in self.runs.columns else []
+
     def _mine(self, frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["run_id"].isin(self.runs["run_id"])].reset_index(drop=True)
 
@@ -52,7 +57,7 @@ class Results:
         if self.root is None:
             return empty_table("scores")
         # Categories make the filters and group-bys over millions of score rows integer work.
-        return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES))
+        return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, run_ids=self._run_ids))
 
     def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
         """The score rows of ``metrics`` only; reads (once) just those rows when the whole table
@@ -64,7 +69,8 @@ class Results:
             return self._mine(self._source.scores_of(wanted))
         missing = [m for m in wanted if m not in self._batch_of]
         if missing:
-            frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing)
+            frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing,
+                                                 run_ids=self._run_ids)
                      if self.root is not None else empty_table("scores"))
             self._batches.append(frame)
             self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
@@ -105,7 +111,7 @@ class Results:
         elif self.root is None:
             return empty_table(name)
         else:
-            table = ResultStore(self.root).read(name)
+            table = ResultStore(self.root).read(name, run_ids=self._run_ids)
         return self._mine(table) if "run_id" in table.columns else table
 
     @cached_property

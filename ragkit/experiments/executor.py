@@ -85,6 +85,17 @@ class ExecutionReport:
         return self.runs_computed == 0
 
 
+@dataclass
+class PendingRun:
+    """A run's questions still to answer, how many of its set are committed, and whether its
+    run-level rows still have to go with its first shard."""
+
+    run: RunStep
+    questions: list[Question]
+    committed: int
+    needs_run_rows: bool
+
+
 class RunStopped(BackendUnavailable):
     """A backend went away mid-run. The questions answered before it are committed and no later
     question has a row, so running the same experiment into the same folder again resumes; the
@@ -210,8 +221,18 @@ class LocalExecutor:
         if step.judge is None:
             return []
         if run.chunkset_id not in self._decisions:
-            self._chunkset(plan, run.chunkset_id, report)
+            saved = decisions_path(self.derived_dir, run.chunkset_id)
+            if saved.exists():  # built by another process (a Ray worker): read, not rebuilt
+                self._decisions[run.chunkset_id] = json.loads(saved.read_text(encoding="utf-8"))
+            else:
+                self._chunkset(plan, run.chunkset_id, report)
         return self._decisions[run.chunkset_id]
+
+    def run_level_tables(self, plan: Plan, run: RunStep, report: ExecutionReport) -> dict[str, pd.DataFrame]:
+        """Rows about the run rather than a question (build costs, per-document chunking
+        decisions): they go with the run's first committed shard."""
+        decisions = [_judgement_row(run.run_id, None, row) for row in self._chunk_decisions(plan, run, report)]
+        return {"stages": pd.DataFrame(self._build_stage_rows(run)), "judgements": pd.DataFrame(decisions)}
 
     def _evaluator(self, plan: Plan, run: RunStep) -> QuestionEvaluator | None:
         params = run.point.evaluation
@@ -334,47 +355,65 @@ class LocalExecutor:
         with self.store.writer_lock():
             return self._execute(plan, progress)
 
-    def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
-        started = time.perf_counter()
-        report = ExecutionReport(runs_total=len(plan.runs))
+    def start(self, plan: Plan) -> list[PendingRun]:
+        """Write the runs and questions rows; return what each run has left to answer.
+
+        Results are keyed per (run, question content): a run answers the questions of this set
+        it has not answered at their current content, whatever set it answered before."""
         for run in plan.runs:
             self.store.write_run(run.run_id, run_row(plan, run))
         questions = pd.DataFrame([question_row(q) for q in plan.questions.questions])
         self.store.write_questions(plan.questions_key, questions)
-        done = self.store.completed_questions()
-        index_steps = {s.index_id: s for s in plan.index_steps}
+        done = self.store.completed_keys()
+        keys = {q.id: q.content_key() for q in plan.questions.questions}
+        work = []
         for run in plan.runs:
             finished = done.get(run.run_id, set())
-            pending = [q for q in plan.questions.questions if q.id not in finished]
-            progress("questions", len(plan.questions.questions) - len(pending))
-            if not pending:
+            pending = [q for q in plan.questions.questions if (q.id, keys[q.id]) not in finished]
+            committed = sum(1 for pair in keys.items() if pair in finished)
+            work.append(PendingRun(run, pending, committed, needs_run_rows=not finished))
+        return work
+
+    def commit(self, plan: Plan, pending: PendingRun, answered: list[Question], tables: dict[str, pd.DataFrame],
+               report: ExecutionReport, progress: Progress) -> None:
+        """Commit one shard's rows; the run's first shard also carries its run-level rows."""
+        if not answered:
+            return
+        if pending.needs_run_rows:
+            run_rows = self.run_level_tables(plan, pending.run, report)
+            tables = {**tables, **{name: _concat(frame, tables.get(name, pd.DataFrame()))
+                                   for name, frame in run_rows.items()}}
+            pending.needs_run_rows = False
+        self.store.commit_shard(pending.run.run_id, [q.id for q in answered], tables,
+                                [q.content_key() for q in answered])
+        pending.committed += len(answered)
+        report.questions_computed += len(answered)
+        progress("questions", len(answered))
+
+    def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
+        started = time.perf_counter()
+        report = ExecutionReport(runs_total=len(plan.runs))
+        work = self.start(plan)
+        index_steps = {s.index_id: s for s in plan.index_steps}
+        for pending in work:
+            progress("questions", pending.committed)
+            if not pending.questions:
                 continue
+            run = pending.run
             report.runs_computed += 1
             index = self._index(plan, index_steps[run.index_id], report, progress)
             pipeline = self._pipeline(plan, run, index)
             evaluator = self._evaluator(plan, run)
-            first_shard = not finished
-            for shard in _shards(pending, plan.shard_size):
+            for shard in _shards(pending.questions, plan.shard_size):
                 answered: list[Question] = shard
                 outage: BackendUnavailable | None = None
                 try:
                     tables = _answer_shard(run, pipeline, shard, evaluator, self._stop_if_unreachable)
                 except ShardInterrupted as interrupted:
                     answered, tables, outage = interrupted.answered, interrupted.tables, interrupted.cause
-                if answered:
-                    if first_shard:
-                        # Run-level rows (build costs, per-document chunking decisions) go with the first shard.
-                        tables["stages"] = _concat(pd.DataFrame(self._build_stage_rows(run)), tables["stages"])
-                        decisions = [_judgement_row(run.run_id, None, row)
-                                     for row in self._chunk_decisions(plan, run, report)]
-                        tables["judgements"] = _concat(pd.DataFrame(decisions), tables["judgements"])
-                        first_shard = False
-                    self.store.commit_shard(run.run_id, [q.id for q in answered], tables)
-                    report.questions_computed += len(answered)
-                    progress("questions", len(answered))
+                self.commit(plan, pending, answered, tables, report, progress)
                 if outage is not None:
-                    committed = sum(len(done.get(r.run_id, ())) for r in plan.runs) + report.questions_computed
-                    raise self._stopped(plan, committed, outage) from outage
+                    raise self._stopped(plan, sum(p.committed for p in work), outage) from outage
         report.seconds = time.perf_counter() - started
         return report
 
@@ -419,7 +458,8 @@ def _error_score(run: RunStep, question: Question, metric: str, error: str) -> d
 def question_row(question: Question) -> dict:
     """The ``questions`` table row; a question without a source document is its own cluster."""
     return {"question_id": question.id, "text": question.text, "document": question.source_document or question.id,
-            "n_relevant_docs": len(question.relevant_docs), "n_answer_groups": len(question.span_groups())}
+            "n_relevant_docs": len(question.relevant_docs), "n_answer_groups": len(question.span_groups()),
+            "question_key": question.content_key()}
 
 
 def _answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
@@ -456,7 +496,8 @@ def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
     except BackendUnavailable:
         raise  # says nothing about this configuration: the run stops instead
     except Exception as error:  # noqa: BLE001 - one failing question is a row per metric with its error, not a lost run
-        return {"scores": _failure_scores(run, question, evaluator, f"{type(error).__name__}: {error}")}
+        params = evaluator.params if evaluator is not None else None
+        return {"scores": failure_scores(run, question, f"{type(error).__name__}: {error}", params)}
     tables = _question_rows(run, question, trace)
     if evaluator is not None:
         keys = {"run_id": run.run_id, "question_id": question.id}
@@ -482,11 +523,12 @@ def evaluation_names(params: EvaluationParams) -> list[str]:
     return evaluate_generation([nothing], params, llm=None, embed_model=None)["metric"].tolist()
 
 
-def _failure_scores(run: RunStep, question: Question, evaluator: QuestionEvaluator | None, error: str) -> list[dict]:
-    """NaN with ``error`` for every metric the question would have been scored on."""
+def failure_scores(run: RunStep, question: Question, error: str, evaluation: EvaluationParams | None) -> list[dict]:
+    """NaN with ``error`` for every metric the question would have been scored on (``evaluation``:
+    the run's evaluation, if it has one)."""
     names = [row["metric"] for row in _scores(run, question, FinalContext.empty(), Trace(question=question.text))]
-    if evaluator is not None:
-        names += evaluation_names(evaluator.params)
+    if evaluation is not None:
+        names += evaluation_names(evaluation)
     return [_error_score(run, question, name, error) for name in names]
 
 

@@ -185,8 +185,10 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
             evaluation = point.evaluation.model_dump(mode="json")
             pipeline_part.append(("evaluation", evaluation, _llm_key(llms.get(EVALUATION))))
         chunking_part = chunkset_id if judge_part or llm_part else component_key(registry.chunkers, point.chunker)
+        # The question set is not part of the id: results are keyed per (run, question content),
+        # so adding questions answers only the new ones and removing some reuses the rest.
         run_id = content_key(
-            "run", corpus.corpus_id, q_key, chunking_part,
+            "run", corpus.corpus_id, chunking_part,
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
             *([pipeline_part] if pipeline_part else []),
         )

@@ -87,7 +87,29 @@ def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
     return plan, store.derived_dir(corpus.corpus_id)
 
 
-def run_experiment(config: ExperimentConfig, out_dir: Path, progress: Progress | None = None) -> ExecutionReport:
+EXECUTORS = ("local", "ray")
+
+
+def make_executor(kind: str, derived_dir: Path, store: ResultStore, address: str | None = None,
+                  num_cpus: int | None = None) -> LocalExecutor:
+    """The executor named ``kind``: ``local`` (in this process) or ``ray``."""
+    if kind == "local":
+        if address is not None:
+            raise ConfigError("--address is for --executor ray; the local executor runs in this process")
+        return LocalExecutor(derived_dir, store)
+    if kind == "ray":
+        from ragkit.experiments.ray_executor import RayExecutor, require_ray
+
+        require_ray()
+        if num_cpus is not None and num_cpus < 1:
+            raise ConfigError(f"--num-cpus must be at least 1, got {num_cpus}")
+        return RayExecutor(derived_dir, store, address=address, num_cpus=num_cpus)
+    raise ConfigError(f"unknown executor '{kind}'. Valid executors: {', '.join(EXECUTORS)}")
+
+
+def run_experiment(config: ExperimentConfig, out_dir: Path, progress: Progress | None = None,
+                   executor: str = "local", address: str | None = None, num_cpus: int | None = None
+                   ) -> ExecutionReport:
     plan, derived_dir = prepare(config)
-    executor = LocalExecutor(derived_dir, ResultStore(out_dir))
-    return executor.execute(plan, progress or (lambda event, amount: None))
+    runner = make_executor(executor, derived_dir, ResultStore(out_dir), address, num_cpus)
+    return runner.execute(plan, progress or (lambda event, amount: None))

@@ -158,6 +158,11 @@ class Question(BaseModel):
                 del dumped[name]
         return dumped
 
+    def content_key(self) -> str:
+        """Changes whenever the question or its ground truth changes: results are keyed per (run,
+        question content), so an edited question is answered again and the others are reused."""
+        return content_key("question", self.key_dump())
+
     @property
     def source_document(self) -> str | None:
         """The document the question was drawn from: the resampling cluster of statistics.

@@ -107,10 +107,11 @@ def test_the_questions_row_names_the_source_document_or_the_question_itself():
                        spans=[AnswerSpan(doc_id="d2", start=0, end=3, group=0),
                               AnswerSpan(doc_id="d1", start=4, end=9, group=1)])
     assert question_row(spanned) == {"question_id": "q1", "text": "t", "document": "d2", "n_relevant_docs": 2,
-                                     "n_answer_groups": 2}
+                                     "n_answer_groups": 2, "question_key": spanned.content_key()}
     orphan = Question(id="q2", text="t", answers=["a"])
     assert question_row(orphan) == {"question_id": "q2", "text": "t", "document": "q2", "n_relevant_docs": 0,
-                                    "n_answer_groups": 1}
+                                    "n_answer_groups": 1, "question_key": orphan.content_key()}
+    assert spanned.content_key() != spanned.model_copy(update={"text": "u"}).content_key()
 
 
 @pytest.mark.integration

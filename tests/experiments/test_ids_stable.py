@@ -1,9 +1,11 @@
 """Off is a real baseline: with every option added since run ids were first published left at
 its default, a grid of every older judge and mode plans exactly the run ids it planned before.
 
-The pinned values were computed by this grid on the code before issue 12 (commit b965e09). A
-change here means every cached result of every user is recomputed: if it is intended, bump
-the component's ``version`` instead and say so in the release notes."""
+The pinned values were first computed on the code before issue 12 (commit b965e09), and
+recomputed once in issue 14, when run ids stopped hashing the question set (results are keyed
+per run and question content since). A change here means every cached result of every user is
+recomputed: if it is intended, bump the component's ``version`` instead and say so in the
+release notes."""
 
 from __future__ import annotations
 
@@ -18,16 +20,17 @@ from ragkit.qa import Question, QuestionSet
 OLDER_JUDGES = ["retrieval", "rerank", "multi_query", "hyde", "quality_gate", "groundedness"]
 PINNED_QUESTIONS_KEY = "017bab3adc94f648"
 PINNED_RUNS = 432
-PINNED_DIGEST = "a72ab2b3d7fbe8dee93ee520eee28b3bb6423d5820a2052d086abd980f45a36a"
-PINNED_FIRST = ["007fc55f267de7d2", "01ae0fd77f653c8e", "02ca86e221744cc8"]
+PINNED_DIGEST = "359ab84d61f80d0478fdcdfb347b77988c527bf391a0e175343b4262f7d39948"
+PINNED_FIRST = ["007daf9a4ae91952", "0131e027a1cc8b93", "0135ebb301f5c23b"]
 
 
-def _plan(extra_judges: dict | None = None, generator: object = True):
+def _plan(extra_judges: dict | None = None, generator: object = True, more_questions: bool = False):
     corpus = Corpus.from_documents("pin", [make_document("d1", "Cats purr when content. " * 5),
                                            make_document("d2", "Dogs bark at night. " * 5)])
     questions = QuestionSet(name="pin", format="jsonl", questions=[
         Question(id="q1", text="why do cats purr", relevant_docs={"d1": 1.0}, answers=["when content"]),
-        Question(id="q2", text="when do dogs bark", relevant_docs={"d2": 1.0})])
+        Question(id="q2", text="when do dogs bark", relevant_docs={"d2": 1.0}),
+        *([Question(id="q3", text="do cats bark", relevant_docs={"d1": 1.0})] if more_questions else [])])
     judges = {"retrieval": "both", "rerank": ["off", "heuristic", "llm"], "multi_query": "both",
               "hyde": "both", "quality_gate": ["off", "heuristic", "llm"], "groundedness": "both",
               **(extra_judges or {})}
@@ -66,3 +69,10 @@ def test_a_new_option_that_is_on_changes_the_ids_of_the_runs_using_it_only():
     baseline = {run.run_id for run in _plan().runs}
     with_correction = {run.run_id for run in plan.runs if run.point.judge("groundedness") is not None}
     assert ids - baseline == with_correction and len(with_correction) == PINNED_RUNS // 2
+
+
+def test_the_question_set_is_not_part_of_a_run_id():
+    """Adding a question changes the set's key, not a run id: the new question is all a re-run answers."""
+    grown = _plan(more_questions=True)
+    assert grown.questions_key != PINNED_QUESTIONS_KEY
+    assert _fingerprint(grown)[1:] == (PINNED_RUNS, PINNED_DIGEST, PINNED_FIRST)

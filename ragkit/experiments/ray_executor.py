@@ -1,0 +1,245 @@
+"""Run a plan's steps as Ray tasks: chunk sets, then indexes, then (run x shard of questions).
+
+Each shared artefact is built once: one task per chunk set and one per index, and every shard
+task of a run waits for its index. A shard task answers its questions with the same code as the
+in-process executor (``_answer_shard`` in a worker's own ``LocalExecutor``, which keeps its
+models, indexes and LLM clients for the worker's later tasks), and returns its rows; only this
+process writes the results folder, committing each shard as it arrives. So a Ray run and a local
+run of the same experiment write the same tables, and a Ray run killed midway resumes like a
+local one: committed shards are kept, the rest are answered again.
+
+A shard task that raises is retried (``max_retries``); after the last try its questions are
+error rows for every metric, like a question whose pipeline raised. A backend that is gone stops
+the run as it does in-process: the questions answered before it are committed.
+
+Ray is optional (``pip install 'ragkit[ray]'``). Without an address a local Ray is started for
+this run and stopped after it; with one (``ray://host:10001`` or ``auto``) the run uses that
+cluster, whose workers need ragkit installed and the data and results folders on storage they
+all reach.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragkit.experiments.executor import (
+    ExecutionReport,
+    LocalExecutor,
+    PendingRun,
+    Progress,
+    ShardInterrupted,
+    _answer_shard,
+    _shards,
+    failure_scores,
+)
+from ragkit.experiments.plan import Plan
+from ragkit.llms.base import BackendUnavailable
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
+
+# Environment a worker needs to find the same folders and models as this process.
+FORWARDED_ENV = ("RAGKIT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "OLLAMA_", "PYTHONPATH")
+# Retries of a task whose worker died or raised, before its questions become error rows.
+TASK_RETRIES = 2
+
+
+def require_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the ray executor needs Ray: pip install 'ragkit[ray]' (or run with --executor local)") \
+            from None
+    return ray
+
+
+@dataclass
+class ShardResult:
+    """What a shard task returns: the questions it answered, their rows, and the outage that
+    stopped it early (backend, url, message), if any."""
+
+    question_ids: list[str]
+    tables: dict[str, pd.DataFrame]
+    outage: tuple[str, str, str] | None = None
+
+
+# One executor per worker process and folder pair: models, indexes and clients load once per worker.
+_WORKER_EXECUTORS: dict[tuple[str, str], LocalExecutor] = {}
+_WORKER_PIPELINES: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
+def _worker_executor(derived_dir: str, data_dir: str) -> LocalExecutor:
+    key = (derived_dir, data_dir)
+    if key not in _WORKER_EXECUTORS:
+        # The store is never written by a worker: only the driver commits.
+        _WORKER_EXECUTORS[key] = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
+                                               data_dir=Path(data_dir))
+    return _WORKER_EXECUTORS[key]
+
+
+def build_chunkset_task(plan: Plan, chunkset_id: str, derived_dir: str, data_dir: str) -> bool:
+    """Build (or find) one chunk set; True when this task built it."""
+    executor = _worker_executor(derived_dir, data_dir)
+    report = ExecutionReport()
+    executor._chunkset(plan, chunkset_id, report)
+    return report.chunksets_built > 0
+
+
+def build_index_task(plan: Plan, index_id: str, derived_dir: str, data_dir: str, _chunkset_built: bool) -> dict:
+    """Build (or find) one index once its chunk set exists; what it built and embedded."""
+    executor = _worker_executor(derived_dir, data_dir)
+    report = ExecutionReport()
+    step = next(s for s in plan.index_steps if s.index_id == index_id)
+    executor._index(plan, step, report, lambda event, n: None)
+    return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded}
+
+
+def answer_shard_task(plan: Plan, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
+                      _index_ready: dict) -> ShardResult:
+    """Answer one shard of one run in this worker, with the in-process executor's code."""
+    executor = _worker_executor(derived_dir, data_dir)
+    run = next(r for r in plan.runs if r.run_id == run_id)
+    step = next(s for s in plan.index_steps if s.index_id == run.index_id)
+    key = (derived_dir, data_dir, run_id)
+    if key not in _WORKER_PIPELINES:  # a worker's later shards of the same run reuse it
+        index = executor._index(plan, step, ExecutionReport(), lambda event, n: None)
+        _WORKER_PIPELINES[key] = (executor._pipeline(plan, run, index), executor._evaluator(plan, run))
+    pipeline, evaluator = _WORKER_PIPELINES[key]
+    by_id = plan.questions.by_id()
+    questions = [by_id[qid] for qid in question_ids]
+    try:
+        tables = _answer_shard(run, pipeline, questions, evaluator, executor._stop_if_unreachable)
+    except ShardInterrupted as interrupted:
+        cause = interrupted.cause
+        return ShardResult([q.id for q in interrupted.answered], interrupted.tables,
+                           (cause.backend, cause.url, str(cause)))
+    return ShardResult(question_ids, tables)
+
+
+class RayExecutor(LocalExecutor):
+    """Runs a plan on Ray; this process plans, commits and reports, the workers compute."""
+
+    def __init__(self, derived_dir: Path, store: ResultStore, data_dir: Path | None = None,
+                 address: str | None = None, num_cpus: int | None = None) -> None:
+        super().__init__(derived_dir, store, data_dir)
+        self.address = address
+        self.num_cpus = num_cpus
+
+    def _connect(self, ray: Any) -> bool:
+        """Connect to the cluster (or start a local Ray); True when this process started it."""
+        if ray.is_initialized():
+            return False
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
+        env["RAGKIT_DATA_DIR"] = str(self.data_dir)
+        runtime_env = {"env_vars": env}
+        if self.address:
+            ray.init(address=self.address, runtime_env=runtime_env, log_to_driver=False)
+            return True
+        # A local Ray for this run only: loopback, no dashboard, a short temp path (Ray's unix
+        # sockets live under it and their paths are limited to about 100 characters).
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, _node_ip_address="127.0.0.1",
+                 _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"), include_dashboard=False,
+                 runtime_env=runtime_env, log_to_driver=False)
+        return True
+
+    def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
+        ray = require_ray()
+        started_at = time.perf_counter()
+        report = ExecutionReport(runs_total=len(plan.runs))
+        work = self.start(plan)
+        for pending in work:
+            progress("questions", pending.committed)
+        todo = [pending for pending in work if pending.questions]
+        if not todo:
+            report.seconds = time.perf_counter() - started_at
+            return report
+        started_ray = self._connect(ray)
+        try:
+            self._run_tasks(ray, plan, todo, work, report, progress)
+        finally:
+            if started_ray:
+                ray.shutdown()
+        report.seconds = time.perf_counter() - started_at
+        return report
+
+    def _run_tasks(self, ray: Any, plan: Plan, todo: list[PendingRun], work: list[PendingRun],
+                   report: ExecutionReport, progress: Progress) -> None:
+        options = {"num_cpus": 1, "max_retries": TASK_RETRIES, "retry_exceptions": True}
+        chunk_remote = ray.remote(**options)(build_chunkset_task)
+        index_remote = ray.remote(**options)(build_index_task)
+        shard_remote = ray.remote(**options)(answer_shard_task)
+        plan_ref = ray.put(plan)
+        folders = (str(self.derived_dir), str(self.data_dir))
+        report.runs_computed = len(todo)
+
+        index_ids = list(dict.fromkeys(p.run.index_id for p in todo))
+        index_steps = {s.index_id: s for s in plan.index_steps}
+        chunkset_ids = list(dict.fromkeys(index_steps[i].chunkset_id for i in index_ids))
+        chunk_refs = {cid: chunk_remote.remote(plan_ref, cid, *folders) for cid in chunkset_ids}
+        index_refs = {iid: index_remote.remote(plan_ref, iid, *folders, chunk_refs[index_steps[iid].chunkset_id])
+                      for iid in index_ids}
+        shards: dict[Any, tuple[PendingRun, list]] = {}
+        for pending in todo:
+            for shard in _shards(pending.questions, plan.shard_size):
+                ref = shard_remote.remote(plan_ref, pending.run.run_id, [q.id for q in shard], *folders,
+                                          index_refs[pending.run.index_id])
+                shards[ref] = (pending, shard)
+
+        # Build records first: a run's first shard reads whether its artefacts were built now.
+        for cid, ref in chunk_refs.items():
+            if self._get_build(ray, ref, f"chunk set {cid}"):
+                self._built.add(cid)
+                report.chunksets_built += 1
+        for iid, ref in index_refs.items():
+            built = self._get_build(ray, ref, f"index {iid}")
+            if built and built["built"]:
+                self._built.add(iid)
+                report.indexes_built += 1
+                report.chunks_embedded += built["embedded"]
+                progress("embedded", built["embedded"])
+
+        waiting = list(shards)
+        try:
+            while waiting:
+                ready, waiting = ray.wait(waiting, num_returns=1)
+                pending, shard = shards[ready[0]]
+                try:
+                    result: ShardResult = ray.get(ready[0])
+                except Exception as error:  # noqa: BLE001 - a shard that failed every try is error rows
+                    message = f"failed after {TASK_RETRIES + 1} tries: {_cause(error)}"
+                    report.errors.append(f"run {pending.run.run_id}: {message}")
+                    evaluation = pending.run.point.evaluation
+                    rows = [row for q in shard for row in failure_scores(pending.run, q, message, evaluation)]
+                    self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
+                    continue
+                answered = [q for q in shard if q.id in set(result.question_ids)]
+                self.commit(plan, pending, answered, result.tables, report, progress)
+                if result.outage is not None:
+                    backend, url, message = result.outage
+                    outage = BackendUnavailable(message, backend=backend, url=url)
+                    raise self._stopped(plan, sum(p.committed for p in work), outage) from outage
+        finally:
+            for ref in waiting:
+                ray.cancel(ref, force=True)
+
+    def _get_build(self, ray: Any, ref: Any, what: str) -> Any:
+        """A build task's result; a build that failed every try fails the run, naming it (its
+        runs cannot answer anything)."""
+        try:
+            return ray.get(ref)
+        except Exception as error:  # re-raised with the step named
+            tries = TASK_RETRIES + 1
+            raise RuntimeError(f"building {what} failed after {tries} tries: {_cause(error)}") from error
+
+
+def _cause(error: BaseException) -> str:
+    """The original exception behind a Ray task error, in one line."""
+    cause = getattr(error, "cause", None) or error
+    return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1] if str(cause).strip() else ''}"

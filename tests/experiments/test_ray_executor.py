@@ -1,0 +1,184 @@
+"""The Ray executor on a real local Ray: the same tables as the in-process executor, a killed
+run that resumes, a shard that fails every try as error rows, and a clear error without Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from ragkit.cli import main
+from ragkit.experiments.config import config_from_dict
+from ragkit.experiments.executor import ExecutionReport
+from ragkit.experiments.runner import prepare, run_experiment
+from ragkit.results import ResultStore
+from ragkit.settings import get_settings
+from tests.factories import write_beir
+
+ray = pytest.importorskip("ray", reason="the test extra installs ray; without it the Ray executor cannot be tested")
+
+pytestmark = pytest.mark.integration
+
+ANIMALS = ["cat", "dog", "cow", "owl", "fox", "bee", "ant", "elk"]
+DOCS = {f"d{i}": f"The {name} is an animal. It lives on farm number {i} and eats plants." for i, name in
+        enumerate(ANIMALS)}
+QUESTIONS = {f"q{i}": (f"where does the {name} live", f"d{i}") for i, name in enumerate(ANIMALS)}
+# What a table holds about the questions, without what depends on when and where it ran.
+KEYS = {"scores": ["run_id", "question_id", "metric", "value", "error"],
+        "retrievals": ["run_id", "question_id", "rank", "chunk_id", "doc_id", "start_char", "end_char", "score"],
+        "stages": ["run_id", "question_id", "stage"]}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray for the module, as the README runs it: loopback, 2 CPUs, no auth."""
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
+             include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def grid(dataset: Path, **extra) -> dict:
+    """6 runs: two chunkers x three retrievers with the heuristic rerank, three-question shards."""
+    return {"name": "ray-grid", "dataset": {"path": str(dataset)}, "chunkers": ["document", "sentence"],
+            "retrievers": ["bm25", "dense", "hybrid"], "top_k": [3], "judges": {"rerank": "heuristic"},
+            "shard_size": 3, **extra}
+
+
+def table(out: Path, name: str) -> pd.DataFrame:
+    """The table's key columns, sorted; a retrieval score is rounded to 6 decimals: a Ray task has
+    one CPU thread, and float32 sums in another order differ in the last bits (ranks do not)."""
+    columns = KEYS[name]
+    frame = ResultStore(out).read(name)[columns]
+    if name == "retrievals":
+        frame = frame.assign(score=frame["score"].round(6))
+    return frame.sort_values(columns).reset_index(drop=True).astype(str)
+
+
+def fresh_data_dir(monkeypatch, folder: Path) -> None:
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(folder))
+    get_settings.cache_clear()
+
+
+def test_a_ray_run_writes_the_tables_a_local_run_writes(tmp_path, monkeypatch, local_ray):
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS)))
+    local = run_experiment(config, tmp_path / "local")
+    fresh_data_dir(monkeypatch, tmp_path / "ray-data")  # nothing cached: the workers build and embed
+    on_ray = run_experiment(config, tmp_path / "ray", executor="ray")
+
+    assert on_ray.runs_total == local.runs_total == 6
+    assert on_ray.questions_computed == local.questions_computed == 48
+    assert (on_ray.chunksets_built, on_ray.indexes_built) == (local.chunksets_built, local.indexes_built) == (2, 4)
+    assert on_ray.chunks_embedded == local.chunks_embedded > 0
+    for name in KEYS:
+        pd.testing.assert_frame_equal(table(tmp_path / "ray", name), table(tmp_path / "local", name))
+    # Each run's build costs are recorded once, with its first shard.
+    stages = ResultStore(tmp_path / "ray").read("stages")
+    builds = stages[stages["question_id"].isna()]
+    assert not builds.duplicated(["run_id", "stage"]).any() and set(builds["stage"]) >= {"chunk", "index", "embed"}
+
+    again = run_experiment(config, tmp_path / "ray", executor="ray")
+    assert again.nothing_to_do and again.questions_computed == 0
+
+
+def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest_commit(tmp_path):
+    """The driver's side of a failed task, with Ray replaced by a stand-in whose get raises for
+    one shard (a real worker failure cannot be arranged deterministically)."""
+    from ragkit.experiments.ray_executor import RayExecutor, ShardResult
+
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"],
+                                   retrievers=["bm25"], judges={}))
+    plan, derived_dir = prepare(config)
+    executor = RayExecutor(derived_dir, ResultStore(tmp_path / "out"))
+    work = executor.start(plan)
+    calls = []
+
+    class Ref:  # hashable by identity, as Ray's object refs are
+        def __init__(self, name, args):
+            self.name, self.args = name, args
+
+    class FakeRay:
+        def remote(self, **options):
+            calls.append(options)
+            return lambda fn: SimpleNamespace(remote=lambda *args: Ref(fn.__name__, args))
+
+        def put(self, value):
+            return value
+
+        def wait(self, refs, num_returns):
+            return refs[:1], refs[1:]
+
+        def get(self, ref):
+            name, args = ref.name, ref.args
+            if name == "answer_shard_task":
+                if args[2][0] == "q3":
+                    raise RuntimeError("worker died\nOOM")
+                return ShardResult(args[2], {"scores": pd.DataFrame([{"run_id": args[1], "question_id": q,
+                                                                      "metric": "mrr", "value": 1.0}
+                                                                     for q in args[2]])})
+            return name == "build_chunkset_task" or {"built": True, "embedded": 0}
+
+        def cancel(self, ref, force):
+            pass
+
+    report = ExecutionReport()
+    executor._run_tasks(FakeRay(), plan, work, work, report, lambda event, n: None)
+    assert all(options["max_retries"] >= 1 and options["retry_exceptions"] for options in calls)
+    scores = ResultStore(tmp_path / "out").read("scores")
+    failed = scores[scores["question_id"].isin(["q3", "q4", "q5"])]
+    assert len(failed) > 3 and failed["value"].isna().all()
+    assert failed["error"].str.contains("failed after 3 tries: RuntimeError: OOM").all()
+    assert set(failed["metric"]) >= {"mrr", "recall@3", "ndcg@3"}
+    assert set(scores["question_id"]) == set(QUESTIONS)
+    assert report.questions_computed == 8 and len(report.errors) == 1
+
+
+def test_a_ray_run_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_path, monkeypatch):
+    config = grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"], shard_size=1)
+    path = tmp_path / "grid.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "ragkit.cli", "run", str(path), "--out", str(out), "--quiet",
+               "--executor", "ray", "--num-cpus", "2"]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    process = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    commits = out / "_commits"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(commits.glob("*.json")) if commits.exists() else []) < 5:
+        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    committed = len(list(commits.glob("*.json")))
+    assert 5 <= committed < 24  # killed midway: 3 runs x 8 one-question shards
+
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--executor", "ray", "--num-cpus", "2"]) == 0
+    scores = ResultStore(out).read("scores")
+    assert not scores.duplicated(["run_id", "question_id", "metric"]).any()
+    assert scores.groupby("run_id")["question_id"].nunique().tolist() == [8] * 3
+    fresh_data_dir(monkeypatch, tmp_path / "local-data")
+    run_experiment(config_from_dict(config), tmp_path / "local")
+    for name in KEYS:
+        pd.testing.assert_frame_equal(table(out, name), table(tmp_path / "local", name))
+
+
+def test_without_ray_the_ray_executor_is_one_line_naming_the_extra(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    config = grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS))
+    path = tmp_path / "grid.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--executor", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: the ray executor needs Ray: pip install 'ragkit[ray]' (or run with --executor local)\n"
+    assert not (tmp_path / "out").exists()
