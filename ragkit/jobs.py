@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ragkit.atomic import write_json_atomic
 from ragkit.experiments.config import PATH_FIELDS, ExperimentConfig, config_from_dict, config_to_yaml
+from ragkit.experiments.runner import EXECUTORS
 from ragkit.experiments.status import read_status
 from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
@@ -115,11 +116,20 @@ class JobManager:
         self.jobs_dir = Path(jobs_dir) if jobs_dir else get_settings().resolved_data_dir() / "jobs"
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
 
-    def start(self, config: ExperimentConfig | dict[str, Any], out_dir: Path | None = None) -> Job:
+    def start(self, config: ExperimentConfig | dict[str, Any], out_dir: Path | None = None,
+              executor: str = "local") -> Job:
+        """Start ``ragkit run`` on this config in a background process; ``executor`` is
+        ``local`` or ``ray`` (a local Ray for the run)."""
         data = config.model_dump(mode="json") if isinstance(config, ExperimentConfig) else dict(config)
         data = self._absolute_paths(data)
         # Validate before any folder or process exists, so a bad config leaves no trace.
         validated = config_from_dict(data, source="job config")
+        if executor not in EXECUTORS:
+            raise ConfigError(f"unknown executor '{executor}'. Valid executors: {', '.join(EXECUTORS)}")
+        if executor == "ray":
+            from ragkit.experiments.ray_executor import require_ray
+
+            require_ray()
         out = Path(out_dir).expanduser().resolve() if out_dir else get_settings().results_root() / validated.name
         self._refuse_second_writer(out)
         stamp = datetime.now(UTC)
@@ -129,7 +139,7 @@ class JobManager:
         folder.mkdir(parents=True)
         (folder / "config.yaml").write_text(config_to_yaml(validated), encoding="utf-8")
         command = [sys.executable, "-m", "ragkit.cli", "run", str(folder / "config.yaml"), "--out", str(out),
-                   "--status-file", str(folder / "status.json"), "--quiet"]
+                   "--status-file", str(folder / "status.json"), "--quiet", "--executor", executor]
         job = Job(job_id=job_id, experiment=validated.name, out_dir=str(out), created=stamp, pid=0, command=command)
         return self._launch(job)
 

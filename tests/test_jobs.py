@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ragkit.jobs import JobInfo, JobManager, _process_alive
@@ -167,3 +168,28 @@ def test_our_own_running_child_is_alive_whatever_its_command_line_reads():
     while _process_alive(child.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _process_alive(child.pid)
+
+
+@pytest.mark.integration
+def test_a_job_on_ray_runs_to_done_with_the_tables_of_a_local_job(tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason="the test extra installs ray")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    manager = JobManager()
+    dataset = _write_beir(tmp_path / "beir", questions=4)
+    on_ray = manager.start(_config(dataset, shard_size=2), out_dir=tmp_path / "ray", executor="ray")
+    local = manager.start(_config(dataset, name="tiny-local", shard_size=2), out_dir=tmp_path / "local")
+    assert on_ray.command[-2:] == ["--executor", "ray"] and local.command[-2:] == ["--executor", "local"]
+
+    for job in (on_ray, local):
+        info = _wait_for(manager, job.job_id, ("done", "failed", "interrupted"), timeout=240)
+        assert info.state == "done" and info.done == info.total == 8, info.log_tail
+    columns = ["run_id", "question_id", "metric", "value"]
+    ray_scores, local_scores = (ResultStore(tmp_path / name).read("scores")[columns].sort_values(columns)
+                                .reset_index(drop=True) for name in ("ray", "local"))
+    pd.testing.assert_frame_equal(ray_scores, local_scores)
+
+
+def test_an_unknown_executor_is_refused_naming_the_valid_ones(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown executor 'spark'\. Valid executors: local, ray"):
+        JobManager().start(_config(_write_beir(tmp_path / "beir", questions=1)), executor="spark")
+    assert list(JobManager().jobs_dir.iterdir()) == []

@@ -11,6 +11,7 @@ from dashboard import forms, state
 from dashboard.safe_text import escape
 from ragkit import registry
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
+from ragkit.experiments.runner import EXECUTORS
 from ragkit.judges.base import judges
 from ragkit.registry import ConfigError
 
@@ -113,9 +114,12 @@ with st.expander("Experiment YAML (what `ragkit run` takes)"):
     st.code(yaml_text, language="yaml")
 st.download_button("Download YAML", yaml_text, file_name=f"{name}.yaml", mime="application/x-yaml")
 
+executor = st.radio("Execute on", EXECUTORS, horizontal=True, key="executor",
+                    help="local: in one background process. ray: chunk sets, indexes and question shards as Ray "
+                         "tasks on a local Ray (needs the ray extra); the tables are the same.")
 if st.button("Run", type="primary"):
     try:
-        job = state.job_manager().start(config)
+        job = state.job_manager().start(config, executor=executor)
     except ConfigError as error:
         st.error(escape(str(error)))
     else:

@@ -204,6 +204,33 @@ def test_params_form_uses_field_bounds_and_descriptions():
     assert app.session_state["params"]["mmr_lambda"] == 0.25
 
 
+def test_the_run_button_can_start_the_job_on_ray(with_results, monkeypatch):
+    pytest.importorskip("ray", reason="the test extra installs ray")
+    from dashboard import state
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    app = page("3_new_experiment.py").run()
+    app.text_input[0].set_value("on-ray")
+    next(s for s in app.selectbox if s.label == "Question set").select("tiny-beir")
+    app.checkbox(key="use.chunkers.recursive").uncheck()
+    app.checkbox(key="use.chunkers.document").check()
+    app.checkbox(key="use.retrievers.dense").uncheck()
+    app.checkbox(key="use.retrievers.bm25").check()
+    app.radio(key="executor").set_value("ray").run()
+    next(b for b in app.button if b.label == "Run").click().run()
+    assert_ok(app)
+    (job,) = state.job_manager().list()
+    import time
+
+    deadline = time.monotonic() + 240
+    while state.job_manager().get(job.job_id).state in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    info = state.job_manager().get(job.job_id)
+    assert info.state == "done" and info.done == info.total > 0, info.log_tail
+    record = state.job_manager()._record(job.job_id)
+    assert record.command[-2:] == ["--executor", "ray"]
+
+
 def test_run_button_starts_a_job_that_the_runs_page_follows(with_results):
     from dashboard import state
 
