@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ragkit.folders import as_location
 from ragkit.registry import ConfigError
 from ragkit.settings import TOKEN_ENV
 
@@ -61,8 +62,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.settings import get_settings
 
     config = load_config(args.config, args.overrides)
-    out_dir = Path(args.out) if args.out else get_settings().results_root() / config.name
-    if out_dir.exists() and not out_dir.is_dir():
+    out_dir = as_location(args.out) if args.out else get_settings().results_root() / config.name
+    if isinstance(out_dir, Path) and out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the results")
     if args.status_file:
         _check_output_file(args.status_file, "--status-file")
@@ -118,7 +119,7 @@ def _print_summary(store) -> None:
 def _cmd_summary(args: argparse.Namespace) -> int:
     from ragkit.results import ResultStore
 
-    store = ResultStore(Path(args.results))
+    store = ResultStore(as_location(args.results))
     if not store.exists():
         raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
     _print_summary(store)
@@ -135,7 +136,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     _check_output_file(args.out, "--out")
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
-    print(export_results(Path(args.results), args.format, args.out, run_ids))
+    print(export_results(as_location(args.results), args.format, args.out, run_ids))
     return 0
 
 
@@ -144,7 +145,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     _check_output_file(args.out, "--out")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    text = render_report(Path(args.results), args.format, metrics, detail=not args.no_detail,
+    text = render_report(as_location(args.results), args.format, metrics, detail=not args.no_detail,
                          depth_rule=args.depth_rule)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

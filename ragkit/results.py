@@ -4,6 +4,9 @@ Each (run, shard of questions) writes one Parquet part per table, then a commit 
 only see parts whose marker exists. A run killed mid-shard leaves uncommitted parts that the
 next attempt overwrites, so resuming never loses nor duplicates a row.
 
+The folder is local or on S3-compatible object storage (``ragkit.folders``): a part or marker is
+written whole or not at all on both, so the same commit protocol holds.
+
 Two tables are not per shard: ``runs`` (one file per run) and ``questions`` (one file per
 question set, ``questions/<questions_key>.parquet``, written whole before any question is
 answered). Both are written atomically, so a file that exists is complete.
@@ -11,15 +14,17 @@ answered). Both are written atomically, so a file that exists is complete.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pandas as pd
 
-from ragkit.atomic import write_json_atomic, write_parquet_atomic
+from ragkit.folders import Entry, as_location, open_folder
 from ragkit.hashing import content_key
 from ragkit.locks import hold
 
+COMMITS = "_commits"
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs", *PART_TABLES, "questions")
 
@@ -88,24 +93,42 @@ def empty_table(name: str) -> pd.DataFrame:
 
 
 class ResultStore:
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+    """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
-    def _commit_dir(self) -> Path:
-        return self.root / "_commits"
+    def __init__(self, root: str | Path) -> None:
+        self.root = as_location(root)
+        self.files = open_folder(self.root)
 
     def writer_lock(self):
         """Held by the one process that writes this folder, for its whole run: a second writer is
-        refused at once, naming the holder, rather than answering the same questions twice."""
-        return hold(self.root / ".lock", f"results folder {self.root}", timeout=0,
+        refused at once, naming the holder, rather than answering the same questions twice.
+
+        Object storage has no lock to hold: its lock file is on this machine (in the data
+        directory), which covers every process here; on a cluster only the driver writes results
+        (the Ray executor's workers return their rows to it)."""
+        if isinstance(self.root, Path):
+            lock = self.root / ".lock"
+        else:
+            from ragkit.settings import get_settings
+
+            lock = get_settings().resolved_data_dir() / "locks" / f"results-{content_key(self.root)}.lock"
+        return hold(lock, f"results folder {self.root}", timeout=0,
                     advice="wait for that run to finish or write to another folder")
 
+    def _write_parquet(self, relative: str, frame: pd.DataFrame) -> None:
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        self.files.write_bytes(relative, buffer.getvalue())
+
+    def _write_json(self, relative: str, value: dict) -> None:
+        self.files.write_bytes(relative, json.dumps(value, indent=2, ensure_ascii=False, default=str).encode())
+
     def write_run(self, run_id: str, row: dict) -> None:
-        write_parquet_atomic(self.root / "runs" / f"{run_id}.parquet", pd.DataFrame([row]))
+        self._write_parquet(f"runs/{run_id}.parquet", pd.DataFrame([row]))
 
     def write_questions(self, questions_key: str, frame: pd.DataFrame) -> None:
         """The question set's ``questions`` rows, one file per question set."""
-        write_parquet_atomic(self.root / "questions" / f"{questions_key}.parquet", _conform(frame, "questions"))
+        self._write_parquet(f"questions/{questions_key}.parquet", _conform(frame, "questions"))
 
     def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame],
                      question_keys: list[str] | None = None) -> None:
@@ -118,7 +141,7 @@ class ResultStore:
             frame = empty_table(name) if frame is None or frame.empty else frame
             if keys and "question_id" in frame.columns:
                 frame = frame.assign(question_key=frame["question_id"].map(keys))
-            write_parquet_atomic(self.root / name / f"{part}.parquet", _conform(frame, name))
+            self._write_parquet(f"{name}/{part}.parquet", _conform(frame, name))
         scores = tables.get("scores")
         metrics: list[str] = []
         if scores is not None and not scores.empty:
@@ -128,15 +151,12 @@ class ResultStore:
         marker: dict = {"run_id": run_id, "question_ids": question_ids, "metrics": metrics}
         if question_keys is not None:
             marker["question_keys"] = list(question_keys)
-        write_json_atomic(self._commit_dir() / f"{part}.json", marker)
+        self._write_json(f"{COMMITS}/{part}.json", marker)
 
     def _markers(self) -> list[tuple[str, dict]]:
         """(part, marker record) of every committed part."""
-        folder = self._commit_dir()
-        records = []
-        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
-            records.append((marker.stem, json.loads(marker.read_text(encoding="utf-8"))))
-        return records
+        return [(entry.stem, json.loads(self.files.read_bytes(f"{COMMITS}/{entry.stem}.json")))
+                for entry in self.files.list(COMMITS, ".json")]
 
     def completed_questions(self) -> dict[str, set[str]]:
         """run id -> the ids of the questions it has committed (at any content)."""
@@ -157,21 +177,19 @@ class ResultStore:
     def current_keys(self) -> dict[str, set[tuple[str, str]]]:
         """run id -> the (question id, content key) pairs of its current question set: the set
         its ``runs`` row names. Runs whose question set records no keys are left out."""
-        runs_dir, sets = self.root / "runs", self.root / "questions"
-        if not runs_dir.exists():
-            return {}
         import pyarrow.parquet as pq
 
+        fs = self.files.filesystem
+        sets = {entry.stem: entry.path for entry in self.files.list("questions", ".parquet")}
         by_set: dict[str, set[tuple[str, str]] | None] = {}
         current: dict[str, set[tuple[str, str]]] = {}
-        for path in sorted(runs_dir.glob("*.parquet")):
-            row = pq.read_table(path).to_pylist()[0]
+        for entry in self.files.list("runs", ".parquet"):
+            row = pq.read_table(entry.path, filesystem=fs).to_pylist()[0]
             key = row.get("questions_key")
             if key is None:
                 continue
             if key not in by_set:
-                file = sets / f"{key}.parquet"
-                table = pq.read_table(file) if file.exists() else None
+                table = pq.read_table(sets[key], filesystem=fs) if key in sets else None
                 by_set[key] = (set(zip(table["question_id"].to_pylist(), table["question_key"].to_pylist()))
                                if table is not None and "question_key" in table.column_names
                                and table["question_key"].null_count == 0 else None)
@@ -193,20 +211,17 @@ class ResultStore:
         return stale
 
     def _committed_parts(self) -> set[str]:
-        folder = self._commit_dir()
-        return {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
+        return {entry.stem for entry in self.files.list(COMMITS, ".json")}
 
-    def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Path]:
-        folder = self.root / name
-        if not folder.exists():
-            return []
-        if name in PART_TABLES:
+    def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Entry]:
+        entries = self.files.list(name, ".parquet")
+        if name in PART_TABLES and entries:
             committed = self._committed_parts()
             if run_ids is not None:  # parts are named <run id>-<shard key>: other runs' files are not opened
                 wanted = set(run_ids)
                 committed = {part for part in committed if part.rsplit("-", 1)[0] in wanted}
-            return sorted(p for p in folder.glob("*.parquet") if p.stem in committed)
-        return sorted(folder.glob("*.parquet"))
+            return [entry for entry in entries if entry.stem in committed]
+        return entries
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
              columns: list[str] | None = None, run_ids: list[str] | None = None) -> pd.DataFrame:
@@ -225,13 +240,16 @@ class ResultStore:
         if not parts:
             table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             return table if columns is None else table[columns]
-        if name == "runs":  # one small file per run, columns differ by component: let arrow align them
+        fs = self.files.filesystem
+        if name in ("runs", "questions"):
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default").to_pandas()
+            tables = [pq.read_table(entry.path, filesystem=fs) for entry in parts]
+        if name == "runs":  # one small file per run, columns differ by component: let arrow align them
+            return pa.concat_tables(tables, promote_options="default").to_pandas()
         if name == "questions":  # question sets of several plans may share questions
-            frame = pd.concat([_conform(pd.read_parquet(p), name) for p in parts], ignore_index=True)
+            frame = pd.concat([_conform(table.to_pandas(), name) for table in tables], ignore_index=True)
             return frame.drop_duplicates("question_id", keep="last", ignore_index=True)
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow as pa
@@ -241,7 +259,8 @@ class ResultStore:
         schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in categorical else f
                             for f in arrow_schema(name)])
         options = ds.ParquetReadOptions(dictionary_columns=list(categorical))
-        dataset = ds.dataset([str(p) for p in parts], format=ds.ParquetFileFormat(read_options=options), schema=schema)
+        dataset = ds.dataset([entry.path for entry in parts], format=ds.ParquetFileFormat(read_options=options),
+                             schema=schema, filesystem=fs)
         where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
         stale = self.stale_keys()
         if stale:
@@ -256,7 +275,7 @@ class ResultStore:
         # Each file has its own dictionary; one shared set of categories per column for pandas.
         return table.unify_dictionaries().to_pandas()
 
-    def _question_sets(self, parts: list[Path], run_ids: list[str] | None) -> list[Path]:
+    def _question_sets(self, parts: list[Entry], run_ids: list[str] | None) -> list[Entry]:
         """The question-set files the runs name (every file when a run names none); the file
         written last comes last, so its rows win where sets share a question id."""
         runs = self.read("runs", run_ids=None)
@@ -265,36 +284,35 @@ class ResultStore:
         if runs.empty or "questions_key" not in runs.columns or runs["questions_key"].isna().any():
             return parts
         named = set(runs["questions_key"].astype(str))
-        chosen = [p for p in parts if p.stem in named]
-        return sorted(chosen, key=lambda p: p.stat().st_mtime_ns)
+        chosen = [entry for entry in parts if entry.stem in named]
+        return sorted(chosen, key=lambda entry: entry.mtime)
 
     def metric_names(self, run_ids: list[str] | None = None) -> list[str]:
         """The distinct metrics in ``scores`` (of ``run_ids`` only, when given): from the commit
         markers, and from the metric column of parts committed before markers listed them."""
         names: set[str] = set()
         unlisted: list[str] = []
-        folder = self._commit_dir()
-        for marker in sorted(folder.glob("*.json")) if folder.exists() else []:
-            record = json.loads(marker.read_text(encoding="utf-8"))
+        for part, record in self._markers():
             if run_ids is not None and record["run_id"] not in run_ids:
                 continue
             if "metrics" in record:
                 names.update(record["metrics"])
             else:
-                unlisted.append(marker.stem)
+                unlisted.append(part)
         if unlisted:
             import pyarrow.compute as pc
             import pyarrow.dataset as ds
 
-            parts = [str(p) for p in self._parts("scores") if p.stem in set(unlisted)]
+            parts = [entry.path for entry in self._parts("scores") if entry.stem in set(unlisted)]
             if parts:
-                dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"))
+                dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"),
+                                     filesystem=self.files.filesystem)
                 found = pc.unique(dataset.to_table(columns=["metric"]).column("metric")).to_pylist()
                 names.update(str(n) for n in found if n is not None)
         return sorted(names)
 
     def exists(self) -> bool:
-        return (self.root / "runs").exists()
+        return self.files.exists("runs")
 
 
 def _conform(frame: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from ragkit.analysis.latency import latency_by_stage
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import curve, metric_means
 from ragkit.analysis.report import default_metrics
+from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import HEADLINE_METRICS
 from ragkit.metrics.retrieval import CURVE_METRICS
 from ragkit.registry import ConfigError
@@ -210,9 +211,11 @@ def export_results(results_dir: str | Path, fmt: str, out_path: str | Path | Non
                    run_ids: list[str] | None = None) -> Path:
     """Write an export of a results folder; the default path is beside the folder, named after it."""
     _check_format(fmt)
-    results_dir = Path(results_dir)
-    data, filename, _ = export_bytes(load_results(results_dir), fmt, run_ids, name=results_dir.resolve().name)
-    target = Path(out_path) if out_path else results_dir.resolve().parent / filename
+    location = as_location(results_dir)
+    # Beside a local results folder; in the working directory for one on object storage.
+    data, filename, _ = export_bytes(load_results(location), fmt, run_ids, name=location_name(location))
+    beside = location.resolve().parent if isinstance(location, Path) else Path.cwd()
+    target = Path(out_path) if out_path else beside / filename
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return target

@@ -17,6 +17,7 @@ import pandas as pd
 from ragkit.analysis.defaults import with_added_defaults
 from ragkit.analysis.labels import run_labels
 from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
+from ragkit.folders import as_location
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore, empty_table
 
@@ -28,7 +29,7 @@ class Results:
     """One results folder's tables. Tables passed in are used as given (tests); the others are
     read from ``root`` on first use (empty without a root). A subset shares its source's reads."""
 
-    def __init__(self, runs: pd.DataFrame, scores: pd.DataFrame | None = None, root: Path | None = None,
+    def __init__(self, runs: pd.DataFrame, scores: pd.DataFrame | None = None, root: str | Path | None = None,
                  source: Results | None = None, **tables: pd.DataFrame) -> None:
         unknown = set(tables) - set(LAZY_TABLES)
         if unknown:
@@ -163,7 +164,7 @@ class Results:
 
 def load_results(results_dir: str | Path) -> Results:
     """A results folder's runs (with a readable `label`); every other table on first use."""
-    store = ResultStore(Path(results_dir))
+    store = ResultStore(as_location(results_dir))
     if not store.exists():
         raise FileNotFoundError(f"no results folder at {results_dir} (expected a 'runs' subfolder)")
     runs = store.read("runs")

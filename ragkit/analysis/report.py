@@ -28,6 +28,7 @@ from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
 from ragkit.analysis.statistics import describe_method
+from ragkit.folders import location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
 from ragkit.registry import ConfigError
 
@@ -276,7 +277,7 @@ def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] |
     if fmt not in FORMATS:
         raise ConfigError(f"unknown report format '{fmt}'. Valid formats: {', '.join(FORMATS)}")
     results = load_results(results_dir)
-    title = f"ragkit report: {Path(results_dir).resolve().name}"
+    title = f"ragkit report: {location_name(results_dir)}"
     if results.runs.empty:
         report = Report(title=title, metrics=[], unit=results.unit, overview="No runs in this results folder yet.",
                         comparisons=compare(results, []), means=metric_means(results.scores, []), runs=results.runs)

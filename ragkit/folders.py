@@ -1,0 +1,140 @@
+"""Where a results folder's files live: a local folder, or a prefix on S3-compatible object storage
+(``s3://bucket/prefix``), so every machine of a cluster reads and writes the same results.
+
+A file is written whole or not at all on both: locally by a temporary file renamed over the
+target (``ragkit.atomic``), on object storage by one PUT (an object is never visible half
+written). Reads go through pyarrow's filesystems, so a Parquet dataset is read the same way from
+either. The S3 endpoint, region and credentials come from the standard AWS variables
+(``AWS_ENDPOINT_URL`` for MinIO, Ceph or a local test server, ``AWS_ACCESS_KEY_ID``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragkit.registry import ConfigError
+
+REMOTE_SCHEMES = ("s3://",)
+
+
+def is_remote(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(REMOTE_SCHEMES)
+
+
+def as_location(location: str | Path) -> str | Path:
+    """``location`` as a results root: an ``s3://`` URI stays a string, anything else is a Path."""
+    return location if is_remote(location) else Path(location)
+
+
+def location_name(location: str | Path) -> str:
+    """The last part of a results location: its folder name, or the last part of its prefix."""
+    return str(location).rstrip("/").rsplit("/", 1)[-1] if is_remote(location) else Path(location).resolve().name
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file in a folder: its name without the suffix, its path for ``filesystem``, its mtime."""
+
+    stem: str
+    path: str
+    mtime: float
+
+
+class LocalFolder:
+    def __init__(self, root: Path) -> None:
+        import pyarrow.fs as pafs
+
+        self.root = Path(root)
+        self.filesystem: Any = pafs.LocalFileSystem()
+
+    def path(self, relative: str) -> str:
+        return str(self.root / relative)
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        from ragkit.atomic import write_bytes_atomic  # pandas comes with it: not at CLI start
+
+        write_bytes_atomic(self.root / relative, data)
+
+    def read_bytes(self, relative: str) -> bytes:
+        return (self.root / relative).read_bytes()
+
+    def exists(self, relative: str) -> bool:
+        return (self.root / relative).exists()
+
+    def list(self, folder: str, suffix: str) -> list[Entry]:
+        """The files of ``folder`` ending in ``suffix``, sorted by name; temporary files skipped."""
+        base = self.root / folder
+        if not base.exists():
+            return []
+        entries = []
+        for path in base.glob(f"*{suffix}"):
+            try:
+                entries.append(Entry(path.name[: -len(suffix)], str(path), path.stat().st_mtime))
+            except FileNotFoundError:  # replaced or removed while listing
+                continue
+        return sorted(entries, key=lambda entry: entry.stem)
+
+
+class ObjectFolder:
+    """A prefix in an S3-compatible bucket. Writes are single PUTs with boto3 (pyarrow's S3 writer
+    uploads in parts, which some S3-compatible servers do not complete); reads are pyarrow's."""
+
+    def __init__(self, uri: str) -> None:
+        try:
+            import boto3
+        except ImportError:
+            raise ConfigError(f"results on object storage ({uri}) need boto3: pip install 'ragkit[s3]'") from None
+        import pyarrow.fs as pafs
+
+        bucket, _, prefix = uri[len("s3://"):].partition("/")
+        if not bucket:
+            raise ConfigError(f"'{uri}' names no bucket: use s3://BUCKET/PREFIX")
+        self.uri = uri.rstrip("/")
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        self._client = boto3.client("s3", endpoint_url=endpoint, region_name=region)
+        options: dict[str, Any] = {"region": region}
+        if endpoint:
+            scheme, _, host = endpoint.partition("://")
+            options.update(endpoint_override=host or endpoint, scheme=scheme if host else "https")
+        self.filesystem = pafs.S3FileSystem(**options)
+
+    def _key(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def path(self, relative: str) -> str:
+        return f"{self.bucket}/{self._key(relative)}"
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        self._client.put_object(Bucket=self.bucket, Key=self._key(relative), Body=data)
+
+    def read_bytes(self, relative: str) -> bytes:
+        return self._client.get_object(Bucket=self.bucket, Key=self._key(relative))["Body"].read()
+
+    def exists(self, relative: str) -> bool:
+        """True if ``relative`` is an object, or a folder holding any."""
+        key = self._key(relative)
+        listed = self._client.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=2)
+        return any(item["Key"] == key or item["Key"].startswith(key + "/") for item in listed.get("Contents", []))
+
+    def list(self, folder: str, suffix: str) -> list[Entry]:
+        prefix = self._key(folder).rstrip("/") + "/"
+        entries = []
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                name = item["Key"][len(prefix):]
+                if "/" not in name and name.endswith(suffix):
+                    entries.append(Entry(name[: -len(suffix)], f"{self.bucket}/{item['Key']}",
+                                         item["LastModified"].timestamp()))
+        return sorted(entries, key=lambda entry: entry.stem)
+
+
+Folder = LocalFolder | ObjectFolder
+
+
+def open_folder(location: str | Path) -> Folder:
+    return ObjectFolder(str(location)) if is_remote(location) else LocalFolder(Path(location))
