@@ -44,6 +44,9 @@ class Entry:
 
 
 class LocalFolder:
+    # What reading a file that was removed raises, besides FileNotFoundError.
+    missing_errors: tuple[type[Exception], ...] = ()
+
     def __init__(self, root: Path) -> None:
         import pyarrow.fs as pafs
 
@@ -64,6 +67,9 @@ class LocalFolder:
     def exists(self, relative: str) -> bool:
         return (self.root / relative).exists()
 
+    def delete(self, relative: str) -> None:
+        (self.root / relative).unlink(missing_ok=True)
+
     def list(self, folder: str, suffix: str) -> list[Entry]:
         """The files of ``folder`` ending in ``suffix``, sorted by name; temporary files skipped."""
         base = self.root / folder
@@ -82,6 +88,8 @@ class ObjectFolder:
     """A prefix in an S3-compatible bucket. Writes are single PUTs with boto3 (pyarrow's S3 writer
     uploads in parts, which some S3-compatible servers do not complete); reads are pyarrow's."""
 
+    missing_errors: tuple[type[Exception], ...]
+
     def __init__(self, uri: str) -> None:
         try:
             import boto3
@@ -97,6 +105,7 @@ class ObjectFolder:
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         self._client = boto3.client("s3", endpoint_url=endpoint, region_name=region)
+        self.missing_errors = (self._client.exceptions.NoSuchKey,)
         options: dict[str, Any] = {"region": region}
         if endpoint:
             scheme, _, host = endpoint.partition("://")
@@ -114,6 +123,9 @@ class ObjectFolder:
 
     def read_bytes(self, relative: str) -> bytes:
         return self._client.get_object(Bucket=self.bucket, Key=self._key(relative))["Body"].read()
+
+    def delete(self, relative: str) -> None:
+        self._client.delete_object(Bucket=self.bucket, Key=self._key(relative))
 
     def exists(self, relative: str) -> bool:
         """True if ``relative`` is an object, or a folder holding any."""

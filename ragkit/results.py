@@ -25,6 +25,8 @@ from ragkit.hashing import content_key
 from ragkit.locks import hold
 
 COMMITS = "_commits"
+# A compacted part is named <run id>-all<key>: "l" is not a hex digit, so no shard part looks like one.
+COMPACTED = "all"
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs", *PART_TABLES, "questions")
 
@@ -153,10 +155,51 @@ class ResultStore:
             marker["question_keys"] = list(question_keys)
         self._write_json(f"{COMMITS}/{part}.json", marker)
 
+    def _read_marker(self, part: str) -> dict | None:
+        missing: tuple[type[Exception], ...] = (FileNotFoundError, *self.files.missing_errors)
+        try:
+            return json.loads(self.files.read_bytes(f"{COMMITS}/{part}.json"))
+        except missing:  # removed by a compaction since listed
+            return None
+
     def _markers(self) -> list[tuple[str, dict]]:
-        """(part, marker record) of every committed part."""
-        return [(entry.stem, json.loads(self.files.read_bytes(f"{COMMITS}/{entry.stem}.json")))
-                for entry in self.files.list(COMMITS, ".json")]
+        """(part, marker record) of every committed part that no compacted part replaces."""
+        records = [(part, record) for part in sorted(self._committed_parts())
+                   if (record := self._read_marker(part)) is not None]
+        return records
+
+    def compact_run(self, run_id: str) -> bool:
+        """Merge a run's committed parts into one per table (once the run is finished), so a
+        reader opens one file per run and table instead of one per shard. Crash-safe: the merged
+        parts and their marker (which names the parts it replaces) are written first, then the
+        old markers and parts are removed; until then readers skip what the marker replaces.
+        False when there was nothing to merge."""
+        parts = sorted(part for part in self._committed_parts() if part.rsplit("-", 1)[0] == run_id)
+        markers = [(part, self._read_marker(part)) for part in parts]
+        if len(parts) < 2 or any(record is None or "question_keys" not in record for _, record in markers):
+            return False  # one part already, or parts written before question keys (older results)
+        merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
+        for name in PART_TABLES:
+            self._write_parquet(f"{name}/{merged}.parquet", self._read_parts(name, parts).to_pandas())
+        ids = [qid for _, record in markers for qid in record["question_ids"]]  # type: ignore[index]
+        keys = [key for _, record in markers for key in record["question_keys"]]  # type: ignore[index]
+        metrics = sorted({m for _, record in markers for m in record.get("metrics", [])})  # type: ignore[union-attr]
+        self._write_json(f"{COMMITS}/{merged}.json", {"run_id": run_id, "question_ids": ids, "question_keys": keys,
+                                                     "metrics": metrics, "replaces": parts})
+        for part in parts:
+            self.files.delete(f"{COMMITS}/{part}.json")
+        for part in parts:
+            for name in PART_TABLES:
+                self.files.delete(f"{name}/{part}.parquet")
+        return True
+
+    def _read_parts(self, name: str, parts: list[str]):
+        """The given parts of a part table as one Arrow table in the table's schema."""
+        import pyarrow.dataset as ds
+
+        paths = [self.files.path(f"{name}/{part}.parquet") for part in parts]
+        dataset = ds.dataset(paths, format="parquet", schema=arrow_schema(name), filesystem=self.files.filesystem)
+        return dataset.to_table()
 
     def completed_questions(self) -> dict[str, set[str]]:
         """run id -> the ids of the questions it has committed (at any content)."""
@@ -211,7 +254,14 @@ class ResultStore:
         return stale
 
     def _committed_parts(self) -> set[str]:
-        return {entry.stem for entry in self.files.list(COMMITS, ".json")}
+        """Parts with a commit marker, less those a compacted part replaces (left behind by a
+        compaction that stopped before removing them)."""
+        parts = {entry.stem for entry in self.files.list(COMMITS, ".json")}
+        replaced: set[str] = set()
+        for part in parts:
+            if part.rsplit("-", 1)[-1].startswith(COMPACTED) and (record := self._read_marker(part)) is not None:
+                replaced.update(record.get("replaces", []))
+        return parts - replaced
 
     def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Entry]:
         entries = self.files.list(name, ".parquet")
@@ -234,6 +284,13 @@ class ResultStore:
         Rows of questions no longer in their run's question set (``stale_keys``) are not read."""
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
+        try:
+            return self._read(name, categorical, metrics, columns, run_ids)
+        except OSError:  # a part compacted away between listing and reading (FileNotFoundError is one)
+            return self._read(name, categorical, metrics, columns, run_ids)
+
+    def _read(self, name: str, categorical: tuple[str, ...], metrics: list[str] | None, columns: list[str] | None,
+              run_ids: list[str] | None) -> pd.DataFrame:
         parts = self._parts(name, run_ids)
         if name == "questions":
             parts = self._question_sets(parts, run_ids)

@@ -84,3 +84,48 @@ def test_retrievals_written_before_the_tokens_column_read_it_as_null(tmp_path):
     (tmp_path / "_commits" / "r1-old.json").write_text('{"run_id": "r1", "question_ids": ["b"]}')
     tokens = store.read("retrievals").set_index("question_id")["tokens"]
     assert tokens["a"] == 3 and pd.isna(tokens["b"])
+
+
+def _three_shards(store: ResultStore) -> None:
+    for ids in (["a", "b"], ["c"], ["d"]):
+        store.commit_shard("r1", ids, {"scores": _scores("r1", ids),
+                                       "stages": pd.DataFrame({"run_id": "r1", "question_id": ids, "stage": "retrieve",
+                                                               "seconds": 0.5})},
+                           [f"k{qid}" for qid in ids])
+    store.commit_shard("r2", ["a"], {"scores": _scores("r2", ["a"])}, ["ka"])
+
+
+def _files(folder) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*")) if folder.exists() else []
+
+
+def test_a_finished_run_compacts_into_one_part_per_table_and_reads_the_same(tmp_path):
+    store = ResultStore(tmp_path)
+    _three_shards(store)
+    before = {name: store.read(name) for name in ("scores", "stages")}
+    keys, metrics = store.completed_keys(), store.metric_names()
+
+    assert store.compact_run("r1") and not store.compact_run("r2")  # r2 has one part already
+    assert len([p for p in _files(tmp_path / "_commits") if p.startswith("r1-")]) == 1
+    assert len([p for p in _files(tmp_path / "scores") if p.startswith("r1-")]) == 1
+    for name, frame in before.items():
+        pd.testing.assert_frame_equal(store.read(name).sort_values(["run_id", "question_id"]).reset_index(drop=True),
+                                      frame.sort_values(["run_id", "question_id"]).reset_index(drop=True))
+    assert store.completed_keys() == keys and store.metric_names() == metrics
+    assert not store.compact_run("r1")  # nothing left to merge
+
+    # More questions later: the merged part and the new shard merge again.
+    store.commit_shard("r1", ["e"], {"scores": _scores("r1", ["e"])}, ["ke"])
+    assert store.compact_run("r1")
+    assert sorted(store.read("scores", run_ids=["r1"])["question_id"]) == ["a", "b", "c", "d", "e"]
+
+
+def test_a_compaction_that_stops_before_removing_the_old_parts_reads_no_row_twice(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path)
+    _three_shards(store)
+    monkeypatch.setattr(store.files, "delete", lambda relative: None)  # killed right after the merged marker
+    assert store.compact_run("r1")
+    assert len([p for p in _files(tmp_path / "_commits") if p.startswith("r1-")]) == 4
+    scores = store.read("scores")
+    assert sorted(scores.loc[scores["run_id"] == "r1", "question_id"]) == ["a", "b", "c", "d"]
+    assert store.completed_questions() == {"r1": {"a", "b", "c", "d"}, "r2": {"a"}}

@@ -389,6 +389,9 @@ class LocalExecutor:
         pending.committed += len(answered)
         report.questions_computed += len(answered)
         progress("questions", len(answered))
+        if pending.committed == len(plan.questions.questions):
+            # Finished: one part per table for the run, so readers open one file per run, not per shard.
+            self.store.compact_run(pending.run.run_id)
 
     def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
         started = time.perf_counter()
