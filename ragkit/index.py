@@ -219,6 +219,9 @@ class IndexStore:
             raise KeyError(f"index {index_id} is not built") from None
         return {"ann": None, "ann_built": False, "fulltext": True, **marker}
 
+    def has_fulltext(self, index_id: str) -> bool:
+        return bool(self._read_marker(index_id)["fulltext"])
+
     def open(self, index_id: str) -> ChunkIndex:
         marker = self._read_marker(index_id)
         table = self._db.open_table(f"chunks_{index_id}")

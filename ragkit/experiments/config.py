@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragkit import registry
+from ragkit.index import AnnParams
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
@@ -237,6 +238,11 @@ class ExperimentConfig(StrictModel):
         default=None,
         description="Web search provider (entry-point group ragkit.web) for the router's web route and the "
         "quality gate's web_fallback; none by default: a web route is then answered 'not found'.",
+    )
+    ann: AnnParams = Field(
+        default_factory=AnnParams,
+        description="Approximate-nearest-neighbour index on the vectors of large indexes (none by default: exact "
+        "search). Part of the index and run ids when on, because approximate search changes results.",
     )
 
     @field_validator("web", mode="before")

@@ -45,6 +45,7 @@ from ragkit.experiments.plan import (
     RunStep,
     chunker_uses_llm,
     component_key,
+    needs_fulltext,
     run_row,
 )
 from ragkit.index import ChunkIndex, IndexStore
@@ -232,7 +233,7 @@ class LocalExecutor:
         """Rows about the run rather than a question (build costs, per-document chunking
         decisions): they go with the run's first committed shard."""
         decisions = [_judgement_row(run.run_id, None, row) for row in self._chunk_decisions(plan, run, report)]
-        return {"stages": pd.DataFrame(self._build_stage_rows(run)), "judgements": pd.DataFrame(decisions)}
+        return {"stages": pd.DataFrame(self._build_stage_rows(plan, run)), "judgements": pd.DataFrame(decisions)}
 
     def _evaluator(self, plan: Plan, run: RunStep) -> QuestionEvaluator | None:
         params = run.point.evaluation
@@ -309,8 +310,19 @@ class LocalExecutor:
                 with content_lock(self.data_dir, "index", step.index_id):
                     if not self._index_store.is_ready(step.index_id):  # else built while this process waited
                         self._build_index(plan, step, report, progress)
+            if step.fulltext and not self._index_store.has_fulltext(step.index_id):
+                with content_lock(self.data_dir, "index", step.index_id):
+                    self._build_fulltext(step)
             self._indexes[step.index_id] = self._index_store.open(step.index_id)
         return self._indexes[step.index_id]
+
+    def _build_fulltext(self, step: IndexStep) -> None:
+        """The full-text index, a step of its own: its cost is charged to the runs that search text
+        (``needs_fulltext``), not to a dense run of the same index."""
+        seconds = self._index_store.ensure_fulltext(step.index_id)
+        if seconds is not None:  # else built by another process while this one waited
+            write_json_atomic(self._step_record(step.fulltext_key), {"fulltext": seconds})
+            self._built.add(step.fulltext_key)
 
     def _build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
         chunks = self._chunkset(plan, step.chunkset_id, report)
@@ -335,13 +347,15 @@ class LocalExecutor:
             timings["index"] = time.perf_counter() - started
             write_json_atomic(self._step_record(step.index_id), timings)
 
-        self._index_store.build(step.index_id, chunks, vectors, record_build)
+        self._index_store.build(step.index_id, chunks, vectors, record_build, ann=step.ann, fulltext=False)
         report.indexes_built += 1
         self._built.add(step.index_id)
 
-    def _build_stage_rows(self, run: RunStep) -> list[dict]:
+    def _build_stage_rows(self, plan: Plan, run: RunStep) -> list[dict]:
         rows = []
-        for key in (run.chunkset_id, run.index_id):
+        step = next(s for s in plan.index_steps if s.index_id == run.index_id)
+        text_search = [step.fulltext_key] if needs_fulltext(run.point) else []
+        for key in (run.chunkset_id, run.index_id, *text_search):
             record = self._step_record(key)
             timings = json.loads(record.read_text()) if record.exists() else {}
             for stage, value in timings.items():

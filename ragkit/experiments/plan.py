@@ -14,6 +14,7 @@ from ragkit import registry
 from ragkit.corpus.model import Corpus
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
+from ragkit.index import AnnParams
 from ragkit.judges.base import judges as judge_registry
 from ragkit.judges.chunking import judge_choosable_chunkers
 from ragkit.llms.base import llms as llm_registry
@@ -48,6 +49,21 @@ class IndexStep:
     index_id: str
     chunkset_id: str
     embedder: ComponentSpec | None
+    # The ANN index to build on its vectors (None: exact search).
+    ann: AnnParams | None = None
+    # Some run of the plan searches its text (bm25, hybrid, or a strategy that may switch to them):
+    # the full-text index is then built, as a step of its own charged to those runs only.
+    fulltext: bool = True
+
+    @property
+    def fulltext_key(self) -> str:
+        """The step record of its full-text index."""
+        return f"{self.index_id}.fulltext"
+
+
+def needs_fulltext(point: GridPoint) -> bool:
+    """The run searches the chunks' text: bm25, hybrid, or a strategy that may switch to them."""
+    return point.retriever.type in ("bm25", "hybrid") or point.switches_strategy()
 
 
 @dataclass(frozen=True)
@@ -172,7 +188,11 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         llm_part = ("llm", _llm_key(llms[CHUNKING])) if chunker_uses_llm(point.chunker) else None
         chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),
                                   *([judge_part] if judge_part else []), *([llm_part] if llm_part else []))
-        index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder))
+        # Approximate search changes results: an ANN setting is part of the index and run ids (an
+        # index without vectors, or ANN off, keeps the ids it always had).
+        ann = config.ann if config.ann.kind != "none" and point.embedder is not None else None
+        ann_part = [("ann", ann.model_dump(mode="json"))] if ann is not None else []
+        index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder), *ann_part)
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
         # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
         pipeline_part: list[tuple[Any, ...]] = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
@@ -190,10 +210,12 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         run_id = content_key(
             "run", corpus.corpus_id, chunking_part,
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
-            *([pipeline_part] if pipeline_part else []),
+            *([pipeline_part] if pipeline_part else []), *ann_part,
         )
         chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge, llms.get(CHUNKING)))
-        index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder))
+        index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder, ann, fulltext=False))
+        if needs_fulltext(point):
+            index_steps[index_id] = replace(index_steps[index_id], fulltext=True)
         runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id, llms))
     depths = tuple(sorted({run.depth for run in runs.values()}))
     abstention = any(not question.answerable for question in questions.questions)
@@ -246,6 +268,10 @@ def run_row(plan: Plan, step: RunStep) -> dict:
             for name, value in shown.items():
                 if name != "mode":
                     row[f"judge.{spec.type}.{name}"] = _cell(value)
+    ann = next((s.ann for s in plan.index_steps if s.index_id == step.index_id), None)
+    if ann is not None:  # only where it is on: an exact run's row is as it always was
+        for name, value in ann.model_dump(mode="json").items():
+            row[f"ann.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
     if point.web is not None:
         row["web"] = point.web.type

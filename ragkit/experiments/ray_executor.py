@@ -96,8 +96,10 @@ def build_index_task(plan: Plan, index_id: str, derived_dir: str, data_dir: str,
     executor = _worker_executor(derived_dir, data_dir)
     report = ExecutionReport()
     step = next(s for s in plan.index_steps if s.index_id == index_id)
+    before = set(executor._built)
     executor._index(plan, step, report, lambda event, n: None)
-    return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded}
+    return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
+            "built_keys": sorted(set(executor._built) - before)}
 
 
 def answer_shard_task(plan: Plan, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
@@ -199,8 +201,8 @@ class RayExecutor(LocalExecutor):
                 report.chunksets_built += 1
         for iid, ref in index_refs.items():
             built = self._get_build(ray, ref, f"index {iid}")
-            if built and built["built"]:
-                self._built.add(iid)
+            self._built.update(built.get("built_keys", ()))  # the index and its full-text step, if built now
+            if built["built"]:
                 report.indexes_built += 1
                 report.chunks_embedded += built["embedded"]
                 progress("embedded", built["embedded"])
