@@ -274,23 +274,25 @@ class ResultStore:
         return entries
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
-             columns: list[str] | None = None, run_ids: list[str] | None = None) -> pd.DataFrame:
+             columns: list[str] | None = None, run_ids: list[str] | None = None,
+             question_id: str | None = None) -> pd.DataFrame:
         """A table; ``categorical`` string columns come back as pandas categories, read as
         dictionaries (no Python string per row: much faster for big tables). ``metrics`` keeps
         only those rows of a table with a metric column, filtered while reading; ``columns``
         reads only those columns of a part table; ``run_ids`` opens only those runs' parts (and,
-        for ``questions``, only their question sets).
+        for ``questions``, only their question sets); ``question_id`` keeps that question's rows
+        of a part table and its run-level rows (no question id), filtered while reading.
 
         Rows of questions no longer in their run's question set (``stale_keys``) are not read."""
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
         try:
-            return self._read(name, categorical, metrics, columns, run_ids)
+            return self._read(name, categorical, metrics, columns, run_ids, question_id)
         except OSError:  # a part compacted away between listing and reading (FileNotFoundError is one)
-            return self._read(name, categorical, metrics, columns, run_ids)
+            return self._read(name, categorical, metrics, columns, run_ids, question_id)
 
     def _read(self, name: str, categorical: tuple[str, ...], metrics: list[str] | None, columns: list[str] | None,
-              run_ids: list[str] | None) -> pd.DataFrame:
+              run_ids: list[str] | None, question_id: str | None) -> pd.DataFrame:
         parts = self._parts(name, run_ids)
         if name == "questions":
             parts = self._question_sets(parts, run_ids)
@@ -319,6 +321,9 @@ class ResultStore:
         dataset = ds.dataset([entry.path for entry in parts], format=ds.ParquetFileFormat(read_options=options),
                              schema=schema, filesystem=fs)
         where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
+        if question_id is not None:
+            one = (ds.field("question_id") == question_id) | ds.field("question_id").is_null()
+            where = one if where is None else where & one
         stale = self.stale_keys()
         if stale:
             key_columns = ["run_id", "question_id", "question_key"]

@@ -129,3 +129,18 @@ def test_a_compaction_that_stops_before_removing_the_old_parts_reads_no_row_twic
     scores = store.read("scores")
     assert sorted(scores.loc[scores["run_id"] == "r1", "question_id"]) == ["a", "b", "c", "d"]
     assert store.completed_questions() == {"r1": {"a", "b", "c", "d"}, "r2": {"a"}}
+
+
+def test_a_question_filter_reads_that_question_and_the_run_level_rows_only(tmp_path):
+    from ragkit.analysis.loading import load_results
+
+    store = ResultStore(tmp_path)
+    store.write_run("r1", {"run_id": "r1", "chunker": "token", "embedder": "minilm", "retriever": "dense", "top_k": 5})
+    judgements = pd.DataFrame({"run_id": "r1", "question_id": ["a", "b", None], "judge": "rerank",
+                               "decision": "{}"})
+    store.commit_shard("r1", ["a", "b"], {"judgements": judgements})
+    assert sorted(store.read("judgements", question_id="b")["question_id"].fillna("-")) == ["-", "b"]
+    results = load_results(tmp_path)
+    rows = results.subset(["r1"]).question_rows("judgements", "a")
+    assert sorted(rows["question_id"].fillna("-")) == ["-", "a"]
+    assert "judgements" not in results.__dict__  # the whole table was not read

@@ -115,6 +115,18 @@ class Results:
             table = ResultStore(self.root).read(name, run_ids=self._run_ids)
         return self._mine(table) if "run_id" in table.columns else table
 
+    def question_rows(self, name: str, question_id: str) -> pd.DataFrame:
+        """One question's rows of a per-question table, with the run-level rows (no question id):
+        filtered while reading when the whole table has not been read (answers carry every
+        prompt: a drill-down reads one question's, not the folder's)."""
+        if name in self.__dict__ or name in self._given or self.root is None:
+            frame = getattr(self, name)
+        elif self._source is not None:
+            frame = self._mine(self._source.question_rows(name, question_id))
+        else:
+            frame = self._mine(ResultStore(self.root).read(name, run_ids=self._run_ids, question_id=question_id))
+        return frame[frame["question_id"].isna() | (frame["question_id"] == question_id)].reset_index(drop=True)
+
     @cached_property
     def stages(self) -> pd.DataFrame:
         return self._table("stages")

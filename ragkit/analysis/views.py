@@ -92,8 +92,7 @@ def judge_replies(results: Results) -> pd.DataFrame:
 def question_rows(results: Results, table: str, question_id: str) -> pd.DataFrame:
     """The ``answers`` or ``judgements`` rows of one question, and their run-level rows (no
     question id, e.g. per-document chunking decisions)."""
-    frame = getattr(results, table)
-    return frame[frame["question_id"].isna() | (frame["question_id"] == question_id)].reset_index(drop=True)
+    return results.question_rows(table, question_id)
 
 
 def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
