@@ -36,11 +36,13 @@ def location_name(location: str | Path) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    """A file in a folder: its name without the suffix, its path for ``filesystem``, its mtime."""
+    """A file in a folder: its name without the suffix, its path for ``filesystem``, its mtime, and
+    a tag that changes whenever its content does (size and mtime in ns locally, the ETag on S3)."""
 
     stem: str
     path: str
     mtime: float
+    tag: str = ""
 
 
 class LocalFolder:
@@ -78,9 +80,11 @@ class LocalFolder:
         entries = []
         for path in base.glob(f"*{suffix}"):
             try:
-                entries.append(Entry(path.name[: -len(suffix)], str(path), path.stat().st_mtime))
+                stat = path.stat()
             except FileNotFoundError:  # replaced or removed while listing
                 continue
+            entries.append(Entry(path.name[: -len(suffix)], str(path), stat.st_mtime,
+                                 f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"))
         return sorted(entries, key=lambda entry: entry.stem)
 
 
@@ -141,7 +145,7 @@ class ObjectFolder:
                 name = item["Key"][len(prefix):]
                 if "/" not in name and name.endswith(suffix):
                     entries.append(Entry(name[: -len(suffix)], f"{self.bucket}/{item['Key']}",
-                                         item["LastModified"].timestamp()))
+                                         item["LastModified"].timestamp(), str(item.get("ETag", ""))))
         return sorted(entries, key=lambda entry: entry.stem)
 
 

@@ -94,6 +94,10 @@ def empty_table(name: str) -> pd.DataFrame:
     return pd.DataFrame({col: pd.Series(dtype=dtype) for col, dtype in SCHEMAS[name].items()})
 
 
+# results location -> (what its markers, runs and question sets were, the stale keys they gave)
+_STALE: dict[str, tuple[tuple, set[tuple[str, str, str]]]] = {}
+
+
 class ResultStore:
     """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
@@ -243,7 +247,20 @@ class ResultStore:
     def stale_keys(self) -> set[tuple[str, str, str]]:
         """(run id, question id, content key) of committed rows that are not in their run's current
         question set: a question removed from the set, or answered before its text or ground truth
-        changed. Their rows are kept (adding the question back reuses them) but not read."""
+        changed. Their rows are kept (adding the question back reuses them) but not read.
+
+        Remembered per folder until a marker, run row or question set is written: every table
+        read asks, and a page reads several tables of a folder of a thousand runs."""
+        signature = tuple((folder, entry.stem, entry.tag) for folder in (COMMITS, "runs", "questions")
+                          for entry in self.files.list(folder, ".json" if folder == COMMITS else ".parquet"))
+        known = _STALE.get(str(self.root))
+        if known is not None and known[0] == signature:
+            return known[1]
+        stale = self._stale_keys()
+        _STALE[str(self.root)] = (signature, stale)
+        return stale
+
+    def _stale_keys(self) -> set[tuple[str, str, str]]:
         current = self.current_keys()
         stale: set[tuple[str, str, str]] = set()
         for run_id, pairs in self.completed_keys().items():

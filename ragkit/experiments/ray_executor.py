@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,16 +84,34 @@ def _worker_executor(derived_dir: str, data_dir: str) -> LocalExecutor:
     return _WORKER_EXECUTORS[key]
 
 
-def build_chunkset_task(plan: Plan, chunkset_id: str, derived_dir: str, data_dir: str) -> bool:
+# A plan is passed as (key, [object ref]): a ref inside a list is not resolved by Ray, so each
+# worker fetches and unpickles the plan (the whole corpus with it) once, not once per task.
+PlanHandle = tuple[str, list[Any]]
+_WORKER_PLANS: dict[str, Plan] = {}
+
+
+def _plan(handle: PlanHandle) -> Plan:
+    key, (ref,) = handle
+    if key not in _WORKER_PLANS:
+        import ray
+
+        _WORKER_PLANS.clear()  # one execution at a time per worker: an earlier plan is done
+        _WORKER_PLANS[key] = ray.get(ref)
+    return _WORKER_PLANS[key]
+
+
+def build_chunkset_task(handle: PlanHandle, chunkset_id: str, derived_dir: str, data_dir: str) -> bool:
     """Build (or find) one chunk set; True when this task built it."""
+    plan = _plan(handle)
     executor = _worker_executor(derived_dir, data_dir)
     report = ExecutionReport()
     executor._chunkset(plan, chunkset_id, report)
     return report.chunksets_built > 0
 
 
-def build_index_task(plan: Plan, index_id: str, derived_dir: str, data_dir: str, _chunkset_built: bool) -> dict:
+def build_index_task(handle: PlanHandle, index_id: str, derived_dir: str, data_dir: str, _chunkset_built: bool) -> dict:
     """Build (or find) one index once its chunk set exists; what it built and embedded."""
+    plan = _plan(handle)
     executor = _worker_executor(derived_dir, data_dir)
     report = ExecutionReport()
     step = next(s for s in plan.index_steps if s.index_id == index_id)
@@ -102,9 +121,10 @@ def build_index_task(plan: Plan, index_id: str, derived_dir: str, data_dir: str,
             "built_keys": sorted(set(executor._built) - before)}
 
 
-def answer_shard_task(plan: Plan, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
+def answer_shard_task(handle: PlanHandle, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
                       _index_ready: dict) -> ShardResult:
     """Answer one shard of one run in this worker, with the in-process executor's code."""
+    plan = _plan(handle)
     executor = _worker_executor(derived_dir, data_dir)
     run = next(r for r in plan.runs if r.run_id == run_id)
     step = next(s for s in plan.index_steps if s.index_id == run.index_id)
@@ -177,7 +197,7 @@ class RayExecutor(LocalExecutor):
         chunk_remote = ray.remote(**options)(build_chunkset_task)
         index_remote = ray.remote(**options)(build_index_task)
         shard_remote = ray.remote(**options)(answer_shard_task)
-        plan_ref = ray.put(plan)
+        plan_ref: PlanHandle = (uuid.uuid4().hex, [ray.put(plan)])
         folders = (str(self.derived_dir), str(self.data_dir))
         report.runs_computed = len(todo)
 
