@@ -56,6 +56,22 @@ class ScoreMatrices:
         self.question_ids = results.question_ids
         self._run_position = {run_id: i for i, run_id in enumerate(run_ids)}
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._means: dict[tuple[str, float], np.ndarray] = {}
+
+    def position(self, run_id: str) -> int:
+        return self._run_position[run_id]
+
+    def run_means(self, metric: str, failed: float) -> np.ndarray:
+        """Per run, the mean over the questions it was asked, a failure counting as ``failed``;
+        NaN for a run asked nothing. Computed once per metric for every run (a factor's levels
+        are averaged from these for each of its pairs)."""
+        key = (metric, failed)
+        if key not in self._means:
+            values, asked = self.get(metric)
+            counts = asked.sum(axis=0)
+            totals = np.where(asked, np.nan_to_num(values, nan=failed), 0.0).sum(axis=0)
+            self._means[key] = np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+        return self._means[key]
 
     def load(self, metrics: list[str]) -> None:
         """Read the rows of ``metrics`` in one pass (later ``get`` calls find them read)."""
@@ -225,12 +241,9 @@ class Comparer:
         means: dict[str, list[float]] = {}
         for side in ("a", "b"):
             for run_id, level, metric in zip(factor_pairs[f"run_{side}"], factor_pairs[f"value_{side}"], compared):
-                values, asked = self.matrices.get(metric)
-                column = self.matrices.run_ids.index(run_id)
-                count = asked[:, column].sum()
-                if count:
-                    column_values = np.nan_to_num(values[asked[:, column], column], nan=failed)
-                    means.setdefault(level, []).append(float(column_values.mean()))
+                mean = self.matrices.run_means(metric, failed)[self.matrices.position(run_id)]
+                if not np.isnan(mean):
+                    means.setdefault(level, []).append(float(mean))
         return {level: float(np.mean(values)) for level, values in means.items()}
 
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
