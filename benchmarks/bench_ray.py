@@ -34,7 +34,7 @@ def grid(dataset: Path, limit: int | None) -> dict:
         "chunkers": [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 32}},
                      {"type": "sentence", "params": {"chunk_size": 512, "chunk_overlap": 64}}],
         "embedders": ["minilm"], "retrievers": ["bm25", "dense", "hybrid"], "top_k": [5, 10],
-        "judges": {"rerank": "both"},
+        "judges": {"rerank": ["off", "heuristic"]},
     }
 
 
