@@ -26,7 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -96,7 +96,7 @@ def _plan(handle: PlanHandle) -> Plan:
         import ray
 
         _WORKER_PLANS.clear()  # one execution at a time per worker: an earlier plan is done
-        _WORKER_PLANS[key] = ray.get(ref)
+        _WORKER_PLANS[key] = cast(Plan, ray.get(ref))
     return _WORKER_PLANS[key]
 
 
