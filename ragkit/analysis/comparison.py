@@ -194,7 +194,8 @@ class Comparer:
     @property
     def pairs(self) -> pd.DataFrame:
         if self._pairs is None:
-            self._pairs = single_factor_pairs(self.runs)
+            # Shared by every view of the same runs (the factor and the pair view each build a Comparer).
+            self._pairs = self.results.derived("single_factor_pairs", lambda: single_factor_pairs(self.runs))
         return self._pairs
 
     @property

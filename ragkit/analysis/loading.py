@@ -9,8 +9,10 @@ needs, at a third of the cost of the whole table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -161,6 +163,18 @@ class Results:
     def unit(self) -> str:
         """What one independent draw is: "document" when questions have a source document, else "question"."""
         return DOCUMENT_UNIT if not self.units.empty else QUESTION_UNIT
+
+    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for these runs, kept on the folder's root Results: views of the same runs
+        (each with its own subset) share it instead of computing it again."""
+        root = self
+        while root._source is not None:
+            root = root._source
+        cache = root.__dict__.setdefault("_derived", {})
+        key = (name, tuple(self.runs["run_id"].astype(str)) if "run_id" in self.runs.columns else ())
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
 
     def subset(self, run_ids: list[str] | None) -> Results:
         """Only the given runs (all when None); an unknown run id is an error naming the valid ones."""
