@@ -274,10 +274,18 @@ class ResultStore:
         """Parts with a commit marker, less those a compacted part replaces (left behind by a
         compaction that stopped before removing them)."""
         parts = {entry.stem for entry in self.files.list(COMMITS, ".json")}
-        replaced: set[str] = set()
+        by_run: dict[str, list[str]] = {}
         for part in parts:
-            if part.rsplit("-", 1)[-1].startswith(COMPACTED) and (record := self._read_marker(part)) is not None:
-                replaced.update(record.get("replaces", []))
+            by_run.setdefault(part.rsplit("-", 1)[0], []).append(part)
+        replaced: set[str] = set()
+        # Only a run with a compacted part and others beside it can have leftovers: a finished,
+        # compacted run has one marker, which is not read here.
+        for run_parts in by_run.values():
+            if len(run_parts) < 2:
+                continue
+            for part in run_parts:
+                if part.rsplit("-", 1)[-1].startswith(COMPACTED) and (record := self._read_marker(part)) is not None:
+                    replaced.update(record.get("replaces", []))
         return parts - replaced
 
     def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Entry]:
