@@ -21,6 +21,7 @@ all reach.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -152,6 +153,7 @@ class RayExecutor(LocalExecutor):
         super().__init__(derived_dir, store, data_dir)
         self.address = address
         self.num_cpus = num_cpus
+        self._ray_temp: str | None = None
 
     def _connect(self, ray: Any) -> bool:
         """Connect to the cluster (or start a local Ray); True when this process started it."""
@@ -166,9 +168,9 @@ class RayExecutor(LocalExecutor):
         # A local Ray for this run only: loopback, no dashboard, a short temp path (Ray's unix
         # sockets live under it and their paths are limited to about 100 characters).
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        self._ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
         ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, _node_ip_address="127.0.0.1",
-                 _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"), include_dashboard=False,
-                 runtime_env=runtime_env, log_to_driver=False)
+                 _temp_dir=self._ray_temp, include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
         return True
 
     def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
@@ -188,6 +190,8 @@ class RayExecutor(LocalExecutor):
         finally:
             if started_ray:
                 ray.shutdown()
+                if self._ray_temp is not None:  # the local Ray's sockets and logs, this run's only
+                    shutil.rmtree(self._ray_temp, ignore_errors=True)
         report.seconds = time.perf_counter() - started_at
         return report
 
@@ -214,6 +218,17 @@ class RayExecutor(LocalExecutor):
                                           index_refs[pending.run.index_id])
                 shards[ref] = (pending, shard)
 
+        try:
+            self._collect(ray, plan, chunk_refs, index_refs, shards, work, report, progress)
+        except BaseException:  # a stopped or failed run leaves no task of its own running (also on a cluster)
+            for ref in [*chunk_refs.values(), *index_refs.values(), *shards]:
+                ray.cancel(ref, force=True)
+            raise
+
+    def _collect(self, ray: Any, plan: Plan, chunk_refs: dict[str, Any], index_refs: dict[str, Any],
+                 shards: dict[Any, tuple[PendingRun, list]], work: list[PendingRun], report: ExecutionReport,
+                 progress: Progress) -> None:
+        """Wait for the builds, then commit each shard as it finishes."""
         # Build records first: a run's first shard reads whether its artefacts were built now.
         for cid, ref in chunk_refs.items():
             if self._get_build(ray, ref, f"chunk set {cid}"):
@@ -228,28 +243,24 @@ class RayExecutor(LocalExecutor):
                 progress("embedded", built["embedded"])
 
         waiting = list(shards)
-        try:
-            while waiting:
-                ready, waiting = ray.wait(waiting, num_returns=1)
-                pending, shard = shards[ready[0]]
-                try:
-                    result: ShardResult = ray.get(ready[0])
-                except Exception as error:  # noqa: BLE001 - a shard that failed every try is error rows
-                    message = f"failed after {TASK_RETRIES + 1} tries: {_cause(error)}"
-                    report.errors.append(f"run {pending.run.run_id}: {message}")
-                    evaluation = pending.run.point.evaluation
-                    rows = [row for q in shard for row in failure_scores(pending.run, q, message, evaluation)]
-                    self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
-                    continue
-                answered = [q for q in shard if q.id in set(result.question_ids)]
-                self.commit(plan, pending, answered, result.tables, report, progress)
-                if result.outage is not None:
-                    backend, url, message = result.outage
-                    outage = BackendUnavailable(message, backend=backend, url=url)
-                    raise self._stopped(plan, sum(p.committed for p in work), outage) from outage
-        finally:
-            for ref in waiting:
-                ray.cancel(ref, force=True)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            pending, shard = shards[ready[0]]
+            try:
+                result: ShardResult = ray.get(ready[0])
+            except Exception as error:  # noqa: BLE001 - a shard that failed every try is error rows
+                message = f"failed after {TASK_RETRIES + 1} tries: {_cause(error)}"
+                report.errors.append(f"run {pending.run.run_id}: {message}")
+                evaluation = pending.run.point.evaluation
+                rows = [row for q in shard for row in failure_scores(pending.run, q, message, evaluation)]
+                self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
+                continue
+            answered = [q for q in shard if q.id in set(result.question_ids)]
+            self.commit(plan, pending, answered, result.tables, report, progress)
+            if result.outage is not None:
+                backend, url, message = result.outage
+                outage = BackendUnavailable(message, backend=backend, url=url)
+                raise self._stopped(plan, sum(p.committed for p in work), outage) from outage
 
     def _get_build(self, ray: Any, ref: Any, what: str) -> Any:
         """A build task's result; a build that failed every try fails the run, naming it (its
