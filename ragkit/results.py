@@ -168,9 +168,8 @@ class ResultStore:
 
     def _markers(self) -> list[tuple[str, dict]]:
         """(part, marker record) of every committed part that no compacted part replaces."""
-        records = [(part, record) for part in sorted(self._committed_parts())
-                   if (record := self._read_marker(part)) is not None]
-        return records
+        return [(part, record) for part in sorted(self._committed_parts())
+                if (record := self._read_marker(part)) is not None]
 
     def compact_run(self, run_id: str) -> bool:
         """Merge a run's committed parts into one per table (once the run is finished), so a
@@ -179,15 +178,15 @@ class ResultStore:
         old markers and parts are removed; until then readers skip what the marker replaces.
         False when there was nothing to merge."""
         parts = sorted(part for part in self._committed_parts() if part.rsplit("-", 1)[0] == run_id)
-        markers = [(part, self._read_marker(part)) for part in parts]
-        if len(parts) < 2 or any(record is None or "question_keys" not in record for _, record in markers):
+        records = [record for part in parts if (record := self._read_marker(part)) is not None]
+        if len(parts) < 2 or len(records) < len(parts) or any("question_keys" not in r for r in records):
             return False  # one part already, or parts written before question keys (older results)
         merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
         for name in PART_TABLES:
             self._write_parquet(f"{name}/{merged}.parquet", self._read_parts(name, parts).to_pandas())
-        ids = [qid for _, record in markers for qid in record["question_ids"]]  # type: ignore[index]
-        keys = [key for _, record in markers for key in record["question_keys"]]  # type: ignore[index]
-        metrics = sorted({m for _, record in markers for m in record.get("metrics", [])})  # type: ignore[union-attr]
+        ids = [qid for record in records for qid in record["question_ids"]]
+        keys = [key for record in records for key in record["question_keys"]]
+        metrics = sorted({m for record in records for m in record.get("metrics", [])})
         self._write_json(f"{COMMITS}/{merged}.json", {"run_id": run_id, "question_ids": ids, "question_keys": keys,
                                                      "metrics": metrics, "replaces": parts})
         for part in parts:
@@ -226,22 +225,22 @@ class ResultStore:
         its ``runs`` row names. Runs whose question set records no keys are left out."""
         import pyarrow.parquet as pq
 
-        fs = self.files.filesystem
+        runs = self.read("runs")
+        if runs.empty or "questions_key" not in runs.columns:
+            return {}
         sets = {entry.stem: entry.path for entry in self.files.list("questions", ".parquet")}
         by_set: dict[str, set[tuple[str, str]] | None] = {}
         current: dict[str, set[tuple[str, str]]] = {}
-        for entry in self.files.list("runs", ".parquet"):
-            row = pq.read_table(entry.path, filesystem=fs).to_pylist()[0]
-            key = row.get("questions_key")
-            if key is None:
+        for run_id, key in zip(runs["run_id"], runs["questions_key"]):
+            if pd.isna(key):
                 continue
             if key not in by_set:
-                table = pq.read_table(sets[key], filesystem=fs) if key in sets else None
+                table = pq.read_table(sets[key], filesystem=self.files.filesystem) if key in sets else None
                 by_set[key] = (set(zip(table["question_id"].to_pylist(), table["question_key"].to_pylist()))
                                if table is not None and "question_key" in table.column_names
                                and table["question_key"].null_count == 0 else None)
             if (pairs := by_set[key]) is not None:
-                current[row["run_id"]] = pairs
+                current[run_id] = pairs
         return current
 
     def stale_keys(self) -> set[tuple[str, str, str]]:

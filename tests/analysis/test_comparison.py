@@ -167,3 +167,17 @@ def test_questions_of_one_document_resample_together_and_the_unit_is_named():
     assert (by_question["unit"], by_question["n_units"]) == ("question", 160)
     assert by_document["diff"] == pytest.approx(by_question["diff"])
     assert by_document["ci_high"] - by_document["ci_low"] > 2 * (by_question["ci_high"] - by_question["ci_low"])
+
+
+def test_run_means_by_hand_count_failures_as_given_and_skip_questions_not_asked():
+    # run a: 1.0, 0.5, failed -> (1 + 0.5 + 0) / 3 with failures as 0; run b asked q0 only: 0.25;
+    # run c asked nothing of this metric: NaN.
+    rows = [("a", "q0", "mrr", 1.0), ("a", "q1", "mrr", 0.5), ("a", "q2", "mrr", np.nan, "RuntimeError: x"),
+            ("b", "q0", "mrr", 0.25), ("c", "q0", "recall@5", 1.0)]
+    results = results_of([judge_run("a", "off"), judge_run("b", "llm"), judge_run("c", "heuristic")],
+                         score_rows(rows))
+    matrices = Comparer(results).matrices
+    means = dict(zip(matrices.run_ids, matrices.run_means("mrr", 0.0)))
+    assert means["a"] == pytest.approx(0.5) and means["b"] == pytest.approx(0.25) and np.isnan(means["c"])
+    worst = dict(zip(matrices.run_ids, matrices.run_means("mrr", 1.0)))
+    assert worst["a"] == pytest.approx(2.5 / 3) and worst["b"] == pytest.approx(0.25)
