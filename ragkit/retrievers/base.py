@@ -74,8 +74,12 @@ class Retriever(Component, BaseRetriever):
         self._cache = cache
 
     def drain_replayed_seconds(self) -> float:
-        """The search time the cache replayed since the last call (what those searches cost)."""
+        """The search time the cache replayed since the last call (what those searches cost),
+        with the embedder's correction that charges each query its own embedding time even when
+        its vector was embedded earlier or in a batch (``Embedder.embed_query``)."""
         seconds, self._replayed_seconds = self._replayed_seconds, 0.0
+        if self.embedder is not None:
+            seconds += self.embedder.drain_adjustment()
         return seconds
 
     def cache_key(self, query: str) -> str:
@@ -92,8 +96,11 @@ class Retriever(Component, BaseRetriever):
             self._replayed_seconds += seconds
             return hits
         started = time.perf_counter()
+        before = self.embedder.pending_adjustment() if self.embedder is not None else 0.0
         hits = self.search(query)
-        self._cache.put(key, hits, time.perf_counter() - started)
+        after = self.embedder.pending_adjustment() if self.embedder is not None else 0.0
+        # What this search cost, its query's embedding share included, is what a hit replays.
+        self._cache.put(key, hits, time.perf_counter() - started + after - before)
         return hits
 
     def search(self, query: str) -> list[Hit]:
