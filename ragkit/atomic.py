@@ -47,18 +47,23 @@ def make_dirs(folder: Path) -> None:
         fsync_dir(created.parent)
 
 
-def _atomic_write(path: Path, write) -> None:
-    make_dirs(path.parent)
+def _atomic_write(path: Path, write, durable: bool = True) -> None:
+    if durable:
+        make_dirs(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
-        _fsync_file(Path(tmp))
+        if durable:
+            _fsync_file(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -68,6 +73,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_json_atomic(path: Path, value: Any) -> None:
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_cache_entry(path: Path, value: Any) -> None:
+    """A cache entry: atomic (a kill leaves the old file or the new one) but not fsynced, and
+    compact. After a power loss an entry may be empty; a cache reads that as a miss and computes
+    it again, so durability would only cost (two fsyncs per entry, every question)."""
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), durable=False)
 
 
 def write_parquet_atomic(path: Path, frame: pd.DataFrame) -> None:

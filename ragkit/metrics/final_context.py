@@ -21,6 +21,7 @@ left out, not zeroed.
 from __future__ import annotations
 
 import functools
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,13 +48,13 @@ class FinalContext:
     def from_texts(cls, chunks: Sequence[RetrievedSpan], texts: Sequence[str]) -> FinalContext:
         """Counted with cl100k. A token boundary can fall inside a multi-byte character; the
         characters of the first n tokens are then those whose bytes all lie in them."""
-        from ragkit.chunkers.token import cl100k_encoding, cl100k_tokenizer
+        from ragkit.chunkers.token import cl100k_encoding
 
         def prefix_chars(index: int, n: int) -> int:
-            ids = cl100k_tokenizer()(texts[index])
+            ids = cl100k_ids(texts[index])
             if n >= len(ids):
                 return len(texts[index])
-            return len(cl100k_encoding().decode_bytes(ids[:n]).decode("utf-8", errors="ignore"))
+            return len(cl100k_encoding().decode_bytes(ids[:n].tolist()).decode("utf-8", errors="ignore"))
 
         return cls(tuple(chunks), tuple(cl100k_count(text) for text in texts), prefix_chars)
 
@@ -63,11 +64,17 @@ class FinalContext:
 
 
 @functools.lru_cache(maxsize=8192)
-def cl100k_count(text: str) -> int:
-    """cl100k tokens of ``text``; cached, since the same chunks come back for many questions."""
+def cl100k_ids(text: str) -> array:
+    """cl100k token ids of ``text``; cached, since the same chunks come back for many questions
+    and runs (a budget cut reads the ids of the chunk it cuts). 4 bytes per id, not a Python int."""
     from ragkit.chunkers.token import cl100k_tokenizer
 
-    return len(cl100k_tokenizer()(text))
+    return array("I", cl100k_tokenizer()(text))
+
+
+def cl100k_count(text: str) -> int:
+    """cl100k tokens of ``text``."""
+    return len(cl100k_ids(text))
 
 
 def final_context_metrics(context: FinalContext, relevant_docs: Mapping[str, float] | None,

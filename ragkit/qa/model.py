@@ -11,6 +11,7 @@ part. A question is answered when every part is.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -184,7 +185,10 @@ class Question(BaseModel):
 ADDED_FIELDS = ("history", "expected_route", "answerable")
 
 
+@functools.cache
 def _json_default(name: str) -> Any:
+    # Cached (pydantic's get_default is slow, and every committed question's key asks for it);
+    # the value is only compared, never changed.
     return Question.model_fields[name].get_default(call_default_factory=True)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.atomic import write_json_atomic
+from ragkit.atomic import write_cache_entry
 from ragkit.hashing import content_key
 from ragkit.index import CHUNK_COLUMNS, Hit
 
@@ -65,7 +65,7 @@ class RetrievalCache:
         """Write the entries added since the last flush; returns how many."""
         pending, self._pending = self._pending, {}
         for key, entry in pending.items():
-            write_json_atomic(self._path(key), entry)
+            write_cache_entry(self._path(key), entry)
         return len(pending)
 
 
