@@ -228,24 +228,41 @@ class RayExecutor(LocalExecutor):
     def _collect(self, ray: Any, plan: Plan, chunk_refs: dict[str, Any], index_refs: dict[str, Any],
                  shards: dict[Any, tuple[PendingRun, list]], work: list[PendingRun], report: ExecutionReport,
                  progress: Progress) -> None:
-        """Wait for the builds, then commit each shard as it finishes."""
-        # Build records first: a run's first shard reads whether its artefacts were built now.
-        for cid, ref in chunk_refs.items():
-            if self._get_build(ray, ref, f"chunk set {cid}"):
-                self._built.add(cid)
-                report.chunksets_built += 1
-        for iid, ref in index_refs.items():
-            built = self._get_build(ray, ref, f"index {iid}")
+        """Commit each shard as it finishes, whatever else is still running: a run killed while a
+        slow index builds keeps every shard finished before. A shard's own builds are recorded
+        first (they finished before it started): its run's first commit says whether they were
+        built now."""
+        builds = {**{ref: (cid, "chunkset") for cid, ref in chunk_refs.items()},
+                  **{ref: (iid, "index") for iid, ref in index_refs.items()}}
+        recorded: set[Any] = set()
+
+        def record(ref: Any) -> None:
+            if ref in recorded:
+                return
+            recorded.add(ref)
+            key, kind = builds[ref]
+            if kind == "chunkset":
+                if self._get_build(ray, ref, f"chunk set {key}"):
+                    self._built.add(key)
+                    report.chunksets_built += 1
+                return
+            built = self._get_build(ray, ref, f"index {key}")
             self._built.update(built.get("built_keys", ()))  # the index and its full-text step, if built now
             if built["built"]:
                 report.indexes_built += 1
                 report.chunks_embedded += built["embedded"]
                 progress("embedded", built["embedded"])
 
-        waiting = list(shards)
+        index_chunkset = {s.index_id: s.chunkset_id for s in plan.index_steps}
+        waiting = [*builds, *shards]
         while waiting:
             ready, waiting = ray.wait(waiting, num_returns=1)
+            if ready[0] in builds:
+                record(ready[0])
+                continue
             pending, shard = shards[ready[0]]
+            record(chunk_refs[index_chunkset[pending.run.index_id]])
+            record(index_refs[pending.run.index_id])
             try:
                 result: ShardResult = ray.get(ready[0])
             except Exception as error:  # noqa: BLE001 - a shard that failed every try is error rows

@@ -143,6 +143,57 @@ def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest
     assert report.questions_computed == 8 and len(report.errors) == 1
 
 
+def test_shards_commit_as_they_finish_so_a_failed_build_keeps_the_other_indexes_rows(tmp_path):
+    """With a stand-in for Ray that finishes one index's build last and fails it: every shard of
+    the other index is committed before the run stops naming the failed build (the driver used to
+    wait for every build before committing any shard, so a kill during a slow build lost them)."""
+    from ragkit.experiments.ray_executor import RayExecutor, ShardResult
+
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), retrievers=["bm25"], judges={}))
+    plan, derived_dir = prepare(config)
+    executor = RayExecutor(derived_dir, ResultStore(tmp_path / "out"))
+    work = executor.start(plan)
+    slow = plan.index_steps[1].index_id
+    cancelled = []
+
+    class Ref:
+        def __init__(self, name, args):
+            self.name, self.args = name, args
+
+    class FakeRay:
+        def remote(self, **options):
+            return lambda fn: SimpleNamespace(remote=lambda *args: Ref(fn.__name__, args))
+
+        def put(self, value):
+            return value
+
+        def wait(self, refs, num_returns):
+            # The slow index and the shards waiting on it finish last, in that order.
+            def late(ref):
+                return ref.args[1] == slow or (ref.name == "answer_shard_task" and ref.args[-1].args[1] == slow)
+            order = sorted(refs, key=lambda ref: (late(ref), ref.name != "build_index_task"))
+            return order[:1], [ref for ref in refs if ref is not order[0]]
+
+        def get(self, ref):
+            if ref.name == "build_index_task" and ref.args[1] == slow:
+                raise RuntimeError("embedding server died")
+            if ref.name == "answer_shard_task":
+                return ShardResult(ref.args[2], {"scores": pd.DataFrame(
+                    [{"run_id": ref.args[1], "question_id": q, "metric": "mrr", "value": 1.0} for q in ref.args[2]])})
+            return ref.name == "build_chunkset_task" or {"built": True, "embedded": 0}
+
+        def cancel(self, ref, force):
+            cancelled.append(ref)
+
+    with pytest.raises(RuntimeError, match=f"building index {slow} failed after 3 tries: RuntimeError: embedding"):
+        executor._run_tasks(FakeRay(), plan, work, work, ExecutionReport(), lambda event, n: None)
+    scores = ResultStore(tmp_path / "out").read("scores")
+    fast_runs = {run.run_id for run in plan.runs if run.index_id != slow}
+    assert set(scores["run_id"]) == fast_runs and len(fast_runs) == 1
+    assert set(scores["question_id"]) == set(QUESTIONS)  # all 3 shards of the other index's run
+    assert cancelled  # what was left of the stopped run
+
+
 def test_a_ray_run_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_path, monkeypatch):
     config = grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"], shard_size=1)
     path = tmp_path / "grid.yaml"
