@@ -128,6 +128,13 @@ class ObjectFolder:
     def read_bytes(self, relative: str) -> bytes:
         return self._client.get_object(Bucket=self.bucket, Key=self._key(relative))["Body"].read()
 
+    def upload_file(self, relative: str, path: Path) -> None:
+        """A local file of any size (boto3 uploads a large one in parts; the object appears whole)."""
+        self._client.upload_file(str(path), self.bucket, self._key(relative))
+
+    def download_file(self, relative: str, path: Path) -> None:
+        self._client.download_file(self.bucket, self._key(relative), str(path))
+
     def delete(self, relative: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=self._key(relative))
 

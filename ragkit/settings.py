@@ -43,6 +43,11 @@ class RagkitSettings(BaseSettings):
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
+    shared_artefacts: str | None = Field(
+        default=None, pattern=r"^s3://[^/]+",
+        description="s3://bucket/prefix where the machines of a cluster share chunk sets and indexes "
+                    "(ragkit.artefacts); unset: each data directory builds its own.",
+    )
     dashboard_token: SecretStr | None = Field(
         default=None,
         description="Access token the dashboard asks for before any page; required to bind beyond 127.0.0.1.",

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ragkit import registry
+from ragkit.artefacts import SharedArtefacts, move_into
 from ragkit.atomic import write_json_atomic
 from ragkit.chunksets import (
     chunk_judged,
@@ -128,6 +131,8 @@ class LocalExecutor:
         self._llm_clients: dict[str, LLMClient] = {}
         self._index_store = IndexStore(derived_dir / "lancedb")
         self._retrieval_cache = RetrievalCache(self.data_dir / "retrieval_cache")
+        shared = get_settings().shared_artefacts
+        self._shared = SharedArtefacts(shared) if shared else None
 
     def _llm_client(self, spec: ComponentSpec) -> LLMClient:
         """One client (and one loaded model) per backend spec, shared by every run and role."""
@@ -183,6 +188,12 @@ class LocalExecutor:
                     record = {"judge:chunking": stage_row("judge:chunking", seconds, usage)}
                 write_json_atomic(self._step_record(chunkset_id), record)
 
+            decisions_file = decisions_path(self.derived_dir, chunkset_id) if step.judge is not None else None
+            shared_files = [self._step_record(chunkset_id), *([decisions_file] if decisions_file else []), path]
+            if self._shared is not None and not path.exists():
+                with content_lock(self.data_dir, "chunkset", chunkset_id):
+                    if not path.exists():  # else written while this process waited
+                        self._fetch_shared(f"chunksets/{chunkset_id}", path)
             if step.judge is None:
                 frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker, lock, record_build)
             else:
@@ -191,6 +202,8 @@ class LocalExecutor:
             if built:
                 self._built.add(chunkset_id)
                 report.chunksets_built += 1
+                if self._shared is not None:
+                    self._shared.publish(f"chunksets/{chunkset_id}", self.derived_dir, shared_files)
             self._chunksets[chunkset_id] = frame
         return self._chunksets[chunkset_id]
 
@@ -312,12 +325,43 @@ class LocalExecutor:
             if not self._index_store.is_ready(step.index_id):
                 with content_lock(self.data_dir, "index", step.index_id):
                     if not self._index_store.is_ready(step.index_id):  # else built while this process waited
-                        self._build_index(plan, step, report, progress)
+                        self._fetch_or_build_index(plan, step, report, progress)
             if step.fulltext and not self._index_store.has_fulltext(step.index_id):
                 with content_lock(self.data_dir, "index", step.index_id):
                     self._build_fulltext(step)
             self._indexes[step.index_id] = self._index_store.open(step.index_id)
         return self._indexes[step.index_id]
+
+    def _fetch_or_build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
+        """Under the index's lock: download it if another machine published it, else build it
+        (and publish it, without its full-text index: each machine adds that as its own step)."""
+        table = self._index_store.db_dir / f"chunks_{step.index_id}.lance"
+        marker = self._index_store.db_dir / f"chunks_{step.index_id}.ready"
+        # The chunk set's build record travels with the index: a machine that downloads the index
+        # never needs the chunk set itself, but its runs still report what chunking cost.
+        chunking = self._step_record(step.chunkset_id)
+        if self._shared is not None:
+            shutil.rmtree(table, ignore_errors=True)  # unmarked: a dead builder's or downloader's
+            if self._fetch_shared(f"indexes/{step.index_id}", marker, keep=(chunking,)):
+                return
+        self._build_index(plan, step, report, progress)
+        if self._shared is not None:
+            files = [*([chunking] if chunking.exists() else []), self._step_record(step.index_id),
+                     *sorted(p for p in table.rglob("*") if p.is_file()), marker]
+            self._shared.publish(f"indexes/{step.index_id}", self.derived_dir, files)
+
+    def _fetch_shared(self, name: str, last: Path, keep: tuple[Path, ...] = ()) -> bool:
+        """Download a published artefact into the derived folder, ``last`` (what makes it visible
+        here) after its other files, files in ``keep`` only if missing here; False when none is
+        published. The caller holds the artefact's lock."""
+        assert self._shared is not None
+        staging = self.derived_dir / ".fetching" / uuid.uuid4().hex
+        files = self._shared.fetch(name, self.derived_dir, staging)
+        if files is None:
+            return False
+        relative = frozenset(path.relative_to(self.derived_dir).as_posix() for path in keep)
+        move_into(staging, self.derived_dir, files, last.relative_to(self.derived_dir).as_posix(), relative)
+        return True
 
     def _build_fulltext(self, step: IndexStep) -> None:
         """The full-text index, a step of its own: its cost is charged to the runs that search text
