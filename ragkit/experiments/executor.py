@@ -355,7 +355,10 @@ class LocalExecutor:
         here) after its other files, files in ``keep`` only if missing here; False when none is
         published. The caller holds the artefact's lock."""
         assert self._shared is not None
-        staging = self.derived_dir / ".fetching" / uuid.uuid4().hex
+        stem = name.replace("/", "-")
+        for leftover in (self.derived_dir / ".fetching").glob(f"{stem}-*"):  # a dead downloader's
+            shutil.rmtree(leftover, ignore_errors=True)
+        staging = self.derived_dir / ".fetching" / f"{stem}-{uuid.uuid4().hex[:8]}"
         files = self._shared.fetch(name, self.derived_dir, staging)
         if files is None:
             return False
