@@ -99,3 +99,21 @@ def test_shared_artefacts_must_be_an_s3_prefix(monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match="RAGKIT_SHARED_ARTEFACTS"):
         get_settings()
     get_settings.cache_clear()
+
+
+@pytest.mark.slow
+def test_ray_workers_download_what_another_machine_published(tmp_path, s3, monkeypatch):
+    """The Ray executor's workers (a local Ray the executor starts, so they get the RAGKIT_
+    variables) download the published artefacts instead of building them."""
+    pytest.importorskip("ray", reason="the test extra installs ray")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS)))
+    machine(monkeypatch, tmp_path / "machine-a")
+    run_experiment(config, tmp_path / "out-a")
+
+    machine(monkeypatch, tmp_path / "machine-b")
+    on_ray = run_experiment(config, tmp_path / "out-b", executor="ray", num_cpus=2)
+    assert (on_ray.chunksets_built, on_ray.indexes_built, on_ray.chunks_embedded) == (0, 0, 0)
+    assert len(list((tmp_path / "machine-b").glob("derived/*/lancedb/*.ready"))) == 8
+    for name in ("scores", "stages"):  # retrieval scores may differ in the last bits on one thread
+        pd.testing.assert_frame_equal(table(tmp_path / "out-b", name), table(tmp_path / "out-a", name))
