@@ -40,6 +40,9 @@ class SharedArtefacts:
         self.uri = uri
         self.folder = ObjectFolder(uri)
 
+    def is_published(self, name: str) -> bool:
+        return self.folder.exists(f"{name}/{MARKER}")
+
     def publish(self, name: str, root: Path, files: list[Path]) -> None:
         """Upload ``files`` (under ``root``) as artefact ``name``; the marker goes last."""
         folder = f"{name}/{uuid.uuid4().hex}"

@@ -26,11 +26,19 @@ pytestmark = pytest.mark.integration
 ARTEFACTS = f"s3://{BUCKET}/artefacts"
 
 
-def machine(monkeypatch, data_dir: Path) -> None:
-    """Another machine: its own data directory, the cluster's shared prefix."""
+def machine(monkeypatch, data_dir: Path, shared: bool = True) -> None:
+    """Another machine: its own data directory, the cluster's shared prefix (unless ``shared`` is off)."""
     monkeypatch.setenv("RAGKIT_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("RAGKIT_SHARED_ARTEFACTS", ARTEFACTS)
+    if shared:
+        monkeypatch.setenv("RAGKIT_SHARED_ARTEFACTS", ARTEFACTS)
+    else:
+        monkeypatch.delenv("RAGKIT_SHARED_ARTEFACTS", raising=False)
     get_settings.cache_clear()
+
+
+def markers(s3) -> list[str]:
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="artefacts/").get("Contents", [])
+    return [item["Key"] for item in listed if item["Key"].endswith("/published.json")]
 
 
 def grid(dataset: Path) -> dict:
@@ -46,19 +54,17 @@ def test_a_second_machine_downloads_what_the_first_built_and_writes_the_same_tab
     machine(monkeypatch, tmp_path / "machine-a")
     first = run_experiment(config, tmp_path / "out-a")
     assert (first.chunksets_built, first.indexes_built) == (4, 8) and first.chunks_embedded > 0
-    markers = [item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET, Prefix="artefacts/")["Contents"]
-               if item["Key"].endswith("/published.json")]
-    assert len(markers) == 12
+    assert len(markers(s3)) == 12
 
     machine(monkeypatch, tmp_path / "machine-b")
     second = run_experiment(config, tmp_path / "out-b")
     assert (second.chunksets_built, second.indexes_built, second.chunks_embedded) == (0, 0, 0)
     assert second.questions_computed == first.questions_computed == 8 * len(QUESTIONS)
-    # Only what it needs: the 8 indexes, and the 2 judged chunk sets whose decisions its runs
-    # report; the other chunk sets were only needed to build indexes.
+    # Only what it needs: the 8 indexes, which bring the Chunking Judge's decisions its runs
+    # report; no chunk set (they were needed to build the indexes only).
     derived = tmp_path / "machine-b" / "derived"
     assert len(list(derived.glob("*/lancedb/*.ready"))) == 8
-    assert len(list(derived.glob("*/chunksets/*.parquet"))) == 2
+    assert len(list(derived.glob("*/chunksets/*.parquet"))) == 0
     assert len(list(derived.glob("*/chunksets/*.decisions.json"))) == 2
     for name in KEYS:
         pd.testing.assert_frame_equal(table(tmp_path / "out-b", name), table(tmp_path / "out-a", name))
@@ -87,6 +93,24 @@ def test_an_artefact_without_its_marker_is_built_not_downloaded(tmp_path, s3, mo
     assert (third.chunksets_built, third.indexes_built) == (0, first.indexes_built)
     for name in KEYS:
         pd.testing.assert_frame_equal(table(tmp_path / "out-c", name), table(tmp_path / "out-a", name))
+
+
+def test_artefacts_built_before_sharing_was_on_are_published_when_next_used(tmp_path, s3, monkeypatch):
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS)))
+    machine(monkeypatch, tmp_path / "machine-a", shared=False)
+    run_experiment(config, tmp_path / "out-a")
+    assert markers(s3) == []
+    machine(monkeypatch, tmp_path / "machine-a")
+    again = run_experiment(config, tmp_path / "out-a2")
+    assert (again.chunksets_built, again.indexes_built) == (0, 0)
+    # Every index this run opened; its chunk sets were not opened (the indexes were built).
+    assert sum("/indexes/" in key for key in markers(s3)) == 8
+
+    machine(monkeypatch, tmp_path / "machine-b")
+    second = run_experiment(config, tmp_path / "out-b")
+    assert (second.chunksets_built, second.indexes_built, second.chunks_embedded) == (0, 0, 0)
+    for name in KEYS:
+        pd.testing.assert_frame_equal(table(tmp_path / "out-b", name), table(tmp_path / "out-a", name))
 
 
 @pytest.mark.unit

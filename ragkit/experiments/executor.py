@@ -202,8 +202,8 @@ class LocalExecutor:
             if built:
                 self._built.add(chunkset_id)
                 report.chunksets_built += 1
-                if self._shared is not None:
-                    self._shared.publish(f"chunksets/{chunkset_id}", self.derived_dir, shared_files)
+            if self._shared is not None:
+                self._publish_shared(f"chunksets/{chunkset_id}", shared_files, "chunkset", chunkset_id)
             self._chunksets[chunkset_id] = frame
         return self._chunksets[chunkset_id]
 
@@ -326,6 +326,8 @@ class LocalExecutor:
                 with content_lock(self.data_dir, "index", step.index_id):
                     if not self._index_store.is_ready(step.index_id):  # else built while this process waited
                         self._fetch_or_build_index(plan, step, report, progress)
+            if self._shared is not None:
+                self._publish_index(step)
             if step.fulltext and not self._index_store.has_fulltext(step.index_id):
                 with content_lock(self.data_dir, "index", step.index_id):
                     self._build_fulltext(step)
@@ -333,22 +335,44 @@ class LocalExecutor:
         return self._indexes[step.index_id]
 
     def _fetch_or_build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
-        """Under the index's lock: download it if another machine published it, else build it
-        (and publish it, without its full-text index: each machine adds that as its own step)."""
+        """Under the index's lock: download it if another machine published it, else build it."""
         table = self._index_store.db_dir / f"chunks_{step.index_id}.lance"
         marker = self._index_store.db_dir / f"chunks_{step.index_id}.ready"
-        # The chunk set's build record travels with the index: a machine that downloads the index
-        # never needs the chunk set itself, but its runs still report what chunking cost.
-        chunking = self._step_record(step.chunkset_id)
+        # The chunk set's build record and Chunking Judge decisions travel with the index
+        # (``_publish_index``): a machine that downloads the index never needs the chunk set, but
+        # its runs still report what chunking cost and decided. Its own copies, if any, stay.
+        chunking = (self._step_record(step.chunkset_id), decisions_path(self.derived_dir, step.chunkset_id))
         if self._shared is not None:
             shutil.rmtree(table, ignore_errors=True)  # unmarked: a dead builder's or downloader's
-            if self._fetch_shared(f"indexes/{step.index_id}", marker, keep=(chunking,)):
+            if self._fetch_shared(f"indexes/{step.index_id}", marker, keep=chunking):
                 return
         self._build_index(plan, step, report, progress)
-        if self._shared is not None:
-            files = [*([chunking] if chunking.exists() else []), self._step_record(step.index_id),
-                     *sorted(p for p in table.rglob("*") if p.is_file()), marker]
-            self._shared.publish(f"indexes/{step.index_id}", self.derived_dir, files)
+
+    def _publish_index(self, step: IndexStep) -> None:
+        """Publish a ready index no machine has published (built now, or before sharing was on);
+        one that has its full-text index already goes with it and that step's record."""
+        db_dir = self._index_store.db_dir
+
+        def files() -> list[Path]:  # listed under the lock: a full-text build adds files to the table
+            table = db_dir / f"chunks_{step.index_id}.lance"
+            return [self._step_record(step.chunkset_id), decisions_path(self.derived_dir, step.chunkset_id),
+                    self._step_record(step.index_id), self._step_record(step.fulltext_key),
+                    *sorted(p for p in table.rglob("*") if p.is_file()), db_dir / f"chunks_{step.index_id}.ready"]
+
+        self._publish_shared(f"indexes/{step.index_id}", files, "index", step.index_id)
+
+    def _publish_shared(self, name: str, files: list[Path] | Callable[[], list[Path]], kind: str, key: str) -> None:
+        """Upload an artefact this machine has and no machine has published yet, under its content
+        lock (nothing rewrites it meanwhile); files that do not exist (a build record older than
+        records) are left out. One request when it is published already."""
+        assert self._shared is not None
+        if self._shared.is_published(name):
+            return
+        with content_lock(self.data_dir, kind, key):
+            if self._shared.is_published(name):
+                return
+            listed = files() if callable(files) else files
+            self._shared.publish(name, self.derived_dir, [path for path in listed if path.exists()])
 
     def _fetch_shared(self, name: str, last: Path, keep: tuple[Path, ...] = ()) -> bool:
         """Download a published artefact into the derived folder, ``last`` (what makes it visible
