@@ -24,10 +24,13 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from ragkit.atomic import make_dirs
+from ragkit.chunksets import chunkset_path, decisions_path
 from ragkit.folders import ObjectFolder, is_remote
+from ragkit.locks import content_lock
 from ragkit.registry import ConfigError
 
 MARKER = "published.json"
@@ -79,3 +82,80 @@ def move_into(staging: Path, root: Path, files: list[str], last: str, keep: froz
         make_dirs(target.parent)
         os.replace(staging / rel, target)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+class ArtefactSync:
+    """What the executor shares: which files make a chunk set or an index, and under which lock
+    each is published or downloaded. ``record(key)`` is a build step's record file."""
+
+    def __init__(self, shared: SharedArtefacts, derived_dir: Path, data_dir: Path,
+                 record: Callable[[str], Path]) -> None:
+        self.shared = shared
+        self.derived_dir = derived_dir
+        self.data_dir = data_dir
+        self.record = record
+        self.db_dir = derived_dir / "lancedb"  # IndexStore's folder: a table chunks_<id>.lance, its .ready marker
+
+    def _table(self, index_id: str) -> Path:
+        return self.db_dir / f"chunks_{index_id}.lance"
+
+    def _ready(self, index_id: str) -> Path:
+        return self.db_dir / f"chunks_{index_id}.ready"
+
+    def fetch_chunkset(self, chunkset_id: str) -> None:
+        """Download the chunk set if this machine lacks it and another published it."""
+        path = chunkset_path(self.derived_dir, chunkset_id)
+        if path.exists():
+            return
+        with content_lock(self.data_dir, "chunkset", chunkset_id):
+            if not path.exists():  # else written while this process waited
+                self._fetch(f"chunksets/{chunkset_id}", path)
+
+    def publish_chunkset(self, chunkset_id: str) -> None:
+        files = [self.record(chunkset_id), decisions_path(self.derived_dir, chunkset_id),
+                 chunkset_path(self.derived_dir, chunkset_id)]
+        self._publish(f"chunksets/{chunkset_id}", lambda: files, "chunkset", chunkset_id)
+
+    def fetch_index(self, index_id: str, chunkset_id: str) -> bool:
+        """Under the index's lock, the index not ready here: download it if another machine
+        published it. Its chunk set's build record and Chunking Judge decisions come with it (a
+        machine that downloads an index never needs the chunk set, but its runs report what
+        chunking cost and decided); this machine's own copies of those stay."""
+        shutil.rmtree(self._table(index_id), ignore_errors=True)  # unmarked: a dead builder's or downloader's
+        keep = (self.record(chunkset_id), decisions_path(self.derived_dir, chunkset_id))
+        return self._fetch(f"indexes/{index_id}", self._ready(index_id), keep)
+
+    def publish_index(self, index_id: str, chunkset_id: str, fulltext_key: str) -> None:
+        """Publish a ready index no machine has published (built now, or before sharing was on);
+        one that has its full-text index already goes with it and that step's record."""
+        def files() -> list[Path]:  # listed under the lock: a full-text build adds files to the table
+            return [self.record(chunkset_id), decisions_path(self.derived_dir, chunkset_id), self.record(index_id),
+                    self.record(fulltext_key), *sorted(p for p in self._table(index_id).rglob("*") if p.is_file()),
+                    self._ready(index_id)]
+
+        self._publish(f"indexes/{index_id}", files, "index", index_id)
+
+    def _publish(self, name: str, files: Callable[[], list[Path]], kind: str, key: str) -> None:
+        """Upload an artefact this machine has and no machine has published yet, under its content
+        lock (nothing rewrites it meanwhile); files that do not exist (a record older than records,
+        a chunk set without a judge) are left out. One request when it is published already."""
+        if self.shared.is_published(name):
+            return
+        with content_lock(self.data_dir, kind, key):
+            if not self.shared.is_published(name):
+                self.shared.publish(name, self.derived_dir, [path for path in files() if path.exists()])
+
+    def _fetch(self, name: str, last: Path, keep: tuple[Path, ...] = ()) -> bool:
+        """Download a published artefact into the derived folder, ``last`` (what makes it visible
+        here) after its other files, files in ``keep`` only if missing here; False when none is
+        published. The caller holds the artefact's lock."""
+        stem = name.replace("/", "-")
+        for leftover in (self.derived_dir / ".fetching").glob(f"{stem}-*"):  # a dead downloader's
+            shutil.rmtree(leftover, ignore_errors=True)
+        staging = self.derived_dir / ".fetching" / f"{stem}-{uuid.uuid4().hex[:8]}"
+        files = self.shared.fetch(name, self.derived_dir, staging)
+        if files is None:
+            return False
+        relative = frozenset(path.relative_to(self.derived_dir).as_posix() for path in keep)
+        move_into(staging, self.derived_dir, files, last.relative_to(self.derived_dir).as_posix(), relative)
+        return True

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -26,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ragkit import registry
-from ragkit.artefacts import SharedArtefacts, move_into
+from ragkit.artefacts import ArtefactSync, SharedArtefacts
 from ragkit.atomic import write_json_atomic
 from ragkit.chunksets import (
     chunk_judged,
@@ -132,7 +130,8 @@ class LocalExecutor:
         self._index_store = IndexStore(derived_dir / "lancedb")
         self._retrieval_cache = RetrievalCache(self.data_dir / "retrieval_cache")
         shared = get_settings().shared_artefacts
-        self._shared = SharedArtefacts(shared) if shared else None
+        self._shared = ArtefactSync(SharedArtefacts(shared), derived_dir, self.data_dir, self._step_record) \
+            if shared else None
 
     def _llm_client(self, spec: ComponentSpec) -> LLMClient:
         """One client (and one loaded model) per backend spec, shared by every run and role."""
@@ -188,12 +187,8 @@ class LocalExecutor:
                     record = {"judge:chunking": stage_row("judge:chunking", seconds, usage)}
                 write_json_atomic(self._step_record(chunkset_id), record)
 
-            decisions_file = decisions_path(self.derived_dir, chunkset_id) if step.judge is not None else None
-            shared_files = [self._step_record(chunkset_id), *([decisions_file] if decisions_file else []), path]
-            if self._shared is not None and not path.exists():
-                with content_lock(self.data_dir, "chunkset", chunkset_id):
-                    if not path.exists():  # else written while this process waited
-                        self._fetch_shared(f"chunksets/{chunkset_id}", path)
+            if self._shared is not None:
+                self._shared.fetch_chunkset(chunkset_id)
             if step.judge is None:
                 frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker, lock, record_build)
             else:
@@ -203,7 +198,7 @@ class LocalExecutor:
                 self._built.add(chunkset_id)
                 report.chunksets_built += 1
             if self._shared is not None:
-                self._publish_shared(f"chunksets/{chunkset_id}", shared_files, "chunkset", chunkset_id)
+                self._shared.publish_chunkset(chunkset_id)
             self._chunksets[chunkset_id] = frame
         return self._chunksets[chunkset_id]
 
@@ -325,70 +320,15 @@ class LocalExecutor:
             if not self._index_store.is_ready(step.index_id):
                 with content_lock(self.data_dir, "index", step.index_id):
                     if not self._index_store.is_ready(step.index_id):  # else built while this process waited
-                        self._fetch_or_build_index(plan, step, report, progress)
+                        if self._shared is None or not self._shared.fetch_index(step.index_id, step.chunkset_id):
+                            self._build_index(plan, step, report, progress)
             if self._shared is not None:
-                self._publish_index(step)
+                self._shared.publish_index(step.index_id, step.chunkset_id, step.fulltext_key)
             if step.fulltext and not self._index_store.has_fulltext(step.index_id):
                 with content_lock(self.data_dir, "index", step.index_id):
                     self._build_fulltext(step)
             self._indexes[step.index_id] = self._index_store.open(step.index_id)
         return self._indexes[step.index_id]
-
-    def _fetch_or_build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
-        """Under the index's lock: download it if another machine published it, else build it."""
-        table = self._index_store.db_dir / f"chunks_{step.index_id}.lance"
-        marker = self._index_store.db_dir / f"chunks_{step.index_id}.ready"
-        # The chunk set's build record and Chunking Judge decisions travel with the index
-        # (``_publish_index``): a machine that downloads the index never needs the chunk set, but
-        # its runs still report what chunking cost and decided. Its own copies, if any, stay.
-        chunking = (self._step_record(step.chunkset_id), decisions_path(self.derived_dir, step.chunkset_id))
-        if self._shared is not None:
-            shutil.rmtree(table, ignore_errors=True)  # unmarked: a dead builder's or downloader's
-            if self._fetch_shared(f"indexes/{step.index_id}", marker, keep=chunking):
-                return
-        self._build_index(plan, step, report, progress)
-
-    def _publish_index(self, step: IndexStep) -> None:
-        """Publish a ready index no machine has published (built now, or before sharing was on);
-        one that has its full-text index already goes with it and that step's record."""
-        db_dir = self._index_store.db_dir
-
-        def files() -> list[Path]:  # listed under the lock: a full-text build adds files to the table
-            table = db_dir / f"chunks_{step.index_id}.lance"
-            return [self._step_record(step.chunkset_id), decisions_path(self.derived_dir, step.chunkset_id),
-                    self._step_record(step.index_id), self._step_record(step.fulltext_key),
-                    *sorted(p for p in table.rglob("*") if p.is_file()), db_dir / f"chunks_{step.index_id}.ready"]
-
-        self._publish_shared(f"indexes/{step.index_id}", files, "index", step.index_id)
-
-    def _publish_shared(self, name: str, files: list[Path] | Callable[[], list[Path]], kind: str, key: str) -> None:
-        """Upload an artefact this machine has and no machine has published yet, under its content
-        lock (nothing rewrites it meanwhile); files that do not exist (a build record older than
-        records) are left out. One request when it is published already."""
-        assert self._shared is not None
-        if self._shared.is_published(name):
-            return
-        with content_lock(self.data_dir, kind, key):
-            if self._shared.is_published(name):
-                return
-            listed = files() if callable(files) else files
-            self._shared.publish(name, self.derived_dir, [path for path in listed if path.exists()])
-
-    def _fetch_shared(self, name: str, last: Path, keep: tuple[Path, ...] = ()) -> bool:
-        """Download a published artefact into the derived folder, ``last`` (what makes it visible
-        here) after its other files, files in ``keep`` only if missing here; False when none is
-        published. The caller holds the artefact's lock."""
-        assert self._shared is not None
-        stem = name.replace("/", "-")
-        for leftover in (self.derived_dir / ".fetching").glob(f"{stem}-*"):  # a dead downloader's
-            shutil.rmtree(leftover, ignore_errors=True)
-        staging = self.derived_dir / ".fetching" / f"{stem}-{uuid.uuid4().hex[:8]}"
-        files = self._shared.fetch(name, self.derived_dir, staging)
-        if files is None:
-            return False
-        relative = frozenset(path.relative_to(self.derived_dir).as_posix() for path in keep)
-        move_into(staging, self.derived_dir, files, last.relative_to(self.derived_dir).as_posix(), relative)
-        return True
 
     def _build_fulltext(self, step: IndexStep) -> None:
         """The full-text index, a step of its own: its cost is charged to the runs that search text
