@@ -45,6 +45,7 @@ from ragkit.experiments.plan import Plan
 from ragkit.llms.base import BackendUnavailable
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
+from ragkit.settings import get_settings
 
 # Environment a worker needs to find the same folders and models as this process.
 FORWARDED_ENV = ("RAGKIT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "OLLAMA_", "PYTHONPATH")
@@ -169,8 +170,13 @@ class RayExecutor(LocalExecutor):
         # sockets live under it and their paths are limited to about 100 characters).
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         self._ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+        # Local workers inherit this process's environment, so a runtime_env is needed only when
+        # this run's data directory is not the one the environment names; without one, Ray's
+        # prestarted workers take the first tasks (about 2 s sooner: a runtime_env starts new ones).
+        inherited = get_settings().resolved_data_dir() == self.data_dir.resolve()
         ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, _node_ip_address="127.0.0.1",
-                 _temp_dir=self._ray_temp, include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
+                 _temp_dir=self._ray_temp, include_dashboard=False, log_to_driver=False,
+                 **({} if inherited else {"runtime_env": runtime_env}))
         return True
 
     def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
