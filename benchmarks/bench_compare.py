@@ -24,10 +24,12 @@ import pandas as pd
 from ragkit.analysis import charts, report, views
 from ragkit.analysis.latency import latency_by_stage
 from ragkit.analysis.loading import load_results
+from ragkit.hashing import content_key
 from ragkit.metrics.retrieval import run_metrics
 from ragkit.results import ResultStore
 
 SHARD_SIZE = 100
+QUESTION_SET = "bench"
 CHUNKERS = ("token", "sentence", "recursive", "markdown", "semantic")
 RETRIEVERS = ("bm25", "dense", "hybrid", "mmr", "dense")
 
@@ -38,13 +40,17 @@ def metric_names(top_k: int) -> list[str]:
     return sorted(run_metrics(retrieved, {"d1": 1.0}, [[("d1", 0, 5)]], top_k))
 
 
-def build(root: Path, n_runs: int, n_questions: int, seed: int = 0) -> None:
+def build(root: Path, n_runs: int, n_questions: int, seed: int = 0, compact: bool = True) -> None:
+    """``compact``: as ragkit writes results today, every row carries its question's content key
+    and each finished run is compacted into one part per table (``ResultStore.compact_run``);
+    without it, as older folders are: one part per 100-question shard and no keys."""
     rng = np.random.default_rng(seed)
     store = ResultStore(root)
     questions = [f"q{i:05d}" for i in range(n_questions)]
-    store.write_questions("bench", pd.DataFrame({
+    keys = [content_key("question", question) for question in questions] if compact else None
+    store.write_questions(QUESTION_SET, pd.DataFrame({
         "question_id": questions, "text": questions, "document": [f"d{i % 50}" for i in range(n_questions)],
-        "n_relevant_docs": 1, "n_answer_groups": 1}))
+        "n_relevant_docs": 1, "n_answer_groups": 1, "question_key": keys}))
     for index in range(n_runs):
         top_k = 10 if index % 2 else 5
         run_id = f"run{index:03d}"
@@ -53,6 +59,7 @@ def build(root: Path, n_runs: int, n_questions: int, seed: int = 0) -> None:
             "run_id": run_id, "experiment": "bench", "chunkset_id": f"cs-{chunker}", "index_id": f"ix-{index // 2}",
             "chunker": chunker, "embedder": "minilm", "retriever": retriever, "top_k": top_k, "depth": top_k,
             "chunker.chunk_size": 256 * (1 + index // 10), "retriever.top_k": top_k,
+            **({"questions_key": QUESTION_SET} if compact else {}),
         })
         names = metric_names(top_k)
         skill = rng.uniform(0.4, 0.9)
@@ -75,7 +82,10 @@ def build(root: Path, n_runs: int, n_questions: int, seed: int = 0) -> None:
                 build_rows = pd.DataFrame({"run_id": run_id, "question_id": None, "stage": ["chunk", "embed", "index"],
                                            "seconds": [0.5, 12.0, 0.1], "cached": False})
                 stages = pd.concat([stages, build_rows], ignore_index=True)
-            store.commit_shard(run_id, shard, {"scores": scores, "retrievals": retrievals, "stages": stages})
+            store.commit_shard(run_id, shard, {"scores": scores, "retrievals": retrievals, "stages": stages},
+                               keys[start:start + SHARD_SIZE] if keys is not None else None)
+        if compact:
+            store.compact_run(run_id)
 
 
 def timed(label: str, func, timings: dict[str, float]):

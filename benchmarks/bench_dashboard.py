@@ -5,7 +5,9 @@ against the library calls alone, each in a fresh child process.
     python benchmarks/bench_dashboard.py --runs 1000 --questions 1000    # the full size of goal #5
 
 Builds a results folder with bench_compare.py's synthetic builder (the metric names a real run
-records, 100-question shards) under a fresh RAGKIT_DATA_DIR, then runs two children:
+records, question keys, each finished run compacted into one part per table as ragkit's executor
+leaves it; ``--uncompacted``: one part per 100-question shard and no keys, as older folders are)
+under a fresh RAGKIT_DATA_DIR, then runs two children:
 
 - page: `dashboard/views/5_compare.py` through `streamlit.testing.v1.AppTest`, with the experiment
   chosen by the `exp` query parameter as a link would; imports are done before the clock starts,
@@ -71,9 +73,8 @@ def page_calls(root: Path) -> dict[str, float]:
     from ragkit.analysis import charts, judges
     from ragkit.analysis.latency import latency_by_stage, pipeline_stages
     from ragkit.analysis.loading import load_results
-    from ragkit.analysis.pairing import single_factor_pairs
     from ragkit.analysis.report import factor_table, pair_table
-    from ragkit.analysis.views import VIEWS
+    from ragkit.analysis.views import PAIRS_SHOWN_UNASKED, VIEWS
     from ragkit.metrics.names import HEADLINE_METRICS
 
     timings: dict[str, float] = {}
@@ -97,7 +98,7 @@ def page_calls(root: Path) -> dict[str, float]:
     chosen = tuple(m for m in HEADLINE_METRICS if m in metrics) or tuple(metrics[:1])
     view("read_metrics", chosen, "recall")
     effects = view("factor_effects", chosen)
-    timed("single_factor_pairs", lambda: single_factor_pairs(runs))
+    pairs = view("single_factor_pairs")
     timed("charts", lambda: (charts.forest_chart(effects, runs), factor_table(effects)))
     means = view("means", chosen)
     timed("charts", lambda: charts.metric_bar_chart(means, runs))
@@ -106,10 +107,11 @@ def page_calls(root: Path) -> dict[str, float]:
     timed("charts", lambda: charts.latency_chart(latency_by_stage(stages), runs))
     frame = view("quality_latency", chosen[0])
     timed("charts", lambda: charts.pareto_chart(frame, runs, quality_name=chosen[0]))
-    timed("judge_pairs", lambda: judges.judge_pairs(runs))
-    pairs = view("pair_effects", (chosen[0],))
-    if not pairs.empty:
-        timed("charts", lambda: pair_table(pairs, runs))
+    timed("judge_pairs", lambda: judges.judge_pairs(runs, pairs))
+    if len(pairs) <= PAIRS_SHOWN_UNASKED:  # more are compared only when asked
+        detail = view("pair_effects", (chosen[0],))
+        if not detail.empty:
+            timed("charts", lambda: pair_table(detail, runs))
     view("runs_by_metrics", chosen)
     view("llm_usage")
     view("judge_replies")
@@ -118,9 +120,17 @@ def page_calls(root: Path) -> dict[str, float]:
 
 
 def child(mode: str, timeout: float) -> None:
+    from ragkit.analysis.loading import load_results
+
     imports = import_modules(mode)
     if mode == "page":
-        print(json.dumps({"imports": imports, "seconds": render_page(timeout)}))
+        from ragkit.analysis.views import single_factor_pairs
+        from ragkit.settings import get_settings
+
+        seconds = render_page(timeout)
+        results = load_results(get_settings().results_root() / EXPERIMENT)
+        print(json.dumps({"imports": imports, "seconds": seconds, "runs": len(results.runs),
+                          "questions": len(results.question_ids), "pairs": len(single_factor_pairs(results))}))
     else:
         from ragkit.settings import get_settings
 
@@ -133,6 +143,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--keep", type=Path, help="a data dir to build (or reuse) the results in")
+    parser.add_argument("--uncompacted", action="store_true",
+                        help="build the results as older folders hold them: a part per 100-question shard, no keys")
     parser.add_argument("--timeout", type=float, default=600, help="AppTest's limit for the render, seconds")
     parser.add_argument("--child", choices=("page", "library"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -147,7 +159,7 @@ def main() -> None:
             from bench_compare import build
 
             started = time.perf_counter()
-            build(root, args.runs, args.questions)
+            build(root, args.runs, args.questions, compact=not args.uncompacted)
             print(f"built {args.runs} runs x {args.questions} questions in {time.perf_counter() - started:.1f} s")
         env = {"RAGKIT_DATA_DIR": str(data_dir)}
         this = str(Path(__file__).resolve())
@@ -155,7 +167,8 @@ def main() -> None:
         library_out, library_rss = run_child([this, "--child", "library"], env)
 
     page, library = json.loads(page_out), json.loads(library_out)
-    print(f"{args.runs} runs x {args.questions} questions; imports before the clock: page {page['imports']:.1f} s, "
+    print(f"{page['runs']} runs x {page['questions']} questions, {page['pairs']} single-factor pairs; imports before "
+          f"the clock: page {page['imports']:.1f} s, "
           f"library {library['imports']:.1f} s")
     print("library-only time: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in library["timings"].items()))
     print(f"library-only total (load_results + page calls): {library['seconds']:.2f} s")

@@ -18,6 +18,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ragkit.folders import Entry, as_location, open_folder
@@ -83,6 +84,10 @@ INVALID_SHARE_SUFFIX = ".invalid_share"
 
 def is_evaluation_stage(stage: pd.Series) -> pd.Series:
     """True for the rows of ``stage`` that are ``eval`` or ``eval:<metric>``."""
+    if isinstance(stage.dtype, pd.CategoricalDtype):  # decided once per category, not per row
+        per_category = is_evaluation_stage(pd.Series(stage.cat.categories)).to_numpy()
+        # A missing stage (code -1) picks the appended False.
+        return pd.Series(np.append(per_category, False)[stage.cat.codes.to_numpy()], index=stage.index)
     stage = stage.astype("string")
     return ((stage == EVAL_STAGE) | stage.str.startswith(EVAL_STAGE + ":")).fillna(False).astype(bool)
 
@@ -96,6 +101,16 @@ def empty_table(name: str) -> pd.DataFrame:
 
 # results location -> (what its markers, runs and question sets were, the stale keys they gave)
 _STALE: dict[str, tuple[tuple, set[tuple[str, str, str]]]] = {}
+# results location -> (its run files' names and tags, the runs table they gave): a folder of a
+# thousand runs has a thousand run files, and opening a folder reads the table several times.
+_RUNS: dict[str, tuple[tuple, pd.DataFrame]] = {}
+
+
+def _read_file(entry: Entry, filesystem):
+    """One whole Parquet file (several times faster than ``pq.read_table`` for a small one)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(entry.path, filesystem=filesystem).read()
 
 
 class ResultStore:
@@ -262,11 +277,21 @@ class ResultStore:
     def _stale_keys(self) -> set[tuple[str, str, str]]:
         current = self.current_keys()
         stale: set[tuple[str, str, str]] = set()
-        for run_id, pairs in self.completed_keys().items():
-            if run_id not in current:
+        if not current:
+            return stale
+        # question id -> its content keys in the set, one lookup per question set (runs share them)
+        lookups: dict[int, dict[str, set[str]]] = {}
+        for _, record in self._markers():
+            pairs, keys = current.get(record["run_id"]), record.get("question_keys")
+            if pairs is None or not keys:  # parts written before keys: their rows are never stale
                 continue
-            stale.update((run_id, qid, key) for qid, key in pairs
-                         if key is not None and (qid, key) not in current[run_id])
+            lookup = lookups.get(id(pairs))
+            if lookup is None:
+                lookup = lookups[id(pairs)] = {}
+                for qid, key in pairs:
+                    lookup.setdefault(qid, set()).add(key)
+            stale.update((record["run_id"], qid, key) for qid, key in zip(record["question_ids"], keys)
+                         if key is not None and key not in lookup.get(qid, ()))
         return stale
 
     def _committed_parts(self) -> set[str]:
@@ -324,15 +349,16 @@ class ResultStore:
             table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             return table if columns is None else table[columns]
         fs = self.files.filesystem
-        if name in ("runs", "questions"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            tables = [pq.read_table(entry.path, filesystem=fs) for entry in parts]
         if name == "runs":  # one small file per run, columns differ by component: let arrow align them
-            return pa.concat_tables(tables, promote_options="default").to_pandas()
+            signature = (str(self.root), tuple((entry.stem, entry.tag) for entry in parts))
+            if _RUNS.get(signature[0], (None,))[0] != signature:
+                import pyarrow as pa
+
+                tables = [_read_file(entry, fs) for entry in parts]
+                _RUNS[signature[0]] = (signature, pa.concat_tables(tables, promote_options="default").to_pandas())
+            return _RUNS[signature[0]][1].copy()
         if name == "questions":  # question sets of several plans may share questions
-            frame = pd.concat([_conform(table.to_pandas(), name) for table in tables], ignore_index=True)
+            frame = pd.concat([_conform(_read_file(entry, fs).to_pandas(), name) for entry in parts], ignore_index=True)
             return frame.drop_duplicates("question_id", keep="last", ignore_index=True)
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow as pa

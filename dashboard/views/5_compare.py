@@ -1,8 +1,9 @@
 """Compare: first what each factor does (each level against the factor's best level, paired over
 the other factors), then metric means with 95% CIs, answer quality beside recall@k and latency,
-curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs on demand, LLM calls
-and tokens (pipeline and evaluation apart), and each judge's share of invalid replies. Every
-number comes from ragkit.analysis (through state.view), the same engine as `ragkit report`.
+curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs (when there are
+more than PAIRS_SHOWN_UNASKED, only when asked), LLM calls and tokens (pipeline and evaluation
+apart), and each judge's share of invalid replies. Every number comes from ragkit.analysis
+(through state.view), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.
@@ -19,9 +20,9 @@ from dashboard import state
 from dashboard.selection import pick_results
 from ragkit.analysis import charts, failures, judges
 from ragkit.analysis.latency import latency_by_stage, pipeline_stages
-from ragkit.analysis.pairing import single_factor_pairs
 from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
 from ragkit.analysis.statistics import describe_method
+from ragkit.analysis.views import PAIRS_SHOWN_UNASKED
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, HEADLINE_METRICS
 
 st.title("Compare runs")
@@ -47,7 +48,7 @@ state.view("read_metrics", experiment, run_ids, chosen, base)
 st.subheader("What each factor does")
 if chosen:
     effects = state.view("factor_effects", experiment, run_ids, chosen)
-    if effects.empty and single_factor_pairs(runs).empty:
+    if effects.empty and state.view("single_factor_pairs", experiment, run_ids).empty:
         st.caption("No two selected runs differ in exactly one factor.")
     elif effects.empty:
         st.caption("No two levels of a factor could be compared on these metrics: a level lacks them (a cut-off "
@@ -108,7 +109,7 @@ st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_la
     title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
 
 st.subheader("Judges on/off")
-if judges.judge_pairs(runs).empty:
+if judges.judge_pairs(runs, state.view("single_factor_pairs", experiment, run_ids)).empty:
     st.caption("No two selected runs differ only in one judge's mode.")
 else:
     judge_defaults = [*chosen[:1], *(m for m in CHARTED_GENERATION_METRICS if m in metrics)]
@@ -128,8 +129,13 @@ else:
         st.caption(judges.judge_table_note(judged))
 
 with st.expander("Single-factor pairs (detail)"):
-    pairs = state.view("pair_effects", experiment, run_ids, [quality])
-    if pairs.empty:
+    n_pairs = len(state.view("single_factor_pairs", experiment, run_ids))
+    # Thousands of runs have tens of thousands of pairs: seconds of work nobody asked for yet.
+    if n_pairs > PAIRS_SHOWN_UNASKED and not st.toggle(f"Compare all {n_pairs:,} single-factor pairs on {quality}",
+                                                       key=f"pair_detail.{experiment}"):
+        st.caption(f"These runs have {n_pairs:,} single-factor pairs (more than {PAIRS_SHOWN_UNASKED:,}): they are "
+                   "compared only when asked, with the switch above (the factor answers above do not wait for them).")
+    elif (pairs := state.view("pair_effects", experiment, run_ids, [quality])).empty:
         st.caption("No two selected runs differ in exactly one factor.")
     else:
         st.dataframe(pair_table(pairs, runs), hide_index=True, key="pairs_table")

@@ -25,6 +25,7 @@ Report, summary, export and dashboard all call this module; what makes its numbe
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -38,6 +39,8 @@ from ragkit.metrics.names import better_direction, failure_value, parse_metric
 DepthRule = Literal["common", "asked"]
 DEPTH_RULES = ("common", "asked")
 PAIR = "pair"
+# Pairs whose per-question differences are computed together (memory: questions x PAIR_BLOCK floats).
+PAIR_BLOCK = 512
 MARGINAL = "factor"
 COLUMNS = [
     "kind", "factor", "level_a", "level_b", "run_a", "run_b", "pairs", "metric", "metric_compared", "depth",
@@ -54,12 +57,8 @@ class ScoreMatrices:
         self.results = results
         self.run_ids = run_ids
         self.question_ids = results.question_ids
-        self._run_position = {run_id: i for i, run_id in enumerate(run_ids)}
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._means: dict[tuple[str, float], np.ndarray] = {}
-
-    def position(self, run_id: str) -> int:
-        return self._run_position[run_id]
 
     def run_means(self, metric: str, failed: float) -> np.ndarray:
         """Per run, the mean over the questions it was asked, a failure counting as ``failed``;
@@ -80,13 +79,13 @@ class ScoreMatrices:
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         if metric not in self._cache:
             rows = self.results.scores_of([metric])
-            rows = rows[rows["run_id"].isin(self.run_ids)]
-            questions = rows["question_id"].astype("string")
-            unknown = pd.Index(questions[~questions.isin(self.question_ids)].unique())
-            if len(unknown):  # a question the questions table does not list: count it all the same
-                self._grow(unknown)
-            q = self.question_ids.get_indexer(questions)
-            r = rows["run_id"].astype("string").map(self._run_position).to_numpy(dtype="int64")
+            r = positions(rows["run_id"], pd.Index(self.run_ids))
+            rows = rows[r >= 0]
+            r = r[r >= 0]
+            q = positions(rows["question_id"], self.question_ids)
+            if (q < 0).any():  # a question the questions table does not list: count it all the same
+                self._grow(pd.Index(rows["question_id"][q < 0].astype("string").unique()))
+                q = positions(rows["question_id"], self.question_ids)
             values = np.full((len(self.question_ids), len(self.run_ids)), np.nan)
             asked = np.zeros_like(values, dtype=bool)
             valid = (rows["error"].isna() & rows["value"].notna()).to_numpy()
@@ -103,6 +102,17 @@ class ScoreMatrices:
                                    np.vstack([asked, np.zeros((extra, asked.shape[1]), dtype=bool)]))
 
 
+def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
+    """Each value's position in ``index`` (-1 when absent); a categorical column is looked up
+    by its categories, not row by row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        found = index.get_indexer(column.cat.categories.astype("string"))
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, found[codes], -1)
+    return index.get_indexer(column.astype("string"))
+
+
+@functools.lru_cache(maxsize=4096)  # called per pair: a thousand runs have tens of thousands
 def compared_metric(metric: str, depth_a: int | None, depth_b: int | None, factor: str,
                     rule: DepthRule = "common") -> tuple[str, int | None]:
     """(metric to compare, its cut-off in chunks or None) for a pair whose final contexts hold at
@@ -133,13 +143,13 @@ def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: li
     out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
     for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
         out[name] = np.zeros(n_pairs, dtype="int64")
-    position = {run_id: i for i, run_id in enumerate(matrices.run_ids)}
-    compared_series = pd.Series(compared)
-    for metric, columns in compared_series.groupby(compared_series, sort=False).groups.items():
-        columns = np.asarray(columns)
+    run_index = pd.Index(matrices.run_ids)
+    runs_a, runs_b = run_index.get_indexer(pairs["run_a"]), run_index.get_indexer(pairs["run_b"])
+    compared_array = np.asarray(compared, dtype=object)
+    for metric in dict.fromkeys(compared):
+        columns = np.flatnonzero(compared_array == metric)
         values, asked = matrices.get(str(metric))
-        a = pairs["run_a"].iloc[columns].map(position).to_numpy(dtype="int64")
-        b = pairs["run_b"].iloc[columns].map(position).to_numpy(dtype="int64")
+        a, b = runs_a[columns], runs_b[columns]
         value_a, value_b = values[:, a], values[:, b]
         both_asked = asked[:, a] & asked[:, b]
         scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
@@ -222,29 +232,40 @@ class Comparer:
             return _finish([])
         plans = {metric: self._compared(pairs, metric) for metric in metrics}
         self.matrices.load([name for compared, _ in plans.values() for name in compared])
+        latency = self._latency_diff(pairs)
+        units = self.units
         frames = []
         for metric in metrics:
             compared, depths = plans[metric]
-            differences = _pair_differences(self.matrices, pairs, compared)
-            rows = pd.DataFrame({
-                "kind": PAIR, "factor": pairs["factor"], "level_a": pairs["value_a"], "level_b": pairs["value_b"],
-                "run_a": pairs["run_a"], "run_b": pairs["run_b"], "pairs": 1, "metric": metric,
-                "metric_compared": compared, "depth": pd.array(depths, dtype="Int64"),
-                **{name: differences[name] for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
-                "latency_ms_diff": self._latency_diff(pairs),
-            })
-            frames.append(_with_stats(rows, differences["diff"], differences["strict"], self.units,
-                                      self.results.unit))
+            # A block of pairs at a time: a thousand runs have tens of thousands of pairs, and each
+            # pair's per-question differences are a column of questions x pairs arrays.
+            for start in range(0, len(pairs), PAIR_BLOCK):
+                block = pairs.iloc[start:start + PAIR_BLOCK].reset_index(drop=True)
+                end = start + len(block)
+                differences = _pair_differences(self.matrices, block, compared[start:end])
+                rows = pd.DataFrame({
+                    "kind": PAIR, "factor": block["factor"], "level_a": block["value_a"], "level_b": block["value_b"],
+                    "run_a": block["run_a"], "run_b": block["run_b"], "pairs": 1, "metric": metric,
+                    "metric_compared": compared[start:end], "depth": pd.array(depths[start:end], dtype="Int64"),
+                    **{name: differences[name] for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
+                    "latency_ms_diff": latency[start:end],
+                })
+                frames.append(_with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit))
         return _finish(frames)
 
     def _level_means(self, factor_pairs: pd.DataFrame, compared: list[str], failed: float) -> dict[str, float]:
         """Mean of each level's runs in these pairs (failures as ``failed``), averaged over its runs."""
         means: dict[str, list[float]] = {}
+        run_index, compared_array = pd.Index(self.matrices.run_ids), np.asarray(compared, dtype=object)
         for side in ("a", "b"):
-            for run_id, level, metric in zip(factor_pairs[f"run_{side}"], factor_pairs[f"value_{side}"], compared):
-                mean = self.matrices.run_means(metric, failed)[self.matrices.position(run_id)]
+            runs = run_index.get_indexer(factor_pairs[f"run_{side}"])
+            side_means = np.empty(len(factor_pairs))
+            for metric in dict.fromkeys(compared):  # one lookup per metric, not per pair
+                columns = np.flatnonzero(compared_array == metric)
+                side_means[columns] = self.matrices.run_means(metric, failed)[runs[columns]]
+            for level, mean in zip(factor_pairs[f"value_{side}"], side_means.tolist()):
                 if not np.isnan(mean):
-                    means.setdefault(level, []).append(float(mean))
+                    means.setdefault(level, []).append(mean)
         return {level: float(np.mean(values)) for level, values in means.items()}
 
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
@@ -285,26 +306,28 @@ class Comparer:
             run_a=chosen["run_b"].where(flip, chosen["run_a"]), run_b=chosen["run_a"].where(flip, chosen["run_b"]),
             value_a=chosen["value_b"].where(flip, chosen["value_a"]), value_b=best,
         )
-        differences = _pair_differences(self.matrices, oriented, compared)
         latency = self._latency_diff(oriented)
         records, diff_columns, strict_columns = [], [], []
         for level in levels:
             mine = np.flatnonzero((oriented["value_a"] == level).to_numpy())
             if level == best or not len(mine):
                 continue
+            # One level's pairs at a time: only its questions x pairs differences are held.
+            differences = _pair_differences(self.matrices, oriented.iloc[mine].reset_index(drop=True),
+                                            [compared[i] for i in mine])
             shown_depths = {depths[i] for i in mine}
             records.append({
                 "kind": MARGINAL, "factor": factor, "level_a": level, "level_b": best, "run_a": None, "run_b": None,
                 "pairs": len(mine), "metric": metric,
                 "metric_compared": ", ".join(dict.fromkeys(compared[i] for i in mine)),
                 "depth": next(iter(shown_depths)) if len(shown_depths) == 1 else None,
-                **{name: int(differences[name][mine].sum())
+                **{name: int(differences[name].sum())
                    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
                 "latency_ms_diff": float(np.nanmean(latency[mine])) if np.isfinite(latency[mine]).any() else np.nan,
             })
             # A question's difference is its mean over the matched settings, so each counts once.
-            diff_columns.append(_nanmean_rows(differences["diff"][:, mine]))
-            strict_columns.append(_nanmean_rows(differences["strict"][:, mine]))
+            diff_columns.append(_nanmean_rows(differences["diff"]))
+            strict_columns.append(_nanmean_rows(differences["strict"]))
         if not records:
             return pd.DataFrame(columns=COLUMNS)
         rows = pd.DataFrame.from_records(records).astype({"depth": "Int64"})

@@ -12,9 +12,10 @@ from ragkit.analysis.pairing import JUDGE_PREFIX, single_factor_pairs
 from ragkit.analysis.statistics import describe_method
 
 
-def judge_pairs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The single-factor pairs that toggle a judge's mode (or change its parameters)."""
-    pairs = single_factor_pairs(runs)
+def judge_pairs(runs: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The single-factor pairs that toggle a judge's mode (or change its parameters); ``pairs``:
+    the runs' single-factor pairs when already known."""
+    pairs = single_factor_pairs(runs) if pairs is None else pairs
     return pairs[pairs["factor"].str.startswith(JUDGE_PREFIX)].reset_index(drop=True)
 
 
@@ -24,7 +25,7 @@ def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     LLM tokens per question turning the judge on cost (`tokens_diff`). Judge by judge, pair by
     pair, metrics in the order given."""
     comparer = Comparer(results)
-    pairs = judge_pairs(results.runs)
+    pairs = judge_pairs(results.runs, comparer.pairs)
     effects = comparer.pair_comparisons(metrics, pairs)
     if effects.empty:
         return effects.assign(tokens_diff=pd.Series(dtype="float64"))

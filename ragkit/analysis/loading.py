@@ -21,10 +21,16 @@ from ragkit.analysis.labels import run_labels
 from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
 from ragkit.folders import as_location
 from ragkit.registry import ConfigError
-from ragkit.results import ResultStore, empty_table
+from ragkit.results import PART_TABLES, SCHEMAS, ResultStore, empty_table
 
 LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")
 SCORE_CATEGORIES = ("run_id", "question_id", "metric")
+
+
+def analysed_columns(name: str) -> list[str]:
+    """The columns of a part table that analysis reads: not ``question_key`` (a string per row,
+    the costliest column of a large table, which only the store needs to drop stale rows)."""
+    return [column for column in SCHEMAS[name] if column != "question_key"]
 
 
 class Results:
@@ -51,7 +57,10 @@ class Results:
         return self.runs["run_id"].astype(str).tolist() if "run_id" in self.runs.columns else []
 
     def _mine(self, frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[frame["run_id"].isin(self.runs["run_id"])].reset_index(drop=True)
+        mine = frame["run_id"].isin(self.runs["run_id"])
+        if mine.all() and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0:
+            return frame  # every run's rows (a page's default): no copy of millions of rows
+        return frame[mine].reset_index(drop=True)
 
     @cached_property
     def scores(self) -> pd.DataFrame:
@@ -60,7 +69,8 @@ class Results:
         if self.root is None:
             return empty_table("scores")
         # Categories make the filters and group-bys over millions of score rows integer work.
-        return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, run_ids=self._run_ids))
+        return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, run_ids=self._run_ids,
+                                                      columns=analysed_columns("scores")))
 
     def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
         """The score rows of ``metrics`` only; reads (once) just those rows when the whole table
@@ -73,16 +83,20 @@ class Results:
         missing = [m for m in wanted if m not in self._batch_of]
         if missing:
             frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing,
-                                                 run_ids=self._run_ids)
+                                                 run_ids=self._run_ids, columns=analysed_columns("scores"))
                      if self.root is not None else empty_table("scores"))
             self._batches.append(frame)
             self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
         pieces = []
         for batch in dict.fromkeys(self._batch_of[m] for m in wanted):
             frame = self._batches[batch]
-            pieces.append(frame[frame["metric"].isin([m for m in wanted if self._batch_of[m] == batch])])
+            if all(m in wanted for m, read_in in self._batch_of.items() if read_in == batch):
+                pieces.append(frame)  # the whole batch: no copy
+            else:
+                pieces.append(frame[frame["metric"].isin([m for m in wanted if self._batch_of[m] == batch])]
+                              .reset_index(drop=True))
         if len(pieces) == 1:
-            return pieces[0].reset_index(drop=True)
+            return pieces[0]
         # Batches have their own categories: plain strings concatenate quickly.
         return pd.concat([piece.astype(dict.fromkeys(SCORE_CATEGORIES, "string")) for piece in pieces],
                          ignore_index=True)
@@ -114,7 +128,8 @@ class Results:
         elif self.root is None:
             return empty_table(name)
         else:
-            table = ResultStore(self.root).read(name, run_ids=self._run_ids)
+            columns = analysed_columns(name) if name in PART_TABLES else None
+            table = ResultStore(self.root).read(name, run_ids=self._run_ids, columns=columns)
         return self._mine(table) if "run_id" in table.columns else table
 
     def question_rows(self, name: str, question_id: str) -> pd.DataFrame:

@@ -36,13 +36,13 @@ def metric_means(scores: pd.DataFrame, metrics: list[str] | tuple[str, ...], uni
     if chosen.empty:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c not in ("run_id", "metric") else "string")
                              for c in MEAN_COLUMNS})
-    run_ids = pd.Index(pd.unique(chosen["run_id"].astype("string")))
-    question_ids = pd.Index(pd.unique(chosen["question_id"].astype("string")))
+    run_ids, run_of = _first_seen(chosen["run_id"])
+    question_ids, question_of = _first_seen(chosen["question_id"])
     codes = statistics.unit_codes(question_ids, units)
     frames = []
-    for metric, rows in chosen.groupby("metric", observed=True, sort=False):
-        q = question_ids.get_indexer(rows["question_id"].astype("string"))
-        r = run_ids.get_indexer(rows["run_id"].astype("string"))
+    for metric, at in chosen.groupby("metric", observed=True, sort=False).indices.items():
+        rows = chosen.iloc[at]
+        q, r = question_of[at], run_of[at]
         values = np.full((len(question_ids), len(run_ids)), np.nan)
         valid = valid_mask(rows).to_numpy()
         values[q[valid], r[valid]] = rows["value"].to_numpy(dtype="float64")[valid]
@@ -57,6 +57,20 @@ def metric_means(scores: pd.DataFrame, metrics: list[str] | tuple[str, ...], uni
         }))
     table = pd.concat(frames, ignore_index=True).astype({"n": "int64", "n_failed": "int64", "n_units": "int64"})
     return table.sort_values(["run_id", "metric"], kind="stable").reset_index(drop=True)[MEAN_COLUMNS]
+
+
+def _first_seen(column: pd.Series) -> tuple[pd.Index, np.ndarray]:
+    """The distinct values of ``column`` as strings, in order of first appearance, and each row's
+    position among them; a categorical column is read through its codes, not row by row."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and not column.isna().any():
+        row_codes = column.cat.codes.to_numpy()
+        seen = pd.unique(row_codes)
+        position = np.full(len(column.cat.categories), -1)
+        position[seen] = np.arange(len(seen))
+        return pd.Index(column.cat.categories[seen]).astype("string"), position[row_codes]
+    values = column.astype("string")
+    distinct = pd.Index(pd.unique(values))
+    return distinct, distinct.get_indexer(values)
 
 
 def metric_table(scores: pd.DataFrame, runs: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:

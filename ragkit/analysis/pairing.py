@@ -79,9 +79,10 @@ def _factor_levels(runs: pd.DataFrame, columns: list[str]) -> pd.Series:
     applies = runs[main].notna()
     for _value, group in runs[applies].groupby(runs.loc[applies, main].astype("string"), sort=False):
         varying = [c for c in params if group[c].astype("string").nunique(dropna=False) > 1]
-        for index, row in group.iterrows():
-            shown = ", ".join(f"{_param_name(c)}={format_value(row[c])}" for c in varying)
-            labels[index] = f"{format_value(row[main])}({shown})" if shown else format_value(row[main])
+        for index, (value, *shown_values) in zip(group.index, group[[main, *varying]].itertuples(index=False,
+                                                                                                 name=None)):
+            shown = ", ".join(f"{_param_name(c)}={format_value(v)}" for c, v in zip(varying, shown_values))
+            labels.at[index] = f"{format_value(value)}({shown})" if shown else format_value(value)
     return labels
 
 
@@ -109,9 +110,9 @@ def level_order(runs: pd.DataFrame, levels: pd.DataFrame, factor: str) -> dict[s
     main column, then its parameters in column order (sort_value each), then the label."""
     columns = factor_columns(runs)[factor]
     keys: dict[str, tuple] = {}
-    for level, (_, row) in zip(levels[factor], runs[columns].iterrows()):
-        if level is not None:
-            keys.setdefault(level, (*(sort_value(row[c]) for c in columns), level))
+    for level, row in zip(levels[factor], runs[columns].itertuples(index=False, name=None)):
+        if level is not None and level not in keys:
+            keys[level] = (*(sort_value(value) for value in row), level)
     return keys
 
 
@@ -130,13 +131,15 @@ def single_factor_pairs(runs: pd.DataFrame) -> pd.DataFrame:
     applies = codes >= 0
     differs = (codes[:, None, :] != codes[None, :, :]) & applies[:, None, :] & applies[None, :, :]
     first, second = np.nonzero(np.triu(differs.sum(axis=2) == 1, k=1))
-    orders = {factor: level_order(runs, levels, factor) for factor in names}
-    records = []
-    for i, j in zip(first, second):
-        factor = names[int(np.argmax(differs[i, j]))]
-        value_i, value_j = levels.iat[i, names.index(factor)], levels.iat[j, names.index(factor)]
-        if orders[factor][value_j] < orders[factor][value_i]:
-            i, j, value_i, value_j = j, i, value_j, value_i
-        records.append({"run_a": runs.at[i, "run_id"], "run_b": runs.at[j, "run_id"], "factor": factor,
-                        "value_a": value_i, "value_b": value_j})
-    return pd.DataFrame.from_records(records, columns=PAIR_COLUMNS)
+    factor = np.argmax(differs[first, second], axis=1)
+    # Each level's rank in its factor's order (level_order): comparing ranks is comparing sort keys.
+    ranks = np.full(codes.shape, -1)
+    for column, name in enumerate(names):
+        order = level_order(runs, levels, name)
+        rank = {level: position for position, level in enumerate(sorted(order, key=order.__getitem__))}
+        ranks[:, column] = [rank.get(level, -1) for level in levels[name]]
+    swap = ranks[second, factor] < ranks[first, factor]
+    a, b = np.where(swap, second, first), np.where(swap, first, second)
+    values, run_ids = levels.to_numpy(dtype=object), runs["run_id"].to_numpy(dtype=object)
+    return pd.DataFrame({"run_a": run_ids[a], "run_b": run_ids[b], "factor": np.asarray(names, dtype=object)[factor],
+                         "value_a": values[a, factor], "value_b": values[b, factor]}, columns=PAIR_COLUMNS)

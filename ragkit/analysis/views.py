@@ -15,6 +15,10 @@ from ragkit.analysis.means import curve, metric_means, metric_table
 from ragkit.metrics.names import parse_metric, sort_key
 from ragkit.results import JUDGE_SD_SUFFIX
 
+# The Compare page compares more single-factor pairs than this (its detail table) only when asked:
+# a thousand runs have tens of thousands of pairs, seconds of work before anyone looks.
+PAIRS_SHOWN_UNASKED = 2000
+
 
 def means(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Per run and metric: mean, CI over the resampling unit, scored and failed counts."""
@@ -34,6 +38,11 @@ def factor_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
 def pair_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Every single-factor pair, Holm over exactly these rows."""
     return with_holm(Comparer(results).pair_comparisons(list(metrics)))
+
+
+def single_factor_pairs(results: Results) -> pd.DataFrame:
+    """The runs' single-factor pairs, computed once for these runs and shared with the comparisons."""
+    return Comparer(results).pairs
 
 
 def judge_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -102,7 +111,8 @@ def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
 
 
 VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
-    means, latency_means, factor_effects, pair_effects, judge_effects, scored_and_failed, failure_reasons,
+    means, latency_means, factor_effects, pair_effects, single_factor_pairs, judge_effects, scored_and_failed,
+    failure_reasons,
     metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, llm_usage, evaluation_cost,
     judge_replies, question_rows, export,
 )}

@@ -4,6 +4,7 @@ effects against the best level, one Holm family. Hand-computed cases."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -181,3 +182,19 @@ def test_run_means_by_hand_count_failures_as_given_and_skip_questions_not_asked(
     assert means["a"] == pytest.approx(0.5) and means["b"] == pytest.approx(0.25) and np.isnan(means["c"])
     worst = dict(zip(matrices.run_ids, matrices.run_means("mrr", 1.0)))
     assert worst["a"] == pytest.approx(2.5 / 3) and worst["b"] == pytest.approx(0.25)
+
+
+def test_pairs_compared_in_blocks_are_the_pairs_compared_at_once(monkeypatch):
+    from ragkit.analysis import comparison
+
+    rng = np.random.default_rng(11)
+    runs = [run_row(f"r{i:02d}", str(rng.choice(["A", "B", "C"])), str(rng.choice(["bm25", "dense"])),
+                    int(rng.choice([5, 10]))) for i in range(24)]
+    scores = score_rows([(run["run_id"], f"q{q}", metric, float(rng.uniform()) if rng.uniform() > 0.1 else np.nan)
+                         for run in runs for q in range(12) for metric in ("ndcg@5", "mrr") if rng.uniform() > 0.05])
+    results = results_of(runs, scores, {f"q{q}": f"d{q % 4}" for q in range(12)})
+    at_once = compare(results, ["ndcg@5", "mrr"])
+    monkeypatch.setattr(comparison, "PAIR_BLOCK", 3)
+    in_blocks = compare(results, ["ndcg@5", "mrr"])
+    assert len(at_once) > 3 * 2 * 3
+    pd.testing.assert_frame_equal(in_blocks, at_once, check_exact=True)

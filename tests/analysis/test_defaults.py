@@ -39,3 +39,34 @@ def test_an_uninstalled_component_and_a_missing_column_are_left_alone():
                          "retriever": ["bm25"], "top_k": [5]})
     filled = with_added_defaults(runs)
     assert filled.loc[0, "retriever.scope"] == "all" and "chunker.summaries" not in filled.columns
+
+
+def test_the_built_in_table_of_added_defaults_is_what_the_registries_say():
+    from ragkit.analysis.defaults import BUILT_IN_ADDED_DEFAULTS, registry_added_defaults, registry_of
+
+    for kind, known in BUILT_IN_ADDED_DEFAULTS.items():
+        builtin = [name for name in registry_of(kind).names() if name in known or not _is_plugin(kind, name)]
+        actual = {name: registry_added_defaults(kind, name) for name in builtin}
+        assert known == actual, f"update BUILT_IN_ADDED_DEFAULTS['{kind}'] in ragkit/analysis/defaults.py to {actual}"
+
+
+def _is_plugin(kind: str, name: str) -> bool:
+    from importlib.metadata import entry_points
+
+    from ragkit.analysis.defaults import registry_of
+
+    points = {point.name: point for point in entry_points(group=registry_of(kind).group)}
+    return name not in points or not points[name].value.startswith("ragkit.")
+
+
+def test_reading_the_defaults_of_built_ins_imports_no_component():
+    import subprocess
+    import sys
+
+    code = ("import sys, pandas as pd; from ragkit.analysis.defaults import with_added_defaults; "
+            "runs = pd.DataFrame({'run_id': ['a'], 'chunker': ['token'], 'retriever': ['bm25'], "
+            "'judge.rerank': ['llm']}); filled = with_added_defaults(runs); "
+            "assert filled.loc[0, 'retriever.scope'] == 'all' and filled.loc[0, 'judge.rerank.prefilter'] == "
+            "'cross_encoder'; print('llama_index.core' in sys.modules, 'ragkit.chunkers.token' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]

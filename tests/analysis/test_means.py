@@ -120,3 +120,18 @@ def test_load_results_labels_runs_and_reads_other_tables_on_first_use(tmp_path):
 def test_load_results_of_a_missing_folder_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         load_results(tmp_path / "nowhere")
+
+
+def test_metric_means_read_categories_as_they_read_strings():
+    rng = np.random.default_rng(3)
+    rows = [(f"r{rng.integers(5)}", f"q{rng.integers(40)}", str(rng.choice(["mrr", "recall@5"])),
+             float(rng.uniform()) if rng.uniform() > 0.1 else np.nan, None if rng.uniform() > 0.05 else "timeout")
+            for _ in range(300)]
+    scores = score_rows(rows).drop_duplicates(["run_id", "question_id", "metric"], ignore_index=True)
+    units = pd.Series([f"d{i % 7}" for i in range(40)], index=[f"q{i}" for i in range(40)])
+    as_strings = metric_means(scores, ["mrr", "recall@5"], units)
+    categorical = scores.astype({"run_id": "category", "question_id": "category", "metric": "category"})
+    # Unused categories, in another order than the rows, are not runs or questions.
+    categorical["question_id"] = categorical["question_id"].cat.add_categories(["unused"]).cat.reorder_categories(
+        ["unused", *sorted(categorical["question_id"].cat.categories, reverse=True)])
+    pd.testing.assert_frame_equal(metric_means(categorical, ["mrr", "recall@5"], units), as_strings)

@@ -120,3 +120,42 @@ def test_the_generator_llm_joins_the_generator_factor():
                                               run_row("off", generator=False)]))
     assert pairs[["run_a", "run_b", "factor", "value_a", "value_b"]].values.tolist() == [
         ["off", "on", "generator", "False", "True"]]
+
+
+def _pairs_one_by_one(runs: pd.DataFrame) -> list[tuple]:
+    """Every pair of runs checked by hand: the levels of exactly one factor differ where both apply,
+    the baseline (smaller sort key) first."""
+    from ragkit.analysis.pairing import level_order
+
+    runs = runs.reset_index(drop=True)
+    levels = factor_levels(runs)
+    orders = {factor: level_order(runs, levels, factor) for factor in levels.columns}
+    found = []
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            differing = [f for f in levels.columns if levels.iat[i, levels.columns.get_loc(f)] is not None
+                         and levels.iat[j, levels.columns.get_loc(f)] is not None
+                         and levels.iat[i, levels.columns.get_loc(f)] != levels.iat[j, levels.columns.get_loc(f)]]
+            if len(differing) != 1:
+                continue
+            factor = differing[0]
+            a, b = levels.iat[i, levels.columns.get_loc(factor)], levels.iat[j, levels.columns.get_loc(factor)]
+            first, second = (i, j) if orders[factor][a] < orders[factor][b] else (j, i)
+            found.append((runs.at[first, "run_id"], runs.at[second, "run_id"], factor,
+                          levels.iat[first, levels.columns.get_loc(factor)],
+                          levels.iat[second, levels.columns.get_loc(factor)]))
+    return found
+
+
+def test_single_factor_pairs_of_a_random_grid_are_the_pairs_found_one_by_one():
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    runs = pd.DataFrame([run_row(f"r{i:02d}", str(rng.choice(["token", "sentence", "recursive"])),
+                                 str(rng.choice(["bm25", "dense", "hybrid"])), int(rng.choice([3, 5, 10])),
+                                 **{"chunker.chunk_size": int(rng.choice([128, 256]))})
+                         for i in range(40)])
+    pairs = single_factor_pairs(runs)
+    expected = _pairs_one_by_one(runs)
+    assert len(expected) > 20
+    assert list(pairs.itertuples(index=False, name=None)) == expected

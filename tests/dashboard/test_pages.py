@@ -766,3 +766,17 @@ def test_drilldown_shows_each_generation_metric_and_why_it_failed(judge_pair_res
     app.selectbox[-1].select("q1").run()
     assert_ok(app)
     assert any(m.startswith("`faithfulness` **") and "judge sd 0.050" in m for m in (x.value for x in app.markdown))
+
+
+def test_compare_computes_many_single_factor_pairs_only_when_asked(with_results, monkeypatch):
+    from ragkit.analysis import views
+
+    monkeypatch.setattr(views, "PAIRS_SHOWN_UNASKED", 0)  # the tiny experiment's one pair counts as many
+    app = page("5_compare.py").run()
+    assert_ok(app)
+    assert not [frame for frame in app.dataframe if {"a -> b", "W/T/L"} <= set(frame.value.columns)]
+    assert any("compared only when asked" in caption.value for caption in app.caption)
+    app.toggle(key="pair_detail.tiny").set_value(True).run()
+    assert_ok(app)
+    pairs = table_with(app, "a -> b", "W/T/L")
+    assert pairs[["factor", "a -> b"]].values.tolist() == [["top_k", "1 -> 3"]]
