@@ -591,14 +591,16 @@ def _agentic_scores(run: RunStep, question: Question, trace: Trace) -> list[dict
 
     Routing is scored on every run of a question that labels its expected route: a run without
     the router sends every question to the documents, which is its baseline. Abstention is scored
-    on every run with a generator when the question set marks some questions unanswerable."""
+    on every run with a generator, whatever else the question set holds: a question's rows depend
+    on that question alone, so a set grown question by question (only new questions answered) has
+    the rows a set run whole has, and no mean covers fewer questions than the run answered."""
     keys = {"run_id": run.run_id, "question_id": question.id}
     rows = []
     if question.expected_route is not None:
         chosen = trace.route or "documents"
         rows += [{**keys, "metric": name, "value": value, "error": None}
                  for name, value in routing_scores(question.expected_route, chosen).items()]
-    if run.point.generator is not None and run.scores_abstention:
+    if run.point.generator is not None:
         abstained = trace.abstained
         rows += [{**keys, "metric": name, "value": value, "error": None}
                  for name, value in abstention_scores(question.answerable, abstained).items()]

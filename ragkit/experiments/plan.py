@@ -77,8 +77,6 @@ class RunStep:
     # The depths of every run in the plan: each run scores those up to its own, so that any two
     # runs can be compared at their common depth.
     plan_depths: tuple[int, ...] = field(default=(), hash=False, compare=False)
-    # The question set marks some questions unanswerable: runs with a generator score abstention.
-    scores_abstention: bool = field(default=False, hash=False, compare=False)
 
     @cached_property
     def depth(self) -> int:
@@ -218,7 +216,6 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
             index_steps[index_id] = replace(index_steps[index_id], fulltext=True)
         runs.setdefault(run_id, RunStep(run_id, point, chunkset_id, index_id, llms))
     depths = tuple(sorted({run.depth for run in runs.values()}))
-    abstention = any(not question.answerable for question in questions.questions)
     return Plan(
         experiment=config.name,
         corpus=corpus,
@@ -226,7 +223,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         questions_key=q_key,
         chunk_steps=tuple(chunk_steps.values()),
         index_steps=tuple(index_steps.values()),
-        runs=tuple(replace(run, plan_depths=depths, scores_abstention=abstention) for run in runs.values()),
+        runs=tuple(replace(run, plan_depths=depths) for run in runs.values()),
         shard_size=config.shard_size,
     )
 

@@ -4,6 +4,7 @@ the folder shows each run's current set only, with no row twice."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,41 @@ def test_rows_carry_their_question_key_and_run_level_rows_have_none(tmp_path, is
     stages = store.read("stages")
     assert stages.loc[stages["question_id"].isna(), "question_key"].isna().all()
     assert stages.loc[stages["question_id"].notna(), "question_key"].notna().all()
+
+
+def test_a_set_whose_first_unanswerable_question_comes_later_scores_abstention_as_a_whole_run(
+        tmp_path, isolated_data_dir):
+    """Abstention rows depend on the question alone: answerable questions answered before the set
+    had an unanswerable one still have their ``abstention_wrong`` row, as a run of the whole set."""
+    from tests.llms.fake_ollama import FakeOllama
+
+    server = FakeOllama().start()
+    try:
+        def grown(name: str, ids: range, unanswerable: bool) -> object:
+            folder = tmp_path / name
+            folder.mkdir()
+            (folder / "corpus.jsonl").write_text(
+                "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in DOCS.items()), encoding="utf-8")
+            rows = [{"id": f"q{i}", "question": f"which animal is {ANIMALS[i]}", "relevant_doc_ids": [f"d{i}"]}
+                    for i in ids]
+            if unanswerable:
+                rows.append({"id": "u1", "question": "which animal is a unicorn", "answerable": False})
+            (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            llm = {"type": "ollama", "params": {"base_url": server.url, "model": "fake-model", "max_retries": 0}}
+            return config_from_dict({
+                "name": "abstain", "dataset": {"path": str(folder / "questions.jsonl"), "format": "jsonl"},
+                "embedders": [], "retrievers": ["bm25"], "chunkers": ["document"], "top_k": [1], "generator": True,
+                "llm": {"default": llm}})
+
+        def abstention(out: Path) -> set[tuple[str, str, float]]:
+            scores = load_results(out).scores_of(["abstention_wrong", "abstention_correct"])
+            return set(zip(scores["question_id"].astype(str), scores["metric"], scores["value"]))
+
+        grown_out, whole_out = tmp_path / "grown", tmp_path / "whole"
+        run_experiment(grown("answerable", range(2), unanswerable=False), grown_out)
+        assert run_experiment(grown("plus-one", range(2), unanswerable=True), grown_out).questions_computed == 1
+        run_experiment(grown("whole", range(2), unanswerable=True), whole_out)
+    finally:
+        server.stop()
+    expected = {("q0", "abstention_wrong", 0.0), ("q1", "abstention_wrong", 0.0), ("u1", "abstention_correct", 0.0)}
+    assert abstention(grown_out) == abstention(whole_out) == expected
