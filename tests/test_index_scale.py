@@ -289,3 +289,23 @@ def test_dense_many_on_an_index_without_vectors_fails_like_dense(store):
     index = store.build("novec", _chunks(20), None)
     with pytest.raises(ValueError, match="holds no vectors"):
         index.dense_many(QUERIES, 3)
+
+
+# --- the table a build writes ---------------------------------------------------------------------
+
+
+def test_a_built_table_holds_the_chunks_and_their_exact_float32_vectors(store):
+    # Rows in an order other than the vectors' memory order: a column view, not C-contiguous.
+    chunks, vectors = _chunks(7), np.asfortranarray(_unit(7, seed=3).astype(np.float64))
+    table = store.build("layout", chunks, vectors, fulltext=False)._table.to_arrow()
+    assert table.schema.names == [*CHUNK_COLUMNS, "vector"]
+    assert str(table.schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
+    stored = np.stack(table.column("vector").to_numpy(zero_copy_only=False))
+    assert stored.dtype == np.float32 and np.array_equal(stored, vectors.astype(np.float32))
+    assert table.select(list(CHUNK_COLUMNS)).to_pandas().equals(chunks[list(CHUNK_COLUMNS)])
+    assert _marker(store, "layout")["rows"] == 7
+
+
+def test_an_empty_chunk_set_builds_an_empty_table_with_the_vector_column(store):
+    table = store.build("empty", _chunks(0), np.empty((0, DIM), dtype=np.float32), fulltext=False)._table
+    assert table.count_rows() == 0 and "vector" in table.schema.names
