@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -79,13 +80,15 @@ def main() -> None:
         import ray
 
         started = time.perf_counter()
+        ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
         ray.init(num_cpus=args.workers, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"), log_to_driver=False)
+                 _temp_dir=ray_temp, log_to_driver=False)
         startup_s = time.perf_counter() - started
         try:
             ray_s, ray_q = timed_run(data, "ray", workdir)
         finally:
             ray.shutdown()
+            shutil.rmtree(ray_temp, ignore_errors=True)
         embed_s = embedding_seconds(workdir / "data-local")
     assert ray_q == local_q, (ray_q, local_q)
     local_rate, ray_rate = local_q / local_s, ray_q / ray_s

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,10 +43,12 @@ KEYS = {"scores": ["run_id", "question_id", "metric", "value", "error"],
 def local_ray():
     """One local Ray for the module, as the README runs it: loopback, 2 CPUs, no auth."""
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
-             include_dashboard=False, log_to_driver=False)
+    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=temp_dir, include_dashboard=False,
+             log_to_driver=False)
     yield ray
     ray.shutdown()
+    shutil.rmtree(temp_dir, ignore_errors=True)  # its sockets and logs: nothing else uses them
 
 
 def grid(dataset: Path, **extra) -> dict:
