@@ -126,6 +126,19 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from ragkit.results import ResultStore
+
+    store = ResultStore(as_location(args.results))
+    if not store.exists():
+        raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
+    with store.writer_lock():
+        runs, parts = store.compact()
+    print(f"{args.results}: {runs} run(s) compacted from {parts} parts into one part per table each"
+          if runs else f"{args.results}: nothing to compact (every run has one part per table)")
+    return 0
+
+
 def _check_output_file(path: str | None, option: str) -> None:
     if path and Path(path).is_dir():
         raise ConfigError(f"{option} {path} is a folder: give a file name inside it")
@@ -261,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     summary = sub.add_parser("summary", help="print the summary table of a results folder")
     summary.add_argument("results")
     summary.set_defaults(func=_cmd_summary)
+
+    compact = sub.add_parser("compact", help="merge each run's parts of a results folder into one per table (a "
+                                             "finished run does this itself; for older folders and unfinished runs)")
+    compact.add_argument("results")
+    compact.set_defaults(func=_cmd_compact)
 
     export = sub.add_parser("export", help="export a results folder as csv, parquet, xlsx, json or an html report")
     export.add_argument("results")

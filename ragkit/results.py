@@ -194,22 +194,37 @@ class ResultStore:
         False when there was nothing to merge."""
         parts = sorted(part for part in self._committed_parts() if part.rsplit("-", 1)[0] == run_id)
         records = [record for part in parts if (record := self._read_marker(part)) is not None]
-        if len(parts) < 2 or len(records) < len(parts) or any("question_keys" not in r for r in records):
-            return False  # one part already, or parts written before question keys (older results)
+        keyed = {"question_keys" in record for record in records}
+        if len(parts) < 2 or len(records) < len(parts) or len(keyed) > 1:
+            return False  # one part already, one removed meanwhile, or parts from before and after keys
         merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
         for name in PART_TABLES:
             self._write_parquet(f"{name}/{merged}.parquet", self._read_parts(name, parts).to_pandas())
-        ids = [qid for record in records for qid in record["question_ids"]]
-        keys = [key for record in records for key in record["question_keys"]]
-        metrics = sorted({m for record in records for m in record.get("metrics", [])})
-        self._write_json(f"{COMMITS}/{merged}.json", {"run_id": run_id, "question_ids": ids, "question_keys": keys,
-                                                     "metrics": metrics, "replaces": parts})
+        # The merged marker says what every part said: parts written before question keys, or before
+        # markers listed metrics (older results), give a marker without them, as theirs are.
+        marker: dict = {"run_id": run_id, "question_ids": [qid for record in records for qid in record["question_ids"]]}
+        if keyed == {True}:
+            marker["question_keys"] = [key for record in records for key in record["question_keys"]]
+        if all("metrics" in record for record in records):
+            marker["metrics"] = sorted({m for record in records for m in record["metrics"]})
+        self._write_json(f"{COMMITS}/{merged}.json", {**marker, "replaces": parts})
         for part in parts:
             self.files.delete(f"{COMMITS}/{part}.json")
         for part in parts:
             for name in PART_TABLES:
                 self.files.delete(f"{name}/{part}.parquet")
         return True
+
+    def compact(self) -> tuple[int, int]:
+        """Compact every run of the folder that has more than one part: what a run that finished
+        compacts itself, for folders written before compaction existed or runs never finished.
+        The caller holds ``writer_lock``. (runs compacted, parts they had)."""
+        parts_of: dict[str, int] = {}
+        for part in self._committed_parts():
+            run_id = part.rsplit("-", 1)[0]
+            parts_of[run_id] = parts_of.get(run_id, 0) + 1
+        compacted = [run_id for run_id, count in sorted(parts_of.items()) if count > 1 and self.compact_run(run_id)]
+        return len(compacted), sum(parts_of[run_id] for run_id in compacted)
 
     def _read_parts(self, name: str, parts: list[str]):
         """The given parts of a part table as one Arrow table in the table's schema."""

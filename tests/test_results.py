@@ -131,6 +131,62 @@ def test_a_compaction_that_stops_before_removing_the_old_parts_reads_no_row_twic
     assert store.completed_questions() == {"r1": {"a", "b", "c", "d"}, "r2": {"a"}}
 
 
+def _old_shards(store: ResultStore, tmp_path) -> None:
+    """Three parts of r1 as results from before question keys and marker metrics were written."""
+    import json
+
+    for ids in (["a", "b"], ["c"], ["d"]):
+        store.commit_shard("r1", ids, {"scores": _scores("r1", ids)})
+    store.write_run("r1", {"run_id": "r1", "top_k": 1})
+    for marker in (tmp_path / "_commits").glob("*.json"):
+        record = json.loads(marker.read_text())
+        del record["metrics"]
+        marker.write_text(json.dumps(record))
+
+
+def test_ragkit_compact_merges_a_folder_written_before_question_keys_and_it_reads_the_same(tmp_path, capsys):
+    import json
+
+    from ragkit.cli import main
+
+    store = ResultStore(tmp_path)
+    _old_shards(store, tmp_path)
+    before, metrics, done = store.read("scores"), store.metric_names(), store.completed_questions()
+    assert main(["compact", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{tmp_path}: 1 run(s) compacted from 3 parts into one part per table each"
+    markers = list((tmp_path / "_commits").glob("*.json"))
+    assert len(markers) == 1 and len(list((tmp_path / "scores").glob("*.parquet"))) == 1
+    # What the old parts' markers said, no more: no keys, no metric list (read from the scores).
+    assert set(json.loads(markers[0].read_text())) == {"run_id", "question_ids", "replaces"}
+    pd.testing.assert_frame_equal(store.read("scores").sort_values("question_id").reset_index(drop=True),
+                                  before.sort_values("question_id").reset_index(drop=True))
+    assert store.metric_names() == metrics == ["mrr"] and store.completed_questions() == done
+
+    assert main(["compact", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{tmp_path}: nothing to compact (every run has one part per table)"
+
+
+def test_parts_from_before_and_after_question_keys_are_not_merged(tmp_path):
+    store = ResultStore(tmp_path)
+    _old_shards(store, tmp_path)
+    store.commit_shard("r1", ["e"], {"scores": _scores("r1", ["e"])}, ["ke"])
+    assert store.compact() == (0, 0) and len(list((tmp_path / "_commits").glob("*.json"))) == 4
+
+
+def test_ragkit_compact_is_refused_while_a_run_writes_the_folder_and_names_a_missing_one(tmp_path, capsys):
+    from ragkit.cli import main
+
+    store = ResultStore(tmp_path)
+    _three_shards(store)
+    store.write_run("r1", {"run_id": "r1", "top_k": 1})
+    with store.writer_lock():
+        assert main(["compact", str(tmp_path)]) != 0
+    assert "results folder" in capsys.readouterr().err
+    assert len(list((tmp_path / "_commits").glob("*.json"))) == 4  # nothing merged
+    assert main(["compact", str(tmp_path / "nope")]) != 0
+    assert capsys.readouterr().err.strip().startswith(f"error: no results folder at {tmp_path / 'nope'}")
+
+
 def test_a_question_filter_reads_that_question_and_the_run_level_rows_only(tmp_path):
     from ragkit.analysis.loading import load_results
 
