@@ -28,6 +28,8 @@ DATA_TTL_S = 30
 # The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
 PROBE_TIMEOUT_S = 0.3
 PROBE_TTL_S = 30
+# How long a results prefix on object storage is taken as unchanged (its state is two LISTs).
+REMOTE_STAMP_TTL_S = 5
 
 
 # --- where things live -------------------------------------------------------------------------
@@ -252,30 +254,73 @@ def documents_for(corpus_name: str, corpus_id: str, dataset_path: str | None) ->
 
 
 def experiments() -> list[str]:
-    """Results folders under results_root() that hold at least a runs table."""
+    """Results folders under results_root() that hold at least a runs table, by name; then those
+    under RAGKIT_REMOTE_RESULTS, by their s3:// location."""
     root = results_root()
-    return sorted(p.name for p in root.iterdir() if (p / "runs").is_dir()) if root.exists() else []
+    local = sorted(p.name for p in root.iterdir() if (p / "runs").is_dir()) if root.exists() else []
+    remote = get_settings().remote_results
+    return local + (_remote_experiments(remote, _s3_endpoint()) if remote else [])
 
 
-def _results_stamp(folder: Path) -> float:
-    return _folder_stamp(folder / "_commits") + _folder_stamp(folder / "runs")
+def _s3_endpoint() -> str | None:
+    # A cache key part: the same s3:// location on another server is other data.
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+
+
+@st.cache_data(ttl=DATA_TTL_S, show_spinner=False)
+def _remote_experiments(root: str, endpoint: str | None) -> list[str]:
+    from ragkit.folders import remote_results_folders
+
+    errors: tuple[type[Exception], ...] = (ConfigError,)  # no s3 extra: ObjectFolder says which to install
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        errors += (BotoCoreError, ClientError)  # no endpoint, no credentials, no such bucket
+    except ImportError:
+        pass
+    try:
+        return remote_results_folders(root)
+    except errors as error:
+        st.warning(f"Results on object storage ({root}) cannot be listed: {error}")
+        return []
+
+
+def results_location(experiment: str) -> str | Path:
+    """Where an experiment of ``experiments()`` lives: an s3:// location stays itself."""
+    from ragkit.folders import is_remote
+
+    return experiment if is_remote(experiment) else results_root() / experiment
+
+
+def _results_stamp(folder: str | Path) -> Any:
+    if isinstance(folder, Path):
+        return _folder_stamp(folder / "_commits") + _folder_stamp(folder / "runs")
+    return _remote_stamp(folder, _s3_endpoint())
+
+
+@st.cache_data(ttl=REMOTE_STAMP_TTL_S, show_spinner=False)
+def _remote_stamp(location: str, endpoint: str | None) -> tuple:
+    # Two LIST requests: reused for a few seconds, as every chart of a render asks.
+    from ragkit.folders import folder_state
+
+    return endpoint, folder_state(location, "_commits", "runs")
 
 
 @st.cache_resource(ttl=DATA_TTL_S, max_entries=8)
-def _results(folder: str, stamp: float):
+def _results(folder: str, stamp: Any):
     """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
 
-    return load_results(Path(folder))
+    return load_results(folder)
 
 
 def load_results(experiment: str):
-    folder = results_root() / experiment
+    folder = results_location(experiment)
     return _results(str(folder), _results_stamp(folder))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=64)
-def _view(folder: str, stamp: float, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
+def _view(folder: str, stamp: Any, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
 
     return VIEWS[name](_results(folder, stamp).subset(list(run_ids) if run_ids is not None else None), *args)
@@ -284,15 +329,18 @@ def _view(folder: str, stamp: float, name: str, run_ids: tuple[str, ...] | None,
 def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> Any:
     """``ragkit.analysis.views.<name>(results of these runs, *args)``, cached per results folder
     state: the one cached helper every page's tables and charts come through."""
-    folder = results_root() / experiment
+    folder = results_location(experiment)
     return _view(str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
                  tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args))
 
 
-def dataset_of(out_dir: Path) -> str | None:
-    """The dataset path of the job that wrote ``out_dir``, when a dashboard job did."""
+def dataset_of(out_dir: str | Path) -> str | None:
+    """The dataset path of the job that wrote ``out_dir``, when a dashboard job did (dashboard
+    jobs write local folders only)."""
     import yaml
 
+    if not isinstance(out_dir, Path):
+        return None
     target = Path(out_dir).resolve()
     manager = job_manager()
     for folder in sorted(manager.jobs_dir.iterdir()) if manager.jobs_dir.exists() else []:

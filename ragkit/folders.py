@@ -156,7 +156,29 @@ class ObjectFolder:
         return sorted(entries, key=lambda entry: entry.stem)
 
 
+    def subfolders(self) -> tuple[str, ...]:
+        """Names of the prefixes directly under this one, sorted."""
+        prefix = f"{self.prefix}/" if self.prefix else ""
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/")
+        return tuple(sorted(common["Prefix"][len(prefix):].rstrip("/")
+                            for page in pages for common in page.get("CommonPrefixes", [])))
+
+
 Folder = LocalFolder | ObjectFolder
+
+
+def remote_results_folders(root: str) -> list[str]:
+    """The ``s3://`` locations directly under ``root`` that hold a results folder (a runs table):
+    what ``ragkit run --out ROOT/NAME`` wrote."""
+    folder = ObjectFolder(root)
+    return [f"{folder.uri}/{name}" for name in folder.subfolders() if folder.exists(f"{name}/runs")]
+
+
+def folder_state(location: str | Path, *folders: str) -> tuple[tuple[str, str], ...]:
+    """What changes whenever a file is added, replaced or removed directly in one of ``folders``
+    of ``location`` (a cache key part): every file's name and content tag."""
+    files = open_folder(location)
+    return tuple((f"{name}/{entry.stem}", entry.tag) for name in folders for entry in files.list(name, ""))
 
 
 def open_folder(location: str | Path) -> Folder:

@@ -48,6 +48,11 @@ class RagkitSettings(BaseSettings):
         description="s3://bucket/prefix where the machines of a cluster share chunk sets and indexes "
                     "(ragkit.artefacts); unset: each data directory builds its own.",
     )
+    remote_results: str | None = Field(
+        default=None, pattern=r"^s3://[^/]+",
+        description="s3://bucket/prefix whose experiments (each a prefix under it written by "
+                    "`ragkit run --out s3://bucket/prefix/NAME`) the dashboard lists beside the local ones.",
+    )
     dashboard_token: SecretStr | None = Field(
         default=None,
         description="Access token the dashboard asks for before any page; required to bind beyond 127.0.0.1.",

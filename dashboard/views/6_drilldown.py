@@ -19,7 +19,7 @@ experiment, results, run_ids = pick_results(max_runs=4, default_runs=2)
 
 # Question text and answer spans come from the question set the experiment used.
 sets = state.question_sets()
-used = state.dataset_of(state.results_root() / experiment)
+used = state.dataset_of(state.results_location(experiment))
 options = list(sets)
 if used and all(entry["path"] != used for entry in sets.values()):
     sets[used] = {"name": used, "path": used, "format": "auto"}
