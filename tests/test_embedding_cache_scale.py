@@ -235,3 +235,52 @@ def test_a_small_table_gets_no_key_index_and_a_rerun_that_adds_nothing_does_not_
     monkeypatch.setattr(cache, "compact", fail)
     embed_with_cache(_CountingEmbedder(), ["text 1"], ["k1"], cache, batch_size=1)
     assert len(lancedb.connect(tmp_path).open_table("embeddings_scale").list_versions()) == versions
+
+
+class _FailingAfter(_CountingEmbedder):
+    """Embeds ``batches`` model batches, then fails as a killed or broken model would."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self.limit = batches
+
+    def embed_texts(self, texts):
+        if self.batches == self.limit:
+            raise RuntimeError("model gone")
+        return super().embed_texts(texts)
+
+
+@pytest.mark.parametrize(("commit_rows", "commit_seconds", "adds"), [
+    (50, 3600.0, [50, 50, 20]),  # every 50 vectors, and what is left at the end
+    (10**6, 3600.0, [120]),  # one commit for a build smaller than COMMIT_ROWS
+    (10**6, 0.0, [10] * 12),  # COMMIT_SECONDS passed: every model batch commits
+])
+def test_embed_with_cache_commits_every_commit_rows_or_commit_seconds_not_every_model_batch(
+        tmp_path, monkeypatch, commit_rows, commit_seconds, adds):
+    monkeypatch.setattr(EmbeddingCache, "COMMIT_ROWS", commit_rows)
+    monkeypatch.setattr(EmbeddingCache, "COMMIT_SECONDS", commit_seconds)
+    cache = EmbeddingCache(tmp_path, "scale")
+    sizes: list[int] = []
+    add = cache.add
+    monkeypatch.setattr(cache, "add", lambda keys, vectors: (sizes.append(len(keys)), add(keys, vectors)))
+    texts = [f"text {i}" for i in range(120)]
+
+    vectors, embedded = embed_with_cache(_CountingEmbedder(), texts, _keys(120), cache, batch_size=10)
+
+    assert sizes == adds and embedded == 120
+    stored = cache.lookup(_keys(120))
+    np.testing.assert_array_equal(np.stack([stored[key] for key in _keys(120)]), vectors)
+
+
+def test_a_build_that_fails_midway_keeps_the_committed_vectors_and_the_next_embeds_only_the_rest(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(EmbeddingCache, "COMMIT_ROWS", 50)
+    cache = EmbeddingCache(tmp_path, "scale")
+    texts = [f"text {i}" for i in range(120)]
+    with pytest.raises(RuntimeError, match="model gone"):
+        embed_with_cache(_FailingAfter(batches=8), texts, _keys(120), cache, batch_size=10)
+    assert len(cache.lookup(_keys(120))) == 50  # 80 embedded, 50 committed: at most COMMIT_ROWS lost
+    resumed = _CountingEmbedder()
+    vectors, embedded = embed_with_cache(resumed, texts, _keys(120), cache, batch_size=10)
+    assert embedded == 70 and resumed.batches == 7
+    np.testing.assert_array_equal(vectors, np.stack([_vectors(1, seed=i)[0] for i in range(120)]))
