@@ -134,3 +134,25 @@ def test_close_gaps_covers_leading_and_trailing_text():
     spans = close_gaps(text, [Span(2, 5), Span(7, 10)])
     assert [(s.start, s.end) for s in spans] == [(0, 5), (5, 12)]
     assert close_gaps("  ", []) == [] and close_gaps("ab", []) == [Span(0, 2)]
+
+
+def test_every_registered_chunker_defines_split_spans_without_an_instrumentation_span():
+    """split_spans is called once per document: LlamaIndex wraps implementations of abstract
+    methods in a dispatcher span (about 70 us a call), so the base does not declare it abstract,
+    and each chunker must define it itself."""
+    from llama_index_instrumentation.dispatcher import DISPATCHER_SPAN_DECORATED_ATTR
+
+    for name in [*chunkers.names(), "lines"]:
+        cls = chunkers.get(name) if name != "lines" else LineChunker
+        method = next(klass.__dict__["split_spans"] for klass in cls.__mro__ if "split_spans" in klass.__dict__)
+        assert method is not Chunker.split_spans, f"chunker '{name}' does not define split_spans"
+        assert not hasattr(method, DISPATCHER_SPAN_DECORATED_ATTR), name
+
+
+def test_a_chunker_without_split_spans_says_so_when_used():
+    class Nameless(Chunker):
+        name: ClassVar[str] = "nameless"
+        Params: ClassVar[type[ChunkerParams]] = ChunkerParams
+
+    with pytest.raises(NotImplementedError, match="chunker 'nameless' does not define split_spans"):
+        Nameless().chunk([make_document("d", "text")])
