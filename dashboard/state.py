@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.safe_text import escape
 from ragkit.corpus.store import CorpusStore
 from ragkit.corpus.validation import sanitize_name
 from ragkit.jobs import JobManager
@@ -271,18 +272,36 @@ def _s3_endpoint() -> str | None:
 def _remote_experiments(root: str, endpoint: str | None) -> list[str]:
     from ragkit.folders import remote_results_folders
 
-    errors: tuple[type[Exception], ...] = (ConfigError,)  # no s3 extra: ObjectFolder says which to install
+    try:
+        return remote_results_folders(root)
+    except _storage_errors() as error:
+        st.warning(f"Results on object storage ({escape(root)}) cannot be listed: {escape(error)}")
+        return []
+
+
+def _storage_errors() -> tuple[type[Exception], ...]:
+    """What reading object storage raises when it is unreachable or refuses: a user's problem to
+    show, not a traceback. pyarrow's S3 filesystem raises OSError."""
+    errors: tuple[type[Exception], ...] = (ConfigError, OSError)  # no s3 extra: ObjectFolder says which
     try:
         from botocore.exceptions import BotoCoreError, ClientError
 
         errors += (BotoCoreError, ClientError)  # no endpoint, no credentials, no such bucket
     except ImportError:
         pass
+    return errors
+
+
+def _stop_on_storage_error(folder: str | Path, read: Any) -> Any:
+    """``read()``; for results on object storage, an error reading them stops the page with a
+    message naming the location (local folders keep their own errors)."""
+    if isinstance(folder, Path):
+        return read()
     try:
-        return remote_results_folders(root)
-    except errors as error:
-        st.warning(f"Results on object storage ({root}) cannot be listed: {error}")
-        return []
+        return read()
+    except _storage_errors() as error:
+        st.error(f"Results on object storage ({escape(folder)}) cannot be read: {escape(error)}")
+        st.stop()
 
 
 def results_location(experiment: str) -> str | Path:
@@ -316,7 +335,7 @@ def _results(folder: str, stamp: Any):
 
 def load_results(experiment: str):
     folder = results_location(experiment)
-    return _results(str(folder), _results_stamp(folder))
+    return _stop_on_storage_error(folder, lambda: _results(str(folder), _results_stamp(folder)))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=64)
@@ -330,8 +349,9 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
     """``ragkit.analysis.views.<name>(results of these runs, *args)``, cached per results folder
     state: the one cached helper every page's tables and charts come through."""
     folder = results_location(experiment)
-    return _view(str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
-                 tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args))
+    return _stop_on_storage_error(folder, lambda: _view(
+        str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
+        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
 
 
 def dataset_of(out_dir: str | Path) -> str | None:

@@ -74,3 +74,23 @@ def test_a_remote_results_setting_that_is_not_s3_fails_naming_it(monkeypatch, is
     get_settings.cache_clear()
     with pytest.raises(ConfigError, match="RAGKIT_REMOTE_RESULTS"):
         get_settings()
+
+
+def test_object_storage_that_fails_after_listing_stops_the_page_with_a_message_not_a_traceback(
+        remote_and_local, monkeypatch):
+    import streamlit as st
+    from botocore.exceptions import EndpointConnectionError
+
+    import ragkit.folders
+
+    def gone(*args, **kwargs):
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    monkeypatch.setattr(ragkit.folders, "folder_state", gone)
+    app = page("5_compare.py", exp=remote_and_local).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert [e.value for e in app.error] == [
+        f"Results on object storage ({remote_and_local}) cannot be read: "
+        'Could not connect to the endpoint URL: "http://127.0.0.1:9"']
