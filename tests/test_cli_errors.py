@@ -124,6 +124,8 @@ CASES = [
      ["unknown chunker 'nope'", "recursive, semantic, sentence, token"]),
     ("summary: missing folder", ["summary", "{d}/nowhere"], 2, ["no results folder at", "nowhere"]),
     ("summary: not a results folder", ["summary", "{d}/emptydir"], 2, ["no results folder at", "emptydir"]),
+    ("compact: missing folder", ["compact", "{d}/nowhere"], 2, ["no results folder at", "nowhere"]),
+    ("compact: not a results folder", ["compact", "{d}/emptydir"], 2, ["no results folder at", "emptydir"]),
     ("export: unknown format", ["export", "{results}", "--format", "pdf"], USAGE,
      ["invalid choice: 'pdf'", "'csv', 'parquet', 'xlsx', 'json', 'html'"]),
     ("export: missing folder", ["export", "{d}/nowhere", "--format", "csv"], 2, ["no results folder at"]),
