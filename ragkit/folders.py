@@ -155,7 +155,6 @@ class ObjectFolder:
                                          item["LastModified"].timestamp(), str(item.get("ETag", ""))))
         return sorted(entries, key=lambda entry: entry.stem)
 
-
     def subfolders(self) -> tuple[str, ...]:
         """Names of the prefixes directly under this one, sorted."""
         prefix = f"{self.prefix}/" if self.prefix else ""
