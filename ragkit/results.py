@@ -88,8 +88,11 @@ def is_evaluation_stage(stage: pd.Series) -> pd.Series:
         per_category = is_evaluation_stage(pd.Series(stage.cat.categories)).to_numpy()
         # A missing stage (code -1) picks the appended False.
         return pd.Series(np.append(per_category, False)[stage.cat.codes.to_numpy()], index=stage.index)
-    stage = stage.astype("string")
-    return ((stage == EVAL_STAGE) | stage.str.startswith(EVAL_STAGE + ":")).fillna(False).astype(bool)
+    # A table has a handful of distinct stages and up to millions of rows: decide per distinct one.
+    codes, distinct = pd.factorize(stage.astype("string"), use_na_sentinel=True)
+    names = pd.Series(distinct, dtype="string")
+    per_value = ((names == EVAL_STAGE) | names.str.startswith(EVAL_STAGE + ":")).fillna(False).to_numpy(dtype=bool)
+    return pd.Series(np.append(per_value, False)[codes], index=stage.index)
 
 
 _ARROW_TYPES = {"string": "string", "float64": "float64", "int64": "int64", "bool": "bool_"}
@@ -300,6 +303,8 @@ class ResultStore:
             pairs, keys = current.get(record["run_id"]), record.get("question_keys")
             if pairs is None or not keys:  # parts written before keys: their rows are never stale
                 continue
+            if pairs.issuperset(zip(record["question_ids"], keys)):
+                continue  # the usual case, tested in one pass in C: every committed row is current
             lookup = lookups.get(id(pairs))
             if lookup is None:
                 lookup = lookups[id(pairs)] = {}

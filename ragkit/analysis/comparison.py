@@ -31,8 +31,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragkit.analysis import matrices as score_matrices
 from ragkit.analysis import statistics
 from ragkit.analysis.loading import Results
+from ragkit.analysis.matrices import ScoreMatrices
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
 from ragkit.metrics.names import better_direction, failure_value, parse_metric
 
@@ -47,69 +49,6 @@ COLUMNS = [
     "unit", "n", "n_units", "n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b", "diff", "ci_low", "ci_high",
     "p", "p_holm", "strict_diff", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
 ]
-
-
-class ScoreMatrices:
-    """Per metric, questions x runs arrays of valid values (NaN otherwise) and of rows present
-    (the question was asked), over one question order shared by every metric."""
-
-    def __init__(self, results: Results, run_ids: list[str]) -> None:
-        self.results = results
-        self.run_ids = run_ids
-        self.question_ids = results.question_ids
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._means: dict[tuple[str, float], np.ndarray] = {}
-
-    def run_means(self, metric: str, failed: float) -> np.ndarray:
-        """Per run, the mean over the questions it was asked, a failure counting as ``failed``;
-        NaN for a run asked nothing. Computed once per metric for every run (a factor's levels
-        are averaged from these for each of its pairs)."""
-        key = (metric, failed)
-        if key not in self._means:
-            values, asked = self.get(metric)
-            counts = asked.sum(axis=0)
-            totals = np.where(asked, np.nan_to_num(values, nan=failed), 0.0).sum(axis=0)
-            self._means[key] = np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
-        return self._means[key]
-
-    def load(self, metrics: list[str]) -> None:
-        """Read the rows of ``metrics`` in one pass (later ``get`` calls find them read)."""
-        self.results.scores_of(metrics)
-
-    def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        if metric not in self._cache:
-            rows = self.results.scores_of([metric])
-            r = positions(rows["run_id"], pd.Index(self.run_ids))
-            rows = rows[r >= 0]
-            r = r[r >= 0]
-            q = positions(rows["question_id"], self.question_ids)
-            if (q < 0).any():  # a question the questions table does not list: count it all the same
-                self._grow(pd.Index(rows["question_id"][q < 0].astype("string").unique()))
-                q = positions(rows["question_id"], self.question_ids)
-            values = np.full((len(self.question_ids), len(self.run_ids)), np.nan)
-            asked = np.zeros_like(values, dtype=bool)
-            valid = (rows["error"].isna() & rows["value"].notna()).to_numpy()
-            values[q[valid], r[valid]] = rows["value"].to_numpy(dtype="float64")[valid]
-            asked[q, r] = True
-            self._cache[metric] = (values, asked)
-        return self._cache[metric]
-
-    def _grow(self, question_ids: pd.Index) -> None:
-        self.question_ids = self.question_ids.append(question_ids)
-        extra = len(question_ids)
-        for metric, (values, asked) in self._cache.items():
-            self._cache[metric] = (np.vstack([values, np.full((extra, values.shape[1]), np.nan)]),
-                                   np.vstack([asked, np.zeros((extra, asked.shape[1]), dtype=bool)]))
-
-
-def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
-    """Each value's position in ``index`` (-1 when absent); a categorical column is looked up
-    by its categories, not row by row."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        found = index.get_indexer(column.cat.categories.astype("string"))
-        codes = column.cat.codes.to_numpy()
-        return np.where(codes >= 0, found[codes], -1)
-    return index.get_indexer(column.astype("string"))
 
 
 @functools.lru_cache(maxsize=4096)  # called per pair: a thousand runs have tens of thousands
@@ -134,20 +73,19 @@ def run_depths(runs: pd.DataFrame) -> dict[str, int | None]:
     return {run_id: (None if pd.isna(value) else int(value)) for run_id, value in zip(runs["run_id"], depth)}
 
 
-def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: list[str]) -> dict[str, np.ndarray]:
-    """Per pair (columns, in order): per-question differences b - a over questions both scored
-    (NaN elsewhere), strict differences over questions both were asked (a failure as the metric's
-    worst value, ``names.failure_value``: 0, or 1 for a lower-is-better rate), and the
-    counts of scored and failed questions per side."""
-    n_questions, n_pairs = len(matrices.question_ids), len(pairs)
+def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
+                      compared: np.ndarray) -> dict[str, np.ndarray]:
+    """Per pair (columns, in order; ``runs_a`` and ``runs_b`` are positions in the matrices' runs):
+    per-question differences b - a over questions both scored (NaN elsewhere), strict differences
+    over questions both were asked (a failure as the metric's worst value,
+    ``names.failure_value``: 0, or 1 for a lower-is-better rate), and the counts of scored and
+    failed questions per side."""
+    n_questions, n_pairs = len(matrices.question_ids), len(runs_a)
     out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
     for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
         out[name] = np.zeros(n_pairs, dtype="int64")
-    run_index = pd.Index(matrices.run_ids)
-    runs_a, runs_b = run_index.get_indexer(pairs["run_a"]), run_index.get_indexer(pairs["run_b"])
-    compared_array = np.asarray(compared, dtype=object)
-    for metric in dict.fromkeys(compared):
-        columns = np.flatnonzero(compared_array == metric)
+    for metric in dict.fromkeys(compared.tolist()):
+        columns = np.flatnonzero(compared == metric)
         values, asked = matrices.get(str(metric))
         a, b = runs_a[columns], runs_b[columns]
         value_a, value_b = values[:, a], values[:, b]
@@ -155,7 +93,7 @@ def _pair_differences(matrices: ScoreMatrices, pairs: pd.DataFrame, compared: li
         scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
         out["diff"][:, columns] = np.where(scored_a & scored_b, value_b - value_a, np.nan)
         failed = failure_value(str(metric))
-        strict = np.nan_to_num(value_b, nan=failed) - np.nan_to_num(value_a, nan=failed)
+        strict = np.where(scored_b, value_b, failed) - np.where(scored_a, value_a, failed)
         out["strict"][:, columns] = np.where(both_asked, strict, np.nan)
         out["n_scored_a"][columns], out["n_scored_b"][columns] = scored_a.sum(axis=0), scored_b.sum(axis=0)
         out["n_failed_a"][columns] = (both_asked & ~scored_a).sum(axis=0)
@@ -191,7 +129,8 @@ class Comparer:
         self.results = results
         self.depth_rule = depth_rule
         self.runs = results.runs.reset_index(drop=True)
-        self.matrices = ScoreMatrices(results, self.runs["run_id"].astype(str).tolist())
+        # Shared with every other view of these runs (means, curves, the runs table).
+        self.matrices = score_matrices.for_results(results)
         self.depths = run_depths(self.runs)
         self._pairs: pd.DataFrame | None = None
         self._latency: pd.Series | None = None
@@ -213,17 +152,36 @@ class Comparer:
         if self._latency is None:
             from ragkit.analysis.latency import run_latency
 
-            self._latency = run_latency(self.results.stages) * 1000
+            # Shared with the other views of these runs (the Pareto scatter).
+            self._latency = self.results.derived("run_latency", lambda: run_latency(self.results.stages)) * 1000
         return self._latency
 
-    def _compared(self, pairs: pd.DataFrame, metric: str) -> tuple[list[str], list[int | None]]:
-        chosen = [compared_metric(metric, self.depths.get(a), self.depths.get(b), factor, self.depth_rule)
-                  for a, b, factor in zip(pairs["run_a"], pairs["run_b"], pairs["factor"])]
-        return [name for name, _ in chosen], [depth for _, depth in chosen]
+    def _positions(self, run_ids: pd.Series) -> np.ndarray:
+        return pd.Index(self.matrices.run_ids).get_indexer(run_ids.astype(str))
 
-    def _latency_diff(self, pairs: pd.DataFrame) -> np.ndarray:
-        latency = self.latency_ms
-        return (pairs["run_b"].map(latency) - pairs["run_a"].map(latency)).to_numpy(dtype="float64")
+    def _compared(self, pairs: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair, the metric it is compared on and its cut-off (object arrays): decided once
+        per distinct (depth a, depth b, factor), of which a grid has a handful, not per pair."""
+        missing = -1  # a run without a known depth
+        depth_a = pairs["run_a"].map(self.depths).fillna(missing).to_numpy(dtype="int64")
+        depth_b = pairs["run_b"].map(self.depths).fillna(missing).to_numpy(dtype="int64")
+        factor_codes, factor_names = pd.factorize(pairs["factor"].to_numpy(dtype=object))
+        # One integer per (depth a, depth b, factor): depths are small, factors few.
+        span = max(int(depth_a.max(initial=0)), int(depth_b.max(initial=0))) + 2
+        combined = (factor_codes * span + depth_a + 1) * span + depth_b + 1
+        distinct_keys, codes = np.unique(combined, return_inverse=True)
+        distinct = [(int(key // span % span) - 1, int(key % span) - 1, factor_names[int(key // span // span)])
+                    for key in distinct_keys]
+        chosen = [compared_metric(metric, None if a == missing else a, None if b == missing else b, factor,
+                                  self.depth_rule) for a, b, factor in distinct]
+        names = np.asarray([name for name, _ in chosen] or [metric], dtype=object)
+        depths = np.empty(max(len(chosen), 1), dtype=object)
+        depths[:len(chosen)] = [depth for _, depth in chosen]
+        return names[codes], depths[codes]
+
+    def _latency_diff(self, runs_a: np.ndarray, runs_b: np.ndarray) -> np.ndarray:
+        latency = self.latency_ms.reindex(self.matrices.run_ids).to_numpy(dtype="float64")
+        return latency[runs_b] - latency[runs_a]
 
     def pair_comparisons(self, metrics: list[str], pairs: pd.DataFrame | None = None) -> pd.DataFrame:
         """Every pair (default: every single-factor pair) x metric, without p_holm."""
@@ -231,8 +189,9 @@ class Comparer:
         if pairs.empty:
             return _finish([])
         plans = {metric: self._compared(pairs, metric) for metric in metrics}
-        self.matrices.load([name for compared, _ in plans.values() for name in compared])
-        latency = self._latency_diff(pairs)
+        self.matrices.load([name for compared, _ in plans.values() for name in dict.fromkeys(compared.tolist())])
+        runs_a, runs_b = self._positions(pairs["run_a"]), self._positions(pairs["run_b"])
+        latency = self._latency_diff(runs_a, runs_b)
         units = self.units
         frames = []
         for metric in metrics:
@@ -242,31 +201,34 @@ class Comparer:
             for start in range(0, len(pairs), PAIR_BLOCK):
                 block = pairs.iloc[start:start + PAIR_BLOCK].reset_index(drop=True)
                 end = start + len(block)
-                differences = _pair_differences(self.matrices, block, compared[start:end])
+                differences = _pair_differences(self.matrices, runs_a[start:end], runs_b[start:end],
+                                                compared[start:end])
                 rows = pd.DataFrame({
                     "kind": PAIR, "factor": block["factor"], "level_a": block["value_a"], "level_b": block["value_b"],
                     "run_a": block["run_a"], "run_b": block["run_b"], "pairs": 1, "metric": metric,
-                    "metric_compared": compared[start:end], "depth": pd.array(depths[start:end], dtype="Int64"),
+                    "metric_compared": compared[start:end].tolist(),
+                    "depth": pd.array(depths[start:end].tolist(), dtype="Int64"),
                     **{name: differences[name] for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
                     "latency_ms_diff": latency[start:end],
                 })
                 frames.append(_with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit))
         return _finish(frames)
 
-    def _level_means(self, factor_pairs: pd.DataFrame, compared: list[str], failed: float) -> dict[str, float]:
-        """Mean of each level's runs in these pairs (failures as ``failed``), averaged over its runs."""
-        means: dict[str, list[float]] = {}
-        run_index, compared_array = pd.Index(self.matrices.run_ids), np.asarray(compared, dtype=object)
-        for side in ("a", "b"):
-            runs = run_index.get_indexer(factor_pairs[f"run_{side}"])
-            side_means = np.empty(len(factor_pairs))
-            for metric in dict.fromkeys(compared):  # one lookup per metric, not per pair
-                columns = np.flatnonzero(compared_array == metric)
-                side_means[columns] = self.matrices.run_means(metric, failed)[runs[columns]]
-            for level, mean in zip(factor_pairs[f"value_{side}"], side_means.tolist()):
-                if not np.isnan(mean):
-                    means.setdefault(level, []).append(mean)
-        return {level: float(np.mean(values)) for level, values in means.items()}
+    def _level_means(self, runs_a: np.ndarray, runs_b: np.ndarray, levels_a: np.ndarray, levels_b: np.ndarray,
+                     compared: np.ndarray, failed: float) -> dict[str, float]:
+        """Mean of each level's runs in these pairs (failures as ``failed``), averaged over its
+        pairs: one lookup per compared metric and one weighted count per level, not per pair."""
+        side_means = np.empty(2 * len(runs_a))
+        runs = np.concatenate([runs_a, runs_b])
+        both = np.concatenate([compared, compared])
+        for metric in dict.fromkeys(compared.tolist()):
+            columns = np.flatnonzero(both == metric)
+            side_means[columns] = self.matrices.run_means(str(metric), failed)[runs[columns]]
+        known = ~np.isnan(side_means)
+        codes, levels = pd.factorize(np.concatenate([levels_a, levels_b])[known])
+        sums = np.bincount(codes, weights=side_means[known], minlength=len(levels))
+        counts = np.bincount(codes, minlength=len(levels))
+        return {level: float(sums[i] / counts[i]) for i, level in enumerate(levels)}
 
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
         """Per factor, metric and level: the level (a) against the factor's best level (b),
@@ -275,51 +237,55 @@ class Comparer:
         if pairs.empty:
             return _finish([])
         levels = factor_levels(self.runs)
-        self.matrices.load([name for metric in metrics for name in self._compared(pairs, metric)[0]])
+        plans = {metric: self._compared(pairs, metric) for metric in metrics}
+        self.matrices.load([name for compared, _ in plans.values() for name in dict.fromkeys(compared.tolist())])
+        all_a, all_b = self._positions(pairs["run_a"]), self._positions(pairs["run_b"])
+        factor_column = pairs["factor"].to_numpy(dtype=object)
         frames = []
-        for factor in dict.fromkeys(pairs["factor"]):
+        for factor in dict.fromkeys(factor_column.tolist()):
             if factors is not None and factor not in factors:
                 continue
-            factor_pairs = pairs[pairs["factor"] == factor].reset_index(drop=True)
+            mine = np.flatnonzero(factor_column == factor)
+            runs_a, runs_b = all_a[mine], all_b[mine]
+            levels_a = pairs["value_a"].to_numpy(dtype=object)[mine]
+            levels_b = pairs["value_b"].to_numpy(dtype=object)[mine]
             order = level_order(self.runs, levels.reset_index(drop=True), factor)
             for metric in metrics:
-                compared, depths = self._compared(factor_pairs, metric)
-                means = self._level_means(factor_pairs, compared, failure_value(metric))
+                compared, depths = plans[metric][0][mine], plans[metric][1][mine]
+                means = self._level_means(runs_a, runs_b, levels_a, levels_b, compared, failure_value(metric))
                 if not means:
                     continue
                 ranked = sorted(means, key=lambda level: order[level])
                 direction = better_direction(metric)
                 best = max(ranked, key=lambda level: direction * means[level]) if direction else ranked[0]
-                frames.append(self._against(factor_pairs, compared, depths, factor, metric, best, ranked))
+                frames.append(self._against(runs_a, runs_b, levels_a, levels_b, compared, depths, factor, metric,
+                                            best, ranked))
         return _finish(frames)
 
-    def _against(self, factor_pairs: pd.DataFrame, compared: list[str], depths: list[int | None], factor: str,
-                 metric: str, best: str, levels: list[str]) -> pd.DataFrame:
+    def _against(self, runs_a: np.ndarray, runs_b: np.ndarray, levels_a: np.ndarray, levels_b: np.ndarray,
+                 compared: np.ndarray, depths: np.ndarray, factor: str, metric: str, best: str,
+                 levels: list[str]) -> pd.DataFrame:
         """Rows "level vs best" for every other level that some pair matches with the best one."""
         # Orient every pair that involves the best level as (other level, best).
-        involves = (factor_pairs["value_a"] == best) | (factor_pairs["value_b"] == best)
-        chosen = factor_pairs[involves].reset_index(drop=True)
-        compared = [name for name, keep in zip(compared, involves) if keep]
-        depths = [depth for depth, keep in zip(depths, involves) if keep]
-        flip = chosen["value_a"] == best
-        oriented = chosen.assign(
-            run_a=chosen["run_b"].where(flip, chosen["run_a"]), run_b=chosen["run_a"].where(flip, chosen["run_b"]),
-            value_a=chosen["value_b"].where(flip, chosen["value_a"]), value_b=best,
-        )
-        latency = self._latency_diff(oriented)
+        involves = np.flatnonzero((levels_a == best) | (levels_b == best))
+        flip = levels_a[involves] == best
+        other = np.where(flip, levels_b[involves], levels_a[involves])
+        oriented_a = np.where(flip, runs_b[involves], runs_a[involves])
+        oriented_b = np.where(flip, runs_a[involves], runs_b[involves])
+        compared, depths = compared[involves], depths[involves]
+        latency = self._latency_diff(oriented_a, oriented_b)
         records, diff_columns, strict_columns = [], [], []
         for level in levels:
-            mine = np.flatnonzero((oriented["value_a"] == level).to_numpy())
+            mine = np.flatnonzero(other == level)
             if level == best or not len(mine):
                 continue
             # One level's pairs at a time: only its questions x pairs differences are held.
-            differences = _pair_differences(self.matrices, oriented.iloc[mine].reset_index(drop=True),
-                                            [compared[i] for i in mine])
-            shown_depths = {depths[i] for i in mine}
+            differences = _pair_differences(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
+            shown_depths = set(depths[mine].tolist())
             records.append({
                 "kind": MARGINAL, "factor": factor, "level_a": level, "level_b": best, "run_a": None, "run_b": None,
                 "pairs": len(mine), "metric": metric,
-                "metric_compared": ", ".join(dict.fromkeys(compared[i] for i in mine)),
+                "metric_compared": ", ".join(dict.fromkeys(compared[mine].tolist())),
                 "depth": next(iter(shown_depths)) if len(shown_depths) == 1 else None,
                 **{name: int(differences[name].sum())
                    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},

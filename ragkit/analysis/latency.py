@@ -39,14 +39,15 @@ def latency_by_stage(stages: pd.DataFrame) -> pd.DataFrame:
                                    per_question=True)
     build_level = (stages[~per_question].groupby(["run_id", "stage"], observed=True)["seconds"].sum()
                    .reset_index().assign(per_question=False))
-    return pd.concat([question_level, build_level], ignore_index=True)[["run_id", "stage", "seconds", "per_question"]]
+    table = pd.concat([question_level, build_level], ignore_index=True)[["run_id", "stage", "seconds", "per_question"]]
+    return table.astype({"run_id": object, "stage": object})  # plain labels for charts and tables
 
 
 def run_latency(stages: pd.DataFrame) -> pd.Series:
     """Mean pipeline seconds per question per run: the sum of the per-question stage means."""
     latency = latency_by_stage(stages)
     answering = latency["per_question"] & ~is_evaluation_stage(latency["stage"])
-    return latency[answering].groupby("run_id")["seconds"].sum()
+    return latency[answering].groupby("run_id", observed=True)["seconds"].sum()
 
 
 def latency_scores(stages: pd.DataFrame) -> pd.DataFrame:
@@ -61,10 +62,10 @@ def latency_scores(stages: pd.DataFrame) -> pd.DataFrame:
 def llm_usage(stages: pd.DataFrame) -> pd.DataFrame:
     """Per run: the pipeline's LLM calls, invalid replies and tokens (evaluation left out); empty
     when the runs made no pipeline LLM call."""
-    usage = pipeline_stages(stages)[["run_id", *USAGE_FIELDS]].fillna(0)
+    usage = pipeline_stages(stages)[["run_id", *USAGE_FIELDS]].fillna(dict.fromkeys(USAGE_FIELDS, 0))
     if not usage[list(USAGE_FIELDS)].to_numpy().any():
         return pd.DataFrame()
-    return usage.groupby("run_id", observed=True).sum().astype("int64").reset_index()
+    return usage.groupby("run_id", observed=True).sum().astype("int64").reset_index().astype({"run_id": object})
 
 
 def evaluation_cost(stages: pd.DataFrame) -> pd.DataFrame:
@@ -75,7 +76,7 @@ def evaluation_cost(stages: pd.DataFrame) -> pd.DataFrame:
     if evaluated.empty:
         return pd.DataFrame()
     cost = evaluated.astype({"stage": "string"}).groupby(["run_id", "stage"], observed=True)[columns].sum()
-    return cost.astype(dict.fromkeys(USAGE_FIELDS, "int64")).reset_index()
+    return cost.astype(dict.fromkeys(USAGE_FIELDS, "int64")).reset_index().astype({"run_id": object})
 
 
 def llm_tokens_per_question(stages: pd.DataFrame) -> pd.Series:
@@ -103,8 +104,14 @@ def pareto_front(frame: pd.DataFrame, quality: str, cost: str) -> pd.Series:
 def quality_vs_latency(scores: pd.DataFrame, stages: pd.DataFrame, metric: str) -> pd.DataFrame:
     """[run_id, quality, latency_ms, pareto] for the quality-vs-latency scatter."""
     valid = scores[valid_mask(scores) & (scores["metric"] == metric)]
-    quality = valid.groupby("run_id", observed=True)["value"].mean().rename("quality")
-    latency = (run_latency(stages) * 1000).rename("latency_ms")
+    quality = valid.groupby("run_id", observed=True)["value"].mean()
+    return quality_front(quality, run_latency(stages))
+
+
+def quality_front(quality: pd.Series, latency_s: pd.Series) -> pd.DataFrame:
+    """[run_id, quality, latency_ms, pareto] from per-run quality and pipeline seconds per question."""
+    quality = quality.rename("quality").set_axis(quality.index.astype(str))
+    latency = (latency_s * 1000).rename("latency_ms").set_axis(latency_s.index.astype(str))
     frame = pd.concat([quality, latency], axis=1).rename_axis("run_id").reset_index()
     frame["pareto"] = pareto_front(frame, "quality", "latency_ms")
     return frame

@@ -25,6 +25,9 @@ from ragkit.results import PART_TABLES, SCHEMAS, ResultStore, empty_table
 
 LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")
 SCORE_CATEGORIES = ("run_id", "question_id", "metric")
+# Tables of a row per question and stage: categories make their group-bys integer work (a stage
+# name is decided once per category, not per row). Views return plain strings.
+TABLE_CATEGORIES = {"stages": ("run_id", "question_id", "stage")}
 
 
 def analysed_columns(name: str) -> list[str]:
@@ -72,14 +75,20 @@ class Results:
         return self._mine(ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, run_ids=self._run_ids,
                                                       columns=analysed_columns("scores")))
 
-    def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
-        """The score rows of ``metrics`` only; reads (once) just those rows when the whole table
-        has not been read. Rows read together stay one frame, so asking again is a filter."""
+    def score_frames(self, metrics: list[str] | tuple[str, ...]) -> list[pd.DataFrame]:
+        """The frames that hold the score rows of ``metrics``, reading (once) just those rows when
+        the whole table has not been read; a frame may hold other metrics' rows too (one pass
+        over its codes finds each metric's rows, ``matrices.metric_rows``, where a filter per
+        metric over millions of rows costs a copy each)."""
+        return [frame for frame, _ in self._score_batches(metrics)]
+
+    def _score_batches(self, metrics: list[str] | tuple[str, ...]) -> list[tuple[pd.DataFrame, bool]]:
+        """(frame, whether it holds only ``metrics``' rows) for the frames holding their rows."""
         wanted = list(dict.fromkeys(str(m) for m in metrics))
         if "scores" in self.__dict__:
-            return self.scores[self.scores["metric"].isin(wanted)].reset_index(drop=True)
+            return [(self.scores, False)]
         if self._source is not None:
-            return self._mine(self._source.scores_of(wanted))
+            return [(self._mine(frame), only) for frame, only in self._source._score_batches(wanted)]
         missing = [m for m in wanted if m not in self._batch_of]
         if missing:
             frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing,
@@ -87,14 +96,15 @@ class Results:
                      if self.root is not None else empty_table("scores"))
             self._batches.append(frame)
             self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
-        pieces = []
-        for batch in dict.fromkeys(self._batch_of[m] for m in wanted):
-            frame = self._batches[batch]
-            if all(m in wanted for m, read_in in self._batch_of.items() if read_in == batch):
-                pieces.append(frame)  # the whole batch: no copy
-            else:
-                pieces.append(frame[frame["metric"].isin([m for m in wanted if self._batch_of[m] == batch])]
-                              .reset_index(drop=True))
+        return [(self._batches[batch], all(m in wanted for m, read_in in self._batch_of.items() if read_in == batch))
+                for batch in dict.fromkeys(self._batch_of[m] for m in wanted)]
+
+    def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
+        """The score rows of ``metrics`` only; reads (once) just those rows when the whole table
+        has not been read. Rows read together stay one frame, so asking again is a filter."""
+        wanted = list(dict.fromkeys(str(m) for m in metrics))
+        pieces = [frame if only else frame[frame["metric"].isin(wanted)].reset_index(drop=True)
+                  for frame, only in self._score_batches(wanted)]  # a whole batch: no copy
         if len(pieces) == 1:
             return pieces[0]
         # Batches have their own categories: plain strings concatenate quickly.
@@ -129,7 +139,8 @@ class Results:
             return empty_table(name)
         else:
             columns = analysed_columns(name) if name in PART_TABLES else None
-            table = ResultStore(self.root).read(name, run_ids=self._run_ids, columns=columns)
+            table = ResultStore(self.root).read(name, run_ids=self._run_ids, columns=columns,
+                                                categorical=TABLE_CATEGORIES.get(name, ()))
         return self._mine(table) if "run_id" in table.columns else table
 
     def question_rows(self, name: str, question_id: str) -> pd.DataFrame:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ragkit.analysis import failures, judges, latency
+from ragkit.analysis import failures, judges, latency, matrices
 from ragkit.analysis.comparison import Comparer, with_holm
 from ragkit.analysis.loading import Results
-from ragkit.analysis.means import curve, metric_means, metric_table
+from ragkit.analysis.means import matrix_curve, matrix_means, matrix_table, metric_means
 from ragkit.metrics.names import parse_metric, sort_key
 from ragkit.results import JUDGE_SD_SUFFIX
 
@@ -22,7 +22,7 @@ PAIRS_SHOWN_UNASKED = 2000
 
 def means(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
     """Per run and metric: mean, CI over the resampling unit, scored and failed counts."""
-    return metric_means(results.scores_of(metrics), list(metrics), results.units)
+    return matrix_means(matrices.for_results(results), list(metrics), results.units)
 
 
 def latency_means(results: Results) -> pd.DataFrame:
@@ -69,21 +69,31 @@ def _family(results: Results, family: str) -> list[str]:
 
 def read_metrics(results: Results, metrics: tuple[str, ...], curve_family: str | None = None) -> int:
     """Read the score rows of ``metrics`` and of a curve family in one pass (every read is a pass
-    over all parts, so a page asks once for what it will show); the number of rows read."""
-    return len(results.scores_of([*metrics, *(_family(results, curve_family) if curve_family else [])]))
+    over all parts, so a page asks once for what it will show) into the selection's score
+    matrices; the number of rows read."""
+    wanted = [*metrics, *(_family(results, curve_family) if curve_family else [])]
+    matrices.for_results(results).load(wanted)
+    return sum(len(frame) for frame in results.score_frames(wanted))
 
 
 def curve_points(results: Results, family: str) -> pd.DataFrame:
     """Mean of ``family@k`` per run at every k scored."""
-    return curve(results.scores_of(_family(results, family)), family)
+    return matrix_curve(matrices.for_results(results), _family(results, family), family)
 
 
 def quality_latency(results: Results, metric: str) -> pd.DataFrame:
-    return latency.quality_vs_latency(results.scores_of([metric]), latency.pipeline_stages(results.stages), metric)
+    shared = matrices.for_results(results)
+    quality = pd.Series(shared.valid_means(metric), index=shared.run_ids).dropna()
+    return latency.quality_front(quality, _run_latency(results))
+
+
+def _run_latency(results: Results) -> pd.Series:
+    """Per run: pipeline seconds per question, shared by every view of the same runs."""
+    return results.derived("run_latency", lambda: latency.run_latency(results.stages))
 
 
 def runs_by_metrics(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    return metric_table(results.scores_of(metrics), results.runs, list(metrics))
+    return matrix_table(matrices.for_results(results), results.runs, list(metrics))
 
 
 def llm_usage(results: Results) -> pd.DataFrame:

@@ -1,0 +1,122 @@
+"""Per metric, a questions x runs array of valid values and one of the questions each run was asked.
+
+Every per-run number of the Compare page (means with intervals, curves over k, the runs table,
+quality against latency, factor effects and pair differences) is a reduction of these arrays.
+They are built once per metric for a selection of runs and shared by every view of it
+(``for_results``): at 1,000 runs x 1,000 questions each metric is a million score rows, and
+grouping them again for every chart cost seconds per chart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ragkit.analysis.loading import Results
+
+
+def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
+    """Each value's position in ``index`` (-1 when absent); a categorical column is looked up
+    by its categories, not row by row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        found = index.get_indexer(column.cat.categories.astype("string"))
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, found[codes], -1)
+    return index.get_indexer(column.astype("string"))
+
+
+def metric_rows(scores: pd.DataFrame, metrics: list[str]) -> dict[str, np.ndarray]:
+    """metric name -> the row numbers of its rows in ``scores``: compares a categorical metric
+    column's integer codes, where a string filter per metric over millions of rows costs a copy."""
+    column = scores["metric"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        found = column.cat.categories.astype("string").get_indexer(metrics)
+        return {metric: np.flatnonzero(codes == code) for metric, code in zip(metrics, found) if code >= 0}
+    values = column.astype("string").to_numpy()
+    return {metric: np.flatnonzero(values == metric) for metric in metrics}
+
+
+class ScoreMatrices:
+    """Per metric, questions x runs arrays of valid values (NaN otherwise) and of rows present
+    (the question was asked), over one question order shared by every metric. A score row is
+    valid when its `error` is empty and its `value` is not NaN (``means.valid_mask``)."""
+
+    def __init__(self, results: Results, run_ids: list[str]) -> None:
+        self.results = results
+        self.run_ids = run_ids
+        self.question_ids = results.question_ids
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._means: dict[tuple[str, float], np.ndarray] = {}
+
+    def load(self, metrics: list[str] | tuple[str, ...]) -> None:
+        """Read the rows of ``metrics`` in one pass and build every array they make."""
+        missing = [str(m) for m in dict.fromkeys(metrics) if str(m) not in self._cache]
+        if not missing:
+            return
+        for rows in self.results.score_frames(missing):
+            self._build(rows, [m for m in missing if m not in self._cache])
+        for metric in missing:  # not scored for these runs: nothing asked, nothing valid
+            if metric not in self._cache:
+                self._cache[metric] = (np.full((len(self.question_ids), len(self.run_ids)), np.nan),
+                                       np.zeros((len(self.question_ids), len(self.run_ids)), dtype=bool))
+
+    def _build(self, rows: pd.DataFrame, metrics: list[str]) -> None:
+        by_metric = {metric: at for metric, at in metric_rows(rows, metrics).items() if len(at)}
+        if not by_metric:
+            return
+        r = positions(rows["run_id"], pd.Index(self.run_ids))
+        q = positions(rows["question_id"], self.question_ids)
+        unknown = (q < 0) & (r >= 0)
+        if unknown.any():  # a question the questions table does not list: count it all the same
+            self._grow(pd.Index(rows["question_id"][unknown].astype("string").unique()))
+            q = positions(rows["question_id"], self.question_ids)
+        valid_rows = (rows["error"].isna() & rows["value"].notna()).to_numpy()
+        value_column = rows["value"].to_numpy(dtype="float64")
+        for metric, at in by_metric.items():
+            at = at[r[at] >= 0]
+            values = np.full((len(self.question_ids), len(self.run_ids)), np.nan)
+            asked = np.zeros(values.shape, dtype=bool)
+            valid = at[valid_rows[at]]
+            values[q[valid], r[valid]] = value_column[valid]
+            asked[q[at], r[at]] = True
+            self._cache[metric] = (values, asked)
+
+    def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, asked) of ``metric``: questions x runs, in ``question_ids`` x ``run_ids`` order."""
+        if metric not in self._cache:
+            self.load([metric])
+        return self._cache[metric]
+
+    def run_means(self, metric: str, failed: float) -> np.ndarray:
+        """Per run, the mean over the questions it was asked, a failure counting as ``failed``;
+        NaN for a run asked nothing. Computed once per metric for every run (a factor's levels
+        are averaged from these for each of its pairs)."""
+        key = (metric, failed)
+        if key not in self._means:
+            values, asked = self.get(metric)
+            counts = asked.sum(axis=0)
+            totals = np.where(asked, np.nan_to_num(values, nan=failed), 0.0).sum(axis=0)
+            self._means[key] = np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+        return self._means[key]
+
+    def valid_means(self, metric: str) -> np.ndarray:
+        """Per run, the plain mean of its valid values; NaN for a run with none."""
+        values, _ = self.get(metric)
+        counts = (~np.isnan(values)).sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            return np.where(counts > 0, np.nansum(values, axis=0) / np.maximum(counts, 1), np.nan)
+
+    def _grow(self, question_ids: pd.Index) -> None:
+        self.question_ids = self.question_ids.append(question_ids)
+        extra = len(question_ids)
+        for metric, (values, asked) in self._cache.items():
+            self._cache[metric] = (np.vstack([values, np.full((extra, values.shape[1]), np.nan)]),
+                                   np.vstack([asked, np.zeros((extra, asked.shape[1]), dtype=bool)]))
+
+
+def for_results(results: Results) -> ScoreMatrices:
+    """The matrices of ``results``' runs, shared by every view of the same runs."""
+    return results.derived("score_matrices",
+                           lambda: ScoreMatrices(results, results.runs["run_id"].astype(str).tolist()
+                                                 if "run_id" in results.runs.columns else []))
