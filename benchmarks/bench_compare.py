@@ -41,9 +41,10 @@ def metric_names(top_k: int) -> list[str]:
 
 
 def build(root: Path, n_runs: int, n_questions: int, seed: int = 0, compact: bool = True) -> None:
-    """``compact``: as ragkit writes results today, every row carries its question's content key
-    and each finished run is compacted into one part per table (``ResultStore.compact_run``);
-    without it, as older folders are: one part per 100-question shard and no keys."""
+    """``compact``: as ragkit writes results today, every row carries its question's content key,
+    each finished run is compacted into one part per table (``ResultStore.compact_run``) and the
+    plan's end writes the merged read copies (``ResultStore.merge``); without it, as older
+    folders are: one part per 100-question shard, no keys, no merged copies."""
     rng = np.random.default_rng(seed)
     store = ResultStore(root)
     questions = [f"q{i:05d}" for i in range(n_questions)]
@@ -86,6 +87,8 @@ def build(root: Path, n_runs: int, n_questions: int, seed: int = 0, compact: boo
                                keys[start:start + SHARD_SIZE] if keys is not None else None)
         if compact:
             store.compact_run(run_id)
+    if compact:  # as the executor leaves a folder at the end of a plan: merged read copies
+        store.merge()
 
 
 def timed(label: str, func, timings: dict[str, float]):

@@ -134,8 +134,12 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
     with store.writer_lock():
         runs, parts = store.compact()
+        merged = store.merge()
     print(f"{args.results}: {runs} run(s) compacted from {parts} parts into one part per table each"
           if runs else f"{args.results}: nothing to compact (every run has one part per table)")
+    if merged:
+        print(f"{args.results}: merged read copies of " + ", ".join(
+            f"{name} ({count} part{'' if count == 1 else 's'})" for name, count in merged.items()))
     return 0
 
 
@@ -275,8 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("results")
     summary.set_defaults(func=_cmd_summary)
 
-    compact = sub.add_parser("compact", help="merge each run's parts of a results folder into one per table (a "
-                                             "finished run does this itself; for older folders and unfinished runs)")
+    compact = sub.add_parser("compact", help="merge each run's parts of a results folder into one per table, and "
+                                             "write the folder's merged read copies (a finished run or plan does "
+                                             "this itself; for older folders and unfinished runs)")
     compact.add_argument("results")
     compact.set_defaults(func=_cmd_compact)
 

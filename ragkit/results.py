@@ -388,24 +388,74 @@ class ResultStore:
         schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in categorical else f
                             for f in arrow_schema(name)])
         options = ds.ParquetReadOptions(dictionary_columns=list(categorical))
-        dataset = ds.dataset([entry.path for entry in parts], format=ds.ParquetFileFormat(read_options=options),
-                             schema=schema, filesystem=fs)
         where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
         if question_id is not None:
             one = (ds.field("question_id") == question_id) | ds.field("question_id").is_null()
             where = one if where is None else where & one
         stale = self.stale_keys()
-        if stale:
-            key_columns = ["run_id", "question_id", "question_key"]
-            read_columns = None if columns is None else list(dict.fromkeys([*columns, *key_columns]))
-            frame = dataset.to_table(columns=read_columns, filter=where).unify_dictionaries().to_pandas()
-            triples = pd.MultiIndex.from_frame(frame[key_columns].astype("object"))
-            dropped = triples.isin(list(stale))
-            frame = frame.loc[~dropped].reset_index(drop=True)
-            return frame if columns is None else frame[columns]
-        table = dataset.to_table(columns=columns, filter=where)
+        tables = []
+        if question_id is None and columns is not None and "question_key" not in columns:
+            merged, parts = self._read_merged(name, parts, stale, columns, categorical, metrics)
+            tables = [merged] if merged is not None else []
+        if parts:
+            dataset = ds.dataset([entry.path for entry in parts], format=ds.ParquetFileFormat(read_options=options),
+                                 schema=schema, filesystem=fs)
+            if stale:
+                key_columns = ["run_id", "question_id", "question_key"]
+                read_columns = None if columns is None else list(dict.fromkeys([*columns, *key_columns]))
+                frame = dataset.to_table(columns=read_columns, filter=where).unify_dictionaries().to_pandas()
+                triples = pd.MultiIndex.from_frame(frame[key_columns].astype("object"))
+                dropped = triples.isin(list(stale))
+                frame = frame.loc[~dropped].reset_index(drop=True)
+                if not tables:
+                    return frame if columns is None else frame[columns]
+                tables.append(pa.Table.from_pandas(frame[columns], schema=schema.select(columns), preserve_index=False))
+            else:
+                tables.append(dataset.to_table(columns=columns, filter=where))
         # Each file has its own dictionary; one shared set of categories per column for pandas.
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         return table.unify_dictionaries().to_pandas()
+
+    def _read_merged(self, name: str, parts: list[Entry], stale: set[tuple[str, str, str]], columns: list[str],
+                     categorical: tuple[str, ...], metrics: list[str] | None):
+        """(the rows of ``parts`` its merged copy holds, of ``metrics`` only when given, or None;
+        the parts left to read from their own files): see ragkit.merged."""
+        from ragkit.merged import MERGED_TABLES, PART_COLUMN, merged_copy
+
+        copy = merged_copy(self, name) if name in MERGED_TABLES else None
+        if copy is None:
+            return None, parts
+        stale_runs = {run_id for run_id, _, _ in stale}
+        covered = [entry for entry in parts
+                   if copy.parts.get(entry.stem) == entry.tag and entry.stem.rsplit("-", 1)[0] not in stale_runs]
+        if not covered:
+            return None, parts
+        import pyarrow.parquet as pq
+
+        stems = {entry.stem for entry in covered}
+        others = len(stems) < len(copy.parts)  # the copy holds other runs' parts, or replaced ones
+        dictionaries = list(dict.fromkeys([*categorical, *(["metric"] if metrics is not None else []),
+                                           *([PART_COLUMN] if others else [])]))
+        file = pq.ParquetFile(copy.entry.path, filesystem=self.files.filesystem, read_dictionary=dictionaries)
+        groups, mixed = _row_groups(file, metrics)
+        read = list(dict.fromkeys([*columns, *(["metric"] if mixed else []), *([PART_COLUMN] if others else [])]))
+        table = file.read_row_groups(groups, columns=read)
+        if mixed:
+            table = table.filter(_member(table["metric"], metrics or []))
+        if others:
+            table = table.filter(_member(table[PART_COLUMN], stems))
+        return table.select(columns), [entry for entry in parts if entry.stem not in stems]
+
+    def committed_entries(self, name: str) -> list[Entry]:
+        """The committed parts of a part table (the files a reader of every run opens)."""
+        return self._parts(name)
+
+    def merge(self) -> dict[str, int]:
+        """Write the merged read copies that are out of date (ragkit.merged); the caller holds
+        ``writer_lock``. Table -> parts copied."""
+        from ragkit.merged import merge
+
+        return merge(self)
 
     def _question_sets(self, parts: list[Entry], run_ids: list[str] | None) -> list[Entry]:
         """The question-set files the runs name (every file when a run names none); the file
@@ -445,6 +495,47 @@ class ResultStore:
 
     def exists(self) -> bool:
         return self.files.exists("runs")
+
+
+def _row_groups(file, metrics: list[str] | None) -> tuple[list[int], bool]:
+    """The row groups of a merged copy that can hold rows of ``metrics`` (all when None), by their
+    statistics, and whether some of them hold other metrics' rows too. Chosen here: a dataset
+    filter on a column read as a dictionary does not skip row groups."""
+    metadata = file.metadata
+    if metrics is None:
+        return list(range(metadata.num_row_groups)), False
+    column = file.schema_arrow.get_field_index("metric")
+    wanted = set(metrics)
+    groups, mixed = [], False
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            groups.append(group)
+            mixed = True
+        elif stats.min == stats.max:  # one metric's rows, as ragkit.merged writes them
+            if stats.min in wanted:
+                groups.append(group)
+        elif any(stats.min <= metric <= stats.max for metric in wanted):
+            groups.append(group)
+            mixed = True
+    return groups, mixed
+
+
+def _member(column, values):
+    """A boolean mask of the rows of a dictionary ``column`` whose value is in ``values``: decided
+    once per dictionary entry, then taken by each row's index."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = set(values)
+    masks = []
+    for chunk in column.chunks:
+        per_entry = np.array([value in wanted for value in chunk.dictionary.to_pylist()], dtype=bool)
+        mask = per_entry[pc.fill_null(chunk.indices, 0).to_numpy()] if len(per_entry) else np.zeros(len(chunk), bool)
+        if chunk.null_count:
+            mask &= chunk.is_valid().to_numpy(zero_copy_only=False)
+        masks.append(pa.array(mask))
+    return pa.chunked_array(masks, pa.bool_())
 
 
 def _conform(frame: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+# Up to this many runs, a curve chart draws a named line per run; more share one trace, named on hover.
+CURVES_NAMED = 40
 
 
 def _labels(runs: pd.DataFrame) -> pd.Series:
@@ -110,8 +114,23 @@ def curve_chart(curves: pd.DataFrame, runs: pd.DataFrame, base_metric: str) -> g
     """`base_metric`@k against k, one line per run (`curves` from means.curve)."""
     frame = _with_labels(curves, runs)
     figure = go.Figure()
-    for label, group in frame.groupby("label", sort=True):
-        figure.add_trace(go.Scatter(x=group["k"], y=group["mean"], mode="lines+markers", name=str(label)))
+    if frame["label"].nunique() <= CURVES_NAMED:
+        for label, group in frame.groupby("label", sort=True):
+            figure.add_trace(go.Scatter(x=group["k"], y=group["mean"], mode="lines+markers", name=str(label)))
+    elif not frame.empty:
+        # Every run's line in one trace, each broken off by a gap: a trace per run costs a
+        # millisecond or more to build and to draw, and a legend of hundreds of names reads as none.
+        ordered = frame.sort_values(["label", "k"], kind="stable")
+        starts = np.flatnonzero(ordered["label"].ne(ordered["label"].shift()).to_numpy())[1:]
+        gap = np.full(len(starts), np.nan)
+        figure.add_trace(go.Scatter(
+            x=np.insert(ordered["k"].to_numpy(dtype="float64"), starts, gap),
+            y=np.insert(ordered["mean"].to_numpy(dtype="float64"), starts, gap),
+            customdata=np.insert(ordered["label"].to_numpy(dtype=object), starts, ""),
+            hovertemplate="%{customdata}<br>k = %{x}: %{y:.3f}<extra></extra>", mode="lines+markers",
+            connectgaps=False, name=f"{frame['label'].nunique()} runs", line={"width": 1}, marker={"size": 4},
+            opacity=0.6,
+        ))
     figure.update_layout(title=f"{base_metric}@k", xaxis_title="k", yaxis_title=f"mean {base_metric}@k",
                          yaxis_range=_unit_range(frame["mean"]) if not frame.empty else None,
                          margin={"l": 10, "r": 10, "t": 40, "b": 40})

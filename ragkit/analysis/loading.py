@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ragkit.analysis.defaults import with_added_defaults
@@ -60,7 +61,12 @@ class Results:
         return self.runs["run_id"].astype(str).tolist() if "run_id" in self.runs.columns else []
 
     def _mine(self, frame: pd.DataFrame) -> pd.DataFrame:
-        mine = frame["run_id"].isin(self.runs["run_id"])
+        column = frame["run_id"]
+        if isinstance(column.dtype, pd.CategoricalDtype):  # decided per category, not per row
+            per_category = column.cat.categories.isin(self.runs["run_id"])
+            mine = pd.Series(np.append(per_category, False)[column.cat.codes.to_numpy()], index=frame.index)
+        else:
+            mine = column.isin(self.runs["run_id"])
         if mine.all() and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0:
             return frame  # every run's rows (a page's default): no copy of millions of rows
         return frame[mine].reset_index(drop=True)
@@ -78,7 +84,7 @@ class Results:
     def score_frames(self, metrics: list[str] | tuple[str, ...]) -> list[pd.DataFrame]:
         """The frames that hold the score rows of ``metrics``, reading (once) just those rows when
         the whole table has not been read; a frame may hold other metrics' rows too (one pass
-        over its codes finds each metric's rows, ``matrices.metric_rows``, where a filter per
+        over its codes finds each metric's rows, ``matrices.metric_positions``, where a filter per
         metric over millions of rows costs a copy each)."""
         return [frame for frame, _ in self._score_batches(metrics)]
 

@@ -19,22 +19,16 @@ def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
     """Each value's position in ``index`` (-1 when absent); a categorical column is looked up
     by its categories, not row by row."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        found = index.get_indexer(column.cat.categories.astype("string"))
-        codes = column.cat.codes.to_numpy()
-        return np.where(codes >= 0, found[codes], -1)
+        # A missing value's code, -1, picks the appended -1.
+        found = np.append(index.get_indexer(column.cat.categories.astype("string")), -1)
+        return found[column.cat.codes.to_numpy()]
     return index.get_indexer(column.astype("string"))
 
 
-def metric_rows(scores: pd.DataFrame, metrics: list[str]) -> dict[str, np.ndarray]:
-    """metric name -> the row numbers of its rows in ``scores``: compares a categorical metric
-    column's integer codes, where a string filter per metric over millions of rows costs a copy."""
-    column = scores["metric"]
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()
-        found = column.cat.categories.astype("string").get_indexer(metrics)
-        return {metric: np.flatnonzero(codes == code) for metric, code in zip(metrics, found) if code >= 0}
-    values = column.astype("string").to_numpy()
-    return {metric: np.flatnonzero(values == metric) for metric in metrics}
+def metric_positions(scores: pd.DataFrame, metrics: list[str]) -> np.ndarray:
+    """Each row's metric as its position in ``metrics`` (-1 for other metrics): a categorical
+    column is decided per category, not per row."""
+    return positions(scores["metric"], pd.Index(metrics, dtype="string"))
 
 
 class ScoreMatrices:
@@ -62,25 +56,32 @@ class ScoreMatrices:
                                        np.zeros((len(self.question_ids), len(self.run_ids)), dtype=bool))
 
     def _build(self, rows: pd.DataFrame, metrics: list[str]) -> None:
-        by_metric = {metric: at for metric, at in metric_rows(rows, metrics).items() if len(at)}
-        if not by_metric:
+        """The arrays of ``metrics`` from ``rows``, all in one scatter into a metrics x questions x
+        runs block (a pass per metric over millions of rows costs several)."""
+        metric_of = metric_positions(rows, metrics)
+        found = [metrics[i] for i in np.flatnonzero(np.bincount(metric_of + 1, minlength=len(metrics) + 1)[1:])]
+        if not found:
             return
         r = positions(rows["run_id"], pd.Index(self.run_ids))
         q = positions(rows["question_id"], self.question_ids)
-        unknown = (q < 0) & (r >= 0)
+        unknown = (q < 0) & (r >= 0) & (metric_of >= 0)
         if unknown.any():  # a question the questions table does not list: count it all the same
             self._grow(pd.Index(rows["question_id"][unknown].astype("string").unique()))
             q = positions(rows["question_id"], self.question_ids)
-        valid_rows = (rows["error"].isna() & rows["value"].notna()).to_numpy()
-        value_column = rows["value"].to_numpy(dtype="float64")
-        for metric, at in by_metric.items():
-            at = at[r[at] >= 0]
-            values = np.full((len(self.question_ids), len(self.run_ids)), np.nan)
-            asked = np.zeros(values.shape, dtype=bool)
-            valid = at[valid_rows[at]]
-            values[q[valid], r[valid]] = value_column[valid]
-            asked[q[at], r[at]] = True
-            self._cache[metric] = (values, asked)
+        shape = (len(metrics), len(self.question_ids), len(self.run_ids))
+        # Rows of other metrics or runs, then rows without a valid value, go to one spare cell.
+        spare = shape[0] * shape[1] * shape[2]
+        cell = (metric_of.astype("int64") * shape[1] + q) * shape[2] + r
+        cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
+        asked = np.zeros(spare + 1, dtype=bool)
+        asked[cell] = True
+        cell[(rows["error"].notna() | rows["value"].isna()).to_numpy()] = spare
+        values = np.full(spare + 1, np.nan)
+        values[cell] = rows["value"].to_numpy(dtype="float64")
+        values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
+        for metric in found:
+            at = metrics.index(metric)
+            self._cache[metric] = (values[at], asked[at])
 
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, asked) of ``metric``: questions x runs, in ``question_ids`` x ``run_ids`` order."""

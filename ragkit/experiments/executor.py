@@ -381,7 +381,10 @@ class LocalExecutor:
         """Run what the results folder lacks. The folder is locked for the whole run: a second
         writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
         with self.store.writer_lock():
-            return self._execute(plan, progress)
+            report = self._execute(plan, progress)
+            # One file per table for readers of the whole folder instead of one per run (ragkit.merged).
+            self.store.merge()
+            return report
 
     def start(self, plan: Plan) -> list[PendingRun]:
         """Write the runs and questions rows; return what each run has left to answer.

@@ -8,6 +8,7 @@ import json
 import re
 import zipfile
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -234,3 +235,20 @@ def test_json_and_parquet_keep_formula_leading_text_exactly(hostile_dir):
         for column in columns:
             assert [record[column] for record in payload[table]] == HOSTILE, (table, column)
             assert parquet[table][column].tolist() == HOSTILE, (table, column)
+
+
+@pytest.mark.unit
+def test_a_curve_chart_of_many_runs_draws_each_run_as_a_line_of_one_trace():
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(50)], "label": [f"run {i:02d}" for i in range(50)]})
+    curves = pd.DataFrame({"run_id": np.repeat(runs["run_id"].to_numpy(), 3), "k": np.tile([1, 3, 5], 50),
+                           "mean": np.tile([0.2, 0.5, 0.7], 50)})
+    figure = charts.curve_chart(curves, runs, "recall")
+    assert len(figure.data) == 1 and figure.data[0].name == "50 runs"
+    x, y, names = figure.data[0].x, figure.data[0].y, figure.data[0].customdata
+    # 50 lines of 3 points, 49 gaps between them; each point named by its run on hover.
+    assert len(x) == 50 * 3 + 49 and np.isnan(np.asarray(x, dtype=float)).sum() == 49
+    assert list(x[:3]) == [1, 3, 5] and np.isnan(float(x[3]))
+    assert list(y[:3]) == [0.2, 0.5, 0.7] and list(names[:3]) == ["run 00"] * 3 and names[3] == ""
+    assert list(names[4:7]) == ["run 01"] * 3
+    few = charts.curve_chart(curves[curves["run_id"].isin(["r0", "r1"])], runs, "recall")
+    assert [trace.name for trace in few.data] == ["run 00", "run 01"]
