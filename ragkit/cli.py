@@ -138,8 +138,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     print(f"{args.results}: {runs} run(s) compacted from {parts} parts into one part per table each"
           if runs else f"{args.results}: nothing to compact (every run has one part per table)")
     if merged:
-        print(f"{args.results}: merged read copies of " + ", ".join(
-            f"{name} ({count} part{'' if count == 1 else 's'})" for name, count in merged.items()))
+        print(f"{args.results}: merged read copies written: {', '.join(merged)}")
     return 0
 
 

@@ -7,6 +7,9 @@ holding the rows of every committed part, tagged with their part, in row groups 
 each for ``scores``, so that reading a few metrics skips the others' row groups by their
 statistics. The file's metadata names the parts it copied and their tags.
 
+The runs table (a file per run) gets a merged copy too, read whole when every run file is still
+the one it copied.
+
 A merged copy is derived, never the truth (the parts and their commit markers stay):
 - readers take from it only the rows of parts still committed with the tag it recorded; a part
   committed, compacted or rewritten since is read from its own file (``ResultStore.read``);
@@ -81,19 +84,40 @@ def merged_copy(store: ResultStore, name: str) -> MergedCopy | None:
     if known is not None and known[0] == entry.tag:
         return known[1]
     try:
-        metadata = pq.ParquetFile(entry.path, filesystem=store.files.filesystem).schema_arrow.metadata or {}
-        parts = dict(json.loads(metadata[INDEX_KEY]))
-    except (OSError, KeyError, TypeError, ValueError):  # replaced while read, or not a copy this code wrote
+        parts = copied_parts(pq.ParquetFile(entry.path, filesystem=store.files.filesystem).schema_arrow)
+    except (OSError, ValueError):  # replaced or removed while read, or not Parquet (ArrowInvalid)
+        return None
+    if parts is None:
         return None
     copy = MergedCopy(entry, parts)
     _INDEX[key] = (entry.tag, copy)
     return copy
 
 
+def merged_runs(tables: list[pa.Table]) -> pa.Table:
+    """The runs table from its files (a file per run, whose columns differ by component)."""
+    import pyarrow as pa
+
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def copied_parts(schema: pa.Schema) -> dict[str, str] | None:
+    """part -> tag a merged copy's schema says it copied; None for a file this code did not write."""
+    try:
+        return dict(json.loads((schema.metadata or {})[INDEX_KEY]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def merge(store: ResultStore, tables: tuple[str, ...] = MERGED_TABLES) -> dict[str, int]:
-    """Write the merged copy of each table whose committed parts changed since its copy; table ->
-    parts copied (tables already up to date are left out). The caller holds ``writer_lock``."""
+    """Write the merged copy of each table whose committed parts changed since its copy, and of
+    the runs table (a file per run); table -> parts copied (tables already up to date are left
+    out). The caller holds ``writer_lock``."""
     written: dict[str, int] = {}
+    runs = _merge_runs(store)
+    if runs:
+        written["runs"] = runs
+    _write_checked_markers(store)
     for name in tables:
         parts = store.committed_entries(name)
         copy = merged_copy(store, name)
@@ -106,6 +130,95 @@ def merge(store: ResultStore, tables: tuple[str, ...] = MERGED_TABLES) -> dict[s
         store.files.write_bytes(f"{MERGED}/{name}.parquet", _merged_bytes(store, name, parts))
         written[name] = len(parts)
     return written
+
+
+CHECKED_MARKERS = "markers.json"
+# (results location) -> (the checked-markers file's tag, its parts)
+_CHECKED: dict[str, tuple[str, dict[str, CheckedMarker]]] = {}
+
+
+@dataclass(frozen=True)
+class CheckedMarker:
+    """What a commit marker said when the folder was last merged, and that none of its rows was
+    stale against its run's question set then: true for as long as the marker (its tag) and
+    that question set (its name and tag) are unchanged, so readers need not read the marker."""
+
+    tag: str
+    run_id: str
+    questions_key: str
+    questions_tag: str
+    metrics: list[str] | None
+
+
+def checked_markers(store: ResultStore) -> dict[str, CheckedMarker]:
+    """part -> its CheckedMarker, from the last merge; empty when there is none or it is unreadable."""
+    entry = next((e for e in store.files.list(MERGED, ".json") if e.stem == CHECKED_MARKERS[:-5]), None)
+    if entry is None:
+        return {}
+    known = _CHECKED.get(str(store.root))
+    if known is not None and known[0] == entry.tag:
+        return known[1]
+    try:
+        document = json.loads(store.files.read_bytes(f"{MERGED}/{CHECKED_MARKERS}"))
+        names = document["metrics"]
+        parts = {part: CheckedMarker(tag, run_id, questions_key, questions_tag,
+                                     None if metrics is None else [names[i] for i in metrics])
+                 for part, (tag, run_id, questions_key, questions_tag, metrics) in document["parts"].items()}
+    except (OSError, KeyError, TypeError, ValueError, IndexError):  # removed since listed, or not ours
+        return {}
+    _CHECKED[str(store.root)] = (entry.tag, parts)
+    return parts
+
+
+def _write_checked_markers(store: ResultStore) -> bool:
+    """Record every committed marker whose rows are all current (see CheckedMarker); False when
+    the record is already what it would be."""
+    import pandas as pd
+
+    from ragkit.results import COMMITS
+
+    # Tags first: a question set or marker rewritten after this listing fails the check later.
+    marker_tags = {entry.stem: entry.tag for entry in store.files.list(COMMITS, ".json")}
+    set_tags = {entry.stem: entry.tag for entry in store.files.list("questions", ".parquet")}
+    stale_runs = {run_id for run_id, _, _ in store.stale_keys()}
+    runs = store.read("runs")
+    run_sets = (dict(zip(runs["run_id"], runs["questions_key"])) if "questions_key" in runs.columns else {})
+    names: dict[str, int] = {}
+    parts = {}
+    for part, record in store._markers():
+        run_id = record["run_id"]
+        questions_key = run_sets.get(run_id)
+        if run_id in stale_runs or questions_key is None or pd.isna(questions_key) or questions_key not in set_tags:
+            continue
+        metrics = record.get("metrics")
+        parts[part] = [marker_tags.get(part, ""), run_id, questions_key, set_tags[questions_key],
+                       None if metrics is None else [names.setdefault(m, len(names)) for m in metrics]]
+    document = json.dumps({"metrics": list(names), "parts": parts}, sort_keys=True).encode()
+    missing: tuple[type[Exception], ...] = (OSError, *store.files.missing_errors)
+    try:
+        if store.files.read_bytes(f"{MERGED}/{CHECKED_MARKERS}") == document:
+            return False
+    except missing:
+        pass
+    store.files.write_bytes(f"{MERGED}/{CHECKED_MARKERS}", document)
+    return True
+
+
+def _merge_runs(store: ResultStore) -> int:
+    """Write the runs table's merged copy when a run file changed since; the run files copied."""
+    import pyarrow.parquet as pq
+
+    entries = store.files.list("runs", ".parquet")
+    copy = merged_copy(store, "runs")
+    if not entries or (copy is not None and copy.parts == {entry.stem: entry.tag for entry in entries}):
+        return 0
+    table = merged_runs([pq.ParquetFile(entry.path, filesystem=store.files.filesystem).read() for entry in entries])
+    index = json.dumps([[entry.stem, entry.tag] for entry in entries]).encode()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), INDEX_KEY: index})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    store.files.write_bytes(f"{MERGED}/runs.parquet", buffer.getvalue())
+    return len(entries)
 
 
 def _merged_bytes(store: ResultStore, name: str, parts: list[Entry]) -> bytes:

@@ -107,6 +107,8 @@ _STALE: dict[str, tuple[tuple, set[tuple[str, str, str]]]] = {}
 # results location -> (its run files' names and tags, the runs table they gave): a folder of a
 # thousand runs has a thousand run files, and opening a folder reads the table several times.
 _RUNS: dict[str, tuple[tuple, pd.DataFrame]] = {}
+# (results location, part) -> (its marker's tag, run id, the metrics it lists or None)
+_MARKER_METRICS: dict[tuple[str, str], tuple[str, str, list[str] | None]] = {}
 
 
 def _read_file(entry: Entry, filesystem):
@@ -186,8 +188,60 @@ class ResultStore:
 
     def _markers(self) -> list[tuple[str, dict]]:
         """(part, marker record) of every committed part that no compacted part replaces."""
-        return [(part, record) for part in sorted(self._committed_parts())
-                if (record := self._read_marker(part)) is not None]
+        tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
+        found = []
+        for part in sorted(self._committed_parts()):
+            record = self._read_marker(part)
+            if record is not None:
+                self._remember_metrics(part, tags.get(part, ""), record)
+                found.append((part, record))
+        return found
+
+    def _remember_metrics(self, part: str, tag: str, record: dict) -> tuple[str, str, list[str] | None]:
+        """What ``metric_names`` needs of a marker, kept per process under its tag."""
+        known = _MARKER_METRICS[(str(self.root), part)] = (tag, record["run_id"], record.get("metrics"))
+        return known
+
+    def _unchecked_markers(self) -> list[tuple[str, dict]]:
+        """The markers ``stale_keys`` has to read: all but those the last merge found current
+        whose marker and run's question set are unchanged since (ragkit.merged.CheckedMarker):
+        a thousand markers of a thousand question keys each take a second to read and check."""
+        from ragkit.merged import checked_markers
+
+        checked = checked_markers(self)
+        if not checked:
+            return self._markers()
+        tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
+        set_tags = {entry.stem: entry.tag for entry in self.files.list("questions", ".parquet")}
+        runs = self.read("runs")
+        run_sets = dict(zip(runs["run_id"], runs["questions_key"])) if "questions_key" in runs.columns else {}
+        found = []
+        for part in sorted(self._committed_parts()):
+            known = checked.get(part)
+            if (known is not None and known.tag == tags.get(part) and run_sets.get(known.run_id) == known.questions_key
+                    and set_tags.get(known.questions_key) == known.questions_tag):
+                self._remember_metrics(part, known.tag, {"run_id": known.run_id, "metrics": known.metrics})
+                continue
+            record = self._read_marker(part)
+            if record is not None:
+                self._remember_metrics(part, tags.get(part, ""), record)
+                found.append((part, record))
+        return found
+
+    def _marker_metrics(self) -> list[tuple[str, str, list[str] | None]]:
+        """(part, run id, the metrics its marker lists or None) of every committed part: remembered
+        per marker tag, so a page that asked ``stale_keys`` does not read a thousand markers again."""
+        tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
+        found = []
+        for part in sorted(self._committed_parts()):
+            known = _MARKER_METRICS.get((str(self.root), part))
+            if known is None or known[0] != tags.get(part, ""):
+                record = self._read_marker(part)
+                if record is None:
+                    continue
+                known = self._remember_metrics(part, tags.get(part, ""), record)
+            found.append((part, known[1], known[2]))
+        return found
 
     def compact_run(self, run_id: str) -> bool:
         """Merge a run's committed parts into one per table (once the run is finished), so a
@@ -299,7 +353,7 @@ class ResultStore:
             return stale
         # question id -> its content keys in the set, one lookup per question set (runs share them)
         lookups: dict[int, dict[str, set[str]]] = {}
-        for _, record in self._markers():
+        for _, record in self._unchecked_markers():
             pairs, keys = current.get(record["run_id"]), record.get("question_keys")
             if pairs is None or not keys:  # parts written before keys: their rows are never stale
                 continue
@@ -372,10 +426,20 @@ class ResultStore:
         if name == "runs":  # one small file per run, columns differ by component: let arrow align them
             signature = (str(self.root), tuple((entry.stem, entry.tag) for entry in parts))
             if _RUNS.get(signature[0], (None,))[0] != signature:
-                import pyarrow as pa
+                from ragkit.merged import copied_parts, merged_copy, merged_runs
 
-                tables = [_read_file(entry, fs) for entry in parts]
-                _RUNS[signature[0]] = (signature, pa.concat_tables(tables, promote_options="default").to_pandas())
+                copy = merged_copy(self, "runs")
+                table = None
+                if copy is not None and copy.parts == dict(signature[1]):
+                    try:
+                        table = _read_file(copy.entry, fs)
+                    except OSError:  # removed since listed: read the run files
+                        table = None
+                    if table is not None and copied_parts(table.schema) != copy.parts:  # replaced since listed
+                        table = None
+                if table is None:
+                    table = merged_runs([_read_file(entry, fs) for entry in parts])
+                _RUNS[signature[0]] = (signature, table.to_pandas())
             return _RUNS[signature[0]][1].copy()
         if name == "questions":  # question sets of several plans may share questions
             frame = pd.concat([_conform(_read_file(entry, fs).to_pandas(), name) for entry in parts], ignore_index=True)
@@ -420,7 +484,7 @@ class ResultStore:
                      categorical: tuple[str, ...], metrics: list[str] | None):
         """(the rows of ``parts`` its merged copy holds, of ``metrics`` only when given, or None;
         the parts left to read from their own files): see ragkit.merged."""
-        from ragkit.merged import MERGED_TABLES, PART_COLUMN, merged_copy
+        from ragkit.merged import MERGED_TABLES, PART_COLUMN, copied_parts, merged_copy
 
         copy = merged_copy(self, name) if name in MERGED_TABLES else None
         if copy is None:
@@ -437,6 +501,8 @@ class ResultStore:
         dictionaries = list(dict.fromkeys([*categorical, *(["metric"] if metrics is not None else []),
                                            *([PART_COLUMN] if others else [])]))
         file = pq.ParquetFile(copy.entry.path, filesystem=self.files.filesystem, read_dictionary=dictionaries)
+        if copied_parts(file.schema_arrow) != copy.parts:  # replaced since listed: read the parts
+            return None, parts
         groups, mixed = _row_groups(file, metrics)
         read = list(dict.fromkeys([*columns, *(["metric"] if mixed else []), *([PART_COLUMN] if others else [])]))
         table = file.read_row_groups(groups, columns=read)
@@ -474,11 +540,12 @@ class ResultStore:
         markers, and from the metric column of parts committed before markers listed them."""
         names: set[str] = set()
         unlisted: list[str] = []
-        for part, record in self._markers():
-            if run_ids is not None and record["run_id"] not in run_ids:
+        wanted = set(run_ids) if run_ids is not None else None
+        for part, run_id, metrics in self._marker_metrics():
+            if wanted is not None and run_id not in wanted:
                 continue
-            if "metrics" in record:
-                names.update(record["metrics"])
+            if metrics is not None:
+                names.update(metrics)
             else:
                 unlisted.append(part)
         if unlisted:

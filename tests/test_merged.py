@@ -10,7 +10,7 @@ import pytest
 
 from ragkit.cli import main
 from ragkit.merged import MERGED, merged_copy
-from ragkit.results import ResultStore
+from ragkit.results import ResultStore, _read_file
 
 pytestmark = pytest.mark.unit
 
@@ -73,7 +73,7 @@ def _without_merged(store: ResultStore, name: str = "scores", **options) -> pd.D
 def test_a_merged_copy_reads_exactly_what_the_parts_read(tmp_path, options):
     store = _folder(tmp_path)
     expected = _read(store, **options)
-    assert store.merge() == {"scores": 4, "stages": 4, "judgements": 4}
+    assert store.merge() == {"runs": 4, "scores": 4, "stages": 4, "judgements": 4}
     assert merged_copy(store, "scores") is not None
     pd.testing.assert_frame_equal(_read(store, **options), expected)
     pd.testing.assert_frame_equal(_read(store, "stages", run_ids=options.get("run_ids")),
@@ -108,7 +108,8 @@ def test_runs_committed_after_the_merge_are_read_from_their_parts(tmp_path):
     got = _read(store)
     pd.testing.assert_frame_equal(got, _without_merged(store))
     assert (got["run_id"] == "r9").sum() == 2 * len(METRICS)
-    assert store.merge() == {"scores": 5, "stages": 5, "judgements": 5} and store.merge() == {}  # then up to date
+    assert store.merge() == {"runs": 5, "scores": 5, "stages": 5, "judgements": 5}
+    assert store.merge() == {}  # then up to date
 
 
 def test_a_run_compacted_after_the_merge_is_not_read_twice(tmp_path):
@@ -166,6 +167,45 @@ def test_ragkit_compact_writes_the_merged_copies(tmp_path, capsys):
     _folder(tmp_path)
     assert main(["compact", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "merged read copies of scores (4 parts), stages (4 parts), judgements (4 parts)" in out
+    assert f"{tmp_path}: merged read copies written: runs, scores, stages, judgements" in out
     assert main(["compact", str(tmp_path)]) == 0
     assert "merged" not in capsys.readouterr().out  # already up to date
+
+
+def test_the_runs_table_is_read_from_its_copy_until_a_run_file_changes(tmp_path, monkeypatch):
+    from ragkit import results
+
+    store = _folder(tmp_path)
+    expected = store.read("runs")
+    store.merge()
+    results._RUNS.clear()
+    opened = []
+    monkeypatch.setattr(results, "_read_file", lambda entry, fs: opened.append(entry.stem) or _read_file(entry, fs))
+    pd.testing.assert_frame_equal(store.read("runs"), expected)
+    assert opened == ["runs"]  # the copy alone
+    store.write_run("r1", {"run_id": "r1", "questions_key": "set", "note": "changed"})
+    opened.clear()
+    runs = store.read("runs")
+    assert sorted(opened) == ["r0", "r1", "r2", "r3"] and runs.set_index("run_id").loc["r1", "note"] == "changed"
+
+
+
+def test_markers_checked_at_the_merge_are_not_read_again_until_they_or_their_question_set_change(tmp_path,
+                                                                                             monkeypatch):
+    from ragkit import results
+
+    store = _folder(tmp_path)
+    store.merge()
+    read = []
+    original = ResultStore._read_marker
+    monkeypatch.setattr(ResultStore, "_read_marker", lambda self, part: read.append(part) or original(self, part))
+    results._STALE.clear()
+    results._MARKER_METRICS.clear()
+    assert store.stale_keys() == set() and store.metric_names() == sorted(METRICS)
+    assert read == []  # every marker checked clean at the merge, none changed
+    # A question set rewritten with one question edited: its runs' markers are read and checked again.
+    questions = _questions([f"q{i}" for i in range(10)])
+    questions.loc[0, "question_key"] = "k-q0-edited"
+    store.write_questions("set", questions)
+    assert {run_id for run_id, _, _ in store.stale_keys()} == {"r0", "r1", "r2", "r3"}
+    assert len(read) == 4

@@ -155,7 +155,7 @@ def test_ragkit_compact_merges_a_folder_written_before_question_keys_and_it_read
     assert main(["compact", str(tmp_path)]) == 0
     compacted = f"{tmp_path}: 1 run(s) compacted from 3 parts into one part per table each"
     assert capsys.readouterr().out.splitlines() == [
-        compacted, f"{tmp_path}: merged read copies of scores (1 part), stages (1 part), judgements (1 part)"]
+        compacted, f"{tmp_path}: merged read copies written: runs, scores, stages, judgements"]
     markers = list((tmp_path / "_commits").glob("*.json"))
     assert len(markers) == 1 and len(list((tmp_path / "scores").glob("*.parquet"))) == 1
     # What the old parts' markers said, no more: no keys, no metric list (read from the scores).

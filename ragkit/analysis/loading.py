@@ -25,7 +25,9 @@ from ragkit.registry import ConfigError
 from ragkit.results import PART_TABLES, SCHEMAS, ResultStore, empty_table
 
 LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")
-SCORE_CATEGORIES = ("run_id", "question_id", "metric")
+# Categories: integer codes instead of a Python string per row (an error column of millions of
+# Nones alone took most of a read's conversion to pandas).
+SCORE_CATEGORIES = ("run_id", "question_id", "metric", "error")
 # Tables of a row per question and stage: categories make their group-bys integer work (a stage
 # name is decided once per category, not per row). Views return plain strings.
 TABLE_CATEGORIES = {"stages": ("run_id", "question_id", "stage")}

@@ -13,6 +13,7 @@ resumes."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -382,9 +383,21 @@ class LocalExecutor:
         writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
         with self.store.writer_lock():
             report = self._execute(plan, progress)
-            # One file per table for readers of the whole folder instead of one per run (ragkit.merged).
-            self.store.merge()
+            self._merge(report)
             return report
+
+    def _merge(self, report: ExecutionReport) -> None:
+        """Write the folder's merged read copies (ragkit.merged): one file per table for readers of
+        the whole folder instead of one per run. Every row is committed by now and a copy is only
+        a faster read, so a copy that cannot be written is a warning, not a failed run."""
+        import pyarrow as pa
+
+        try:
+            self.store.merge()
+        except (OSError, pa.ArrowException) as error:
+            message = f"merged read copies not written ({error}); the results are complete, reads open every part"
+            logging.getLogger(__name__).warning(message)
+            report.errors.append(message)
 
     def start(self, plan: Plan) -> list[PendingRun]:
         """Write the runs and questions rows; return what each run has left to answer.

@@ -122,3 +122,22 @@ def test_a_set_whose_first_unanswerable_question_comes_later_scores_abstention_a
         server.stop()
     expected = {("q0", "abstention_wrong", 0.0), ("q1", "abstention_wrong", 0.0), ("u1", "abstention_correct", 0.0)}
     assert abstention(grown_out) == abstention(whole_out) == expected
+
+
+def test_a_plan_leaves_merged_copies_and_a_copy_it_cannot_write_does_not_fail_it(tmp_path, isolated_data_dir,
+                                                                                 monkeypatch):
+    from ragkit.merged import merged_copy
+
+    out = tmp_path / "out"
+    run_experiment(experiment(tmp_path, "two", questions(range(2))), out)
+    store = ResultStore(out)
+    copy = merged_copy(store, "scores")
+    assert copy is not None and set(copy.parts) == {entry.stem for entry in store.committed_entries("scores")}
+
+    def full_disk(self):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResultStore, "merge", full_disk)
+    report = run_experiment(experiment(tmp_path, "four", questions(range(4))), out)
+    assert report.questions_computed == 4 and any("merged read copies not written" in e for e in report.errors)
+    assert scored(out) == {run: [f"q{i}" for i in range(4)] for run in scored(out)}  # read from the parts
