@@ -505,6 +505,8 @@ class ResultStore:
             return None, parts
         groups, mixed = _row_groups(file, metrics)
         read = list(dict.fromkeys([*columns, *(["metric"] if mixed else []), *([PART_COLUMN] if others else [])]))
+        if not set(read) <= set(file.schema_arrow.names):  # written before a column existed: read the parts
+            return None, parts
         table = file.read_row_groups(groups, columns=read)
         if mixed:
             table = table.filter(_member(table["metric"], metrics or []))
@@ -516,11 +518,14 @@ class ResultStore:
         """The committed parts of a part table (the files a reader of every run opens)."""
         return self._parts(name)
 
-    def merge(self) -> dict[str, int]:
-        """Write the merged read copies that are out of date (ragkit.merged); the caller holds
-        ``writer_lock``. Table -> parts copied."""
+    def merge(self, min_parts: int = 1) -> dict[str, int]:
+        """Write the merged read copies that are out of date (ragkit.merged), when the folder has
+        at least ``min_parts`` committed score parts; the caller holds ``writer_lock``. Table ->
+        parts copied."""
         from ragkit.merged import merge
 
+        if len(self.committed_entries("scores")) < min_parts:
+            return {}
         return merge(self)
 
     def _question_sets(self, parts: list[Entry], run_ids: list[str] | None) -> list[Entry]:

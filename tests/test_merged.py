@@ -209,3 +209,13 @@ def test_markers_checked_at_the_merge_are_not_read_again_until_they_or_their_que
     store.write_questions("set", questions)
     assert {run_id for run_id, _, _ in store.stale_keys()} == {"r0", "r1", "r2", "r3"}
     assert len(read) == 4
+
+
+def test_a_copy_written_before_a_column_existed_is_not_used_for_it(tmp_path):
+    store = _folder(tmp_path)
+    store.merge()
+    path = tmp_path / MERGED / "scores.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["error"]), path)  # as an older schema, index kept
+    assert merged_copy(store, "scores") is not None
+    pd.testing.assert_frame_equal(_read(store), _without_merged(store))

@@ -72,6 +72,11 @@ from ragkit.web import web_providers
 Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
 
 
+# A plan's end writes merged read copies once the folder has this many parts per table: below it,
+# opening the parts is fast anyway and a copy would only cost the plan time and disk.
+MERGE_MIN_PARTS = 32
+
+
 @dataclass
 class ExecutionReport:
     runs_total: int = 0
@@ -393,7 +398,7 @@ class LocalExecutor:
         import pyarrow as pa
 
         try:
-            self.store.merge()
+            self.store.merge(min_parts=MERGE_MIN_PARTS)
         except (OSError, pa.ArrowException) as error:
             message = f"merged read copies not written ({error}); the results are complete, reads open every part"
             logging.getLogger(__name__).warning(message)

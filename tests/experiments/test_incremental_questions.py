@@ -77,6 +77,7 @@ def test_adding_removing_and_editing_questions_computes_only_what_is_new(tmp_pat
 def test_rows_carry_their_question_key_and_run_level_rows_have_none(tmp_path, isolated_data_dir):
     out = tmp_path / "out"
     run_experiment(experiment(tmp_path, "two", questions(range(2))), out)
+    assert not (out / "_merged").exists()  # two runs: below MERGE_MIN_PARTS, parts are read directly
     store = ResultStore(out)
     scores = store.read("scores")
     keys = store.read("questions").set_index("question_id")["question_key"]
@@ -128,13 +129,14 @@ def test_a_plan_leaves_merged_copies_and_a_copy_it_cannot_write_does_not_fail_it
                                                                                  monkeypatch):
     from ragkit.merged import merged_copy
 
+    monkeypatch.setattr("ragkit.experiments.executor.MERGE_MIN_PARTS", 2)  # this folder's two runs suffice
     out = tmp_path / "out"
     run_experiment(experiment(tmp_path, "two", questions(range(2))), out)
     store = ResultStore(out)
     copy = merged_copy(store, "scores")
     assert copy is not None and set(copy.parts) == {entry.stem for entry in store.committed_entries("scores")}
 
-    def full_disk(self):
+    def full_disk(self, min_parts=1):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ResultStore, "merge", full_disk)
