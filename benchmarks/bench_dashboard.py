@@ -5,8 +5,9 @@ against the library calls alone, each in a fresh child process.
     python benchmarks/bench_dashboard.py --runs 1000 --questions 1000    # the full size of goal #5
 
 Builds a results folder with bench_compare.py's synthetic builder (the metric names a real run
-records, question keys, each finished run compacted into one part per table as ragkit's executor
-leaves it; ``--uncompacted``: one part per 100-question shard and no keys, as older folders are)
+records, question keys, each finished run compacted into one part per table and the merged read
+copies, as ragkit's executor leaves a plan; ``--uncompacted``: one part per 100-question shard, no
+keys and no copies, as older folders are)
 under a fresh RAGKIT_DATA_DIR, then runs two children:
 
 - page: `dashboard/views/5_compare.py` through `streamlit.testing.v1.AppTest`, with the experiment

@@ -75,9 +75,13 @@ class ScoreMatrices:
         cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
         asked = np.zeros(spare + 1, dtype=bool)
         asked[cell] = True
-        cell[(rows["error"].notna() | rows["value"].isna()).to_numpy()] = spare
+        value = rows["value"].to_numpy(dtype="float64")
+        error = rows["error"]
+        has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
+                     else error.notna().to_numpy())
+        cell[has_error | np.isnan(value)] = spare
         values = np.full(spare + 1, np.nan)
-        values[cell] = rows["value"].to_numpy(dtype="float64")
+        values[cell] = value
         values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
         for metric in found:
             at = metrics.index(metric)
