@@ -16,8 +16,13 @@ A merged copy is derived, never the truth (the parts and their commit markers st
 - runs with stale rows (questions edited or removed since, ``ResultStore.stale_keys``) are read
   from their parts, which drop those rows; the copy holds no question keys;
 - it is replaced whole (an atomic write locally, one PUT on object storage), so a reader sees
-  the old copy or the new one; it is rebuilt at the end of every executed plan and by
-  ``ragkit compact``, both holding the folder's writer lock.
+  the old copy or the new one, and checks once it has opened it that it is the one it listed;
+  it is rebuilt at the end of every executed plan (from ``executor.MERGE_MIN_PARTS`` parts) and
+  by ``ragkit compact``, both holding the folder's writer lock.
+
+``markers.json`` records the commit markers found current at the merge (``CheckedMarker``), so
+``stale_keys`` need not read a thousand markers again while they and their question sets are
+unchanged.
 """
 
 from __future__ import annotations
@@ -52,14 +57,8 @@ class MergedCopy:
     parts: dict[str, str]
 
 
-def merged_columns(name: str) -> list[str]:
-    """The columns a merged copy holds: the table's, less the question key, plus its part."""
-    from ragkit.results import SCHEMAS
-
-    return [column for column in SCHEMAS[name] if column != "question_key"] + [PART_COLUMN]
-
-
 def merged_schema(name: str) -> pa.Schema:
+    """The columns a merged copy holds: the table's, less the question key, plus its part."""
     import pyarrow as pa
 
     from ragkit.results import arrow_schema
