@@ -139,3 +139,34 @@ def test_a_run_on_object_storage_killed_midway_resumes_with_no_lost_or_duplicate
     run_experiment(config_from_dict(config), tmp_path / "local")
     for name in KEYS:
         pd.testing.assert_frame_equal(table(remote, name), table(tmp_path / "local", name))
+
+
+def test_merged_read_copies_on_object_storage_read_what_the_parts_read(tmp_path, s3, capsys):
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS)))
+    remote = f"s3://{BUCKET}/experiments/merged"
+    run_experiment(config, remote)
+    run_experiment(config, tmp_path / "local")
+    before = {name: table(remote, name) for name in KEYS}
+    assert main(["compact", remote]) == 0  # two runs: below a plan's threshold, so written on request
+    assert "merged read copies written: runs, scores, stages, judgements" in capsys.readouterr().out
+    keys = {item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET, Prefix="experiments/merged/_merged/")["Contents"]}
+    assert {"experiments/merged/_merged/scores.parquet", "experiments/merged/_merged/markers.json"} <= keys
+    for name in KEYS:  # whole-table reads (every column) still read the parts
+        pd.testing.assert_frame_equal(table(remote, name), before[name])
+    from ragkit.merged import merged_copy
+
+    store = ResultStore(remote)
+    copy = merged_copy(store, "scores")
+    assert copy is not None and set(copy.parts) == {entry.stem for entry in store.committed_entries("scores")}
+    # What analysis reads (its columns, a few metrics) comes from the copies: as the local folder's parts.
+    local, remote_results = load_results(tmp_path / "local"), load_results(remote)
+    stage_columns = ["run_id", "question_id", "stage"]
+    pd.testing.assert_frame_equal(
+        remote_results.stages[stage_columns].astype(str).sort_values(stage_columns, ignore_index=True),
+        local.stages[stage_columns].astype(str).sort_values(stage_columns, ignore_index=True))
+    for name in ("mrr", "recall@1"):
+        mine = remote_results.scores_of([name]).astype({"run_id": str, "question_id": str, "metric": str})
+        theirs = local.scores_of([name]).astype({"run_id": str, "question_id": str, "metric": str})
+        columns = ["run_id", "question_id", "metric", "value"]
+        pd.testing.assert_frame_equal(mine[columns].sort_values(columns[:2], ignore_index=True),
+                                      theirs[columns].sort_values(columns[:2], ignore_index=True))
