@@ -198,9 +198,11 @@ class Results:
         """What one independent draw is: "document" when questions have a source document, else "question"."""
         return DOCUMENT_UNIT if not self.units.empty else QUESTION_UNIT
 
-    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+    def derived(self, name: str, compute: Callable[[], Any], keep: int | None = None) -> Any:
         """``compute()`` for these runs, kept on the folder's root Results: views of the same runs
-        (each with its own subset) share it instead of computing it again."""
+        (each with its own subset) share it instead of computing it again. ``keep``: at most
+        that many selections' values of ``name`` are kept, the least recently asked dropped
+        first (a dashboard session changes its selection often; large values must not pile up)."""
         root = self
         while root._source is not None:
             root = root._source
@@ -208,6 +210,11 @@ class Results:
         key = (name, tuple(self.runs["run_id"].astype(str)) if "run_id" in self.runs.columns else ())
         if key not in cache:
             cache[key] = compute()
+        cache[key] = cache.pop(key)  # the most recently asked last
+        if keep is not None:
+            mine = [other for other in cache if other[0] == name]
+            for other in mine[:-keep]:
+                del cache[other]
         return cache[key]
 
     def subset(self, run_ids: list[str] | None) -> Results:

@@ -120,8 +120,13 @@ class ScoreMatrices:
                                    np.vstack([asked, np.zeros((extra, asked.shape[1]), dtype=bool)]))
 
 
+# Matrices kept per folder: the selections asked last (1,000 x 1,000 x 15 metrics is 135 MB).
+KEPT_SELECTIONS = 2
+
+
 def for_results(results: Results) -> ScoreMatrices:
     """The matrices of ``results``' runs, shared by every view of the same runs."""
     return results.derived("score_matrices",
                            lambda: ScoreMatrices(results, results.runs["run_id"].astype(str).tolist()
-                                                 if "run_id" in results.runs.columns else []))
+                                                 if "run_id" in results.runs.columns else []),
+                           keep=KEPT_SELECTIONS)

@@ -90,6 +90,13 @@ def test_every_view_of_a_selection_shares_one_set_of_matrices():
     assert for_results(selected) is not for_results(results)
     values, asked = for_results(selected).get("mrr")
     assert values.shape == asked.shape == (len(results.question_ids), 2)
+    # Only the selections asked last keep theirs: a session that changes its selection often
+    # does not pile up matrices.
+    first = for_results(selected)
+    for run_ids in (["r0"], ["r3", "r4"], ["r5"]):
+        for_results(results.subset(run_ids))
+    assert for_results(results.subset(["r1", "r2"])) is not first
+    assert for_results(results.subset(["r5"])) is for_results(results.subset(["r5"]))
 
 
 def test_a_matrix_by_hand():
