@@ -473,7 +473,8 @@ class ResultStore:
                 frame = frame.loc[~dropped].reset_index(drop=True)
                 if not tables:
                     return frame if columns is None else frame[columns]
-                tables.append(pa.Table.from_pandas(frame[columns], schema=schema.select(columns), preserve_index=False))
+                selected = pa.schema([schema.field(column) for column in columns])
+                tables.append(pa.Table.from_pandas(frame[columns], schema=selected, preserve_index=False))
             else:
                 tables.append(dataset.to_table(columns=columns, filter=where))
         # Each file has its own dictionary; one shared set of categories per column for pandas.

@@ -219,3 +219,21 @@ def test_a_copy_written_before_a_column_existed_is_not_used_for_it(tmp_path):
     pq.write_table(table.drop_columns(["error"]), path)  # as an older schema, index kept
     assert merged_copy(store, "scores") is not None
     pd.testing.assert_frame_equal(_read(store), _without_merged(store))
+
+
+def test_stale_runs_read_from_their_parts_and_current_ones_from_the_copy_make_one_table(tmp_path):
+    store = _folder(tmp_path)
+    ids = [f"q{i}" for i in range(4)]
+    store.write_questions("other", _questions(ids))
+    store.write_run("r9", {"run_id": "r9", "questions_key": "other"})
+    _commit(store, "r9", ids, seed=9)
+    store.merge()
+    edited = _questions(ids)
+    edited.loc[1, "question_key"] = "k-q1-edited"  # only r9's set changes: only r9 has stale rows
+    store.write_questions("other", edited)
+    assert {run_id for run_id, _, _ in store.stale_keys()} == {"r9"}
+    for options in ({}, {"metrics": ["mrr"]}):
+        got = _read(store, **options)
+        pd.testing.assert_frame_equal(got, _without_merged(store, **options))
+        assert set(got.loc[got["run_id"] == "r9", "question_id"]) == {"q0", "q2", "q3"}
+        assert (got["run_id"] == "r0").sum() == 10 * len(options.get("metrics", METRICS))
