@@ -471,7 +471,7 @@ class ResultStore:
                 triples = pd.MultiIndex.from_frame(frame[key_columns].astype("object"))
                 dropped = triples.isin(list(stale))
                 frame = frame.loc[~dropped].reset_index(drop=True)
-                if not tables:
+                if not tables or columns is None:  # no copy read (a copy is read for given columns only)
                     return frame if columns is None else frame[columns]
                 selected = pa.schema([schema.field(column) for column in columns])
                 tables.append(pa.Table.from_pandas(frame[columns], schema=selected, preserve_index=False))
