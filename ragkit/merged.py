@@ -184,12 +184,11 @@ def _write_checked_markers(store: ResultStore) -> bool:
     run_sets = (dict(zip(runs["run_id"], runs["questions_key"])) if "questions_key" in runs.columns else {})
     names: dict[str, int] = {}
     parts = {}
-    for part, record in store._markers():
-        run_id = record["run_id"]
+    # What stale_keys just read or found checked, not every marker read again.
+    for part, run_id, metrics in store._marker_metrics():
         questions_key = run_sets.get(run_id)
         if run_id in stale_runs or questions_key is None or pd.isna(questions_key) or questions_key not in set_tags:
             continue
-        metrics = record.get("metrics")
         parts[part] = [marker_tags.get(part, ""), run_id, questions_key, set_tags[questions_key],
                        None if metrics is None else [names.setdefault(m, len(names)) for m in metrics]]
     document = json.dumps({"metrics": list(names), "parts": parts}, sort_keys=True).encode()
@@ -207,11 +206,13 @@ def _merge_runs(store: ResultStore) -> int:
     """Write the runs table's merged copy when a run file changed since; the run files copied."""
     import pyarrow.parquet as pq
 
+    from ragkit.results import _read_file
+
     entries = store.files.list("runs", ".parquet")
     copy = merged_copy(store, "runs")
     if not entries or (copy is not None and copy.parts == {entry.stem: entry.tag for entry in entries}):
         return 0
-    table = merged_runs([pq.ParquetFile(entry.path, filesystem=store.files.filesystem).read() for entry in entries])
+    table = merged_runs([_read_file(entry, store.files.filesystem) for entry in entries])
     index = json.dumps([[entry.stem, entry.tag] for entry in entries]).encode()
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), INDEX_KEY: index})
     buffer = io.BytesIO()

@@ -34,7 +34,7 @@ import pandas as pd
 from ragkit.analysis import matrices as score_matrices
 from ragkit.analysis import statistics
 from ragkit.analysis.loading import Results
-from ragkit.analysis.matrices import ScoreMatrices
+from ragkit.analysis.matrices import ScoreMatrices, nanmean_columns
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
 from ragkit.metrics.names import better_direction, failure_value, parse_metric
 
@@ -101,19 +101,13 @@ def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.nd
     return out
 
 
-def _nanmean_columns(matrix: np.ndarray) -> np.ndarray:
-    counts = (~np.isnan(matrix)).sum(axis=0)
-    with np.errstate(invalid="ignore"):
-        return np.where(counts > 0, np.nansum(matrix, axis=0) / np.maximum(counts, 1), np.nan)
-
-
 def _with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units: np.ndarray,
                 unit: str) -> pd.DataFrame:
     column = statistics.column_stats(diffs, units)
     present = ~np.isnan(diffs)
     return rows.assign(
         unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, ci_low=column.ci_low,
-        ci_high=column.ci_high, p=column.p_value, strict_diff=_nanmean_columns(strict),
+        ci_high=column.ci_high, p=column.p_value, strict_diff=nanmean_columns(strict),
         wins=(present & (np.nan_to_num(diffs) > 0)).sum(axis=0), ties=(present & (diffs == 0)).sum(axis=0),
         losses=(present & (np.nan_to_num(diffs) < 0)).sum(axis=0),
         units_b_better=column.units_positive, units_b_worse=column.units_negative,
@@ -302,7 +296,7 @@ class Comparer:
 
 
 def _nanmean_rows(matrix: np.ndarray) -> np.ndarray:
-    return _nanmean_columns(matrix.T)
+    return nanmean_columns(matrix.T)
 
 
 def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:

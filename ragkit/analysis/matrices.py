@@ -31,6 +31,38 @@ def metric_positions(scores: pd.DataFrame, metrics: list[str]) -> np.ndarray:
     return positions(scores["metric"], pd.Index(metrics, dtype="string"))
 
 
+def score_arrays(rows: pd.DataFrame, metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray,
+                 n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """metric -> (valid values, asked), questions x runs, for each of ``metrics`` with a row:
+    each row's metric, question and run are given as positions (-1: not wanted). One scatter
+    into a metrics x questions x runs block (a pass per metric over millions of rows costs
+    several); a row is valid when its `error` is empty and its `value` not NaN."""
+    shape = (len(metrics), n_questions, n_runs)
+    # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
+    spare = shape[0] * shape[1] * shape[2]
+    cell = (metric_of.astype("int64") * shape[1] + q) * shape[2] + r
+    cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
+    asked = np.zeros(spare + 1, dtype=bool)
+    asked[cell] = True
+    value = rows["value"].to_numpy(dtype="float64")
+    error = rows["error"]
+    has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
+                 else error.notna().to_numpy())
+    cell[has_error | np.isnan(value)] = spare
+    values = np.full(spare + 1, np.nan)
+    values[cell] = value
+    values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
+    found = np.flatnonzero(np.bincount(metric_of[metric_of >= 0], minlength=len(metrics)))
+    return {metrics[at]: (values[at], asked[at]) for at in found}
+
+
+def nanmean_columns(matrix: np.ndarray) -> np.ndarray:
+    """Each column's mean over its values that are not NaN; NaN for a column with none."""
+    counts = (~np.isnan(matrix)).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        return np.where(counts > 0, np.nansum(matrix, axis=0) / np.maximum(counts, 1), np.nan)
+
+
 class ScoreMatrices:
     """Per metric, questions x runs arrays of valid values (NaN otherwise) and of rows present
     (the question was asked), over one question order shared by every metric. A score row is
@@ -56,11 +88,9 @@ class ScoreMatrices:
                                        np.zeros((len(self.question_ids), len(self.run_ids)), dtype=bool))
 
     def _build(self, rows: pd.DataFrame, metrics: list[str]) -> None:
-        """The arrays of ``metrics`` from ``rows``, all in one scatter into a metrics x questions x
-        runs block (a pass per metric over millions of rows costs several)."""
+        """The arrays of ``metrics`` from ``rows`` (``score_arrays``)."""
         metric_of = metric_positions(rows, metrics)
-        found = [metrics[i] for i in np.flatnonzero(np.bincount(metric_of + 1, minlength=len(metrics) + 1)[1:])]
-        if not found:
+        if not (metric_of >= 0).any():
             return
         r = positions(rows["run_id"], pd.Index(self.run_ids))
         q = positions(rows["question_id"], self.question_ids)
@@ -68,24 +98,7 @@ class ScoreMatrices:
         if unknown.any():  # a question the questions table does not list: count it all the same
             self._grow(pd.Index(rows["question_id"][unknown].astype("string").unique()))
             q = positions(rows["question_id"], self.question_ids)
-        shape = (len(metrics), len(self.question_ids), len(self.run_ids))
-        # Rows of other metrics or runs, then rows without a valid value, go to one spare cell.
-        spare = shape[0] * shape[1] * shape[2]
-        cell = (metric_of.astype("int64") * shape[1] + q) * shape[2] + r
-        cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
-        asked = np.zeros(spare + 1, dtype=bool)
-        asked[cell] = True
-        value = rows["value"].to_numpy(dtype="float64")
-        error = rows["error"]
-        has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
-                     else error.notna().to_numpy())
-        cell[has_error | np.isnan(value)] = spare
-        values = np.full(spare + 1, np.nan)
-        values[cell] = value
-        values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
-        for metric in found:
-            at = metrics.index(metric)
-            self._cache[metric] = (values[at], asked[at])
+        self._cache.update(score_arrays(rows, metrics, metric_of, q, r, len(self.question_ids), len(self.run_ids)))
 
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, asked) of ``metric``: questions x runs, in ``question_ids`` x ``run_ids`` order."""
@@ -107,10 +120,7 @@ class ScoreMatrices:
 
     def valid_means(self, metric: str) -> np.ndarray:
         """Per run, the plain mean of its valid values; NaN for a run with none."""
-        values, _ = self.get(metric)
-        counts = (~np.isnan(values)).sum(axis=0)
-        with np.errstate(invalid="ignore"):
-            return np.where(counts > 0, np.nansum(values, axis=0) / np.maximum(counts, 1), np.nan)
+        return nanmean_columns(self.get(metric)[0])
 
     def _grow(self, question_ids: pd.Index) -> None:
         self.question_ids = self.question_ids.append(question_ids)

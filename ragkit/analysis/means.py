@@ -7,17 +7,14 @@ failure: counted in `n_failed`, never averaged as 0.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ragkit.analysis import statistics
 from ragkit.analysis.labels import run_labels
+from ragkit.analysis.matrices import ScoreMatrices, score_arrays
 from ragkit.metrics.names import sort_key
-
-if TYPE_CHECKING:
-    from ragkit.analysis.matrices import ScoreMatrices
 
 MEAN_COLUMNS = ["run_id", "metric", "mean", "ci_low", "ci_high", "n", "n_failed", "n_units"]
 
@@ -42,17 +39,10 @@ def metric_means(scores: pd.DataFrame, metrics: list[str] | tuple[str, ...], uni
     run_ids, run_of = _first_seen(chosen["run_id"])
     question_ids, question_of = _first_seen(chosen["question_id"])
     codes = statistics.unit_codes(question_ids, units)
-    frames = []
-    for metric, at in chosen.groupby("metric", observed=True, sort=False).indices.items():
-        rows = chosen.iloc[at]
-        q, r = question_of[at], run_of[at]
-        values = np.full((len(question_ids), len(run_ids)), np.nan)
-        valid = valid_mask(rows).to_numpy()
-        values[q[valid], r[valid]] = rows["value"].to_numpy(dtype="float64")[valid]
-        asked = np.zeros(values.shape, dtype=bool)
-        asked[q, r] = True
-        frames.append(_run_stats(values, asked, run_ids, str(metric), codes, confidence))
-    return _means_table(frames)
+    names, metric_of = _first_seen(chosen["metric"])
+    arrays = score_arrays(chosen, names.tolist(), metric_of, question_of, run_of, len(question_ids), len(run_ids))
+    return _means_table([_run_stats(values, asked, run_ids, metric, codes, confidence)
+                         for metric, (values, asked) in arrays.items()])
 
 
 def matrix_means(matrices: ScoreMatrices, metrics: list[str] | tuple[str, ...], units: pd.Series | None = None,
