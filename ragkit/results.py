@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -410,15 +411,31 @@ class ResultStore:
         if name not in TABLES:
             raise ValueError(f"unknown results table '{name}'. Valid tables: {', '.join(TABLES)}")
         try:
-            return self._read(name, categorical, metrics, columns, run_ids, question_id)
+            return self._read(name, categorical, metrics, columns, run_ids, question_id, as_arrow=False)
         except OSError:  # a part compacted away between listing and reading (FileNotFoundError is one)
-            return self._read(name, categorical, metrics, columns, run_ids, question_id)
+            return self._read(name, categorical, metrics, columns, run_ids, question_id, as_arrow=False)
+
+    def read_table(self, name: str, columns: list[str], categorical: tuple[str, ...] = (),
+                   metrics: list[str] | None = None, run_ids: list[str] | None = None):
+        """``read`` of a part table as a pyarrow Table, its chunks as read (each ``categorical``
+        column a dictionary array with each chunk's own dictionary): for readers that reduce
+        millions of rows to arrays themselves, where pandas' conversion (categories unified
+        across a thousand chunks) is most of the read (ragkit.analysis.matrices)."""
+        if name not in TABLES or name in ("runs", "questions"):
+            valid = [table for table in TABLES if table not in ("runs", "questions")]
+            raise ValueError(f"unknown part table '{name}'. Valid tables: {', '.join(valid)}")
+        try:
+            return self._read(name, categorical, metrics, columns, run_ids, None, as_arrow=True)
+        except OSError:  # a part compacted away between listing and reading (FileNotFoundError is one)
+            return self._read(name, categorical, metrics, columns, run_ids, None, as_arrow=True)
 
     def _read(self, name: str, categorical: tuple[str, ...], metrics: list[str] | None, columns: list[str] | None,
-              run_ids: list[str] | None, question_id: str | None) -> pd.DataFrame:
+              run_ids: list[str] | None, question_id: str | None, as_arrow: bool) -> Any:
         parts = self._parts(name, run_ids)
         if name == "questions":
             parts = self._question_sets(parts, run_ids)
+        if not parts and as_arrow:
+            return _read_schema(name, categorical).empty_table().select(columns)
         if not parts:
             table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             return table if columns is None else table[columns]
@@ -448,9 +465,7 @@ class ResultStore:
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        # The schema is given, not inferred, so parts written before a column existed read as nulls.
-        schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in categorical else f
-                            for f in arrow_schema(name)])
+        schema = _read_schema(name, categorical)
         options = ds.ParquetReadOptions(dictionary_columns=list(categorical))
         where = ds.field("metric").isin(list(metrics)) if metrics is not None else None
         if question_id is not None:
@@ -471,14 +486,17 @@ class ResultStore:
                 triples = pd.MultiIndex.from_frame(frame[key_columns].astype("object"))
                 dropped = triples.isin(list(stale))
                 frame = frame.loc[~dropped].reset_index(drop=True)
-                if not tables or columns is None:  # no copy read (a copy is read for given columns only)
+                # No copy read (a copy is read for given columns only): this frame is the table.
+                if (not tables or columns is None) and not as_arrow:
                     return frame if columns is None else frame[columns]
-                selected = pa.schema([schema.field(column) for column in columns])
-                tables.append(pa.Table.from_pandas(frame[columns], schema=selected, preserve_index=False))
+                selected = pa.schema([schema.field(column) for column in columns or schema.names])
+                tables.append(pa.Table.from_pandas(frame[selected.names], schema=selected, preserve_index=False))
             else:
                 tables.append(dataset.to_table(columns=columns, filter=where))
-        # Each file has its own dictionary; one shared set of categories per column for pandas.
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        if as_arrow:
+            return table
+        # Each file has its own dictionary; one shared set of categories per column for pandas.
         return table.unify_dictionaries().to_pandas()
 
     def _read_merged(self, name: str, parts: list[Entry], stale: set[tuple[str, str, str]], columns: list[str],
@@ -568,6 +586,15 @@ class ResultStore:
 
     def exists(self) -> bool:
         return self.files.exists("runs")
+
+
+def _read_schema(name: str, categorical: tuple[str, ...]):
+    """A part table's Arrow schema as read: given, not inferred, so parts written before a
+    column existed read as nulls; ``categorical`` columns as dictionaries."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in categorical else f
+                      for f in arrow_schema(name)])
 
 
 def _row_groups(file, metrics: list[str] | None) -> tuple[list[int], bool]:

@@ -56,6 +56,13 @@ def _read(store: ResultStore, name: str = "scores", **options) -> pd.DataFrame:
     return frame.sort_values(columns[:3], ignore_index=True)
 
 
+def _read_as_arrow(store: ResultStore, **options) -> pd.DataFrame:
+    """``_read`` of scores through ``read_table`` (the score matrices' read)."""
+    table = store.read_table("scores", COLUMNS, categorical=CATEGORIES, **options)
+    frame = table.unify_dictionaries().to_pandas().astype(dict.fromkeys(CATEGORIES, "string"))
+    return frame.sort_values(COLUMNS[:3], ignore_index=True)
+
+
 def _without_merged(store: ResultStore, name: str = "scores", **options) -> pd.DataFrame:
     """What the parts alone give."""
     path = store.root / MERGED / f"{name}.parquet"
@@ -73,9 +80,11 @@ def _without_merged(store: ResultStore, name: str = "scores", **options) -> pd.D
 def test_a_merged_copy_reads_exactly_what_the_parts_read(tmp_path, options):
     store = _folder(tmp_path)
     expected = _read(store, **options)
+    pd.testing.assert_frame_equal(_read_as_arrow(store, **options), expected)
     assert store.merge() == {"runs": 4, "scores": 4, "stages": 4, "judgements": 4}
     assert merged_copy(store, "scores") is not None
     pd.testing.assert_frame_equal(_read(store, **options), expected)
+    pd.testing.assert_frame_equal(_read_as_arrow(store, **options), expected)
     pd.testing.assert_frame_equal(_read(store, "stages", run_ids=options.get("run_ids")),
                                   _without_merged(store, "stages", run_ids=options.get("run_ids")))
 
@@ -235,5 +244,6 @@ def test_stale_runs_read_from_their_parts_and_current_ones_from_the_copy_make_on
     for options in ({}, {"metrics": ["mrr"]}):
         got = _read(store, **options)
         pd.testing.assert_frame_equal(got, _without_merged(store, **options))
+        pd.testing.assert_frame_equal(_read_as_arrow(store, **options), got)
         assert set(got.loc[got["run_id"] == "r9", "question_id"]) == {"q0", "q2", "q3"}
         assert (got["run_id"] == "r0").sum() == 10 * len(options.get("metrics", METRICS))

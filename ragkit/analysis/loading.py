@@ -52,7 +52,8 @@ class Results:
         self.root = root
         self._given = tables
         self._source = source
-        self._batches: list[pd.DataFrame] = []  # score rows read for some metrics, one frame per read
+        self._batches: list[Any] = []  # score rows read for some metrics, one pyarrow table per read
+        self._frames: dict[int, pd.DataFrame] = {}  # batch -> its pandas frame, converted when first asked
         self._batch_of: dict[str, int] = {}  # metric -> the batch holding its rows
         if scores is not None:
             self.__dict__["scores"] = scores
@@ -90,6 +91,38 @@ class Results:
         metric over millions of rows costs a copy each)."""
         return [frame for frame, _ in self._score_batches(metrics)]
 
+    def score_tables(self, metrics: list[str] | tuple[str, ...]) -> list[Any] | None:
+        """The pyarrow tables, as read from the folder, that hold the score rows of ``metrics``
+        (``ResultStore.read_table``: a table may hold other metrics' and, for a subset, other
+        runs' rows too); None when the rows are in memory instead (``score_frames``). The
+        selection's score matrices are built from these: converting millions of rows to pandas
+        first cost more than the whole build."""
+        wanted = list(dict.fromkeys(str(m) for m in metrics))
+        if "scores" in self.__dict__:
+            return None
+        if self._source is not None:
+            return self._source.score_tables(wanted)
+        if self.root is None:
+            return None
+        return [self._batches[batch] for batch in self._read_batches(wanted)]
+
+    def _read_batches(self, wanted: list[str]) -> list[int]:
+        """The batches holding ``wanted``'s rows, reading (once) those not read yet."""
+        missing = [m for m in wanted if m not in self._batch_of]
+        if missing:
+            self._batches.append(ResultStore(self.root).read_table(
+                "scores", analysed_columns("scores"), categorical=SCORE_CATEGORIES, metrics=missing,
+                run_ids=self._run_ids) if self.root is not None else empty_table("scores"))
+            self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
+        return list(dict.fromkeys(self._batch_of[m] for m in wanted))
+
+    def _batch_frame(self, batch: int) -> pd.DataFrame:
+        if batch not in self._frames:
+            read = self._batches[batch]
+            # Each file has its own dictionary; one shared set of categories per column for pandas.
+            self._frames[batch] = read if isinstance(read, pd.DataFrame) else read.unify_dictionaries().to_pandas()
+        return self._frames[batch]
+
     def _score_batches(self, metrics: list[str] | tuple[str, ...]) -> list[tuple[pd.DataFrame, bool]]:
         """(frame, whether it holds only ``metrics``' rows) for the frames holding their rows."""
         wanted = list(dict.fromkeys(str(m) for m in metrics))
@@ -97,15 +130,9 @@ class Results:
             return [(self.scores, False)]
         if self._source is not None:
             return [(self._mine(frame), only) for frame, only in self._source._score_batches(wanted)]
-        missing = [m for m in wanted if m not in self._batch_of]
-        if missing:
-            frame = (ResultStore(self.root).read("scores", categorical=SCORE_CATEGORIES, metrics=missing,
-                                                 run_ids=self._run_ids, columns=analysed_columns("scores"))
-                     if self.root is not None else empty_table("scores"))
-            self._batches.append(frame)
-            self._batch_of.update(dict.fromkeys(missing, len(self._batches) - 1))
-        return [(self._batches[batch], all(m in wanted for m, read_in in self._batch_of.items() if read_in == batch))
-                for batch in dict.fromkeys(self._batch_of[m] for m in wanted)]
+        return [(self._batch_frame(batch),
+                 all(m in wanted for m, read_in in self._batch_of.items() if read_in == batch))
+                for batch in self._read_batches(wanted)]
 
     def scores_of(self, metrics: list[str] | tuple[str, ...]) -> pd.DataFrame:
         """The score rows of ``metrics`` only; reads (once) just those rows when the whole table

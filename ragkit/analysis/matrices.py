@@ -34,26 +34,66 @@ def metric_positions(scores: pd.DataFrame, metrics: list[str]) -> np.ndarray:
 def score_arrays(rows: pd.DataFrame, metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray,
                  n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """metric -> (valid values, asked), questions x runs, for each of ``metrics`` with a row:
-    each row's metric, question and run are given as positions (-1: not wanted). One scatter
-    into a metrics x questions x runs block (a pass per metric over millions of rows costs
-    several); a row is valid when its `error` is empty and its `value` not NaN."""
-    shape = (len(metrics), n_questions, n_runs)
-    # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
-    spare = shape[0] * shape[1] * shape[2]
-    cell = (metric_of.astype("int64") * shape[1] + q) * shape[2] + r
-    cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
-    asked = np.zeros(spare + 1, dtype=bool)
-    asked[cell] = True
-    value = rows["value"].to_numpy(dtype="float64")
+    each row's metric, question and run are given as positions (-1: not wanted). A row is valid
+    when its `error` is empty and its `value` not NaN."""
     error = rows["error"]
     has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
                  else error.notna().to_numpy())
+    return scattered(metrics, metric_of, q, r, rows["value"].to_numpy(dtype="float64"), has_error,
+                     n_questions, n_runs)
+
+
+def scattered(metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray, value: np.ndarray,
+              has_error: np.ndarray, n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``score_arrays`` from each row's positions, value and whether it has an error: one scatter
+    into a metrics x runs x questions block (a pass per metric over millions of rows costs
+    several). Runs outermost because a results part holds one run's questions in a row: the
+    writes of consecutive rows fall side by side (questions outermost took half as long again).
+    Each metric's arrays are handed out transposed, questions x runs, without a copy."""
+    shape = (len(metrics), n_runs, n_questions)
+    # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
+    spare = shape[0] * shape[1] * shape[2]
+    cell = metric_of.astype("int64")  # in place from here: each temporary is tens of MB
+    cell *= shape[1]
+    cell += r
+    cell *= shape[2]
+    cell += q
+    cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
+    asked = np.zeros(spare + 1, dtype=bool)
+    asked[cell] = True
     cell[has_error | np.isnan(value)] = spare
     values = np.full(spare + 1, np.nan)
     values[cell] = value
     values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
     found = np.flatnonzero(np.bincount(metric_of[metric_of >= 0], minlength=len(metrics)))
-    return {metrics[at]: (values[at], asked[at]) for at in found}
+    return {metrics[at]: (values[at].T, asked[at].T) for at in found}
+
+
+def chunked_positions(column, index: pd.Index) -> np.ndarray:
+    """Each row's position in ``index`` (-1 when absent or null) of a pyarrow (chunked) string
+    column. A dictionary chunk is looked up once per dictionary, in Arrow, and not again while
+    the next chunk's dictionary equals it; a plain string chunk is looked up row by row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    value_set = pa.array(index.astype(str).tolist(), pa.string())
+    last: tuple | None = None
+    # int32 halves the memory traffic of gathering tens of millions of positions.
+    found = np.empty(len(column), dtype="int32")
+    start = 0
+    for chunk in column.chunks:
+        end = start + len(chunk)
+        if not pa.types.is_dictionary(chunk.type):
+            found[start:end] = index.get_indexer(pd.Index(chunk.to_pandas(), dtype="string"))
+        else:
+            if last is None or not last[0].equals(chunk.dictionary):
+                # The appended -1 is a null code's place (its code is replaced by the dictionary's length).
+                per_entry = pc.fill_null(pc.index_in(chunk.dictionary, value_set=value_set), -1).to_numpy()
+                last = (chunk.dictionary, np.append(per_entry, -1).astype("int32"))
+            codes = chunk.indices.fill_null(len(chunk.dictionary)) if chunk.null_count else chunk.indices
+            np.take(last[1], codes.to_numpy(), out=found[start:end])
+        start = end
+    return found
 
 
 def nanmean_columns(matrix: np.ndarray) -> np.ndarray:
@@ -80,8 +120,13 @@ class ScoreMatrices:
         missing = [str(m) for m in dict.fromkeys(metrics) if str(m) not in self._cache]
         if not missing:
             return
-        for rows in self.results.score_frames(missing):
-            self._build(rows, [m for m in missing if m not in self._cache])
+        tables = self.results.score_tables(missing)
+        if tables is not None:  # as read from the folder
+            for table in tables:
+                self._build_arrow(table, [m for m in missing if m not in self._cache])
+        else:
+            for rows in self.results.score_frames(missing):
+                self._build(rows, [m for m in missing if m not in self._cache])
         for metric in missing:  # not scored for these runs: nothing asked, nothing valid
             if metric not in self._cache:
                 self._cache[metric] = (np.full((len(self.question_ids), len(self.run_ids)), np.nan),
@@ -99,6 +144,26 @@ class ScoreMatrices:
             self._grow(pd.Index(rows["question_id"][unknown].astype("string").unique()))
             q = positions(rows["question_id"], self.question_ids)
         self._cache.update(score_arrays(rows, metrics, metric_of, q, r, len(self.question_ids), len(self.run_ids)))
+
+    def _build_arrow(self, table, metrics: list[str]) -> None:
+        """``_build`` from a pyarrow table as read (``Results.score_tables``): every lookup is per
+        dictionary, and no row becomes a Python object."""
+        if table.num_rows == 0:
+            return
+        metric_of = chunked_positions(table.column("metric"), pd.Index(metrics, dtype="string"))
+        if not (metric_of >= 0).any():
+            return
+        r = chunked_positions(table.column("run_id"), pd.Index(self.run_ids, dtype="string"))
+        q = chunked_positions(table.column("question_id"), self.question_ids)
+        unknown = (q < 0) & (r >= 0) & (metric_of >= 0)
+        if unknown.any():  # a question the questions table does not list: count it all the same
+            listed = pd.Index(table.column("question_id").to_pandas(), dtype="string")
+            self._grow(pd.Index(listed[unknown].unique()))
+            q = self.question_ids.get_indexer(listed)
+        value = table.column("value").to_numpy().astype("float64", copy=False)
+        has_error = table.column("error").is_valid().to_numpy()
+        self._cache.update(scattered(metrics, metric_of, q, r, value, has_error, len(self.question_ids),
+                                     len(self.run_ids)))
 
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, asked) of ``metric``: questions x runs, in ``question_ids`` x ``run_ids`` order."""

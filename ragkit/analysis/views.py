@@ -70,10 +70,11 @@ def _family(results: Results, family: str) -> list[str]:
 def read_metrics(results: Results, metrics: tuple[str, ...], curve_family: str | None = None) -> int:
     """Read the score rows of ``metrics`` and of a curve family in one pass (every read is a pass
     over all parts, so a page asks once for what it will show) into the selection's score
-    matrices; the number of rows read."""
+    matrices; the number of (run, question, metric) scores they hold."""
     wanted = [*metrics, *(_family(results, curve_family) if curve_family else [])]
-    matrices.for_results(results).load(wanted)
-    return sum(len(frame) for frame in results.score_frames(wanted))
+    shared = matrices.for_results(results)
+    shared.load(wanted)
+    return int(sum(shared.get(metric)[1].sum() for metric in dict.fromkeys(wanted)))
 
 
 def curve_points(results: Results, family: str) -> pd.DataFrame:

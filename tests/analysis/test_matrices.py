@@ -1,6 +1,7 @@
 """The Compare page's views from shared score matrices give exactly what the row-based functions
 (``ragkit report``, export) give: random tables with failures, errors, unasked questions, a run
-asked nothing, read from a results folder (categories, read per metric) and given in memory."""
+asked nothing, read from a results folder (Arrow chunks read per metric, from the parts or their
+merged copy) and given in memory."""
 
 from __future__ import annotations
 
@@ -43,8 +44,13 @@ def _stages(scores: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(cached=False)
 
 
-def _in_a_folder(tmp_path, scores: pd.DataFrame, stages: pd.DataFrame):
+def _in_a_folder(tmp_path, scores: pd.DataFrame, stages: pd.DataFrame, documents: dict[str, str]):
     store = ResultStore(tmp_path)
+    # The question set lists all but the last two questions: rows of a question it does not list
+    # are counted all the same (the matrices grow a row for each).
+    listed = sorted(documents)[:-2]
+    store.write_questions("q1", pd.DataFrame({"question_id": listed, "text": listed,
+                                              "document": [documents[q] for q in listed]}))
     for run_id in sorted(scores["run_id"].unique()):
         store.write_run(run_id, run_row(run_id, chunker=f"c{run_id[-1]}", top_k=5))
         mine = scores[scores["run_id"] == run_id]
@@ -54,17 +60,23 @@ def _in_a_folder(tmp_path, scores: pd.DataFrame, stages: pd.DataFrame):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("source", ["folder", "memory"])
+@pytest.mark.parametrize("source", ["folder", "merged folder", "memory"])
 def test_views_from_matrices_equal_the_row_based_functions(tmp_path, seed, source):
     scores, documents = _random_rows(seed), {f"q{i:02d}": f"d{i % 4}" for i in range(30)}
     stages = _stages(scores)
-    if source == "folder":
-        results = _in_a_folder(tmp_path, scores, stages)
+    if source == "folder":  # one part per run, read as Arrow chunks with their own dictionaries
+        results = _in_a_folder(tmp_path, scores, stages, documents)
+    elif source == "merged folder":  # read from the merged copy: row groups of one metric each
+        _in_a_folder(tmp_path, scores, stages, documents)
+        assert ResultStore(tmp_path).merge()["scores"] == 6
+        results = load_results(tmp_path)
     else:
         runs = [run_row(f"r{i}", chunker=f"c{i}") for i in range(6)]
         results = results_of(runs, scores, documents, stages=stages)
     units = results.units
     views.read_metrics(results, tuple(METRICS[2:]), "recall")  # as the page: one read, then every view
+    if source != "memory":  # built from the Arrow chunks as read, not from a pandas copy of the table
+        assert "scores" not in results.__dict__ and results._batches
 
     expected = metric_means(scores, METRICS, units)
     got = views.means(results, tuple(METRICS))
@@ -80,6 +92,13 @@ def test_views_from_matrices_equal_the_row_based_functions(tmp_path, seed, sourc
     reference = quality_vs_latency(scores, pipeline_stages(stages), "mrr")
     pd.testing.assert_frame_equal(front, reference.sort_values("run_id", ignore_index=True).astype({"run_id": object}),
                                   rtol=1e-12)
+
+    # A selection of runs: its matrices are built from the rows read for every run, less the others'.
+    some = results.subset(["r3", "r1"])
+    expected = metric_means(scores[scores["run_id"].isin(["r1", "r3"])], METRICS, units)
+    got = views.means(some, tuple(METRICS))
+    pd.testing.assert_frame_equal(got.astype({"run_id": "string"}), expected.astype({"run_id": "string"}),
+                                  check_exact=False, rtol=1e-12)
 
 
 def test_every_view_of_a_selection_shares_one_set_of_matrices():
