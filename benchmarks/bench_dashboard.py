@@ -72,7 +72,6 @@ def render_page(timeout: float) -> float:
 def page_calls(root: Path) -> dict[str, float]:
     """load_results, then what 5_compare.py computes and draws with its default selection."""
     from ragkit.analysis import charts, judges
-    from ragkit.analysis.latency import latency_by_stage, pipeline_stages
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.report import factor_table, pair_table
     from ragkit.analysis.views import PAIRS_SHOWN_UNASKED, VIEWS
@@ -93,7 +92,6 @@ def page_calls(root: Path) -> dict[str, float]:
     def view(name, *args):
         return timed(name, lambda: VIEWS[name](selected, *args))
 
-    stages = timed("pipeline_stages", lambda: pipeline_stages(results.stages[results.stages["run_id"].isin(run_ids)]))
     runs = results.runs[results.runs["run_id"].isin(run_ids)]
     metrics = view("metric_names")
     chosen = tuple(m for m in HEADLINE_METRICS if m in metrics) or tuple(metrics[:1])
@@ -105,7 +103,8 @@ def page_calls(root: Path) -> dict[str, float]:
     timed("charts", lambda: charts.metric_bar_chart(means, runs))
     points = view("curve_points", "recall")
     timed("charts", lambda: charts.curve_chart(points, runs, "recall"))
-    timed("charts", lambda: charts.latency_chart(latency_by_stage(stages), runs))
+    stage_latency = view("stage_latency")
+    timed("charts", lambda: charts.latency_chart(stage_latency, runs))
     frame = view("quality_latency", chosen[0])
     timed("charts", lambda: charts.pareto_chart(frame, runs, quality_name=chosen[0]))
     timed("judge_pairs", lambda: judges.judge_pairs(runs, pairs))

@@ -233,8 +233,11 @@ class ResultStore:
         """(part, run id, the metrics its marker lists or None) of every committed part: remembered
         per marker tag, so a page that asked ``stale_keys`` does not read a thousand markers again."""
         tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
+        committed = sorted(self._committed_parts())
+        if any(_MARKER_METRICS.get((str(self.root), part), ("",))[0] != tags.get(part, "") for part in committed):
+            self.stale_keys()  # remembers every marker, those the last merge checked without reading them
         found = []
-        for part in sorted(self._committed_parts()):
+        for part in committed:
             known = _MARKER_METRICS.get((str(self.root), part))
             if known is None or known[0] != tags.get(part, ""):
                 record = self._read_marker(part)

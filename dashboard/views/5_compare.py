@@ -19,7 +19,6 @@ import streamlit as st
 from dashboard import state
 from dashboard.selection import pick_results
 from ragkit.analysis import charts, failures, judges
-from ragkit.analysis.latency import latency_by_stage, pipeline_stages
 from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.analysis.views import PAIRS_SHOWN_UNASKED
@@ -28,7 +27,6 @@ from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS,
 st.title("Compare runs")
 
 experiment, results, run_ids = pick_results()
-stages = pipeline_stages(results.stages[results.stages["run_id"].isin(run_ids)])
 runs = results.runs[results.runs["run_id"].isin(run_ids)]
 metrics = state.view("metric_names", experiment, run_ids)
 if not metrics:
@@ -100,7 +98,7 @@ if generation:
 if base:
     st.plotly_chart(charts.curve_chart(state.view("curve_points", experiment, run_ids, base), runs, base),
                     key="curve_chart")
-st.plotly_chart(charts.latency_chart(latency_by_stage(stages), runs).update_layout(
+st.plotly_chart(charts.latency_chart(state.view("stage_latency", experiment, run_ids), runs).update_layout(
     title="Latency by stage"), key="latency_chart")
 
 quality = chosen[0] if chosen else metrics[0]

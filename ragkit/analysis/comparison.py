@@ -101,6 +101,41 @@ def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.nd
     return out
 
 
+def _question_means(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
+                    compared: np.ndarray) -> dict[str, np.ndarray]:
+    """What ``_pair_differences`` gives, reduced over the pairs as it goes: per question, the mean
+    difference and strict difference over the pairs it counts in (NaN in none), and the
+    totals of scored and failed questions per side. A level's effect needs no more, and its
+    questions x pairs matrices, each written and then read again, were half its cost."""
+    n_questions = len(matrices.question_ids)
+    sums = {name: np.zeros(n_questions) for name in ("diff", "strict")}
+    counts = {name: np.zeros(n_questions, dtype="int64") for name in ("diff", "strict")}
+    totals = dict.fromkeys(("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"), 0)
+    for metric in dict.fromkeys(compared.tolist()):
+        columns = np.flatnonzero(compared == metric)
+        values, asked = matrices.get(str(metric))
+        a, b = runs_a[columns], runs_b[columns]
+        value_a, value_b = values[:, a], values[:, b]
+        both_asked = asked[:, a] & asked[:, b]
+        scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
+        both_scored = scored_a & scored_b
+        sums["diff"] += np.where(both_scored, value_b - value_a, 0.0).sum(axis=1)
+        counts["diff"] += both_scored.sum(axis=1)
+        failed = failure_value(str(metric))
+        strict = np.where(scored_b, value_b, failed) - np.where(scored_a, value_a, failed)
+        sums["strict"] += np.where(both_asked, strict, 0.0).sum(axis=1)
+        counts["strict"] += both_asked.sum(axis=1)
+        n_scored_a, n_scored_b, n_asked = int(scored_a.sum()), int(scored_b.sum()), int(both_asked.sum())
+        totals["n_scored_a"] += n_scored_a
+        totals["n_scored_b"] += n_scored_b
+        totals["n_failed_a"] += n_asked - n_scored_a
+        totals["n_failed_b"] += n_asked - n_scored_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = {name: np.where(counts[name] > 0, sums[name] / np.maximum(counts[name], 1), np.nan)
+                 for name in sums}
+    return {**means, **{name: np.array(total) for name, total in totals.items()}}
+
+
 def _with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units: np.ndarray,
                 unit: str) -> pd.DataFrame:
     column = statistics.column_stats(diffs, units)
@@ -273,8 +308,8 @@ class Comparer:
             mine = np.flatnonzero(other == level)
             if level == best or not len(mine):
                 continue
-            # One level's pairs at a time: only its questions x pairs differences are held.
-            differences = _pair_differences(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
+            # A question's difference is its mean over the matched settings, so each counts once.
+            differences = _question_means(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
             shown_depths = set(depths[mine].tolist())
             records.append({
                 "kind": MARGINAL, "factor": factor, "level_a": level, "level_b": best, "run_a": None, "run_b": None,
@@ -285,18 +320,13 @@ class Comparer:
                    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
                 "latency_ms_diff": float(np.nanmean(latency[mine])) if np.isfinite(latency[mine]).any() else np.nan,
             })
-            # A question's difference is its mean over the matched settings, so each counts once.
-            diff_columns.append(_nanmean_rows(differences["diff"]))
-            strict_columns.append(_nanmean_rows(differences["strict"]))
+            diff_columns.append(differences["diff"])
+            strict_columns.append(differences["strict"])
         if not records:
             return pd.DataFrame(columns=COLUMNS)
         rows = pd.DataFrame.from_records(records).astype({"depth": "Int64"})
         return _with_stats(rows, np.column_stack(diff_columns), np.column_stack(strict_columns), self.units,
                            self.results.unit)
-
-
-def _nanmean_rows(matrix: np.ndarray) -> np.ndarray:
-    return nanmean_columns(matrix.T)
 
 
 def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:

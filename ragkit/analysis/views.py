@@ -97,6 +97,12 @@ def runs_by_metrics(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
     return matrix_table(matrices.for_results(results), results.runs, list(metrics))
 
 
+def stage_latency(results: Results) -> pd.DataFrame:
+    """Per run and stage: the pipeline's mean seconds per question, and its one-off build
+    seconds (``latency.latency_by_stage`` of the pipeline stages: evaluation left out)."""
+    return latency.latency_by_stage(latency.pipeline_stages(results.stages))
+
+
 def llm_usage(results: Results) -> pd.DataFrame:
     return latency.llm_usage(results.stages)
 
@@ -124,6 +130,7 @@ def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
 VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
     means, latency_means, factor_effects, pair_effects, single_factor_pairs, judge_effects, scored_and_failed,
     failure_reasons,
-    metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, llm_usage, evaluation_cost,
+    metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, stage_latency, llm_usage,
+    evaluation_cost,
     judge_replies, question_rows, export,
 )}

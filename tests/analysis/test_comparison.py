@@ -198,3 +198,32 @@ def test_pairs_compared_in_blocks_are_the_pairs_compared_at_once(monkeypatch):
     in_blocks = compare(results, ["ndcg@5", "mrr"])
     assert len(at_once) > 3 * 2 * 3
     pd.testing.assert_frame_equal(in_blocks, at_once, check_exact=True)
+
+
+def test_question_means_reduce_the_pair_differences_as_they_go():
+    """A level's effect is reduced over its pairs while they are compared: the same per-question
+    means and totals as the questions x pairs differences averaged afterwards."""
+    from ragkit.analysis import comparison
+    from ragkit.analysis.matrices import nanmean_columns
+
+    rng = np.random.default_rng(5)
+    metrics = ("ndcg@5", "mrr", "abstention_wrong")  # a lower-is-better one too: failures count as 1
+    runs = [run_row(f"r{i:02d}", str(rng.choice(["A", "B"])), top_k=int(rng.choice([5, 10]))) for i in range(10)]
+    rows = [(run["run_id"], f"q{q}", metric, float(rng.uniform()) if rng.uniform() > 0.2 else np.nan,
+             "timeout" if rng.uniform() < 0.05 else None)
+            for run in runs for q in range(15) for metric in metrics if rng.uniform() > 0.1]
+    rows += [("r00", "q-only-r00", metric, 0.5) for metric in metrics]
+    matrices = Comparer(results_of(runs, score_rows(rows))).matrices
+    # No pair compares r00 (position 0 in run order): its question is in no pair's count.
+    runs_a, runs_b = rng.integers(1, 10, 40), rng.integers(1, 10, 40)
+    assert matrices.run_ids[0] == "r00"
+    compared = rng.choice(np.array(metrics, dtype=object), 40)
+    by_pair = comparison._pair_differences(matrices, runs_a, runs_b, compared)
+    reduced = comparison._question_means(matrices, runs_a, runs_b, compared)
+    for name in ("diff", "strict"):
+        expected = nanmean_columns(by_pair[name].T)
+        only_r00 = list(matrices.question_ids).index("q-only-r00")
+        assert np.isnan(reduced[name][only_r00]) and np.isnan(expected).sum() == 1
+        np.testing.assert_allclose(reduced[name], expected, rtol=1e-12)
+    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
+        assert int(reduced[name]) == int(by_pair[name].sum()) > 0
