@@ -179,10 +179,9 @@ class Comparer:
     @property
     def latency_ms(self) -> pd.Series:
         if self._latency is None:
-            from ragkit.analysis.latency import run_latency
+            from ragkit.analysis.latency import latency_per_run, shared_stage_latency
 
-            # Shared with the other views of these runs (the Pareto scatter).
-            self._latency = self.results.derived("run_latency", lambda: run_latency(self.results.stages)) * 1000
+            self._latency = latency_per_run(shared_stage_latency(self.results)) * 1000
         return self._latency
 
     def _positions(self, run_ids: pd.Series) -> np.ndarray:

@@ -10,11 +10,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ragkit.analysis.means import valid_mask
 from ragkit.results import USAGE_FIELDS, is_evaluation_stage
+
+if TYPE_CHECKING:
+    from ragkit.analysis.loading import Results
 
 LATENCY_METRIC = "ms/question"
 
@@ -44,10 +49,21 @@ def latency_by_stage(stages: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_latency(stages: pd.DataFrame) -> pd.Series:
-    """Mean pipeline seconds per question per run: the sum of the per-question stage means."""
-    latency = latency_by_stage(stages)
-    answering = latency["per_question"] & ~is_evaluation_stage(latency["stage"])
-    return latency[answering].groupby("run_id", observed=True)["seconds"].sum()
+    """Mean pipeline seconds per question per run: the sum of the per-question stage means of
+    the pipeline's stages (a stage's mean over the questions the pipeline answered)."""
+    return latency_per_run(latency_by_stage(pipeline_stages(stages)))
+
+
+def shared_stage_latency(results: Results) -> pd.DataFrame:
+    """``latency_by_stage`` of these runs' pipeline stages, computed once for every view of the
+    same runs (``Results.derived``): the latency chart, and the per-run latency of the
+    comparisons and the Pareto scatter (``latency_per_run``)."""
+    return results.derived("stage_latency", lambda: latency_by_stage(pipeline_stages(results.stages)))
+
+
+def latency_per_run(latency: pd.DataFrame) -> pd.Series:
+    """``run_latency`` from the pipeline's ``latency_by_stage`` table."""
+    return latency[latency["per_question"]].groupby("run_id", observed=True)["seconds"].sum()
 
 
 def latency_scores(stages: pd.DataFrame) -> pd.DataFrame:

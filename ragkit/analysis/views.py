@@ -90,7 +90,7 @@ def quality_latency(results: Results, metric: str) -> pd.DataFrame:
 
 def _run_latency(results: Results) -> pd.Series:
     """Per run: pipeline seconds per question, shared by every view of the same runs."""
-    return results.derived("run_latency", lambda: latency.run_latency(results.stages))
+    return latency.latency_per_run(latency.shared_stage_latency(results))
 
 
 def runs_by_metrics(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -99,8 +99,8 @@ def runs_by_metrics(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
 
 def stage_latency(results: Results) -> pd.DataFrame:
     """Per run and stage: the pipeline's mean seconds per question, and its one-off build
-    seconds (``latency.latency_by_stage`` of the pipeline stages: evaluation left out)."""
-    return latency.latency_by_stage(latency.pipeline_stages(results.stages))
+    seconds (evaluation left out)."""
+    return latency.shared_stage_latency(results)
 
 
 def llm_usage(results: Results) -> pd.DataFrame:
