@@ -87,7 +87,7 @@ class Results:
     def score_frames(self, metrics: list[str] | tuple[str, ...]) -> list[pd.DataFrame]:
         """The frames that hold the score rows of ``metrics``, reading (once) just those rows when
         the whole table has not been read; a frame may hold other metrics' rows too (one pass
-        over its codes finds each metric's rows, ``matrices.metric_positions``, where a filter per
+        over its codes finds each metric's rows, ``matrices.positions``, where a filter per
         metric over millions of rows costs a copy each)."""
         return [frame for frame, _ in self._score_batches(metrics)]
 

@@ -25,22 +25,31 @@ def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
     return index.get_indexer(column.astype("string"))
 
 
-def metric_positions(scores: pd.DataFrame, metrics: list[str]) -> np.ndarray:
-    """Each row's metric as its position in ``metrics`` (-1 for other metrics): a categorical
-    column is decided per category, not per row."""
-    return positions(scores["metric"], pd.Index(metrics, dtype="string"))
-
-
 def score_arrays(rows: pd.DataFrame, metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray,
                  n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """metric -> (valid values, asked), questions x runs, for each of ``metrics`` with a row:
     each row's metric, question and run are given as positions (-1: not wanted). A row is valid
     when its `error` is empty and its `value` not NaN."""
+    return scattered(metrics, metric_of, q, r, *row_values(rows), n_questions, n_runs)
+
+
+def row_positions(rows, column: str, index: pd.Index) -> np.ndarray:
+    """Each row's position in ``index`` (-1 when absent) of ``column`` of score rows: a pandas
+    frame, or a pyarrow table as read (looked up per dictionary)."""
+    if isinstance(rows, pd.DataFrame):
+        return positions(rows[column], index)
+    return chunked_positions(rows.column(column), index)
+
+
+def row_values(rows) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's value as float64, whether it has an error) of score rows: a pandas frame or
+    a pyarrow table."""
+    if not isinstance(rows, pd.DataFrame):
+        return rows.column("value").to_numpy().astype("float64", copy=False), rows.column("error").is_valid().to_numpy()
     error = rows["error"]
     has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
                  else error.notna().to_numpy())
-    return scattered(metrics, metric_of, q, r, rows["value"].to_numpy(dtype="float64"), has_error,
-                     n_questions, n_runs)
+    return rows["value"].to_numpy(dtype="float64"), has_error
 
 
 def scattered(metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray, value: np.ndarray,
@@ -67,6 +76,21 @@ def scattered(metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.nd
     values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
     found = np.flatnonzero(np.bincount(metric_of[metric_of >= 0], minlength=len(metrics)))
     return {metrics[at]: (values[at].T, asked[at].T) for at in found}
+
+
+def _run_valid_means(metrics: list[str], metric_of: np.ndarray, r: np.ndarray, value: np.ndarray,
+                     has_error: np.ndarray, n_runs: int) -> dict[str, np.ndarray]:
+    """metric -> per run, the mean of its valid values (NaN for none), for each of ``metrics``
+    with a row: one weighted count per (metric, run), no questions x runs array."""
+    valid = (metric_of >= 0) & (r >= 0) & ~has_error & ~np.isnan(value)
+    cell = metric_of[valid].astype("int64") * n_runs + r[valid]
+    size = len(metrics) * n_runs
+    sums = np.bincount(cell, weights=value[valid], minlength=size).reshape(len(metrics), n_runs)
+    counts = np.bincount(cell, minlength=size).reshape(len(metrics), n_runs)
+    with np.errstate(invalid="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    found = np.flatnonzero(np.bincount(metric_of[(metric_of >= 0) & (r >= 0)], minlength=len(metrics)))
+    return {metrics[at]: means[at] for at in found}
 
 
 def chunked_positions(column, index: pd.Index) -> np.ndarray:
@@ -114,55 +138,55 @@ class ScoreMatrices:
         self.question_ids = results.question_ids
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._means: dict[tuple[str, float], np.ndarray] = {}
+        self._valid_means: dict[str, np.ndarray] = {}  # metrics asked for their run means alone
 
-    def load(self, metrics: list[str] | tuple[str, ...]) -> None:
-        """Read the rows of ``metrics`` in one pass and build every array they make."""
-        missing = [str(m) for m in dict.fromkeys(metrics) if str(m) not in self._cache]
-        if not missing:
+    def load(self, metrics: list[str] | tuple[str, ...], means_only: list[str] | tuple[str, ...] = ()) -> None:
+        """Read the rows of ``metrics`` and ``means_only`` in one pass and build the arrays of
+        ``metrics``, and only the per-run valid means (``valid_means``) of the others: a curve
+        over k needs no more, and its eight extra metrics were half of a page's matrices."""
+        arrays = [str(m) for m in dict.fromkeys(metrics) if str(m) not in self._cache]
+        means = [str(m) for m in dict.fromkeys(means_only)
+                 if str(m) not in self._cache and str(m) not in self._valid_means and str(m) not in arrays]
+        if not arrays and not means:
             return
-        tables = self.results.score_tables(missing)
-        if tables is not None:  # as read from the folder
-            for table in tables:
-                self._build_arrow(table, [m for m in missing if m not in self._cache])
-        else:
-            for rows in self.results.score_frames(missing):
-                self._build(rows, [m for m in missing if m not in self._cache])
-        for metric in missing:  # not scored for these runs: nothing asked, nothing valid
+        every = [*arrays, *means]
+        tables = self.results.score_tables(every)
+        for rows in tables if tables is not None else self.results.score_frames(every):
+            self._build(rows, [m for m in arrays if m not in self._cache],
+                        [m for m in means if m not in self._valid_means])
+        for metric in arrays:  # not scored for these runs: nothing asked, nothing valid
             if metric not in self._cache:
                 self._cache[metric] = (np.full((len(self.question_ids), len(self.run_ids)), np.nan),
                                        np.zeros((len(self.question_ids), len(self.run_ids)), dtype=bool))
+        for metric in means:
+            if metric not in self._valid_means:
+                self._valid_means[metric] = np.full(len(self.run_ids), np.nan)
 
-    def _build(self, rows: pd.DataFrame, metrics: list[str]) -> None:
-        """The arrays of ``metrics`` from ``rows`` (``score_arrays``)."""
-        metric_of = metric_positions(rows, metrics)
+    def _build(self, rows, arrays: list[str], means: list[str]) -> None:
+        """The arrays of ``arrays`` (``scattered``) and the valid means of ``means`` from a
+        pandas frame or a pyarrow table as read (``Results.score_tables``; every lookup is then
+        per dictionary, and no row becomes a Python object)."""
+        if len(rows) == 0:
+            return
+        metric_of = row_positions(rows, "metric", pd.Index([*arrays, *means], dtype="string"))
         if not (metric_of >= 0).any():
             return
-        r = positions(rows["run_id"], pd.Index(self.run_ids))
-        q = positions(rows["question_id"], self.question_ids)
+        r = row_positions(rows, "run_id", pd.Index(self.run_ids, dtype="string"))
+        value, has_error = row_values(rows)
+        if means:
+            self._valid_means.update(_run_valid_means(means, metric_of - len(arrays), r, value, has_error,
+                                                      len(self.run_ids)))
+        if not arrays:
+            return
+        metric_of = np.where(metric_of < len(arrays), metric_of, -1)
+        q = row_positions(rows, "question_id", self.question_ids)
         unknown = (q < 0) & (r >= 0) & (metric_of >= 0)
         if unknown.any():  # a question the questions table does not list: count it all the same
-            self._grow(pd.Index(rows["question_id"][unknown].astype("string").unique()))
-            q = positions(rows["question_id"], self.question_ids)
-        self._cache.update(score_arrays(rows, metrics, metric_of, q, r, len(self.question_ids), len(self.run_ids)))
-
-    def _build_arrow(self, table, metrics: list[str]) -> None:
-        """``_build`` from a pyarrow table as read (``Results.score_tables``): every lookup is per
-        dictionary, and no row becomes a Python object."""
-        if table.num_rows == 0:
-            return
-        metric_of = chunked_positions(table.column("metric"), pd.Index(metrics, dtype="string"))
-        if not (metric_of >= 0).any():
-            return
-        r = chunked_positions(table.column("run_id"), pd.Index(self.run_ids, dtype="string"))
-        q = chunked_positions(table.column("question_id"), self.question_ids)
-        unknown = (q < 0) & (r >= 0) & (metric_of >= 0)
-        if unknown.any():  # a question the questions table does not list: count it all the same
-            listed = pd.Index(table.column("question_id").to_pandas(), dtype="string")
+            column = rows["question_id"] if isinstance(rows, pd.DataFrame) else rows.column("question_id").to_pandas()
+            listed = pd.Index(column, dtype="string")
             self._grow(pd.Index(listed[unknown].unique()))
             q = self.question_ids.get_indexer(listed)
-        value = table.column("value").to_numpy().astype("float64", copy=False)
-        has_error = table.column("error").is_valid().to_numpy()
-        self._cache.update(scattered(metrics, metric_of, q, r, value, has_error, len(self.question_ids),
+        self._cache.update(scattered(arrays, metric_of, q, r, value, has_error, len(self.question_ids),
                                      len(self.run_ids)))
 
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -185,6 +209,8 @@ class ScoreMatrices:
 
     def valid_means(self, metric: str) -> np.ndarray:
         """Per run, the plain mean of its valid values; NaN for a run with none."""
+        if metric not in self._cache and metric in self._valid_means:
+            return self._valid_means[metric]
         return nanmean_columns(self.get(metric)[0])
 
     def _grow(self, question_ids: pd.Index) -> None:

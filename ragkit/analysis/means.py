@@ -133,7 +133,7 @@ def matrix_curve(matrices: ScoreMatrices, metrics: list[str], family: str) -> pd
     """``curve`` from a selection's score matrices: ``metrics`` are the family's names."""
     pattern = re.compile(rf"^{re.escape(family)}@(\d+)$")
     ks = {name: int(match[1]) for name in metrics if (match := pattern.match(str(name)))}
-    matrices.load(list(ks))
+    matrices.load([], means_only=list(ks))
     frames = []
     for name, k in ks.items():
         run_means = matrices.valid_means(name)

@@ -70,11 +70,12 @@ def _family(results: Results, family: str) -> list[str]:
 def read_metrics(results: Results, metrics: tuple[str, ...], curve_family: str | None = None) -> int:
     """Read the score rows of ``metrics`` and of a curve family in one pass (every read is a pass
     over all parts, so a page asks once for what it will show) into the selection's score
-    matrices; the number of (run, question, metric) scores they hold."""
-    wanted = [*metrics, *(_family(results, curve_family) if curve_family else [])]
-    shared = matrices.for_results(results)
-    shared.load(wanted)
-    return int(sum(shared.get(metric)[1].sum() for metric in dict.fromkeys(wanted)))
+    matrices; the number of rows read."""
+    curve = _family(results, curve_family) if curve_family else []
+    matrices.for_results(results).load(list(metrics), means_only=curve)  # a curve needs run means only
+    wanted = [*metrics, *curve]
+    tables = results.score_tables(wanted)
+    return sum(table.num_rows for table in tables) if tables is not None else len(results.scores_of(wanted))
 
 
 def curve_points(results: Results, family: str) -> pd.DataFrame:

@@ -78,6 +78,12 @@ def test_views_from_matrices_equal_the_row_based_functions(tmp_path, seed, sourc
     if source != "memory":  # built from the Arrow chunks as read, not from a pandas copy of the table
         assert "scores" not in results.__dict__ and results._batches
 
+    # The curve first: recall@1 and @3 were read for their run means alone, no arrays.
+    shared = for_results(results)
+    assert {"recall@1", "recall@3"} <= set(shared._valid_means) and "recall@1" not in shared._cache
+    pd.testing.assert_frame_equal(views.curve_points(results, "recall").astype({"run_id": "string"}),
+                                  curve(scores, "recall").astype({"run_id": "string"}), rtol=1e-12)
+
     expected = metric_means(scores, METRICS, units)
     got = views.means(results, tuple(METRICS))
     pd.testing.assert_frame_equal(got.astype({"run_id": "string"}), expected.astype({"run_id": "string"}),
