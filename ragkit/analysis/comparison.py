@@ -26,6 +26,7 @@ Report, summary, export and dashboard all call this module; what makes its numbe
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -73,17 +74,25 @@ def run_depths(runs: pd.DataFrame) -> dict[str, int | None]:
     return {run_id: (None if pd.isna(value) else int(value)) for run_id, value in zip(runs["run_id"], depth)}
 
 
-def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
-                      compared: np.ndarray) -> dict[str, np.ndarray]:
-    """Per pair (columns, in order; ``runs_a`` and ``runs_b`` are positions in the matrices' runs):
-    per-question differences b - a over questions both scored (NaN elsewhere), strict differences
-    over questions both were asked (a failure as the metric's worst value,
-    ``names.failure_value``: 0, or 1 for a lower-is-better rate), and the counts of scored and
-    failed questions per side."""
-    n_questions, n_pairs = len(matrices.question_ids), len(runs_a)
-    out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
-    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
-        out[name] = np.zeros(n_pairs, dtype="int64")
+@dataclass(frozen=True)
+class _Block:
+    """The pairs compared on one metric (``columns`` of the pairs given), questions x pairs:
+    each side's value, whether both were asked, whether each side scored, and the strict
+    difference (a failure as the metric's worst value, ``names.failure_value``: 0, or 1 for a
+    lower-is-better rate)."""
+
+    columns: np.ndarray
+    value_a: np.ndarray
+    value_b: np.ndarray
+    both_asked: np.ndarray
+    scored_a: np.ndarray
+    scored_b: np.ndarray
+    strict: np.ndarray
+
+
+def _blocks(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray, compared: np.ndarray):
+    """One ``_Block`` per metric compared (``runs_a`` and ``runs_b`` are positions in the
+    matrices' runs, ``compared`` each pair's metric)."""
     for metric in dict.fromkeys(compared.tolist()):
         columns = np.flatnonzero(compared == metric)
         values, asked = matrices.get(str(metric))
@@ -91,13 +100,27 @@ def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.nd
         value_a, value_b = values[:, a], values[:, b]
         both_asked = asked[:, a] & asked[:, b]
         scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
-        out["diff"][:, columns] = np.where(scored_a & scored_b, value_b - value_a, np.nan)
         failed = failure_value(str(metric))
         strict = np.where(scored_b, value_b, failed) - np.where(scored_a, value_a, failed)
-        out["strict"][:, columns] = np.where(both_asked, strict, np.nan)
-        out["n_scored_a"][columns], out["n_scored_b"][columns] = scored_a.sum(axis=0), scored_b.sum(axis=0)
-        out["n_failed_a"][columns] = (both_asked & ~scored_a).sum(axis=0)
-        out["n_failed_b"][columns] = (both_asked & ~scored_b).sum(axis=0)
+        yield _Block(columns, value_a, value_b, both_asked, scored_a, scored_b, strict)
+
+
+def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
+                      compared: np.ndarray) -> dict[str, np.ndarray]:
+    """Per pair (columns, in order): per-question differences b - a over questions both scored
+    (NaN elsewhere), strict differences over questions both were asked, and the counts of
+    scored and failed questions per side (``_blocks``)."""
+    n_questions, n_pairs = len(matrices.question_ids), len(runs_a)
+    out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
+    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
+        out[name] = np.zeros(n_pairs, dtype="int64")
+    for block in _blocks(matrices, runs_a, runs_b, compared):
+        columns = block.columns
+        out["diff"][:, columns] = np.where(block.scored_a & block.scored_b, block.value_b - block.value_a, np.nan)
+        out["strict"][:, columns] = np.where(block.both_asked, block.strict, np.nan)
+        out["n_scored_a"][columns], out["n_scored_b"][columns] = block.scored_a.sum(axis=0), block.scored_b.sum(axis=0)
+        out["n_failed_a"][columns] = (block.both_asked & ~block.scored_a).sum(axis=0)
+        out["n_failed_b"][columns] = (block.both_asked & ~block.scored_b).sum(axis=0)
     return out
 
 
@@ -111,21 +134,14 @@ def _question_means(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndar
     sums = {name: np.zeros(n_questions) for name in ("diff", "strict")}
     counts = {name: np.zeros(n_questions, dtype="int64") for name in ("diff", "strict")}
     totals = dict.fromkeys(("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"), 0)
-    for metric in dict.fromkeys(compared.tolist()):
-        columns = np.flatnonzero(compared == metric)
-        values, asked = matrices.get(str(metric))
-        a, b = runs_a[columns], runs_b[columns]
-        value_a, value_b = values[:, a], values[:, b]
-        both_asked = asked[:, a] & asked[:, b]
-        scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
-        both_scored = scored_a & scored_b
-        sums["diff"] += np.where(both_scored, value_b - value_a, 0.0).sum(axis=1)
+    for block in _blocks(matrices, runs_a, runs_b, compared):
+        both_scored = block.scored_a & block.scored_b
+        sums["diff"] += np.where(both_scored, block.value_b - block.value_a, 0.0).sum(axis=1)
         counts["diff"] += both_scored.sum(axis=1)
-        failed = failure_value(str(metric))
-        strict = np.where(scored_b, value_b, failed) - np.where(scored_a, value_a, failed)
-        sums["strict"] += np.where(both_asked, strict, 0.0).sum(axis=1)
-        counts["strict"] += both_asked.sum(axis=1)
-        n_scored_a, n_scored_b, n_asked = int(scored_a.sum()), int(scored_b.sum()), int(both_asked.sum())
+        sums["strict"] += np.where(block.both_asked, block.strict, 0.0).sum(axis=1)
+        counts["strict"] += block.both_asked.sum(axis=1)
+        n_scored_a, n_scored_b = int(block.scored_a.sum()), int(block.scored_b.sum())
+        n_asked = int(block.both_asked.sum())
         totals["n_scored_a"] += n_scored_a
         totals["n_scored_b"] += n_scored_b
         totals["n_failed_a"] += n_asked - n_scored_a
