@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ragkit.analysis.latency import latency_by_stage, pareto_front, run_latency
+from ragkit.analysis.latency import latency_by_stage, pareto_front, pipeline_stages, run_latency
 from ragkit.analysis.loading import load_results
 from ragkit.analysis.means import available_metrics, curve, metric_means
 from ragkit.results import ResultStore
@@ -91,6 +91,19 @@ def test_a_stage_repeated_in_a_question_or_needed_by_some_counts_per_question_an
     assert latency.loc["generate", "seconds"] == pytest.approx(3.0)
     # Per question: q1 took 6 s and q2 4 s.
     assert run_latency(stages)["r"] == pytest.approx(5.0)
+
+
+def test_latency_counts_the_questions_the_pipeline_answered_not_those_only_evaluated():
+    # q1: retrieve 0.04 s + generate 0.02 s, then evaluated; q2 has evaluation rows only. The
+    # pipeline answered one question: 0.06 s per question, not 0.03 s.
+    stages = pd.DataFrame({
+        "run_id": "r", "question_id": ["q1", "q1", "q1", "q2"],
+        "stage": ["retrieve", "generate", "eval:faithfulness", "eval:faithfulness"],
+        "seconds": [0.04, 0.02, 3.0, 3.0], "cached": False,
+    }).astype({"question_id": "string"})
+    assert run_latency(stages)["r"] == pytest.approx(0.06)
+    latency = latency_by_stage(pipeline_stages(stages)).set_index("stage")
+    assert latency["seconds"].to_dict() == pytest.approx({"retrieve": 0.04, "generate": 0.02})
 
 
 def test_pareto_front_of_four_points():
