@@ -9,6 +9,9 @@ grouping them again for every chart cost seconds per chart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -25,99 +28,124 @@ def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
     return index.get_indexer(column.astype("string"))
 
 
+# Rows reduced together: each step's temporaries stay in the processor's cache. Steps over all of
+# a read's rows at once (11.5M at 1,000 runs x 1,000 questions) wrote fresh arrays of tens of MB,
+# and their page faults were a good part of building the matrices.
+BATCH_ROWS = 1 << 16
+
+
 def score_arrays(rows: pd.DataFrame, metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray,
                  n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """metric -> (valid values, asked), questions x runs, for each of ``metrics`` with a row:
     each row's metric, question and run are given as positions (-1: not wanted). A row is valid
     when its `error` is empty and its `value` not NaN."""
-    return scattered(metrics, metric_of, q, r, *row_values(rows), n_questions, n_runs)
+    block = _Block(len(metrics), 0, n_runs, n_questions)
+    block.add(metric_of, r, q, *_frame_values(rows))
+    return block.arrays(metrics)
 
 
-def row_positions(rows, column: str, index: pd.Index) -> np.ndarray:
-    """Each row's position in ``index`` (-1 when absent) of ``column`` of score rows: a pandas
-    frame, or a pyarrow table as read (looked up per dictionary)."""
-    if isinstance(rows, pd.DataFrame):
-        return positions(rows[column], index)
-    return chunked_positions(rows.column(column), index)
-
-
-def row_values(rows) -> tuple[np.ndarray, np.ndarray]:
-    """(each row's value as float64, whether it has an error) of score rows: a pandas frame or
-    a pyarrow table."""
-    if not isinstance(rows, pd.DataFrame):
-        return rows.column("value").to_numpy().astype("float64", copy=False), rows.column("error").is_valid().to_numpy()
+def _frame_values(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's value as float64, whether it has an error) of a pandas frame of score rows."""
     error = rows["error"]
     has_error = (error.cat.codes.to_numpy() >= 0 if isinstance(error.dtype, pd.CategoricalDtype)
                  else error.notna().to_numpy())
     return rows["value"].to_numpy(dtype="float64"), has_error
 
 
-def scattered(metrics: list[str], metric_of: np.ndarray, q: np.ndarray, r: np.ndarray, value: np.ndarray,
-              has_error: np.ndarray, n_questions: int, n_runs: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``score_arrays`` from each row's positions, value and whether it has an error: one scatter
-    into a metrics x runs x questions block (a pass per metric over millions of rows costs
-    several). Runs outermost because a results part holds one run's questions in a row: the
-    writes of consecutive rows fall side by side (questions outermost took half as long again).
-    Each metric's arrays are handed out transposed, questions x runs, without a copy."""
-    shape = (len(metrics), n_runs, n_questions)
-    # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
-    spare = shape[0] * shape[1] * shape[2]
-    cell = metric_of.astype("int64")  # in place from here: each temporary is tens of MB
-    cell *= shape[1]
-    cell += r
-    cell *= shape[2]
-    cell += q
-    cell[(metric_of < 0) | (r < 0) | (q < 0)] = spare
-    asked = np.zeros(spare + 1, dtype=bool)
-    asked[cell] = True
-    cell[has_error | np.isnan(value)] = spare
-    values = np.full(spare + 1, np.nan)
-    values[cell] = value
-    values, asked = values[:spare].reshape(shape), asked[:spare].reshape(shape)
-    found = np.flatnonzero(np.bincount(metric_of[metric_of >= 0], minlength=len(metrics)))
-    return {metrics[at]: (values[at].T, asked[at].T) for at in found}
+class _Block:
+    """Score rows reduced batch by batch (``add``): for the first ``n_arrays`` metrics, a metrics
+    x runs x questions block of valid values and one of rows present; for the ``n_means`` after
+    them, per-run sums and counts of valid values. Runs before questions because a results part
+    holds one run's questions in a row: consecutive rows write side by side. Each metric's
+    arrays are handed out transposed, questions x runs, without a copy."""
+
+    def __init__(self, n_arrays: int, n_means: int, n_runs: int, n_questions: int) -> None:
+        self.n_arrays, self.n_runs, self.n_questions = n_arrays, n_runs, n_questions
+        self.shape = (n_arrays, n_runs, n_questions)
+        # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
+        self.spare = n_arrays * n_runs * n_questions
+        self.values = np.full(self.spare + 1, np.nan)
+        self.asked = np.zeros(self.spare + 1, dtype=bool)
+        self.found = np.zeros(n_arrays + n_means, dtype=bool)  # metrics with a row of a wanted run
+        self.sums = np.zeros(n_means * n_runs)
+        self.counts = np.zeros(n_means * n_runs, dtype="int64")
+
+    def add(self, metric_of: np.ndarray, r: np.ndarray, q: np.ndarray | None, value: np.ndarray,
+            has_error: np.ndarray) -> None:
+        """Rows given by position (metric, run, question; -1: not wanted), value and whether
+        each has an error; ``q`` may be None when no row is of the first ``n_arrays`` metrics."""
+        mine = (metric_of >= 0) & (r >= 0)
+        self.found |= np.bincount(metric_of[mine], minlength=len(self.found)) > 0
+        invalid = has_error | np.isnan(value)
+        ranked = mine & (metric_of < self.n_arrays)
+        if q is not None and ranked.any():
+            cell = metric_of.astype("int64")
+            cell *= self.n_runs
+            cell += r
+            cell *= self.n_questions
+            cell += q
+            cell[~ranked | (q < 0)] = self.spare
+            self.asked[cell] = True
+            cell[invalid] = self.spare
+            self.values[cell] = value
+        averaged = mine & (metric_of >= self.n_arrays)
+        if averaged.any():
+            valid = averaged & ~invalid
+            cell = (metric_of[valid] - self.n_arrays).astype("int64") * self.n_runs + r[valid]
+            self.sums += np.bincount(cell, weights=value[valid], minlength=len(self.sums))
+            self.counts += np.bincount(cell, minlength=len(self.counts))
+
+    def arrays(self, metrics: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """metric -> (values, asked), questions x runs, for the first ``n_arrays`` metrics found."""
+        values, asked = self.values[:self.spare].reshape(self.shape), self.asked[:self.spare].reshape(self.shape)
+        return {metrics[at]: (values[at].T, asked[at].T) for at in np.flatnonzero(self.found[:self.n_arrays])}
+
+    def means(self, metrics: list[str]) -> dict[str, np.ndarray]:
+        """metric -> per run, the mean of its valid values (NaN for none), for the ``n_means``
+        metrics found (``metrics`` lists them alone)."""
+        sums, counts = self.sums.reshape(-1, self.n_runs), self.counts.reshape(-1, self.n_runs)
+        with np.errstate(invalid="ignore"):
+            means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return {metrics[at]: means[at] for at in np.flatnonzero(self.found[self.n_arrays:])}
 
 
-def _run_valid_means(metrics: list[str], metric_of: np.ndarray, r: np.ndarray, value: np.ndarray,
-                     has_error: np.ndarray, n_runs: int) -> dict[str, np.ndarray]:
-    """metric -> per run, the mean of its valid values (NaN for none), for each of ``metrics``
-    with a row: one weighted count per (metric, run), no questions x runs array."""
-    valid = (metric_of >= 0) & (r >= 0) & ~has_error & ~np.isnan(value)
-    cell = metric_of[valid].astype("int64") * n_runs + r[valid]
-    size = len(metrics) * n_runs
-    sums = np.bincount(cell, weights=value[valid], minlength=size).reshape(len(metrics), n_runs)
-    counts = np.bincount(cell, minlength=size).reshape(len(metrics), n_runs)
-    with np.errstate(invalid="ignore"):
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    found = np.flatnonzero(np.bincount(metric_of[(metric_of >= 0) & (r >= 0)], minlength=len(metrics)))
-    return {metrics[at]: means[at] for at in found}
+class _Lookup:
+    """Each row's position in ``index`` (-1 when absent or null) of a pyarrow string array: a
+    dictionary array is looked up once per dictionary, in Arrow, and not again while the next
+    array's dictionary equals it; a plain string array row by row."""
+
+    def __init__(self, index: pd.Index) -> None:
+        import pyarrow as pa
+
+        self.index = index
+        self.value_set = pa.array(index.astype("string").to_numpy(dtype=object, na_value=None), pa.string())
+        # A missing value's place: the index's own missing entry when it has one (a score row without
+        # a question id is counted as that question, as the row-based functions count it), else -1.
+        self.missing_at = int(index.get_indexer(pd.Index([pd.NA], dtype="string"))[0])
+        self._last: tuple | None = None
+
+    def __call__(self, array) -> np.ndarray:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not pa.types.is_dictionary(array.type):
+            return self.index.get_indexer(pd.Index(array.to_pandas(), dtype="string")).astype("int32")
+        if self._last is None or not self._last[0].equals(array.dictionary):
+            # The appended entry is a null code's place (its code is replaced by the dictionary's length).
+            per_entry = pc.fill_null(pc.index_in(array.dictionary, value_set=self.value_set), -1).to_numpy()
+            self._last = (array.dictionary, np.append(per_entry, self.missing_at).astype("int32"))
+        codes = array.indices.fill_null(len(array.dictionary)) if array.null_count else array.indices
+        return self._last[1][codes.to_numpy()]
 
 
-def chunked_positions(column, index: pd.Index) -> np.ndarray:
-    """Each row's position in ``index`` (-1 when absent or null) of a pyarrow (chunked) string
-    column. A dictionary chunk is looked up once per dictionary, in Arrow, and not again while
-    the next chunk's dictionary equals it; a plain string chunk is looked up row by row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    value_set = pa.array(index.astype(str).tolist(), pa.string())
-    last: tuple | None = None
-    # int32 halves the memory traffic of gathering tens of millions of positions.
-    found = np.empty(len(column), dtype="int32")
-    start = 0
-    for chunk in column.chunks:
-        end = start + len(chunk)
-        if not pa.types.is_dictionary(chunk.type):
-            found[start:end] = index.get_indexer(pd.Index(chunk.to_pandas(), dtype="string"))
-        else:
-            if last is None or not last[0].equals(chunk.dictionary):
-                # The appended -1 is a null code's place (its code is replaced by the dictionary's length).
-                per_entry = pc.fill_null(pc.index_in(chunk.dictionary, value_set=value_set), -1).to_numpy()
-                last = (chunk.dictionary, np.append(per_entry, -1).astype("int32"))
-            codes = chunk.indices.fill_null(len(chunk.dictionary)) if chunk.null_count else chunk.indices
-            np.take(last[1], codes.to_numpy(), out=found[start:end])
-        start = end
-    return found
+def _unknown_questions(block: _Block, metric_of: np.ndarray, r: np.ndarray, q: np.ndarray,
+                       question_ids: Callable[[], Any]) -> pd.Index:
+    """The question ids of wanted rows that the questions table does not list (``question_ids``
+    gives the rows' ids: converted only when one is unknown)."""
+    unknown = (q < 0) & (r >= 0) & (metric_of >= 0) & (metric_of < block.n_arrays)
+    if not unknown.any():
+        return pd.Index([], dtype="string")
+    return pd.Index(pd.Index(question_ids(), dtype="string")[unknown].unique())
 
 
 def nanmean_columns(matrix: np.ndarray) -> np.ndarray:
@@ -163,31 +191,43 @@ class ScoreMatrices:
                 self._valid_means[metric] = np.full(len(self.run_ids), np.nan)
 
     def _build(self, rows, arrays: list[str], means: list[str]) -> None:
-        """The arrays of ``arrays`` (``scattered``) and the valid means of ``means`` from a
-        pandas frame or a pyarrow table as read (``Results.score_tables``; every lookup is then
-        per dictionary, and no row becomes a Python object)."""
+        """The arrays of ``arrays`` and the valid means of ``means`` from a pandas frame or a
+        pyarrow table as read (``Results.score_tables``; reduced a batch of rows at a time, every
+        lookup per dictionary, no row a Python object)."""
         if len(rows) == 0:
             return
-        metric_of = row_positions(rows, "metric", pd.Index([*arrays, *means], dtype="string"))
-        if not (metric_of >= 0).any():
+        while True:  # a question the questions table does not list is counted all the same: grow, then again
+            block = _Block(len(arrays), len(means), len(self.run_ids), len(self.question_ids))
+            unknown = pd.Index([], dtype="string")
+            for metric_of, r, q, value, has_error, question_ids in self._batches(rows, [*arrays, *means],
+                                                                                 len(arrays)):
+                block.add(metric_of, r, q, value, has_error)
+                if q is not None:
+                    unknown = unknown.append(_unknown_questions(block, metric_of, r, q, question_ids))
+            if unknown.empty:
+                break
+            self._grow(pd.Index(unknown.unique()))
+        self._cache.update(block.arrays(arrays))
+        self._valid_means.update(block.means(means))
+
+    def _batches(self, rows, metrics: list[str], n_arrays: int):
+        """(metric, run and question positions, value, has error, the rows' question ids) per
+        batch of rows; question positions only for a batch with a row of the first ``n_arrays``
+        metrics (None otherwise), the question ids as a callable (needed only when one is unknown)."""
+        metric_index, run_index = pd.Index(metrics, dtype="string"), pd.Index(self.run_ids, dtype="string")
+        if isinstance(rows, pd.DataFrame):
+            column = rows["question_id"]
+            yield (positions(rows["metric"], metric_index), positions(rows["run_id"], run_index),
+                   positions(column, self.question_ids), *_frame_values(rows), lambda: column)
             return
-        r = row_positions(rows, "run_id", pd.Index(self.run_ids, dtype="string"))
-        value, has_error = row_values(rows)
-        if means:
-            self._valid_means.update(_run_valid_means(means, metric_of - len(arrays), r, value, has_error,
-                                                      len(self.run_ids)))
-        if not arrays:
-            return
-        metric_of = np.where(metric_of < len(arrays), metric_of, -1)
-        q = row_positions(rows, "question_id", self.question_ids)
-        unknown = (q < 0) & (r >= 0) & (metric_of >= 0)
-        if unknown.any():  # a question the questions table does not list: count it all the same
-            column = rows["question_id"] if isinstance(rows, pd.DataFrame) else rows.column("question_id").to_pandas()
-            listed = pd.Index(column, dtype="string")
-            self._grow(pd.Index(listed[unknown].unique()))
-            q = self.question_ids.get_indexer(listed)
-        self._cache.update(scattered(arrays, metric_of, q, r, value, has_error, len(self.question_ids),
-                                     len(self.run_ids)))
+        metric_of, run_of, question_of = _Lookup(metric_index), _Lookup(run_index), _Lookup(self.question_ids)
+        for batch in rows.to_batches(max_chunksize=BATCH_ROWS):
+            m = metric_of(batch.column("metric"))
+            ranked = (m >= 0) & (m < n_arrays)
+            column = batch.column("question_id")
+            yield (m, run_of(batch.column("run_id")), question_of(column) if ranked.any() else None,
+                   batch.column("value").to_numpy(zero_copy_only=False).astype("float64", copy=False),
+                   batch.column("error").is_valid().to_numpy(zero_copy_only=False), column.to_pandas)
 
     def get(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, asked) of ``metric``: questions x runs, in ``question_ids`` x ``run_ids`` order."""

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragkit.analysis import views
+from ragkit.analysis import matrices, views
 from ragkit.analysis.latency import pipeline_stages, quality_vs_latency
 from ragkit.analysis.loading import load_results
 from ragkit.analysis.matrices import ScoreMatrices, for_results
@@ -60,8 +60,11 @@ def _in_a_folder(tmp_path, scores: pd.DataFrame, stages: pd.DataFrame, documents
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("source", ["folder", "merged folder", "memory"])
-def test_views_from_matrices_equal_the_row_based_functions(tmp_path, seed, source):
+@pytest.mark.parametrize("source", ["folder", "merged folder", "memory", "folder, batches of 7 rows"])
+def test_views_from_matrices_equal_the_row_based_functions(tmp_path, monkeypatch, seed, source):
+    if source.endswith("batches of 7 rows"):  # rows reduced in many batches, a batch across two runs' parts
+        monkeypatch.setattr(matrices, "BATCH_ROWS", 7)
+        source = "folder"
     scores, documents = _random_rows(seed), {f"q{i:02d}": f"d{i % 4}" for i in range(30)}
     stages = _stages(scores)
     if source == "folder":  # one part per run, read as Arrow chunks with their own dictionaries
@@ -138,3 +141,23 @@ def test_a_matrix_by_hand():
     assert matrices.run_means("mrr", 0.0).tolist() == [0.5, 0.0]  # a failure as 0, over the questions asked
     values, asked = matrices.get("never_scored")
     assert not asked.any() and np.isnan(values).all()
+
+
+@pytest.mark.parametrize("source", ["folder", "memory"])
+def test_a_score_row_without_a_question_id_counts_as_the_row_based_functions_count_it(tmp_path, source):
+    """A malformed row (no question id, not listed by the questions table) neither loops the
+    build nor disappears: it is one more question, as ``metric_means`` counts it."""
+    scores = score_rows([("r1", "q1", "mrr", 1.0), ("r1", None, "mrr", 0.0), ("r2", "q1", "mrr", 0.5)])
+    if source == "folder":
+        store = ResultStore(tmp_path)
+        store.write_questions("q1", pd.DataFrame({"question_id": ["q1"], "text": ["q1"]}))
+        for run_id in ("r1", "r2"):
+            store.write_run(run_id, run_row(run_id, chunker=f"c{run_id}"))
+            store.commit_shard(run_id, ["q1"], {"scores": scores[scores["run_id"] == run_id]})
+        results = load_results(tmp_path)
+    else:
+        results = results_of([run_row("r1"), run_row("r2", chunker="x")], scores, {"q1": "d1"})
+    got = views.means(results, ("mrr",)).set_index("run_id")
+    assert got.loc["r1", "mean"] == 0.5 and got.loc["r1", "n"] == 2 and got.loc["r2", "n"] == 1
+    expected = metric_means(scores, ["mrr"]).set_index("run_id")
+    assert got[["mean", "n", "n_failed"]].to_dict() == expected[["mean", "n", "n_failed"]].to_dict()
