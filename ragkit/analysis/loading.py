@@ -10,6 +10,7 @@ needs, at a third of the cost of the whole table.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,11 @@ SCORE_CATEGORIES = ("run_id", "question_id", "metric", "error")
 # Tables of a row per question and stage: categories make their group-bys integer work (a stage
 # name is decided once per category, not per row). Views return plain strings.
 TABLE_CATEGORIES = {"stages": ("run_id", "question_id", "stage")}
+
+
+# One background reader for every folder (``Results.prefetch``): reads are mostly Arrow work that
+# releases the GIL, so one overlaps a page's numpy work on a second core.
+_PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragkit-prefetch")
 
 
 def analysed_columns(name: str) -> list[str]:
@@ -55,6 +61,7 @@ class Results:
         self._batches: list[Any] = []  # score rows read for some metrics, one pyarrow table per read
         self._frames: dict[int, pd.DataFrame] = {}  # batch -> its pandas frame, converted when first asked
         self._batch_of: dict[str, int] = {}  # metric -> the batch holding its rows
+        self._pending: dict[str, Future] = {}  # lazy tables being read in the background (``prefetch``)
         if scores is not None:
             self.__dict__["scores"] = scores
 
@@ -165,6 +172,27 @@ class Results:
             column = column.cat.remove_unused_categories().cat.categories.to_series()
         return pd.Index(pd.unique(column.astype("string").dropna()))
 
+    def prefetch(self, *names: str) -> None:
+        """Start reading these lazy tables in a background thread, for the folder's every view:
+        a page that will show latency asks for ``stages`` while its score matrices are built.
+        Asking for a table then waits for that read (and raises what it raised)."""
+        unknown = set(names) - set(LAZY_TABLES)
+        if unknown:
+            raise ValueError(f"unknown results tables {sorted(unknown)}; valid: {', '.join(LAZY_TABLES)}")
+        if self._source is not None:
+            self._source.prefetch(*names)
+            return
+        for name in names:
+            if self.root is not None and name not in self.__dict__ and name not in self._given \
+                    and name not in self._pending:
+                self._pending[name] = _PREFETCH.submit(self._read_table, name)
+
+    def _read_table(self, name: str) -> pd.DataFrame:
+        assert self.root is not None  # a Results without a folder reads nothing (``_table``)
+        columns = analysed_columns(name) if name in PART_TABLES else None
+        return ResultStore(self.root).read(name, run_ids=self._run_ids, columns=columns,
+                                           categorical=TABLE_CATEGORIES.get(name, ()))
+
     def _table(self, name: str) -> pd.DataFrame:
         if name in self._given:
             table = self._given[name]
@@ -172,10 +200,10 @@ class Results:
             table = getattr(self._source, name)
         elif self.root is None:
             return empty_table(name)
+        elif name in self._pending:
+            table = self._pending.pop(name).result()
         else:
-            columns = analysed_columns(name) if name in PART_TABLES else None
-            table = ResultStore(self.root).read(name, run_ids=self._run_ids, columns=columns,
-                                                categorical=TABLE_CATEGORIES.get(name, ()))
+            table = self._read_table(name)
         return self._mine(table) if "run_id" in table.columns else table
 
     def question_rows(self, name: str, question_id: str) -> pd.DataFrame:

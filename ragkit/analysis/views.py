@@ -72,6 +72,8 @@ def read_metrics(results: Results, metrics: tuple[str, ...], curve_family: str |
     over all parts, so a page asks once for what it will show) into the selection's score
     matrices; the number of rows read."""
     curve = _family(results, curve_family) if curve_family else []
+    # What a page reads next (latency, judge replies), read meanwhile on another core.
+    results.prefetch("stages", "judgements")
     matrices.for_results(results).load(list(metrics), means_only=curve)  # a curve needs run means only
     wanted = [*metrics, *curve]
     tables = results.score_tables(wanted)
