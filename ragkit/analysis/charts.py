@@ -219,13 +219,17 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
                            "<br>p = %{customdata[2]:.3g}, p (Holm) = %{customdata[3]:.3g}, n = %{customdata[4]}"
                            "<extra></extra>"),
         ), row=1, col=column)
-        figure.add_vline(x=0, line_dash="dot", row=1, col=column)
         # Centred on no difference, so the side a CI falls on reads at a glance.
         reach = pd.concat([group["ci_low"], group["ci_high"], group["diff"]]).abs().max()
         if pd.notna(reach) and reach > 0:
             figure.update_xaxes(range=[-1.15 * reach, 1.15 * reach], row=1, col=column)
     figure.update_yaxes(categoryorder="array", categoryarray=pairs[::-1])
     figure.update_xaxes(title_text="b - a (95% CI)")
+    # The dotted lines at no difference, one per panel, as shapes on its axes: add_vline per panel
+    # took 0.1 s (it searches the figure for each panel's axes).
+    suffixes = [str(column) if column > 1 else "" for column in range(1, max(1, len(metrics)) + 1)]
     figure.update_layout(showlegend=False, height=max(300, 30 * len(pairs) + 140),
-                         margin={"l": 10, "r": 10, "t": 60, "b": 40})
+                         margin={"l": 10, "r": 10, "t": 60, "b": 40},
+                         shapes=[{"type": "line", "x0": 0, "x1": 0, "y0": 0, "y1": 1, "xref": f"x{suffix}",
+                                  "yref": f"y{suffix} domain", "line": {"dash": "dot"}} for suffix in suffixes])
     return figure
