@@ -47,7 +47,8 @@ def latency_by_stage(stages: pd.DataFrame, pipeline_only: bool = False) -> pd.Da
     if pipeline_only:
         keep &= ~is_evaluation_stage(stages["stage"]).to_numpy()
     per_question = questions >= 0
-    seconds = np.nan_to_num(stages["seconds"].to_numpy(dtype="float64"))  # a group-by's sum skips NaN
+    # A group-by's sum skips a missing time.
+    seconds = np.nan_to_num(stages["seconds"].to_numpy(dtype="float64", na_value=np.nan))
     asked = keep & per_question
     answered = _distinct_per_run(runs[asked], questions[asked], len(run_names))
     parts = []

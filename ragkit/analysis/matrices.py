@@ -60,7 +60,7 @@ class _Block:
     arrays are handed out transposed, questions x runs, without a copy."""
 
     def __init__(self, n_arrays: int, n_means: int, n_runs: int, n_questions: int) -> None:
-        self.n_arrays, self.n_runs, self.n_questions = n_arrays, n_runs, n_questions
+        self.n_arrays, self.n_means, self.n_runs, self.n_questions = n_arrays, n_means, n_runs, n_questions
         self.shape = (n_arrays, n_runs, n_questions)
         # Rows of other metrics, questions or runs, then rows without a valid value, go to one spare cell.
         self.spare = n_arrays * n_runs * n_questions
@@ -103,7 +103,7 @@ class _Block:
     def means(self, metrics: list[str]) -> dict[str, np.ndarray]:
         """metric -> per run, the mean of its valid values (NaN for none), for the ``n_means``
         metrics found (``metrics`` lists them alone)."""
-        sums, counts = self.sums.reshape(-1, self.n_runs), self.counts.reshape(-1, self.n_runs)
+        sums, counts = self.sums.reshape(self.n_means, self.n_runs), self.counts.reshape(self.n_means, self.n_runs)
         with np.errstate(invalid="ignore"):
             means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         return {metrics[at]: means[at] for at in np.flatnonzero(self.found[self.n_arrays:])}

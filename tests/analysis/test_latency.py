@@ -68,6 +68,13 @@ def test_latency_by_stage_equals_the_group_by(monkeypatch, seed, form, grid):
                                   reference_latency(pipeline_stages(stages)), rtol=1e-12)
 
 
+def test_a_missing_time_in_a_nullable_column_is_skipped_as_the_group_by_skips_it():
+    stages = random_stages(3).astype({"seconds": "Float64"})
+    stages.loc[::9, "seconds"] = pd.NA
+    expected = reference_latency(stages).astype({"seconds": "float64"})
+    pd.testing.assert_frame_equal(latency_by_stage(stages), expected, rtol=1e-12)
+
+
 def test_latency_of_no_stage_rows_is_an_empty_table():
     empty = random_stages(0).iloc[:0]
     assert latency_by_stage(empty).empty and latency_by_stage(empty, pipeline_only=True).empty

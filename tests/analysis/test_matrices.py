@@ -161,3 +161,12 @@ def test_a_score_row_without_a_question_id_counts_as_the_row_based_functions_cou
     assert got.loc["r1", "mean"] == 0.5 and got.loc["r1", "n"] == 2 and got.loc["r2", "n"] == 1
     expected = metric_means(scores, ["mrr"]).set_index("run_id")
     assert got[["mean", "n", "n_failed"]].to_dict() == expected[["mean", "n", "n_failed"]].to_dict()
+
+
+def test_matrices_of_no_runs_are_empty_not_an_error():
+    scores = score_rows([("r1", "q1", "mrr", 1.0), ("r1", "q1", "recall@1", 1.0)])
+    matrices = ScoreMatrices(results_of([run_row("r1")], scores), [])
+    matrices.load(["mrr"], means_only=["recall@1"])
+    values, asked = matrices.get("mrr")
+    assert values.shape == asked.shape == (1, 0)
+    assert matrices.valid_means("recall@1").shape == (0,)
