@@ -200,8 +200,8 @@ class Results:
             table = getattr(self._source, name)
         elif self.root is None:
             return empty_table(name)
-        elif name in self._pending:
-            table = self._pending.pop(name).result()
+        elif (pending := self._pending.pop(name, None)) is not None:  # one pop: sessions share a Results
+            table = pending.result()
         else:
             table = self._read_table(name)
         return self._mine(table) if "run_id" in table.columns else table

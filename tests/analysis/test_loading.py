@@ -57,3 +57,20 @@ def test_a_failed_background_read_fails_where_the_table_is_asked_for(tmp_path, m
 def test_prefetch_names_the_valid_tables():
     with pytest.raises(ValueError, match="unknown results tables \\['score'\\]; valid: stages, retrievals"):
         Results(pd.DataFrame({"run_id": ["r1"]})).prefetch("score")
+
+
+def test_sessions_asking_at_once_for_a_prefetched_table_all_get_it(tmp_path):
+    """The dashboard shares one Results between sessions: several threads asking for a table
+    whose read is under way each get the table, none an error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plain = load_results(_folder(tmp_path)).stages
+    for _ in range(5):
+        shared = load_results(tmp_path)
+        shared.prefetch("stages")
+        with ThreadPoolExecutor(4) as pool:
+            tables = list(pool.map(lambda run_ids, results=shared: results.subset(run_ids).stages,
+                                   [None, ["r1"], ["r2"], None]))
+        pd.testing.assert_frame_equal(tables[0], plain)
+        pd.testing.assert_frame_equal(tables[3], plain)
+        assert set(tables[1]["run_id"]) == {"r1"} and set(tables[2]["run_id"]) == {"r2"}
