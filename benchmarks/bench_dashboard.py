@@ -168,8 +168,14 @@ def main() -> None:
     parser.add_argument("--uncompacted", action="store_true",
                         help="build the results as older folders hold them: a part per 100-question shard, no keys")
     parser.add_argument("--timeout", type=float, default=600, help="AppTest's limit for the render, seconds")
-    parser.add_argument("--child", choices=("page", "library"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("page", "library", "build"), help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child == "build":
+        from bench_compare import build
+
+        build(args.root, args.runs, args.questions, compact=not args.uncompacted)
+        return
     if args.child:
         child(args.child, args.timeout)
         return
@@ -178,10 +184,10 @@ def main() -> None:
         data_dir = args.keep or Path(scratch)
         root = data_dir / "results" / EXPERIMENT
         if not (root / "runs").exists():
-            from bench_compare import build
-
+            # In a child: the measured children's peak RSS starts at this process's own (measure.run_child).
             started = time.perf_counter()
-            build(root, args.runs, args.questions, compact=not args.uncompacted)
+            run_child([str(Path(__file__).resolve()), "--child", "build", "--root", str(root), "--runs", str(args.runs),
+                       "--questions", str(args.questions), *(["--uncompacted"] if args.uncompacted else [])])
             print(f"built {args.runs} runs x {args.questions} questions in {time.perf_counter() - started:.1f} s")
         env = {"RAGKIT_DATA_DIR": str(data_dir)}
         this = str(Path(__file__).resolve())
