@@ -201,7 +201,9 @@ class Results:
         elif self.root is None:
             return empty_table(name)
         elif (pending := self._pending.pop(name, None)) is not None:  # one pop: sessions share a Results
-            table = pending.result()
+            # Still queued behind another read (one background reader serves every folder): read
+            # it here rather than wait for the queue.
+            table = self._read_table(name) if pending.cancel() else pending.result()
         else:
             table = self._read_table(name)
         return self._mine(table) if "run_id" in table.columns else table

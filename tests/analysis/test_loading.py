@@ -74,3 +74,23 @@ def test_sessions_asking_at_once_for_a_prefetched_table_all_get_it(tmp_path):
         pd.testing.assert_frame_equal(tables[0], plain)
         pd.testing.assert_frame_equal(tables[3], plain)
         assert set(tables[1]["run_id"]) == {"r1"} and set(tables[2]["run_id"]) == {"r2"}
+
+
+def test_a_prefetch_still_queued_is_read_by_the_one_asking_not_waited_for(tmp_path):
+    """One background reader serves every folder: a table whose read has not started (another
+    folder's read is under way) is read by whoever asks for it, without waiting."""
+    import threading
+
+    from ragkit.analysis import loading
+
+    results = load_results(_folder(tmp_path))
+    release = threading.Event()
+    busy = loading._PREFETCH.submit(release.wait, 30)  # another folder's long read
+    try:
+        results.prefetch("stages")
+        queued = results._pending["stages"]
+        pd.testing.assert_frame_equal(results.stages, load_results(tmp_path).stages)
+        assert queued.cancelled() and not busy.done()  # read here, while the reader was still busy
+    finally:
+        release.set()
+    assert busy.result() is True
