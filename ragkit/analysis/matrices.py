@@ -39,7 +39,7 @@ def score_arrays(rows: pd.DataFrame, metrics: list[str], metric_of: np.ndarray, 
     """metric -> (valid values, asked), questions x runs, for each of ``metrics`` with a row:
     each row's metric, question and run are given as positions (-1: not wanted). A row is valid
     when its `error` is empty and its `value` not NaN."""
-    block = _Block(len(metrics), 0, n_runs, n_questions)
+    block = _ScoreBlock(len(metrics), 0, n_runs, n_questions)
     block.add(metric_of, r, q, *_frame_values(rows))
     return block.arrays(metrics)
 
@@ -52,7 +52,7 @@ def _frame_values(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return rows["value"].to_numpy(dtype="float64"), has_error
 
 
-class _Block:
+class _ScoreBlock:
     """Score rows reduced batch by batch (``add``): for the first ``n_arrays`` metrics, a metrics
     x runs x questions block of valid values and one of rows present; for the ``n_means`` after
     them, per-run sums and counts of valid values. Runs before questions because a results part
@@ -138,7 +138,7 @@ class _Lookup:
         return self._last[1][codes.to_numpy()]
 
 
-def _unknown_questions(block: _Block, metric_of: np.ndarray, r: np.ndarray, q: np.ndarray,
+def _unknown_questions(block: _ScoreBlock, metric_of: np.ndarray, r: np.ndarray, q: np.ndarray,
                        question_ids: Callable[[], Any]) -> pd.Index:
     """The question ids of wanted rows that the questions table does not list (``question_ids``
     gives the rows' ids: converted only when one is unknown)."""
@@ -197,7 +197,7 @@ class ScoreMatrices:
         if len(rows) == 0:
             return
         while True:  # a question the questions table does not list is counted all the same: grow, then again
-            block = _Block(len(arrays), len(means), len(self.run_ids), len(self.question_ids))
+            block = _ScoreBlock(len(arrays), len(means), len(self.run_ids), len(self.question_ids))
             unknown = pd.Index([], dtype="string")
             for metric_of, r, q, value, has_error, question_ids in self._batches(rows, [*arrays, *means],
                                                                                  len(arrays)):
