@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ragkit.metrics.budget import budget_cut, budget_metrics
 from ragkit.metrics.documents import (
+    DOC_AT_K,
     average_precision_at_k,
     doc_metrics,
     doc_ranking_at_k,
@@ -33,9 +34,10 @@ from ragkit.metrics.documents import (
     reciprocal_rank_at_k,
 )
 from ragkit.metrics.final_context import FinalContext, final_context_metrics
-from ragkit.metrics.names import parse_metric
+from ragkit.metrics.names import k_name
 from ragkit.metrics.ranking import RetrievedSpan, check_k
 from ragkit.metrics.spans import (
+    SPAN_AT_K,
     AnswerGroups,
     AnswerSpan,
     has_spans,
@@ -113,9 +115,25 @@ def run_metrics(
     ks = sorted(ks) if ks is not None else metric_ks(top_k)
     scores = retrieval_metrics(retrieved, relevant_docs, answer_groups, ks)
     curve_ks = [k for k in range(1, min(top_k, CURVE_MAX_K) + 1) if k not in ks]
-    if curve_ks:
-        extra = retrieval_metrics(retrieved, relevant_docs, answer_groups, curve_ks)
-        scores.update({name: value for name, value in extra.items() if parse_metric(name).family in CURVE_METRICS})
+    scores.update(curve_metrics(retrieved, relevant_docs, answer_groups, curve_ks))
+    return scores
+
+
+def curve_metrics(
+    retrieved: Sequence[RetrievedSpan],
+    relevant_docs: Mapping[str, float] | None,
+    answer_groups: AnswerGroups | None,
+    ks: Sequence[int],
+) -> dict[str, float]:
+    """The curve families (CURVE_METRICS) alone at each of ``ks``: what ``retrieval_metrics``
+    gives for them, without computing the other families (a grid scores millions of questions)."""
+    scores: dict[str, float] = {}
+    if has_relevant(relevant_docs):
+        scores.update({k_name(family, k): DOC_AT_K[family](retrieved, relevant_docs, k)
+                       for k in ks for family in CURVE_METRICS if family in DOC_AT_K})
+    if has_spans(answer_groups):
+        scores.update({k_name(family, k): SPAN_AT_K[family](retrieved, answer_groups, k)
+                       for k in ks for family in CURVE_METRICS if family in SPAN_AT_K})
     return scores
 
 

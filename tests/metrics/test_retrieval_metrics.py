@@ -12,8 +12,9 @@ import random
 import pytest
 
 from ragkit.metrics.documents import DOC_AT_K
-from ragkit.metrics.names import DOC_FAMILIES, SPAN_FAMILIES
+from ragkit.metrics.names import DOC_FAMILIES, SPAN_FAMILIES, parse_metric
 from ragkit.metrics.retrieval import (
+    CURVE_METRICS,
     DEFAULT_KS,
     average_precision_at_k,
     doc_metrics,
@@ -368,6 +369,25 @@ def test_run_metrics_adds_curve_points_for_every_k():
     assert scores["span_ndcg@2"] == 0.0 and scores["ndcg@4"] == pytest.approx(1 / math.log2(4))
     # non-curve metrics only at metric_ks(4) = 1, 3, 4
     assert "precision@2" not in scores and "precision@3" in scores and "precision@4" in scores
+
+
+@pytest.mark.unit
+def test_curve_points_are_what_every_family_at_those_ks_gives_for_the_curve_families() -> None:
+    """run_metrics scores only the curve families at the extra ks; on random rankings (documents
+    and spans, either ground truth missing) that equals filtering the full families' scores."""
+    rng = random.Random(20261125)
+    for _ in range(300):
+        retrieved = [(f"d{rng.randrange(6)}", start, start + 50) for start in
+                     (rng.randrange(0, 200) for _ in range(rng.randrange(0, 12)))]
+        relevant = rng.choice([None, {f"d{rng.randrange(6)}": float(rng.randrange(0, 3))}])
+        groups = rng.choice([None, [[(f"d{rng.randrange(6)}", a, a + 20)] for a in (rng.randrange(200),)]])
+        top_k = rng.randrange(1, 25)
+        ks = metric_ks(top_k)
+        full = retrieval_metrics(retrieved, relevant, groups, range(1, 21))
+        expected = {**retrieval_metrics(retrieved, relevant, groups, ks),
+                    **{name: value for name, value in full.items() if parse_metric(name).family in CURVE_METRICS
+                       and parse_metric(name).k not in ks and (parse_metric(name).k or 0) <= min(top_k, 20)}}
+        assert run_metrics(retrieved, relevant, groups, top_k) == expected
 
 
 @pytest.mark.unit
