@@ -55,7 +55,8 @@ from ragkit.metrics.spans import (
 
 __all__ = [
     "CURVE_MAX_K", "CURVE_METRICS", "DEFAULT_KS", "AnswerGroups", "AnswerSpan", "FinalContext", "RetrievedSpan",
-    "average_precision_at_k", "budget_cut", "budget_metrics", "doc_metrics", "doc_ranking_at_k", "f1_at_k",
+    "average_precision_at_k", "budget_cut", "budget_metrics", "curve_metrics", "doc_metrics", "doc_ranking_at_k",
+    "f1_at_k",
     "final_context_metrics", "has_relevant", "has_spans", "hit_at_k", "metric_ks", "ndcg_at_k", "overlaps",
     "precision_at_k", "question_metrics",
     "recall_at_k", "reciprocal_rank", "reciprocal_rank_at_k", "retrieval_metrics", "run_metrics", "scored_ks",
