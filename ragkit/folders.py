@@ -80,7 +80,8 @@ class LocalFolder:
             # pathlib's objects took half of each listing.
             with os.scandir(self.root / folder) as found:
                 for item in found:
-                    if not item.name.endswith(suffix):
+                    # Hidden names are skipped, as Path.glob skipped them (another tool's temporaries).
+                    if item.name.startswith(".") or not item.name.endswith(suffix):
                         continue
                     try:
                         stat = item.stat()

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 def test_a_listing_is_sorted_skips_temporary_files_and_tags_each_version(tmp_path):
     folder = LocalFolder(tmp_path)
     (tmp_path / "_commits").mkdir()
-    for name in ("r2-b.json", "r1-a.json", ".r3-c.json.x1y2.tmp", "notes.txt"):
+    for name in ("r2-b.json", "r1-a.json", ".r3-c.json.x1y2.tmp", "._r1-a.json", "notes.txt"):
         (tmp_path / "_commits" / name).write_text("{}")
     listed = folder.list("_commits", ".json")
     assert [entry.stem for entry in listed] == ["r1-a", "r2-b"]
