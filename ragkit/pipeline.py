@@ -202,9 +202,12 @@ class Pipeline:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
         if (gate := self.quality_gate) is not None:
             switchable = self.switchable
+            # The strategy in use (the run's retriever or the strategy judge's choice) is where the
+            # gate starts: a diagnosis mapped to it is a retry, not a switch repeating the search.
             before = switchable.current if switchable is not None else None
             nodes = self._step(trace, "judge:quality_gate", lambda: gate.run(
-                query, self.retriever.retrieve, judged, switch=switchable.use if switchable is not None else None))
+                query, self.retriever.retrieve, judged, switch=switchable.use if switchable is not None else None,
+                strategy=before))
             if switchable is not None and before is not None:
                 # Later searches (a correction's re-retrieval) use the kept attempt's strategy,
                 # not the last one the gate tried.

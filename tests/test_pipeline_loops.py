@@ -220,7 +220,7 @@ class Gate:
         self.params = type("P", (), {"web_fallback": web_fallback})()
         self.switch = "unset"
 
-    def run(self, query, retrieve, trace, switch=None):
+    def run(self, query, retrieve, trace, switch=None, strategy=None):
         self.switch = switch
         return retrieve(query)
 
@@ -319,7 +319,7 @@ def test_after_the_gate_later_searches_use_the_kept_attempts_strategy():
     class SwitchingGate(Gate):
         """Tries bm25, then hybrid, and keeps the bm25 attempt."""
 
-        def run(self, query, retrieve, trace, switch=None):
+        def run(self, query, retrieve, trace, switch=None, strategy=None):
             switch("bm25")
             kept = retrieve(query)
             switch("dense")

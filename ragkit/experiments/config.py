@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ragkit import registry
 from ragkit.index import AnnParams
+from ragkit.judges.base import PIPELINE_SLOTS, check_judge_places
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
@@ -98,7 +99,8 @@ MODEL_MODES = ("cross_encoder", "nli")
 
 
 def judge_names() -> list[str]:
-    return [name for name in judge_registry.names() if name != GENERATOR]
+    """The judges an experiment can name: registered and with a place in the pipeline."""
+    return [name for name in judge_registry.names() if name != GENERATOR and name in PIPELINE_SLOTS]
 
 
 class JudgeChoice(StrictModel):
@@ -314,6 +316,7 @@ class ExperimentConfig(StrictModel):
 
     def resolved_components(self) -> dict[str, Any]:
         unknown = sorted(set(self.judges) - set(judge_names()))
+        check_judge_places(unknown)  # a plugin's judge the pipeline would never run
         if unknown:
             raise ConfigError(f"judges: unknown judge {unknown}. Valid judges: {', '.join(judge_names())}")
         generator = self.generator

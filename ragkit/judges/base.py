@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ragkit.llms.calls import LLMClient, LLMResult
 from ragkit.llms.parsing import ModelT
-from ragkit.registry import Component, ComponentParams, Registry
+from ragkit.registry import Component, ComponentParams, ConfigError, Registry
 
 # Every mode any judge has; each judge lists the ones it implements in ``modes`` (checked on
 # construction). Model modes run a local model folder instead of asking the LLM.
@@ -144,3 +144,24 @@ class Judge(Component):
 
 
 judges: Registry[Judge] = Registry("judge")
+
+# The places where the pipeline runs a judge, in pipeline order: the chunk step of the plan, then
+# ``ragkit.pipeline.Pipeline`` (router, condense, strategy, the query transforms, the quality
+# gate, the Retrieval Judge, rerank, enrichment, the generator, groundedness, the answer check).
+# Each place calls the judge registered under its name. Judges do not declare a place of their
+# own yet, so a judge registered under any other name (a plugin's, through the ``ragkit.judges``
+# entry points) would validate and multiply the grid but never run: its runs would be judge-off
+# runs under another id. The config refuses it (``check_judge_places``).
+PIPELINE_SLOTS = ("chunking", "router", "condense", "strategy", "hyde", "multi_query", "quality_gate", "retrieval",
+                  "rerank", "enrichment", "generator", "groundedness", "answer_check")
+
+
+def check_judge_places(names: list[str], where: str = "judges") -> None:
+    """Raise a one-line ConfigError for the registered judges among ``names`` that have no place
+    in the pipeline (``PIPELINE_SLOTS``); names nobody registered are left to the caller."""
+    registered = set(judges.names())
+    placeless = sorted(name for name in names if name in registered and name not in PIPELINE_SLOTS)
+    if placeless:
+        places = ", ".join(slot for slot in PIPELINE_SLOTS if slot != "generator")
+        raise ConfigError(f"{where}: judge {placeless} is registered (entry-point group {judges.group}) but has no "
+                          f"place in the pipeline, so it would never run. The pipeline runs judges at: {places}")

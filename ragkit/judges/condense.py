@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn, conversation_block
-from ragkit.judges.quality_gate import with_new_keywords
+from ragkit.judges.keywords import with_new_keywords
 from ragkit.llms.base import LLMError
 
 

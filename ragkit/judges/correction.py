@@ -35,7 +35,7 @@ from llama_index.core.schema import NodeWithScore
 from ragkit.judges.base import Judgement, JudgeTrace
 from ragkit.judges.generator import Answer
 from ragkit.judges.groundedness import GroundednessParams, unsupported_claims
-from ragkit.judges.quality_gate import with_new_keywords
+from ragkit.judges.keywords import with_new_keywords
 
 JUDGE = "correction"
 ACCEPT, REGENERATE, RE_RETRIEVE = "accept", "regenerate", "re_retrieve"

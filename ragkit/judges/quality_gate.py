@@ -1,40 +1,47 @@
 """Quality gate (self-RAG): judge whether the retrieved chunks suffice; if not, reformulate and retry.
 
 Each round assesses the latest attempt. ``heuristic`` mode calls an attempt sufficient when its
-top score reaches ``min_top_score`` and the mean of its top ``score_top_k`` scores reaches
+top value reaches ``min_top_score`` and the mean of its top ``score_top_k`` values reaches
 ``min_mean_score``; its reformulation is the question's keywords plus the most frequent new
 words of the best attempt's top chunks (pseudo-relevance feedback). ``llm`` mode asks the model
 for ``{sufficient, reformulated_query, reason}``. Rounds stop when an attempt is sufficient,
 when no new query comes up, or after ``max_retries`` re-retrievals.
 
-The gate then returns the best attempt: the highest mean of the top ``score_top_k`` scores
+The gate then returns the best attempt: the highest mean of the top ``score_top_k`` values
 (an empty attempt scores -inf), the earliest attempt on a tie, so the original retrieval wins
 unless a retry did strictly better. A verdict that cannot be parsed falls back to the original
 retrieval, the judge-off behaviour.
+
+Values are on one scale for every attempt (``attempt_scale``, see ``ragkit.judges.attempt_scale``):
+the chunks' retriever scores while every attempt uses one strategy, and the share of the
+question's keywords each chunk contains (``question_overlap``) for a gate that switches strategy,
+whose attempts would otherwise compare cosines with BM25 sums and RRF fusions. The thresholds
+apply to the same values.
 
 Options added with the agentic loops (each off by default, leaving the above unchanged):
 
 - ``verdict: scored`` (llm): the model scores the chunks 0-100 (sufficient at ``pass_score``,
   60), names one issue from ``ISSUE_TYPES`` and lists the missing aspects; every attempt is
-  scored, the last one too, and the best attempt is the highest score.
+  scored, the last one too, and the best attempt is the highest score (ties: the scale's rule).
 - ``preset``: the published heuristic thresholds, ``basic`` (top 0.5, mean 0.3: the defaults) and
   ``strict`` (top 0.8, mean 0.7, score variance at most 0.1); ``max_spread`` is the variance check
   on its own. The heuristic diagnoses its failures: low top score -> no_coverage, low mean ->
   partial, high variance -> too_broad.
 - ``switch_strategy``: issue -> strategy. A failed check whose issue is mapped to a strategy
-  other than the current one switches to it (through the ``switch`` callable the pipeline gives)
-  and retrieves again; query transforms inside ``retrieve`` then regenerate their expansions
-  for the new strategy. ``max_attempts`` caps the attempts, the first included.
+  other than the current one (at first the one the pipeline retrieved with) switches to it
+  (through the ``switch`` callable the pipeline gives) and retrieves again; query transforms
+  inside ``retrieve`` then regenerate their expansions for the new strategy. An issue mapped to
+  the current strategy retries with a new query instead. Such a gate ranks attempts on
+  ``question_overlap``. ``max_attempts`` caps the attempts, the first included.
 - ``web_fallback``: recorded for the pipeline, which searches the web when the gate failed.
 
 After ``run``, ``outcome`` says whether an attempt passed, the retrieval quality in [0, 1] (the
-kept attempt's score / 100, or its mean top score for the heuristic; unknown for binary llm
-verdicts), the issue and missing aspects, and the kept attempt's strategy.
+kept attempt's score / 100, or its value on the scale, clipped, for the heuristic; unknown for
+binary llm verdicts), the issue and missing aspects, and the kept attempt's strategy.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -42,41 +49,53 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from llama_index.core.schema import NodeWithScore
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ragkit.judges.attempt_scale import (
+    SCALE_LABELS,
+    Attempt,
+    AttemptScale,
+    best_attempt,
+    best_scored_attempt,
+    mean_top,
+    mean_top_score,
+    scale_values,
+    top_variance,
+)
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.judges.retrieval import numbered_chunks
+from ragkit.judges.keywords import keywords
+from ragkit.judges.quality_gate_prompts import (
+    ISSUE_TYPES,
+    NO_ISSUE,
+    SYSTEM,
+    GateVerdict,
+    ScoredVerdict,
+    build_prompt,
+    build_scored_prompt,
+)
 from ragkit.llms.base import LLMError
 from ragkit.retrievers.switchable import STRATEGIES
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 Switch = Callable[[str], None]
 
-ISSUE_TYPES = ("off_topic", "too_broad", "missing_aspect", "wrong_entity", "outdated", "partial", "contradictory",
-               "no_coverage")
-NO_ISSUE = "none"
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
 PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
-
-_WORD = re.compile(r"[^\W_]+")
-STOPWORDS = frozenset(
-    "a an and are as at be by can did do does for from had has have how i in is it its of on or that the "
-    "their there these this to was were what when where which who whom whose why will with would you".split()
-)
 
 
 class QualityGateParams(JudgeParams):
     max_retries: int = Field(default=2, ge=1, le=5, description="Most re-retrievals with a reformulated query.")
     score_top_k: int = Field(
-        default=5, ge=1, le=100, description="The mean of this many top scores ranks attempts (and feeds the rule)."
+        default=5, ge=1, le=100,
+        description="The mean of this many top values (on attempt_scale) ranks attempts (and feeds the rule).",
     )
     min_top_score: float = Field(
         default=0.5, ge=-1000.0, le=1000.0,
-        description="heuristic: the best chunk must score at least this (the retriever's scale).",
+        description="heuristic: the best chunk must reach at least this on attempt_scale.",
     )
     min_mean_score: float = Field(
         default=0.3, ge=-1000.0, le=1000.0,
-        description="heuristic: the mean of the top score_top_k scores must reach this.",
+        description="heuristic: the mean of the top score_top_k values (on attempt_scale) must reach this.",
     )
     expansion_terms: int = Field(
         default=3, ge=1, le=20, description="heuristic: words from the best chunks added per reformulation."
@@ -97,7 +116,7 @@ class QualityGateParams(JudgeParams):
     )
     max_spread: float | None = Field(
         default=None, ge=0.0, le=1000.0,
-        description="heuristic: the variance of the top score_top_k scores must be at most this (none: no check).",
+        description="heuristic: the variance of the top score_top_k values must be at most this (none: no check).",
     )
     switch_strategy: dict[str, str] = Field(
         default_factory=dict,
@@ -107,9 +126,33 @@ class QualityGateParams(JudgeParams):
         default=None, ge=1, le=5, description="Most attempts, the first included (none: max_retries + 1)."
     )
     web_fallback: bool = Field(default=False, description="Search the web when no attempt passes.")
+    attempt_scale: AttemptScale | None = Field(
+        default=None,
+        description="What ranks attempts and the heuristic thresholds apply to: retriever (the chunks' raw "
+        "scores, one scale only within one strategy) or question_overlap (the share of the question's keywords "
+        "in each chunk, the same for every strategy). none: question_overlap with switch_strategy, else retriever.",
+    )
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback"}
+        "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
+        "attempt_scale"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_scale_when_switching(cls, value: Any) -> Any:
+        """A gate that switches strategy compares attempts of different retrievers: it ranks them on
+        question_overlap. Written into the params (not left implicit), so such a gate's resolved spec,
+        run id and cached results differ from those of the gate that ranked raw scores before."""
+        if isinstance(value, dict) and value.get("switch_strategy") and value.get("attempt_scale") is None:
+            value = {**value, "attempt_scale": "question_overlap"}
+        return value
+
+    @model_validator(mode="after")
+    def _no_raw_scores_across_strategies(self) -> QualityGateParams:
+        if self.switch_strategy and self.attempt_scale == "retriever":
+            raise ValueError("attempt_scale 'retriever' cannot rank attempts of different strategies (cosine, BM25 "
+                             "and RRF scores differ in scale): use question_overlap with switch_strategy")
+        return self
 
     @field_validator("switch_strategy")
     @classmethod
@@ -128,25 +171,13 @@ class QualityGateParams(JudgeParams):
             return self.min_top_score, self.min_mean_score, self.max_spread
         return PRESETS[self.preset]
 
+    def scale(self) -> str:
+        """The scale in effect: retriever unless set (a switching gate has it set by validation)."""
+        return self.attempt_scale or "retriever"
+
     def rounds(self) -> int:
         """Most re-retrievals after the first attempt."""
         return self.max_retries if self.max_attempts is None else self.max_attempts - 1
-
-
-class ScoredVerdict(BaseModel):
-    score: int = Field(ge=0, le=100, description="0-100: how well the chunks answer the question.")
-    issue: str = Field(default=NO_ISSUE, description="none, or what is wrong: " + ", ".join(ISSUE_TYPES))
-    missing_aspects: list[str] = Field(default_factory=list, description="What the question asks that is missing.")
-    reformulated_query: str = Field(default="", description="A better search query, if the score is low.")
-    reason: str = ""
-
-    @field_validator("issue")
-    @classmethod
-    def _known_issue(cls, value: str) -> str:
-        value = value.strip().lower().replace(" ", "_").replace("-", "_")
-        if value not in (NO_ISSUE, *ISSUE_TYPES):
-            raise ValueError(f"unknown issue '{value}'. Valid issues: {NO_ISSUE}, {', '.join(ISSUE_TYPES)}")
-        return value
 
 
 @dataclass
@@ -158,106 +189,6 @@ class GateOutcome:
     issue: str | None = None
     missing_aspects: list[str] = field(default_factory=list)
     strategy: str | None = None  # the kept attempt's strategy; None: the run's own
-
-
-class GateVerdict(BaseModel):
-    sufficient: bool = Field(description="True if the chunks are enough to answer the question.")
-    reformulated_query: str = Field(default="", description="A better search query, used if not sufficient.")
-    reason: str = ""
-
-
-SYSTEM = "You check whether search results can answer a question. Reply with one JSON object only."
-
-EXAMPLE = (
-    "Example:\n"
-    "Question: Why is the sky blue?\n"
-    "[1] Stocks fell after the rate rise.\n"
-    '{"sufficient": false, "reformulated_query": "sky blue color light scattering", "reason": "[1] is about stocks"}'
-)
-
-
-SCORED_EXAMPLE = (
-    "Example:\n"
-    "Question: Why is the sky blue?\n"
-    "[1] Stocks fell after the rate rise.\n"
-    '{"score": 5, "issue": "off_topic", "missing_aspects": ["why the sky is blue"], '
-    '"reformulated_query": "sky blue color light scattering", "reason": "[1] is about stocks"}'
-)
-
-
-def build_scored_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, tried: list[str]) -> str:
-    searched = f"Already searched: {'; '.join(tried)}\n" if tried else ""
-    return (
-        f"{SCORED_EXAMPLE}\n\nQuestion: {query}\n{searched}{numbered_chunks(nodes, chunk_chars) or '(no chunks)'}\n"
-        f"Score 0-100 how well these chunks answer the question. Issue: none or one of {', '.join(ISSUE_TYPES)}. "
-        "Reply as JSON with score, issue, missing_aspects, reformulated_query and reason."
-    )
-
-
-def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, tried: list[str]) -> str:
-    """``tried``: the reformulations already searched, so the model proposes a new one."""
-    searched = f"Already searched: {'; '.join(tried)}\n" if tried else ""
-    return (
-        f"{EXAMPLE}\n\nQuestion: {query}\n{searched}{numbered_chunks(nodes, chunk_chars) or '(no chunks)'}\n"
-        "Can these chunks answer the question? Reply as JSON with sufficient, reformulated_query and reason."
-    )
-
-
-@dataclass
-class Attempt:
-    query: str
-    nodes: list[NodeWithScore]
-    mean_score: float
-    strategy: str | None = None
-    verdict_score: int | None = None  # scored verdicts
-    sufficient: bool | None = None
-    issue: str | None = None
-    missing_aspects: list[str] = field(default_factory=list)
-
-
-def mean_top_score(nodes: list[NodeWithScore], k: int) -> float:
-    """Mean of the ``k`` highest scores (missing scores count as 0); -inf with no nodes."""
-    scores = sorted((float(node.score or 0.0) for node in nodes), reverse=True)[:k]
-    return sum(scores) / len(scores) if scores else float("-inf")
-
-
-def best_attempt(attempts: list[Attempt]) -> int:
-    """Index of the highest mean score; the earliest on a tie."""
-    return max(range(len(attempts)), key=lambda index: (attempts[index].mean_score, -index))
-
-
-def best_scored_attempt(attempts: list[Attempt]) -> int:
-    """Index of the highest verdict score (attempts without one after), then the mean rule."""
-    return max(range(len(attempts)), key=lambda index: (
-        attempts[index].verdict_score is not None, attempts[index].verdict_score or 0,
-        attempts[index].mean_score, -index))
-
-
-def score_variance(nodes: list[NodeWithScore], k: int) -> float:
-    """Population variance of the ``k`` highest scores (0 with fewer than two)."""
-    scores = sorted((float(node.score or 0.0) for node in nodes), reverse=True)[:k]
-    if len(scores) < 2:
-        return 0.0
-    mean = sum(scores) / len(scores)
-    return sum((score - mean) ** 2 for score in scores) / len(scores)
-
-
-def keywords(text: str) -> list[str]:
-    return [word for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
-
-
-def with_new_keywords(text: str, sources: list[str], exclude: frozenset[str] = frozenset(),
-                      min_length: int = 1) -> str:
-    """``text`` (whitespace collapsed) followed by the keywords of ``sources`` it lacks, each once,
-    in order of appearance; words in ``exclude`` or shorter than ``min_length`` are left out."""
-    present = set(keywords(text)) | exclude
-    extra: list[str] = []
-    for source in sources:
-        for word in keywords(source):
-            if word not in present and len(word) >= min_length:
-                present.add(word)
-                extra.append(word)
-    return " ".join([" ".join(text.split()), *extra])
 
 
 def _normal(query: str) -> str:
@@ -276,17 +207,19 @@ class QualityGate(Judge):
     outcome: GateOutcome = GateOutcome()
 
     def run(self, query: str, retrieve: Retrieve, trace: JudgeTrace,
-            switch: Switch | None = None) -> list[NodeWithScore]:
+            switch: Switch | None = None, strategy: str | None = None) -> list[NodeWithScore]:
         """The chunks of the best attempt; exactly ``retrieve(query)`` when off or on an unusable verdict.
 
-        ``switch(strategy)`` changes the strategy of the next ``retrieve`` calls (``switch_strategy``)."""
+        ``switch(strategy)`` changes the strategy of the next ``retrieve`` calls (``switch_strategy``);
+        ``strategy`` is the one ``retrieve`` uses now (the run's retriever, or the strategy judge's
+        choice), so an issue mapped to it is no switch: the gate retries with a new query instead
+        of repeating the same search."""
         self.outcome = GateOutcome()
         first = retrieve(query)
         if not self.enabled:
             return first
-        k = self.params.score_top_k
-        attempts = [Attempt(query, first, mean_top_score(first, k))]
-        current: str | None = None
+        attempts = [self._attempt(query, query, first, strategy)]
+        current = strategy
         tried: set[tuple[str, str | None]] = {(_normal(query), current)}
         stopped = "max_retries"
         rounds = self.params.rounds()
@@ -314,16 +247,18 @@ class QualityGate(Judge):
                 next_query = new_query if new_query and (_normal(new_query), current) not in tried else latest.query
                 tried.add((_normal(next_query), current))
                 nodes = retrieve(next_query)
-                attempts.append(Attempt(next_query, nodes, mean_top_score(nodes, k), strategy=current))
+                attempts.append(self._attempt(query, next_query, nodes, current))
                 decision.update(action="switch", strategy=current, retry_query=next_query,
-                                retry_mean_score=_finite(attempts[-1].mean_score))
+                                retry_mean_score=_finite(attempts[-1].mean_score),
+                                **self._scale_fields(attempts[-1], "retry_"))
             elif not new_query or (_normal(new_query), current) in tried:
                 stopped = "no new query"
             else:
                 tried.add((_normal(new_query), current))
                 nodes = retrieve(new_query)
-                attempts.append(Attempt(new_query, nodes, mean_top_score(nodes, k), strategy=current))
-                decision.update(action="retry", retry_mean_score=_finite(attempts[-1].mean_score))
+                attempts.append(self._attempt(query, new_query, nodes, current))
+                decision.update(action="retry", retry_mean_score=_finite(attempts[-1].mean_score),
+                                **self._scale_fields(attempts[-1], "retry_"))
             if decision.get("action") not in ("retry", "switch"):
                 break
 
@@ -338,11 +273,25 @@ class QualityGate(Judge):
         self.outcome = self._outcome(attempts, kept)
         return kept.nodes
 
+    def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> Attempt:
+        """An attempt valued on the gate's scale (``ragkit.judges.attempt_scale``), always against
+        the original ``question``, whatever query retrieved it."""
+        k = self.params.score_top_k
+        values = scale_values(self.params.scale(), question, nodes)
+        return Attempt(query, nodes, mean_top_score(nodes, k), values=values, scale_score=mean_top(values, k),
+                       strategy=strategy)
+
+    def _scale_fields(self, attempt: Attempt, prefix: str = "") -> dict[str, float | None]:
+        """The attempt's value on a scale other than the raw scores (already recorded as mean_score)."""
+        scale = self.params.scale()
+        return {} if scale == "retriever" else {f"{prefix}{scale}": _finite(attempt.scale_score)}
+
     def _judges_last_attempt(self) -> bool:
         return (self.params.mode == "llm" and self.params.verdict == "scored") or bool(self.params.switch_strategy)
 
     def _attempt_record(self, attempt: Attempt) -> dict[str, Any]:
-        record: dict[str, Any] = {"query": attempt.query, "mean_score": _finite(attempt.mean_score)}
+        record: dict[str, Any] = {"query": attempt.query, "mean_score": _finite(attempt.mean_score),
+                                  **self._scale_fields(attempt)}
         if self._judges_last_attempt() or attempt.strategy is not None:
             record.update(strategy=attempt.strategy, score=attempt.verdict_score, issue=attempt.issue,
                           sufficient=attempt.sufficient)
@@ -351,7 +300,7 @@ class QualityGate(Judge):
     def _outcome(self, attempts: list[Attempt], kept: Attempt) -> GateOutcome:
         passed = any(attempt.sufficient for attempt in attempts)
         if self.params.mode == "heuristic":
-            quality = None if kept.mean_score == float("-inf") else min(max(kept.mean_score, 0.0), 1.0)
+            quality = None if kept.scale_score == float("-inf") else min(max(kept.scale_score, 0.0), 1.0)
         else:
             quality = None if kept.verdict_score is None else kept.verdict_score / 100
         return GateOutcome(passed=passed, quality=quality, issue=kept.issue,
@@ -364,7 +313,7 @@ class QualityGate(Judge):
         started = time.perf_counter()
         summary = f"round {round_number}: {latest.query} | {len(latest.nodes)} chunks"
         decision: dict[str, Any] = {"round": round_number, "query": latest.query,
-                                    "mean_score": _finite(latest.mean_score)}
+                                    "mean_score": _finite(latest.mean_score), **self._scale_fields(latest)}
         if latest.strategy is not None:
             decision["strategy"] = latest.strategy
         if final:
@@ -409,21 +358,23 @@ class QualityGate(Judge):
 
     def _heuristic_verdict(self, query: str, latest: Attempt,
                            attempts: list[Attempt]) -> tuple[bool, str, str, str | None]:
-        nodes = latest.nodes
+        # The thresholds apply on the gate's scale: raw scores, or question overlap when switching.
+        values, label = latest.values, SCALE_LABELS[self.params.scale()]
         min_top, min_mean, max_spread = self.params.thresholds()
-        top = max((float(node.score or 0.0) for node in nodes), default=float("-inf"))
+        top = max(values, default=float("-inf"))
         problems: list[tuple[str, str]] = []
         if top < min_top:
-            problems.append(("no_coverage", f"top score {_finite(top)} < {min_top}"))
-        if latest.mean_score < min_mean:
-            problems.append(("partial", f"mean top-{self.params.score_top_k} score {_finite(latest.mean_score)} "
+            problems.append(("no_coverage", f"top {label} {_finite(top)} < {min_top}"))
+        if latest.scale_score < min_mean:
+            problems.append(("partial", f"mean top-{self.params.score_top_k} {label} {_finite(latest.scale_score)} "
                                         f"< {min_mean}"))
         if max_spread is not None:
-            spread = score_variance(nodes, self.params.score_top_k)
+            spread = top_variance(values, self.params.score_top_k)
             if spread > max_spread:
-                problems.append(("too_broad", f"score variance {round(spread, 6)} > {max_spread}"))
+                problems.append(("too_broad", f"{label} variance {round(spread, 6)} > {max_spread}"))
         if not problems:
-            return True, "", "scores pass both thresholds" if max_spread is None else "scores pass every check", None
+            passed = f"{label}s pass both thresholds" if max_spread is None else f"{label}s pass every check"
+            return True, "", passed, None
         return (False, self._expanded_query(query, attempts, len(attempts)), "; ".join(p for _, p in problems),
                 problems[0][0])
 
