@@ -331,3 +331,36 @@ def test_after_the_gate_later_searches_use_the_kept_attempts_strategy():
     gate = SwitchingGate(True, web_fallback=False)
     trace = Pipeline(switchable, switchable, quality_gate=gate, switchable=switchable).answer("cats")
     assert trace.nodes[0].node.node_id == "bm25:cats" and switchable.current == "bm25"
+
+
+class SwitchableFrom(Switchable):
+    """A switchable retriever whose run retriever (the default) is ``default``."""
+
+    def __init__(self, default: str) -> None:
+        super().__init__()
+        self.parts["hybrid"] = LoggingRetriever("hybrid")
+        self.default = self.current = default
+
+    def reset(self):
+        self.log.append("reset")
+        self.current = self.default
+
+
+@pytest.mark.parametrize(("run_retriever", "chosen"), [("hybrid", None), ("dense", "hybrid")])
+def test_the_gate_starts_from_the_strategy_in_use_and_does_not_repeat_its_search(tmp_path, run_retriever, chosen):
+    """A no_coverage -> hybrid diagnosis on a search already made with hybrid (the run's retriever,
+    or the strategy judge's choice) is no switch: without a new query there is nothing to search."""
+    from ragkit.judges.quality_gate import QualityGate, QualityGateParams
+
+    no_coverage = json.dumps({"score": 20, "issue": "no_coverage", "missing_aspects": [], "reformulated_query": "",
+                              "reason": "r"})
+    llm, backend = client([no_coverage, no_coverage], tmp_path)
+    gate = QualityGate(QualityGateParams(verdict="scored", max_attempts=2, switch_strategy={"no_coverage": "hybrid"}),
+                       llm)
+    switchable = SwitchableFrom(run_retriever)
+    trace = Pipeline(switchable, switchable, quality_gate=gate, switchable=switchable,
+                     strategy=Strategy(chosen) if chosen else None, clients=(llm,)).answer("why do dogs bark")
+    assert switchable.parts["hybrid"].queries == ["why do dogs bark"] and len(backend.requests) == 1
+    (judgement,) = [j for j in trace.judgements if j.judge == "quality_gate"]
+    assert judgement.decision["stopped"] == "no new query" and judgement.decision["strategy"] == "hybrid"
+    assert trace.nodes[0].node.node_id == "hybrid:why do dogs bark"
