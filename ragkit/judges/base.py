@@ -163,5 +163,7 @@ def check_judge_places(names: list[str], where: str = "judges") -> None:
     placeless = sorted(name for name in names if name in registered and name not in PIPELINE_SLOTS)
     if placeless:
         places = ", ".join(slot for slot in PIPELINE_SLOTS if slot != "generator")
-        raise ConfigError(f"{where}: judge {placeless} is registered (entry-point group {judges.group}) but has no "
-                          f"place in the pipeline, so it would never run. The pipeline runs judges at: {places}")
+        named = ", ".join(f"'{name}'" for name in placeless)
+        has, it = ("has", "it") if len(placeless) == 1 else ("have", "they")
+        raise ConfigError(f"{where}: {named} {has} no place in the pipeline, so {it} would never run (registered "
+                          f"through the entry-point group {judges.group}). The pipeline runs judges at: {places}")
