@@ -1,0 +1,240 @@
+"""Why each question fails: one class per (run, question), from the results folder alone.
+
+Terms. The run's *final context* holds at most ``depth`` chunks (the runs table's ``depth``, else
+``top_k``): what the retriever returned after every judge. The *cut* is the first ``cut`` chunks
+of it (default 5, as recall@5; a run whose depth is smaller has its whole context in the cut).
+*Evidence* is read from the run's own scores at the question's finest level: span level
+(``span_recall@k``) when the question has answer spans, else document level (``recall@k``);
+evidence at k means that metric > 0 at k (some part of the answer, or some relevant document, is
+among the first k chunks). A k that is not scored reads the largest scored k below it; depth
+reads the largest k scored (the scores of a final context of fewer chunks are its full-context
+scores).
+
+*Relevant documents* are the question's source document (``questions.document``, the answer's
+or most relevant judged document) and every document that raised the question's document-level
+recall at some rank of some run's final context in the folder. A chunk is relevant when its
+document is (chunk ids are ``<doc_id>:<index>``): judges and citations are read at document
+level, since the folder does not store answer spans. A relevant document that no final context
+in the folder holds and that is not the source document is not known.
+
+The first rule that holds gives the class:
+
+1. ``pipeline error``: the question's evidence score at depth is NaN with an error.
+   ``no ground truth``: the question has no evidence score (nothing to score against).
+2. ``answered well``: evidence in the cut, and, when the run generated an answer to the question,
+   the answer used it: it cites a relevant chunk; when the run's answers carry no citations at all,
+   the first of groundedness, faithfulness, embedding_groundedness scored for it is >= 0.5 (none
+   scored: used).
+3. ``judge reply invalid``: some judge's reply for the question was invalid (``judgements.valid``
+   false; it fell back to the judge-off behaviour); the judge is named.
+4. ``retrieved but not used``: evidence in the cut, but the answer did not use it (rule 2).
+5. ``ranked too low``: evidence in the final context, none in the cut.
+6. ``dropped by judge``: no evidence in the final context, and a judge was shown a relevant chunk
+   and did not keep it (``decision``: shown, scores or ratings minus kept); the first such judge
+   in the order the trace recorded them is named.
+7. ``not retrieved``: no relevant chunk in the final context nor among what a judge dropped.
+
+Every question a run was asked (has score rows for) gets exactly one class, so a run's classes sum
+to its questions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from ragkit.analysis.loading import Results
+from ragkit.metrics.names import parse_metric
+
+ERROR, NO_TRUTH = "pipeline error", "no ground truth"
+ANSWERED, INVALID, NOT_USED = "answered well", "judge reply invalid", "retrieved but not used"
+RANKED_LOW, DROPPED, NOT_RETRIEVED = "ranked too low", "dropped by judge", "not retrieved"
+CLASSES = (ANSWERED, NOT_RETRIEVED, RANKED_LOW, DROPPED, NOT_USED, INVALID, ERROR, NO_TRUTH)
+COLUMNS = ["run_id", "question_id", "failure_class", "judge", "level", "cut", "detail"]
+DEFAULT_CUT = 5
+GROUNDING_VERDICTS = ("groundedness", "faithfulness", "embedding_groundedness")
+USED_THRESHOLD = 0.5
+# The error of the ``retrieval`` row of a question with no ground truth (experiments.executor).
+NOTHING_TO_SCORE = "no relevant documents or answer spans to score against"
+EVIDENCE_FAMILIES = {"span": "span_recall", "document": "recall"}
+
+
+def _evidence_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    """[run_id, question_id, level, k, value, error] of the recall@k and span_recall@k rows."""
+    names = scores["metric"].astype("string")
+    parsed = {name: parse_metric(name) for name in names.dropna().unique()}
+    family = names.map(lambda n: parsed[n].family if n in parsed and parsed[n].k is not None
+                       and not parsed[n].tokens else None)
+    mine = scores[family.isin(list(EVIDENCE_FAMILIES.values())).fillna(False).to_numpy(dtype=bool)]
+    levels = {value: key for key, value in EVIDENCE_FAMILIES.items()}
+    return pd.DataFrame({
+        "run_id": mine["run_id"].astype(str).to_numpy(), "question_id": mine["question_id"].astype(str).to_numpy(),
+        "level": [levels[parsed[n].family] for n in mine["metric"].astype(str)],
+        "k": [parsed[n].k for n in mine["metric"].astype(str)],
+        "value": mine["value"].to_numpy(dtype="float64"), "error": mine["error"].astype("string").to_numpy(),
+    })
+
+
+def _at(rows: pd.DataFrame, k: int | None) -> pd.Series | None:
+    """The row at the largest scored k <= ``k`` (None: the largest k scored)."""
+    chosen = rows if k is None else rows[rows["k"] <= k]
+    return None if chosen.empty else chosen.loc[chosen["k"].idxmax()]
+
+
+def relevant_documents(results: Results, evidence: pd.DataFrame) -> dict[str, set[str]]:
+    """question_id -> its relevant documents known to the folder (module docstring)."""
+    relevant: dict[str, set[str]] = defaultdict(set)
+    questions = results.questions
+    if not questions.empty and "document" in questions.columns:
+        has_truth = questions.get("n_relevant_docs", 0).fillna(0) + questions.get("n_answer_groups", 0).fillna(0) > 0
+        for question_id, document in zip(questions.loc[has_truth, "question_id"], questions.loc[has_truth, "document"]):
+            if not pd.isna(document):
+                relevant[str(question_id)].add(str(document))
+    doc = evidence[(evidence["level"] == "document") & evidence["value"].notna()].sort_values("k")
+    doc = doc.assign(previous_k=doc.groupby(["run_id", "question_id"])["k"].shift(fill_value=0),
+                     previous=doc.groupby(["run_id", "question_id"])["value"].shift(fill_value=0.0))
+    raised = doc[(doc["value"] > doc["previous"]) & (doc["previous_k"] == doc["k"] - 1)]
+    if not raised.empty:
+        ranks = results.retrievals
+        ranks = pd.DataFrame({"run_id": ranks["run_id"].astype(str), "question_id": ranks["question_id"].astype(str),
+                              "k": ranks["rank"].astype("int64"), "doc_id": ranks["doc_id"].astype(str)})
+        for question_id, doc_id in raised.merge(ranks, on=["run_id", "question_id", "k"])[["question_id",
+                                                                                           "doc_id"]].itertuples(
+                index=False):
+            relevant[question_id].add(doc_id)
+    return relevant
+
+
+def _document(chunk_id: str) -> str:
+    return chunk_id.rsplit(":", 1)[0]
+
+
+def _judge_drops(rows: pd.DataFrame) -> list[tuple[str, set[str]]]:
+    """(judge, chunk ids it was shown and did not keep) per judge, in recorded order."""
+    shown: dict[str, set[str]] = {}
+    kept: dict[str, set[str]] = {}
+    for judge, text in zip(rows["judge"].astype(str), rows["decision"]):
+        try:
+            decision = json.loads(text) if isinstance(text, str) else {}
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(decision, dict):
+            continue
+        seen = shown.setdefault(judge, set())
+        for key in ("shown", "dropped"):
+            seen.update(str(i) for i in decision.get(key) or [] if isinstance(i, str))
+        for key in ("scores", "ratings"):
+            if isinstance(decision.get(key), dict):
+                seen.update(str(i) for i in decision[key])
+        if isinstance(decision.get("kept"), list):
+            kept[judge] = {str(i) for i in decision["kept"]}
+    return [(judge, seen - kept[judge]) for judge, seen in shown.items() if judge in kept]
+
+
+def _answer_used(answer: dict | None, relevant: set[str], verdicts: dict[str, float], cites: bool) -> bool:
+    if answer is None:
+        return True
+    if cites:
+        try:
+            cited = json.loads(answer["citations"]) if isinstance(answer["citations"], str) else []
+        except json.JSONDecodeError:
+            cited = []
+        return any(_document(str(chunk)) in relevant for chunk in cited or [])
+    for name in GROUNDING_VERDICTS:
+        if name in verdicts and not np.isnan(verdicts[name]):
+            return verdicts[name] >= USED_THRESHOLD
+    return True
+
+
+def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
+    """One row per (run, question asked): its class (module docstring), the judge for dropped
+    by judge and judge reply invalid, the evidence level, the run's cut and a short detail."""
+    if cut < 1:
+        raise ValueError(f"cut must be >= 1, got {cut}")
+    scores = results.scores
+    evidence = _evidence_rows(scores)
+    relevant = relevant_documents(results, evidence)
+    by_question = {key: rows for key, rows in evidence.groupby(["run_id", "question_id"], sort=False)}
+    judgements = results.judgements
+    judgements = judgements[judgements["question_id"].notna()]
+    judged = {key: rows for key, rows in judgements.groupby([judgements["run_id"].astype(str),
+                                                             judgements["question_id"].astype(str)], sort=False)}
+    answers = results.answers
+    answer_of = {(str(row["run_id"]), str(row["question_id"])): row for row in answers.to_dict("records")}
+    citing_runs = {str(r) for r, c in zip(answers["run_id"], answers["citations"])
+                   if isinstance(c, str) and c.strip() not in ("", "[]")}
+    verdict_rows = scores[scores["metric"].isin(GROUNDING_VERDICTS)]
+    verdicts: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for run_id, question_id, metric, value in zip(verdict_rows["run_id"].astype(str),
+                                                  verdict_rows["question_id"].astype(str),
+                                                  verdict_rows["metric"].astype(str), verdict_rows["value"]):
+        verdicts[(run_id, question_id)][metric] = float(value)
+    runs = results.runs.set_index(results.runs["run_id"].astype(str))
+    asked = scores[["run_id", "question_id"]].astype(str).drop_duplicates()
+    out = []
+    for run_id, question_id in asked.itertuples(index=False):
+        depth = _depth(runs, run_id)
+        run_cut = cut if depth is None else min(cut, depth)
+        record = {"run_id": run_id, "question_id": question_id, "judge": None, "level": None, "cut": run_cut,
+                  "detail": ""}
+        key = (run_id, question_id)
+        rows = by_question.get(key)
+        record.update(_classify(rows, run_cut, depth, relevant.get(question_id, set()), judged.get(key),
+                                answer_of.get(key), verdicts.get(key, {}), run_id in citing_runs,
+                                scores, run_id, question_id))
+        out.append(record)
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _depth(runs: pd.DataFrame, run_id: str) -> int | None:
+    if run_id not in runs.index:
+        return None
+    for column in ("depth", "top_k"):
+        if column in runs.columns and not pd.isna(runs.at[run_id, column]):
+            return int(runs.at[run_id, column])
+    return None
+
+
+def _classify(rows, cut, depth, relevant, judged, answer, verdicts, cites, scores, run_id, question_id) -> dict:
+    if rows is None or rows.empty:
+        mine = scores[(scores["run_id"].astype(str) == run_id) & (scores["question_id"].astype(str) == question_id)]
+        errors = mine["error"].dropna().astype(str)
+        errors = errors[errors != NOTHING_TO_SCORE]
+        if not errors.empty:
+            return {"failure_class": ERROR, "detail": str(errors.iloc[0]).split(":", 1)[0]}
+        return {"failure_class": NO_TRUTH}
+    level = "span" if (rows["level"] == "span").any() else "document"
+    rows = rows[rows["level"] == level]
+    at_depth = _at(rows, None)
+    if at_depth is None or pd.isna(at_depth["value"]):
+        error = "" if at_depth is None or pd.isna(at_depth["error"]) else str(at_depth["error"])
+        return {"failure_class": ERROR, "level": level, "detail": error.split(":", 1)[0] or "no value"}
+    at_cut = _at(rows, cut)
+    in_cut = at_cut is not None and not pd.isna(at_cut["value"]) and at_cut["value"] > 0
+    used = _answer_used(answer, relevant, verdicts, cites)
+    base = {"level": level}
+    if in_cut and used:
+        return {**base, "failure_class": ANSWERED}
+    if judged is not None and (judged["valid"] == False).any():  # noqa: E712 - a nullable column
+        invalid = judged[judged["valid"] == False]  # noqa: E712
+        return {**base, "failure_class": INVALID, "judge": str(invalid["judge"].iloc[0]),
+                "detail": "" if pd.isna(invalid["error"].iloc[0]) else str(invalid["error"].iloc[0])[:120]}
+    if in_cut:
+        return {**base, "failure_class": NOT_USED, "detail": "the answer does not use a relevant chunk"}
+    if at_depth["value"] > 0:
+        return {**base, "failure_class": RANKED_LOW, "detail": f"evidence in the final context, not in the first {cut}"}
+    if judged is not None:
+        for judge, dropped in _judge_drops(judged):
+            hit = sorted(chunk for chunk in dropped if _document(chunk) in relevant)
+            if hit:
+                return {**base, "failure_class": DROPPED, "judge": judge, "detail": f"dropped {', '.join(hit[:3])}"}
+    return {**base, "failure_class": NOT_RETRIEVED, "detail": f"no relevant chunk in the {depth or '?'} searched"}
+
+
+def class_counts(classes: pd.DataFrame) -> pd.DataFrame:
+    """Runs x classes: how many questions of each run fall in each class (columns in CLASSES order)."""
+    table = pd.crosstab(classes["run_id"], classes["failure_class"])
+    return table.reindex(columns=[c for c in CLASSES if c in table.columns], fill_value=0).reset_index()
