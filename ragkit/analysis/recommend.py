@@ -224,9 +224,9 @@ def to_text(rec: Recommendation) -> str:
     lines.append("Pareto front over quality, latency and cost (eligible runs): "
                  + ", ".join(front["label"].astype(str)))
     if rec.factor is not None:
-        levels = ", ".join(f"{level} {diff:+.3f}" for level, diff in rec.factor["levels"].items())
-        lines.append(f"factor that mattered most: {rec.factor['factor']} (range {rec.factor['range']:.3f}; "
-                     f"against {rec.factor['comparison_level']}: {levels})")
+        reference = rec.factor["comparison_level"]
+        levels = ", ".join(f"{reference} - {level} = {diff:+.3f}" for level, diff in rec.factor["levels"].items())
+        lines.append(f"factor that mattered most: {rec.factor['factor']} (range {rec.factor['range']:.3f}; {levels})")
     excluded = rec.runs[~rec.runs["eligible"]]
     if not excluded.empty:
         lines.append("excluded: " + "; ".join(f"{label} ({why})" for label, why in

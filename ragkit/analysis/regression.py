@@ -177,7 +177,8 @@ def _combined(baseline: Results, new: Results, pairs: pd.DataFrame, metrics: lis
                                     rows["question_id"].astype(str), "metric": rows["metric"].astype(str),
                                     "value": rows["value"].to_numpy(dtype="float64"),
                                     "error": rows["error"].astype("string")}))
-    questions = baseline.questions.reindex(columns=["question_id", "document"])
+    questions = pd.concat([baseline.questions.reindex(columns=["question_id", "document"]),
+                           new.questions.reindex(columns=["question_id", "document"])]).drop_duplicates("question_id")
     return Results(pd.concat(runs, ignore_index=True).assign(label=lambda f: f["run_id"]),
                    pd.concat(scores, ignore_index=True), questions=questions)
 
@@ -201,7 +202,9 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
                           + ". Add --allow-different to compare them anyway")
     metrics = list(dict.fromkeys(c.metric for c in conditions))
     comparer = Comparer(_combined(baseline, new, pairs, metrics), depth_rule="asked")
-    matrices, units = comparer.matrices, comparer.units
+    matrices = comparer.matrices
+    matrices.load(metrics)  # first: a question only one folder has grows the matrices
+    units = comparer.units
     positions = pd.Index(matrices.run_ids)
     base_at = positions.get_indexer("base:" + pairs["base_run"])
     new_at = positions.get_indexer("new:" + pairs["new_run"])
