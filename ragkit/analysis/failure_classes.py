@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -66,8 +67,8 @@ def _evidence_rows(scores: pd.DataFrame) -> pd.DataFrame:
     """[run_id, question_id, level, k, value, error] of the recall@k and span_recall@k rows."""
     names = scores["metric"].astype("string")
     parsed = {name: parse_metric(name) for name in names.dropna().unique()}
-    family = names.map(lambda n: parsed[n].family if n in parsed and parsed[n].k is not None
-                       and not parsed[n].tokens else None)
+    # k is None for the uncut and the token-budget forms (recall@512tok).
+    family = names.map(lambda n: parsed[n].family if n in parsed and parsed[n].k is not None else None)
     mine = scores[family.isin(list(EVIDENCE_FAMILIES.values())).fillna(False).to_numpy(dtype=bool)]
     levels = {value: key for key, value in EVIDENCE_FAMILIES.items()}
     return pd.DataFrame({
@@ -89,7 +90,8 @@ def relevant_documents(results: Results, evidence: pd.DataFrame) -> dict[str, se
     relevant: dict[str, set[str]] = defaultdict(set)
     questions = results.questions
     if not questions.empty and "document" in questions.columns:
-        has_truth = questions.get("n_relevant_docs", 0).fillna(0) + questions.get("n_answer_groups", 0).fillna(0) > 0
+        counts = questions.reindex(columns=["n_relevant_docs", "n_answer_groups"]).astype("float64").fillna(0)
+        has_truth = counts.sum(axis=1) > 0
         for question_id, document in zip(questions.loc[has_truth, "question_id"], questions.loc[has_truth, "document"]):
             if not pd.isna(document):
                 relevant[str(question_id)].add(str(document))
@@ -149,42 +151,63 @@ def _answer_used(answer: dict | None, relevant: set[str], verdicts: dict[str, fl
     return True
 
 
+@dataclass
+class _Trace:
+    """What the folder holds about one (run, question) beyond its evidence scores."""
+
+    relevant: set[str]
+    judged: pd.DataFrame | None  # its judgements rows
+    answer: dict | None  # its answers row
+    verdicts: dict[str, float]  # its grounding verdicts (GROUNDING_VERDICTS)
+    cites: bool  # whether the run's answers carry citations at all
+    error: str | None  # the first error of its score rows (not the "nothing to score" one)
+
+
+def _score_names(results: Results) -> list[str]:
+    """The score rows read: evidence at every k, the grounding verdicts, the no-ground-truth row."""
+    names = [name for name in results.metric_names
+             if parse_metric(name).k is not None and parse_metric(name).family in EVIDENCE_FAMILIES.values()]
+    return [*names, *[name for name in GROUNDING_VERDICTS if name in results.metric_names], "retrieval"]
+
+
 def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
     """One row per (run, question asked): its class (module docstring), the judge for dropped
     by judge and judge reply invalid, the evidence level, the run's cut and a short detail."""
     if cut < 1:
         raise ValueError(f"cut must be >= 1, got {cut}")
-    scores = results.scores
+    scores = results.scores_of(_score_names(results))
+    keys = scores[["run_id", "question_id"]].astype(str)
     evidence = _evidence_rows(scores)
     relevant = relevant_documents(results, evidence)
-    by_question = {key: rows for key, rows in evidence.groupby(["run_id", "question_id"], sort=False)}
+    by_question = dict(evidence.groupby(["run_id", "question_id"], sort=False))
     judgements = results.judgements
     judgements = judgements[judgements["question_id"].notna()]
-    judged = {key: rows for key, rows in judgements.groupby([judgements["run_id"].astype(str),
-                                                             judgements["question_id"].astype(str)], sort=False)}
+    judged = dict(judgements.groupby([judgements["run_id"].astype(str), judgements["question_id"].astype(str)],
+                                     sort=False))
     answers = results.answers
     answer_of = {(str(row["run_id"]), str(row["question_id"])): row for row in answers.to_dict("records")}
     citing_runs = {str(r) for r, c in zip(answers["run_id"], answers["citations"])
                    if isinstance(c, str) and c.strip() not in ("", "[]")}
-    verdict_rows = scores[scores["metric"].isin(GROUNDING_VERDICTS)]
     verdicts: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-    for run_id, question_id, metric, value in zip(verdict_rows["run_id"].astype(str),
-                                                  verdict_rows["question_id"].astype(str),
-                                                  verdict_rows["metric"].astype(str), verdict_rows["value"]):
+    is_verdict = scores["metric"].isin(GROUNDING_VERDICTS).to_numpy(dtype=bool)
+    for run_id, question_id, metric, value in zip(keys["run_id"][is_verdict], keys["question_id"][is_verdict],
+                                                  scores["metric"].astype(str)[is_verdict],
+                                                  scores["value"][is_verdict]):
         verdicts[(run_id, question_id)][metric] = float(value)
+    messages = scores["error"].astype("string")
+    failed = (messages.notna() & (messages != NOTHING_TO_SCORE)).fillna(False).to_numpy(dtype=bool)
+    errors = dict(zip(zip(keys["run_id"][failed], keys["question_id"][failed]), messages[failed].astype(str)))
     runs = results.runs.set_index(results.runs["run_id"].astype(str))
-    asked = scores[["run_id", "question_id"]].astype(str).drop_duplicates()
     out = []
-    for run_id, question_id in asked.itertuples(index=False):
+    for run_id, question_id in keys.drop_duplicates().itertuples(index=False):
         depth = _depth(runs, run_id)
         run_cut = cut if depth is None else min(cut, depth)
+        key = (run_id, question_id)
+        trace = _Trace(relevant.get(question_id, set()), judged.get(key), answer_of.get(key), verdicts.get(key, {}),
+                       run_id in citing_runs, errors.get(key))
         record = {"run_id": run_id, "question_id": question_id, "judge": None, "level": None, "cut": run_cut,
                   "detail": ""}
-        key = (run_id, question_id)
-        rows = by_question.get(key)
-        record.update(_classify(rows, run_cut, depth, relevant.get(question_id, set()), judged.get(key),
-                                answer_of.get(key), verdicts.get(key, {}), run_id in citing_runs,
-                                scores, run_id, question_id))
+        record.update(_classify(by_question.get(key), run_cut, depth, trace))
         out.append(record)
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -198,13 +221,10 @@ def _depth(runs: pd.DataFrame, run_id: str) -> int | None:
     return None
 
 
-def _classify(rows, cut, depth, relevant, judged, answer, verdicts, cites, scores, run_id, question_id) -> dict:
+def _classify(rows: pd.DataFrame | None, cut: int, depth: int | None, trace: _Trace) -> dict:
     if rows is None or rows.empty:
-        mine = scores[(scores["run_id"].astype(str) == run_id) & (scores["question_id"].astype(str) == question_id)]
-        errors = mine["error"].dropna().astype(str)
-        errors = errors[errors != NOTHING_TO_SCORE]
-        if not errors.empty:
-            return {"failure_class": ERROR, "detail": str(errors.iloc[0]).split(":", 1)[0]}
+        if trace.error is not None:
+            return {"failure_class": ERROR, "detail": trace.error.split(":", 1)[0]}
         return {"failure_class": NO_TRUTH}
     level = "span" if (rows["level"] == "span").any() else "document"
     rows = rows[rows["level"] == level]
@@ -214,10 +234,11 @@ def _classify(rows, cut, depth, relevant, judged, answer, verdicts, cites, score
         return {"failure_class": ERROR, "level": level, "detail": error.split(":", 1)[0] or "no value"}
     at_cut = _at(rows, cut)
     in_cut = at_cut is not None and not pd.isna(at_cut["value"]) and at_cut["value"] > 0
-    used = _answer_used(answer, relevant, verdicts, cites)
+    used = _answer_used(trace.answer, trace.relevant, trace.verdicts, trace.cites)
     base = {"level": level}
     if in_cut and used:
         return {**base, "failure_class": ANSWERED}
+    judged = trace.judged
     if judged is not None and (judged["valid"] == False).any():  # noqa: E712 - a nullable column
         invalid = judged[judged["valid"] == False]  # noqa: E712
         return {**base, "failure_class": INVALID, "judge": str(invalid["judge"].iloc[0]),
@@ -226,11 +247,10 @@ def _classify(rows, cut, depth, relevant, judged, answer, verdicts, cites, score
         return {**base, "failure_class": NOT_USED, "detail": "the answer does not use a relevant chunk"}
     if at_depth["value"] > 0:
         return {**base, "failure_class": RANKED_LOW, "detail": f"evidence in the final context, not in the first {cut}"}
-    if judged is not None:
-        for judge, dropped in _judge_drops(judged):
-            hit = sorted(chunk for chunk in dropped if _document(chunk) in relevant)
-            if hit:
-                return {**base, "failure_class": DROPPED, "judge": judge, "detail": f"dropped {', '.join(hit[:3])}"}
+    for judge, dropped in _judge_drops(judged) if judged is not None else []:
+        hit = sorted(chunk for chunk in dropped if _document(chunk) in trace.relevant)
+        if hit:
+            return {**base, "failure_class": DROPPED, "judge": judge, "detail": f"dropped {', '.join(hit[:3])}"}
     return {**base, "failure_class": NOT_RETRIEVED, "detail": f"no relevant chunk in the {depth or '?'} searched"}
 
 

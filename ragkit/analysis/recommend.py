@@ -157,7 +157,8 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     table = _run_table(comparer, params)
     ranked = _ranked(table, params.metric)
     if ranked.empty:
-        return Recommendation(params, results.unit, table, None, with_holm(comparer.pair_comparisons([], pd.DataFrame())))
+        nothing = with_holm(comparer.pair_comparisons([], pd.DataFrame()))
+        return Recommendation(params, results.unit, table, None, nothing)
     best = str(ranked["run_id"].iloc[0])
     others = ranked["run_id"].iloc[1:].astype(str).tolist()
     pairs = pd.DataFrame({"run_a": best, "run_b": others, "factor": CONFIGURATION,
@@ -207,8 +208,8 @@ def to_text(rec: Recommendation) -> str:
             f"{label} ({why})" for label, why in zip(excluded["label"], excluded["excluded_by"])))
         return "\n".join(lines) + "\n"
     row = rec.runs.set_index("run_id").loc[rec.best]
-    lines.append(f"  {row['label']} [{rec.best}]: {_number(row['quality'])}, {_number(row['latency_ms'], 1)} ms/question, "
-                 f"{_number(row['cost'], 0)} LLM tokens/question")
+    lines.append(f"  {row['label']} [{rec.best}]: {_number(row['quality'])}, {_number(row['latency_ms'], 1)} "
+                 f"ms/question, {_number(row['cost'], 0)} LLM tokens/question")
     lines.append(f"not significantly worse (p Holm >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}):")
     by_run = rec.comparisons.set_index("run_b")
     for run in rec.comparisons["run_b"].astype(str):
