@@ -179,11 +179,12 @@ def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
     keys = scores[["run_id", "question_id"]].astype(str)
     evidence = _evidence_rows(scores)
     relevant = relevant_documents(results, evidence)
-    by_question = dict(evidence.groupby(["run_id", "question_id"], sort=False))
+    # Not dict(groupby): a GroupBy has a `keys` attribute, which dict() takes for a mapping's.
+    by_question = {key: rows for key, rows in evidence.groupby(["run_id", "question_id"], sort=False)}  # noqa: C416
     judgements = results.judgements
     judgements = judgements[judgements["question_id"].notna()]
-    judged = dict(judgements.groupby([judgements["run_id"].astype(str), judgements["question_id"].astype(str)],
-                                     sort=False))
+    judged = {key: rows for key, rows in judgements.groupby(  # noqa: C416
+        [judgements["run_id"].astype(str), judgements["question_id"].astype(str)], sort=False)}
     answers = results.answers
     answer_of = {(str(row["run_id"]), str(row["question_id"])): row for row in answers.to_dict("records")}
     citing_runs = {str(r) for r, c in zip(answers["run_id"], answers["citations"])
