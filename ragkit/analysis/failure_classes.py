@@ -176,6 +176,8 @@ def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
     if cut < 1:
         raise ValueError(f"cut must be >= 1, got {cut}")
     scores = results.scores_of(_score_names(results))
+    if scores.empty:
+        return pd.DataFrame({column: pd.Series(dtype="object") for column in COLUMNS})
     keys = scores[["run_id", "question_id"]].astype(str)
     evidence = _evidence_rows(scores)
     relevant = relevant_documents(results, evidence)
