@@ -51,7 +51,8 @@ def _traces() -> Results:
                                               "unused"],
                               "document": ["dok", "dlow", "dnone", "dX", "dI", "dspan", "derr", "truth", "dU"],
                               "n_relevant_docs": [1, 1, 1, 1, 1, 1, 1, 0, 1], "n_answer_groups": 0})
-    runs = pd.DataFrame([run_row("r", top_k=10, depth=10), run_row("g", top_k=10, depth=10, generator=True)])
+    runs = pd.DataFrame([run_row("r", top_k=10, depth=10, generator=False),
+                         run_row("g", top_k=10, depth=10, generator=True)])
     runs["label"] = runs["run_id"]
     empty_retrievals = pd.DataFrame({c: pd.Series(dtype="object") for c in ("run_id", "question_id", "rank",
                                                                             "doc_id")})
@@ -114,3 +115,25 @@ def test_a_relevant_document_learnt_from_another_runs_recall_names_the_dropping_
     without = Results(runs, score_rows(rows), retrievals=retrievals.iloc[:0], judgements=judgements,
                       questions=questions, answers=answers)
     assert fc.failure_classes(without).set_index("run_id").loc["on", "failure_class"] == fc.NOT_RETRIEVED
+
+
+def test_cli_failures_counts_each_runs_classes(tmp_path, capsys):
+    from ragkit.cli import main
+    from ragkit.results import ResultStore
+
+    results = _traces()
+    store = ResultStore(tmp_path)
+    store.write_questions("q1", results.questions)
+    for run_id in ("r", "g"):
+        store.write_run(run_id, results.runs[results.runs["run_id"] == run_id].drop(columns="label").iloc[0].to_dict())
+        mine = {name: frame[frame["run_id"] == run_id] for name, frame in
+                (("scores", results.scores), ("judgements", results.judgements), ("answers", results.answers))}
+        store.commit_shard(run_id, sorted(mine["scores"]["question_id"].unique()), mine)
+    assert main(["failures", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ranked too low" in out and "dropped by judge" in out
+    assert main(["failures", str(tmp_path), "--run", "r", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["question_id"]: row["failure_class"] for row in rows}["drop"] == fc.DROPPED
+    assert main(["failures", str(tmp_path), "--run", "nope"]) == 2
+    assert "unknown run id(s): nope" in capsys.readouterr().err
