@@ -88,18 +88,19 @@ def pair_runs(baseline: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, 
     by_signature: dict[tuple, str] = {}
     for _, row in new.iterrows():
         by_signature.setdefault(_signature(row, columns), str(row["run_id"]))
-    rows, used = [], set()
+    labels = dict(zip(baseline["run_id"].astype(str), baseline["label"].astype(str) if "label" in baseline
+                      else baseline["run_id"].astype(str)))
+    # Run ids first (a run id names the configuration and its models), then configurations.
+    partners: dict[str, tuple[str, str]] = {run: (run, "run id") for run in labels if run in new_ids}
+    used = {partner for partner, _ in partners.values()}
     for _, row in baseline.iterrows():
         run_id = str(row["run_id"])
-        if run_id in new_ids and run_id not in used:
-            partner, how = run_id, "run id"
-        else:
-            partner, how = by_signature.get(_signature(row, columns)), "configuration"
-        if partner is None or partner in used:
-            continue
-        used.add(partner)
-        rows.append({"base_run": run_id, "new_run": partner, "how": how,
-                     "label": str(row["label"]) if "label" in row else run_id})
+        partner = by_signature.get(_signature(row, columns))
+        if run_id not in partners and partner is not None and partner not in used:
+            partners[run_id] = (partner, "configuration")
+            used.add(partner)
+    rows = [{"base_run": run, "new_run": partner, "how": how, "label": labels[run]}
+            for run, (partner, how) in sorted(partners.items(), key=lambda item: labels[item[0]])]
     pairs = pd.DataFrame(rows, columns=["base_run", "new_run", "how", "label"])
     unpaired_base = sorted(set(baseline["run_id"].astype(str)) - set(pairs["base_run"]))
     return pairs, unpaired_base, sorted(new_ids - used)

@@ -106,3 +106,20 @@ def test_selection_differences_name_question_sets_and_corpora():
     runs = pd.DataFrame({"run_id": ["a", "b"], "questions_key": ["q1", "q2"], "corpus_id": ["c", "c"]})
     assert selection_differences(runs) == ["the selected runs use 2 question sets (q1, q2)"]
     assert selection_differences(runs.assign(questions_key="q1")) == []
+
+
+def test_runs_pair_by_run_id_first_then_by_configuration():
+    from ragkit.analysis.regression import pair_runs
+
+    base = pd.DataFrame([run_row("a", chunker="token"), run_row("b", chunker="sentence"),
+                         run_row("c", chunker="semantic")]).assign(label=["A", "B", "C"])
+    # "x" has b's configuration under a new id; "b" is kept under its id but its row now says token
+    # (a run id names its configuration: the id wins); nothing matches c.
+    new = pd.DataFrame([run_row("x", chunker="sentence"), run_row("b", chunker="token")])
+    pairs, unpaired_base, unpaired_new = pair_runs(base, new)
+    assert pairs[["base_run", "new_run", "how"]].values.tolist() == [["b", "b", "run id"]]
+    assert unpaired_base == ["a", "c"] and unpaired_new == ["x"]
+    new = pd.DataFrame([run_row("x", chunker="sentence"), run_row("y", chunker="token")])
+    pairs, _, _ = pair_runs(base, new)
+    assert pairs[["base_run", "new_run", "how"]].values.tolist() == [["a", "y", "configuration"],
+                                                                     ["b", "x", "configuration"]]
