@@ -1,7 +1,7 @@
-"""`ragkit best`, `ragkit failures` and `ragkit compare`: from a grid to a decision.
+"""`ragkit best`, `failures`, `compare` and `slices`: from a grid to a decision.
 
 Kept out of ``cli.py`` so that file stays small; ``register`` adds the commands to its parser.
-Every number comes from ``ragkit.analysis`` (recommend, failure_classes, regression).
+Every number comes from ``ragkit.analysis`` (recommend, failure_classes, regression, slices).
 """
 
 from __future__ import annotations
@@ -81,8 +81,29 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return code
 
 
+def _cmd_slices(args: argparse.Namespace) -> int:
+    import json
+
+    from ragkit.analysis.loading import load_results
+    from ragkit.analysis.report import default_metrics
+    from ragkit.analysis.slices import sliced, to_text
+
+    results = load_results(as_location(args.results))
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else \
+        default_metrics(results.scores)
+    result = sliced(results, metrics, args.by, pairs=not args.no_detail)
+    if args.format == "json":
+        print(json.dumps({"column": result.column, "sizes": result.sizes.to_dict(),
+                          "family": "Holm over every comparison row of every slice",
+                          "means": json.loads(result.means.to_json(orient="records")),
+                          "comparisons": json.loads(result.comparisons.to_json(orient="records"))}, indent=1))
+    else:
+        print(to_text(result), end="")
+    return 0
+
+
 def register(sub) -> None:
-    """Add `best`, `failures` and `compare` to the `ragkit` subcommands."""
+    """Add `best`, `failures`, `compare` and `slices` to the `ragkit` subcommands."""
     best = sub.add_parser("best", help="the best configuration under latency and cost constraints, the runs not "
                                        "significantly worse, the Pareto front and the factor that mattered most")
     best.add_argument("results", help="results folder")
@@ -113,3 +134,12 @@ def register(sub) -> None:
                          help="compare even when question sets, corpora or LLMs differ (they are listed)")
     compare.add_argument("--format", default="text", choices=["text", "json"])
     compare.set_defaults(func=_cmd_compare)
+
+    slices = sub.add_parser("slices", help="means and comparisons within each value of a question column (e.g. "
+                                           "document), Holm over every slice")
+    slices.add_argument("results", help="results folder")
+    slices.add_argument("--by", required=True, help="a column of the questions table, e.g. document")
+    slices.add_argument("--metrics", help="comma-separated metrics (default: the report's)")
+    slices.add_argument("--no-detail", action="store_true", help="factor rows only, no single-factor pairs")
+    slices.add_argument("--format", default="text", choices=["text", "json"])
+    slices.set_defaults(func=_cmd_slices)

@@ -149,6 +149,8 @@ CASES = [
     ("compare: bad condition", ["compare", "{results}", "{results}", "--fail-if", "mrr <= 1"], 2,
      ["is not 'METRIC < NUMBER'"]),
     ("compare: no condition", ["compare", "{results}", "{results}"], 2, ["give at least one --fail-if"]),
+    ("slices: unknown column", ["slices", "{results}", "--by", "colour"], 2,
+     ["unknown slice column 'colour'", "Valid question columns: document"]),
     ("compare: missing folder", ["compare", "{d}/nowhere", "{results}", "--fail-if", "mrr < 0"], 2,
      ["no results folder at"]),
     ("ingest: missing path", ["ingest", "{d}/nofile.txt", "--corpus", "c"], 1, ["nofile.txt: not found"]),
