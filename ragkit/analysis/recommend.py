@@ -14,8 +14,11 @@ The rules, in order:
 3. **Not significantly worse.** Every other eligible run is paired with the best per question
    by the comparison engine (``Comparer.pair_comparisons``: the questions both scored, at the
    common depth unless ``depth_rule="asked"``, the unit resampled named). The family is exactly
-   these comparisons, Holm-adjusted (``with_holm``). A runner-up is *not significantly worse*
-   unless its difference from the best is in the worse direction with p (Holm) < ``alpha``.
+   these runners-up, two tests each: the engine's difference over the questions both scored, and
+   the strict difference over every question both were asked (a failure as the worst value, as in
+   rule 2; its own CI and p, cluster-robust over the same unit), Holm over all of these tests. A
+   runner-up is *not significantly worse* unless one of its two differences from the best is in
+   the worse direction with p (Holm) < ``alpha``.
 4. **Pareto front** over quality (the mean of rule 2), latency and cost among the eligible runs
    (``latency.pareto_front`` with both costs): no other eligible run is at least as good on all
    three and strictly better on one.
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.analysis import statistics
 from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, with_holm
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
 from ragkit.analysis.loading import Results
@@ -69,7 +73,8 @@ class Recommendation:
 
     @property
     def family(self) -> str:
-        return (f"Holm over the {len(self.comparisons)} comparisons of each other eligible run with the best on "
+        return (f"Holm over the {2 * len(self.comparisons)} tests (difference over the questions both scored, and "
+                f"strict difference) of the {len(self.comparisons)} other eligible runs against the best on "
                 f"{self.params.metric}")
 
     def label(self, run_id: str) -> str:
@@ -148,6 +153,21 @@ def _most_important_factor(comparer: Comparer, metric: str) -> dict | None:
     return best
 
 
+def _with_strict_test(comparer: Comparer, rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``rows`` (pairs of the best, a, and a runner-up, b) with the strict difference's own CI and
+    p: per question b - a over the questions both were asked, a failure as the metric's worst
+    value, cluster-robust over the same unit (``statistics.column_stats``)."""
+    matrices = comparer.matrices
+    values, asked = matrices.get(metric)
+    positions = pd.Index(matrices.run_ids)
+    a, b = positions.get_indexer(rows["run_a"].astype(str)), positions.get_indexer(rows["run_b"].astype(str))
+    strict = np.where(asked, np.nan_to_num(values, nan=failure_value(metric)), np.nan)
+    both = asked[:, a] & asked[:, b]
+    column = statistics.column_stats(np.where(both, strict[:, b] - strict[:, a], np.nan), comparer.units)
+    return rows.assign(strict_diff=column.mean, strict_ci_low=column.ci_low, strict_ci_high=column.ci_high,
+                       strict_p=column.p_value)
+
+
 def recommend(results: Results, params: BestParams) -> Recommendation:
     """The recommendation of the module docstring for ``results``' runs."""
     check_metric(params.metric, results)
@@ -164,9 +184,14 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     pairs = pd.DataFrame({"run_a": best, "run_b": others, "factor": CONFIGURATION,
                           "value_a": table.set_index("run_id").at[best, "label"],
                           "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
-    comparisons = with_holm(comparer.pair_comparisons([params.metric], pairs))
+    comparisons = _with_strict_test(comparer, comparer.pair_comparisons([params.metric], pairs), params.metric)
+    p_all = np.concatenate([comparisons["p"].to_numpy(dtype="float64"),
+                            comparisons["strict_p"].to_numpy(dtype="float64")])
+    adjusted = statistics.holm(p_all)
+    comparisons = comparisons.assign(p_holm=adjusted[:len(comparisons)], strict_p_holm=adjusted[len(comparisons):])
     direction = better_direction(params.metric)
-    worse = (comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0)
+    worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
+             | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))
     not_worse = comparisons.loc[~worse.fillna(False).astype(bool), "run_b"].astype(str).tolist()
     return Recommendation(params, results.unit, table, best, comparisons, not_worse,
                           _most_important_factor(comparer, params.metric))
@@ -217,7 +242,10 @@ def to_text(rec: Recommendation) -> str:
         mark = "  " if run in rec.not_worse else "x "
         lines.append(f"  {mark}{rec.label(run)}: diff {_number(comparison['diff'])} "
                      f"[{_number(comparison['ci_low'])}, {_number(comparison['ci_high'])}], "
-                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}")
+                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}; strict diff "
+                     f"{_number(comparison['strict_diff'])} [{_number(comparison['strict_ci_low'])}, "
+                     f"{_number(comparison['strict_ci_high'])}], p (Holm) {_number(comparison['strict_p_holm'])}, "
+                     f"failed {int(comparison['n_failed_b'])} vs {int(comparison['n_failed_a'])}")
     if rec.comparisons.empty:
         lines.append("  (no other eligible run)")
     lines.append("  (x: significantly worse than the best)")

@@ -54,31 +54,51 @@ def test_best_and_its_not_worse_set_are_what_the_pairs_imply_by_hand():
     # Means with the failure as 0, by hand: the best is the highest.
     means = {run: np.nan_to_num(_values(results, run)).mean() for run in GRID}
     assert rec.best == max(means, key=means.get) == "A"
-    # Hand check: paired t over the questions both scored, Holm over the three comparisons.
-    p = {}
+    # Hand check: per runner-up, a paired t over the questions both scored and one over every
+    # question with a failure as 0; Holm over those six tests.
+    tests = {}
     for run in ("B", "C", "D"):
         diff = _values(results, run) - _values(results, "A")
-        diff = diff[~np.isnan(diff)]
-        p[run] = (stats.ttest_1samp(diff, 0).pvalue, diff.mean())
-    order = sorted(p, key=lambda run: p[run][0])
+        strict = np.nan_to_num(_values(results, run)) - np.nan_to_num(_values(results, "A"))
+        tests[(run, "diff")] = (stats.ttest_1samp(diff[~np.isnan(diff)], 0).pvalue, np.nanmean(diff))
+        tests[(run, "strict")] = (stats.ttest_1samp(strict, 0).pvalue, strict.mean())
+    order = sorted(tests, key=lambda key: tests[key][0])
     adjusted, running = {}, 0.0
-    for position, run in enumerate(order):
-        running = max(running, min(1.0, (len(order) - position) * p[run][0]))
-        adjusted[run] = running
-    expected = [run for run in ("B", "C", "D") if not (adjusted[run] < 0.05 and p[run][1] < 0)]
+    for position, key in enumerate(order):
+        running = max(running, min(1.0, (len(order) - position) * tests[key][0]))
+        adjusted[key] = running
+    expected = [run for run in ("B", "C", "D")
+                if not any(adjusted[(run, kind)] < 0.05 and tests[(run, kind)][1] < 0 for kind in ("diff", "strict"))]
     assert rec.not_worse == expected == ["B"]
     rows = rec.comparisons.set_index("run_b")
     for run in ("B", "C", "D"):
         assert rows.loc[run, "run_a"] == "A"
-        assert rows.loc[run, "p_holm"] == pytest.approx(adjusted[run], rel=1e-6)
-    assert "Holm over the 3 comparisons" in rec.family
+        assert rows.loc[run, "p_holm"] == pytest.approx(adjusted[(run, "diff")], rel=1e-6)
+        assert rows.loc[run, "strict_p_holm"] == pytest.approx(adjusted[(run, "strict")], rel=1e-6)
+    assert "Holm over the 6 tests" in rec.family
     # The chunker moves ndcg@10 by about 0.5, the retriever by about 0.02.
     assert rec.factor is not None and rec.factor["factor"] == "chunker" and rec.factor["range"] > 0.3
     text = to_text(rec)
-    assert "not significantly worse" in text and "Holm over the 3 comparisons" in text
+    assert "not significantly worse" in text and "Holm over the 6 tests" in text
     payload = json.loads(to_json(rec))
     assert payload["best"] == "A" and payload["not_significantly_worse"] == ["B"]
     assert payload["factor_that_mattered_most"]["factor"] == "chunker"
+
+
+def test_a_runner_up_that_crashes_often_is_worse_through_its_strict_difference():
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.3, 0.9, N)
+    rows = []
+    for i, value in enumerate(values):
+        rows.append(("A", f"q{i:02d}", "ndcg@10", float(value)))
+        # B scores what A scores wherever it answers, but crashes on half the questions.
+        rows.append(("B", f"q{i:02d}", "ndcg@10", np.nan, "RuntimeError: boom") if i % 2
+                    else ("B", f"q{i:02d}", "ndcg@10", float(value)))
+    results = results_of([run_row("A", chunker="token"), run_row("B", chunker="sentence")], score_rows(rows))
+    rec = recommend(results, BestParams(metric="ndcg@10"))
+    row = rec.comparisons.iloc[0]
+    assert rec.best == "A" and row["diff"] == 0  # over the questions both scored, B is A
+    assert row["strict_p_holm"] < 0.05 and rec.not_worse == []
 
 
 def test_constraints_exclude_runs_and_name_why():
