@@ -79,10 +79,23 @@ def _evidence_rows(scores: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _at(rows: pd.DataFrame, k: int | None) -> pd.Series | None:
-    """The row at the largest scored k <= ``k`` (None: the largest k scored)."""
-    chosen = rows if k is None else rows[rows["k"] <= k]
-    return None if chosen.empty else chosen.loc[chosen["k"].idxmax()]
+def _evidence_summary(evidence: pd.DataFrame, cuts: dict[str, int]) -> dict[tuple[str, str], tuple]:
+    """(run, question) -> (level, value at depth, its error, value at the cut) from the evidence
+    rows at the question's finest level; all at once, not per question."""
+    if evidence.empty:
+        return {}
+    span = evidence["level"] == "span"
+    has_span = span.groupby([evidence["run_id"], evidence["question_id"]], sort=False).transform("max")
+    rows = evidence[span.to_numpy() == has_span.to_numpy(dtype=bool)].reset_index(drop=True)
+    deepest = rows.loc[rows.groupby(["run_id", "question_id"], sort=False)["k"].idxmax()]
+    cut = rows["run_id"].map(cuts).fillna(np.inf).to_numpy()
+    within = rows[rows["k"].to_numpy() <= cut]
+    at_cut = within.loc[within.groupby(["run_id", "question_id"], sort=False)["k"].idxmax()] if not within.empty \
+        else within
+    cut_values = dict(zip(zip(at_cut["run_id"], at_cut["question_id"]), at_cut["value"]))
+    return {(run, question): (level, value, error, cut_values.get((run, question), np.nan))
+            for run, question, level, value, error in zip(deepest["run_id"], deepest["question_id"], deepest["level"],
+                                                          deepest["value"], deepest["error"])}
 
 
 def relevant_documents(results: Results, evidence: pd.DataFrame) -> dict[str, set[str]]:
@@ -181,8 +194,10 @@ def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
     keys = scores[["run_id", "question_id"]].astype(str)
     evidence = _evidence_rows(scores)
     relevant = relevant_documents(results, evidence)
-    # Not dict(groupby): a GroupBy has a `keys` attribute, which dict() takes for a mapping's.
-    by_question = {key: rows for key, rows in evidence.groupby(["run_id", "question_id"], sort=False)}  # noqa: C416
+    runs = results.runs.set_index(results.runs["run_id"].astype(str))
+    depths = {run_id: _depth(runs, run_id) for run_id in runs.index}
+    cuts = {run_id: cut if depth is None else min(cut, depth) for run_id, depth in depths.items()}
+    summary = _evidence_summary(evidence, cuts)
     judgements = results.judgements
     judgements = judgements[judgements["question_id"].notna()]
     judged = {key: rows for key, rows in judgements.groupby(  # noqa: C416
@@ -200,17 +215,15 @@ def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
     messages = scores["error"].astype("string")
     failed = (messages.notna() & (messages != NOTHING_TO_SCORE)).fillna(False).to_numpy(dtype=bool)
     errors = dict(zip(zip(keys["run_id"][failed], keys["question_id"][failed]), messages[failed].astype(str)))
-    runs = results.runs.set_index(results.runs["run_id"].astype(str))
     out = []
     for run_id, question_id in keys.drop_duplicates().itertuples(index=False):
-        depth = _depth(runs, run_id)
-        run_cut = cut if depth is None else min(cut, depth)
         key = (run_id, question_id)
         trace = _Trace(relevant.get(question_id, set()), judged.get(key), answer_of.get(key), verdicts.get(key, {}),
                        run_id in citing_runs, errors.get(key))
+        run_cut = cuts.get(run_id, cut)
         record = {"run_id": run_id, "question_id": question_id, "judge": None, "level": None, "cut": run_cut,
                   "detail": ""}
-        record.update(_classify(by_question.get(key), run_cut, depth, trace))
+        record.update(_classify(summary.get(key), run_cut, depths.get(run_id), trace))
         out.append(record)
     return pd.DataFrame(out, columns=COLUMNS)
 
@@ -224,19 +237,16 @@ def _depth(runs: pd.DataFrame, run_id: str) -> int | None:
     return None
 
 
-def _classify(rows: pd.DataFrame | None, cut: int, depth: int | None, trace: _Trace) -> dict:
-    if rows is None or rows.empty:
+def _classify(evidence: tuple | None, cut: int, depth: int | None, trace: _Trace) -> dict:
+    if evidence is None:
         if trace.error is not None:
             return {"failure_class": ERROR, "detail": trace.error.split(":", 1)[0]}
         return {"failure_class": NO_TRUTH}
-    level = "span" if (rows["level"] == "span").any() else "document"
-    rows = rows[rows["level"] == level]
-    at_depth = _at(rows, None)
-    if at_depth is None or pd.isna(at_depth["value"]):
-        error = "" if at_depth is None or pd.isna(at_depth["error"]) else str(at_depth["error"])
+    level, value_at_depth, error, value_at_cut = evidence
+    if pd.isna(value_at_depth):
+        error = "" if pd.isna(error) else str(error)
         return {"failure_class": ERROR, "level": level, "detail": error.split(":", 1)[0] or "no value"}
-    at_cut = _at(rows, cut)
-    in_cut = at_cut is not None and not pd.isna(at_cut["value"]) and at_cut["value"] > 0
+    in_cut = not pd.isna(value_at_cut) and value_at_cut > 0
     used = _answer_used(trace.answer, trace.relevant, trace.verdicts, trace.cites)
     base = {"level": level}
     if in_cut and used:
@@ -248,7 +258,7 @@ def _classify(rows: pd.DataFrame | None, cut: int, depth: int | None, trace: _Tr
                 "detail": "" if pd.isna(invalid["error"].iloc[0]) else str(invalid["error"].iloc[0])[:120]}
     if in_cut:
         return {**base, "failure_class": NOT_USED, "detail": "the answer does not use a relevant chunk"}
-    if at_depth["value"] > 0:
+    if value_at_depth > 0:
         return {**base, "failure_class": RANKED_LOW, "detail": f"evidence in the final context, not in the first {cut}"}
     for judge, dropped in _judge_drops(judged) if judged is not None else []:
         hit = sorted(chunk for chunk in dropped if _document(chunk) in trace.relevant)
