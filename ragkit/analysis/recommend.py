@@ -37,10 +37,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.analysis import statistics
-from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, with_holm
+from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
 from ragkit.analysis.loading import Results
-from ragkit.metrics.names import better_direction, failure_value, sort_key
+from ragkit.metrics.names import better_direction, failure_value, parse_metric, sort_key
 from ragkit.registry import ConfigError
 
 # Pairs of arbitrary runs: named so, not after a factor (the engine's depth rule treats every
@@ -102,10 +102,15 @@ def _run_table(comparer: Comparer, params: BestParams) -> pd.DataFrame:
         "cost": _cost(comparer.results).reindex(ids).to_numpy(dtype="float64"),
     })
     excluded = []
-    for latency, cost, quality_value in zip(table["latency_ms"], table["cost"], table["quality"]):
+    depths = run_depths(runs)
+    for run_id, latency, cost, quality_value in zip(ids, table["latency_ms"], table["cost"], table["quality"]):
         reasons = []
         if np.isnan(quality_value):
-            reasons.append(f"not scored on {params.metric}")
+            depth = depths.get(run_id)
+            cut = parse_metric(params.metric).k
+            hint = (f": its final context holds {depth} chunks"
+                    if depth is not None and cut is not None and depth < cut else "")
+            reasons.append(f"not scored on {params.metric}{hint}")
         if params.max_latency_ms is not None and not latency <= params.max_latency_ms:
             reasons.append("latency unknown" if np.isnan(latency) else f"latency {latency:.1f} ms")
         if params.max_cost is not None and not cost <= params.max_cost:

@@ -221,6 +221,11 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         below = column.mean < 0 if condition.op == "<" else column.mean > 0
         # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
         p_one = np.where(below, column.p_value / 2, 1 - column.p_value / 2)
+        # Every question moved by exactly the same amount: no spread, so no t statistic; the
+        # data say it plainly (a sure regression, or none), whatever the t test gives for 0/0.
+        with np.errstate(invalid="ignore"):
+            flat = (column.n_units >= 2) & (np.nanmax(diffs, axis=0) == np.nanmin(diffs, axis=0))
+        p_one = np.where(flat, np.where(below, 0.0, 1.0), p_one)
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
             "condition": str(condition), "n": column.n, "n_units": column.n_units,

@@ -82,6 +82,8 @@ def sliced(results: Results, metrics: list[str], column: str, pairs: bool = True
     table = table[[SLICE, *[c for c in table.columns if c != SLICE]]]
     mean_table = pd.concat(means, ignore_index=True) if means else pd.DataFrame()
     if not mean_table.empty:
+        labels = dict(zip(results.runs["run_id"].astype(str), results.runs.get("label", results.runs["run_id"])))
+        mean_table.insert(0, "label", mean_table["run_id"].astype(str).map(labels))
         mean_table = mean_table[[SLICE, *[c for c in mean_table.columns if c != SLICE]]]
     return Sliced(column, mean_table, table, pd.Series(sizes, name="questions"))
 

@@ -123,3 +123,21 @@ def test_runs_pair_by_run_id_first_then_by_configuration():
     pairs, _, _ = pair_runs(base, new)
     assert pairs[["base_run", "new_run", "how"]].values.tolist() == [["a", "y", "configuration"],
                                                                      ["b", "x", "configuration"]]
+
+
+def test_a_drop_the_same_on_every_question_fails_without_a_t_statistic(tmp_path):
+    """Every question of r2 drops by exactly 0.25: the differences have no spread, so there is no t
+    statistic (0/0-like); the gate still fails, whatever the engine's t test says of zero spread."""
+    base = _folder(tmp_path / "base")
+    new = tmp_path / "new"
+    shutil.copytree(base, new)
+    for folder, value in ((base, 0.75), (new, 0.5)):  # exact in binary: every difference is -0.25
+        store = ResultStore(folder)
+        scores = store.read("scores")
+        rows = scores[scores["run_id"] == "r2"].assign(value=value)
+        ids = rows["question_id"].astype(str).tolist()
+        store.commit_shard("r2", ids, {"scores": rows}, [f"key-{q}" for q in ids])
+    result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
+    rows = result.rows.set_index("base_run")
+    assert rows.loc["r2", "diff"] == -0.25 and rows.loc["r2", "p_one_sided"] == 0.0
+    assert rows.loc["r2", "regressed"] and not rows.loc["r1", "regressed"] and result.exit_code == 1
