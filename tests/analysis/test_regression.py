@@ -139,5 +139,5 @@ def test_a_drop_the_same_on_every_question_fails_without_a_t_statistic(tmp_path)
         store.commit_shard("r2", ids, {"scores": rows}, [f"key-{q}" for q in ids])
     result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
     rows = result.rows.set_index("base_run")
-    assert rows.loc["r2", "diff"] == -0.25 and rows.loc["r2", "p_one_sided"] == 0.0
+    assert rows.loc["r2", "diff"] == pytest.approx(-0.25) and rows.loc["r2", "p_one_sided"] == 0.0
     assert rows.loc["r2", "regressed"] and not rows.loc["r1", "regressed"] and result.exit_code == 1
