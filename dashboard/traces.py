@@ -80,7 +80,7 @@ def show_verdicts(verdicts: pd.DataFrame) -> None:
             st.caption(f"{row.metric}: {escape(row.reason)}")
 
 
-def show_failure_class(classes: pd.DataFrame, run_id: str, question_id: str) -> None:
+def show_failure_class(classes: pd.DataFrame, run_id: str, question_id: str | None) -> None:
     """The question's failure class in this run (``ragkit failures``), with the judge it names."""
     row = classes[(classes["run_id"] == run_id) & (classes["question_id"] == question_id)]
     if row.empty:
