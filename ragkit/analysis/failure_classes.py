@@ -116,9 +116,8 @@ def relevant_documents(results: Results, evidence: pd.DataFrame) -> dict[str, se
         ranks = results.retrievals
         ranks = pd.DataFrame({"run_id": ranks["run_id"].astype(str), "question_id": ranks["question_id"].astype(str),
                               "k": ranks["rank"].astype("int64"), "doc_id": ranks["doc_id"].astype(str)})
-        for question_id, doc_id in raised.merge(ranks, on=["run_id", "question_id", "k"])[["question_id",
-                                                                                           "doc_id"]].itertuples(
-                index=False):
+        found = raised.merge(ranks, on=["run_id", "question_id", "k"])
+        for question_id, doc_id in zip(found["question_id"], found["doc_id"]):
             relevant[question_id].add(doc_id)
     return relevant
 
