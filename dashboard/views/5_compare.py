@@ -113,18 +113,21 @@ st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_la
 
 st.subheader("Which configuration to use")
 rankable = [m for m in metrics if better_direction(m) != 0]
-budget = st.columns(3)
-best_metric = budget[0].selectbox("Best on", rankable, index=rankable.index(quality) if quality in rankable else 0,
-                                  key=f"best_metric.{experiment}")
-max_latency = budget[1].number_input("Max ms per question (0: no limit)", min_value=0.0, value=0.0,
-                                     key=f"best_latency.{experiment}")
-max_cost = budget[2].number_input("Max LLM tokens per question (0: no limit)", min_value=0.0, value=0.0,
-                                  key=f"best_cost.{experiment}")
-rec = state.view("best", experiment, run_ids, best_metric, max_latency or None, max_cost or None)
-st.text(recommend.to_text(rec))
-st.caption("The same as `ragkit best` (`--format json` for every number). A failed question counts as the "
-           "metric's worst value in the ranking; the not-worse tests pair each eligible run with the best per "
-           "question, Holm over exactly those comparisons.")
+if rankable:
+    budget = st.columns(3)
+    best_metric = budget[0].selectbox("Best on", rankable, key=f"best_metric.{experiment}",
+                                      index=rankable.index(quality) if quality in rankable else 0)
+    max_latency = budget[1].number_input("Max ms per question (0: no limit)", min_value=0.0, value=0.0,
+                                         key=f"best_latency.{experiment}")
+    max_cost = budget[2].number_input("Max LLM tokens per question (0: no limit)", min_value=0.0, value=0.0,
+                                      key=f"best_cost.{experiment}")
+    rec = state.view("best", experiment, run_ids, best_metric, max_latency or None, max_cost or None)
+    st.text(recommend.to_text(rec))
+    st.caption("The same as `ragkit best` (`--format json` for every number). A failed question counts as the "
+               "metric's worst value in the ranking; each eligible run is tested against the best on its difference "
+               "and its strict difference, Holm over exactly those tests.")
+else:
+    st.caption("No metric with a better direction is scored: nothing to rank by.")
 
 st.subheader("Why questions fail")
 counts = state.view("failure_class_counts", experiment, run_ids)
