@@ -78,3 +78,15 @@ def show_verdicts(verdicts: pd.DataFrame) -> None:
         st.markdown(f"`{row.metric}` **{value}**" + (f" · judge sd {spread:.3f}" if pd.notna(spread) else ""))
         if pd.notna(row.reason):
             st.caption(f"{row.metric}: {escape(row.reason)}")
+
+
+def show_failure_class(classes: pd.DataFrame, run_id: str, question_id: str | None) -> None:
+    """The question's failure class in this run (``ragkit failures``), with the judge it names."""
+    row = classes[(classes["run_id"] == run_id) & (classes["question_id"] == question_id)]
+    if row.empty:
+        return
+    found = row.iloc[0]
+    judge = f" ({escape(found['judge'])})" if pd.notna(found["judge"]) and found["judge"] else ""
+    detail = f" · {escape(found['detail'])}" if pd.notna(found["detail"]) and found["detail"] else ""
+    colour = "green" if found["failure_class"] == "answered well" else "red"
+    st.markdown(f"Class: :{colour}[{escape(found['failure_class'])}]{judge}{detail}")

@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="allow a --host other machines can reach; requires an access token "
                                 f"({TOKEN_ENV}, or one is generated and printed)")
     dashboard.set_defaults(func=_cmd_dashboard)
+    from ragkit.cli_decide import register as register_decision_commands
+
+    register_decision_commands(sub)  # best, failures, compare
     return parser
 
 

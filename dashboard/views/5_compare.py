@@ -2,7 +2,9 @@
 the other factors), then metric means with 95% CIs, answer quality beside recall@k and latency,
 curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs (when there are
 more than PAIRS_SHOWN_UNASKED, only when asked), LLM calls and tokens (pipeline and evaluation
-apart), and each judge's share of invalid replies. Every number comes from ragkit.analysis
+apart), each judge's share of invalid replies, the recommendation (`ragkit best`) and why
+questions fail (`ragkit failures`); a warning when the selected runs used different question sets,
+corpora or evaluation models. Every number comes from ragkit.analysis
 (through state.view), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
@@ -18,11 +20,11 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.selection import pick_results
-from ragkit.analysis import charts, failures, judges
+from ragkit.analysis import charts, failures, judges, recommend
 from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.analysis.views import PAIRS_SHOWN_UNASKED
-from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, HEADLINE_METRICS
+from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, HEADLINE_METRICS, better_direction
 
 st.title("Compare runs")
 
@@ -34,6 +36,9 @@ if not metrics:
     st.stop()
 
 labels = dict(zip(runs["run_id"], runs["label"]))
+for difference in state.view("selection_differences", experiment, run_ids):
+    st.warning(f"Hard to compare: {difference}. Comparisons use the questions both runs were asked "
+               "(`ragkit compare` refuses such folders unless --allow-different).")
 headline = [m for m in HEADLINE_METRICS if m in metrics]
 chosen = st.multiselect("Metrics", metrics, default=state.query_list("metrics", metrics, headline or metrics[:1]),
                         key=f"metrics.{experiment}")
@@ -105,6 +110,32 @@ quality = chosen[0] if chosen else metrics[0]
 frame = state.view("quality_latency", experiment, run_ids, quality)
 st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_layout(
     title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
+
+st.subheader("Which configuration to use")
+rankable = [m for m in metrics if better_direction(m) != 0]
+if rankable:
+    budget = st.columns(3)
+    best_metric = budget[0].selectbox("Best on", rankable, key=f"best_metric.{experiment}",
+                                      index=rankable.index(quality) if quality in rankable else 0)
+    max_latency = budget[1].number_input("Max ms per question (0: no limit)", min_value=0.0, value=0.0,
+                                         key=f"best_latency.{experiment}")
+    max_cost = budget[2].number_input("Max LLM tokens per question (0: no limit)", min_value=0.0, value=0.0,
+                                      key=f"best_cost.{experiment}")
+    rec = state.view("best", experiment, run_ids, best_metric, max_latency or None, max_cost or None)
+    st.text(recommend.to_text(rec))
+    st.caption("The same as `ragkit best` (`--format json` for every number). A failed question counts as the "
+               "metric's worst value in the ranking; each eligible run is tested against the best on its difference "
+               "and its strict difference, Holm over exactly those tests.")
+else:
+    st.caption("No metric with a better direction is scored: nothing to rank by.")
+
+st.subheader("Why questions fail")
+counts = state.view("failure_class_counts", experiment, run_ids)
+if not counts.empty:
+    st.plotly_chart(charts.failure_class_chart(counts, runs).update_layout(title="Failure class per question"),
+                    key="failure_class_chart")
+    st.caption("One class per question of each run (`ragkit failures`; rules in ragkit.analysis.failure_classes): "
+               "the cut is the first 5 chunks; evidence at span level where the question has answer spans.")
 
 st.subheader("Judges on/off")
 if judges.judge_pairs(runs, state.view("single_factor_pairs", experiment, run_ids)).empty:

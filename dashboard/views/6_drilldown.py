@@ -50,6 +50,7 @@ state.set_query(q=question_id)
 answers = state.view("question_rows", experiment, run_ids, "answers", question_id)
 judgements = state.view("question_rows", experiment, run_ids, "judgements", question_id)
 scored = results.scores[results.scores["run_id"].isin(run_ids) & (results.scores["question_id"] == question_id)]
+failure_classes = state.view("failure_classes", experiment, run_ids)
 question = questions.get(question_id) if question_id is not None else None
 if question is None:
     st.warning(f"Question {escape(question_id)} is not in this question set: pick the one the experiment used.")
@@ -83,6 +84,7 @@ def highlighted(doc_id: str, start: int, end: int) -> tuple[str, bool]:
 for column, run_id in zip(st.columns(len(run_ids)), run_ids):
     with column:
         st.markdown(f"**{escape(run_rows.loc[run_id, 'label'])}**")
+        traces.show_failure_class(failure_classes, run_id, question_id)
         rows = retrieved[(retrieved["run_id"] == run_id) & (retrieved["question_id"] == question_id)]
         rows = rows.sort_values("rank")
         answer = answers[(answers["run_id"] == run_id) & (answers["question_id"] == question_id)]

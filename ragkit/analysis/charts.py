@@ -233,3 +233,15 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
                          shapes=[{"type": "line", "x0": 0, "x1": 0, "y0": 0, "y1": 1, "xref": f"x{suffix}",
                                   "yref": f"y{suffix} domain", "line": {"dash": "dot"}} for suffix in suffixes])
     return figure
+
+
+def failure_class_chart(counts: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
+    """Per run, a horizontal bar stacked by failure class (``failure_classes.class_counts``):
+    each run's bar is its number of questions."""
+    frame = _with_labels(counts, runs)
+    figure = go.Figure()
+    for column in [c for c in counts.columns if c != "run_id"]:
+        figure.add_trace(go.Bar(x=frame[column], y=frame["label"], name=str(column), orientation="h"))
+    figure.update_layout(barmode="stack", height=max(300, 28 * len(frame) + 120), xaxis_title="questions",
+                         margin={"l": 10, "r": 10, "t": 40, "b": 40}, legend_title_text="class")
+    return figure

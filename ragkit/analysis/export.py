@@ -20,6 +20,7 @@ import pandas as pd
 
 from ragkit.analysis import summary
 from ragkit.analysis.comparison import compare
+from ragkit.analysis.failure_classes import failure_classes
 from ragkit.analysis.latency import latency_by_stage
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import curve, metric_means
@@ -38,8 +39,8 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 # Summary first: it is what a reader opens the file for. Judgements and answers (with the prompts)
 # last: they are the largest and the least often read.
-TABLE_ORDER = ("summary", "comparisons", "runs", "questions", "scores", "retrievals", "stages", "judgements",
-               "answers")
+TABLE_ORDER = ("summary", "comparisons", "failure_classes", "runs", "questions", "scores", "retrievals", "stages",
+               "judgements", "answers")
 # An Excel cell holds at most this many characters; longer prompts and replies are cut in xlsx only.
 XLSX_CELL_LIMIT = 32_767
 # A spreadsheet reads a cell starting with one of these as a formula (OWASP: CSV injection).
@@ -56,6 +57,8 @@ def result_tables(results: Results) -> dict[str, pd.DataFrame]:
     # The report's comparisons (each factor's effect and every single-factor pair, one Holm family).
     comparisons = compare(results, default_metrics(results.scores)) if not results.runs.empty else pd.DataFrame()
     tables = {"summary": summary_table, "comparisons": comparisons, "runs": results.runs,
+              # Why each question of each run fails (failure_classes: the rules in its docstring).
+              "failure_classes": failure_classes(results) if not results.runs.empty else pd.DataFrame(),
               "questions": results.questions, "scores": results.scores,
               "retrievals": results.retrievals, "stages": results.stages, "judgements": results.judgements,
               "answers": results.answers}

@@ -155,14 +155,18 @@ def llm_tokens_per_question(stages: pd.DataFrame) -> pd.Series:
     return per_run["tokens"].sum() / per_run["question_id"].nunique()
 
 
-def pareto_front(frame: pd.DataFrame, quality: str, cost: str) -> pd.Series:
-    """True for rows no other row beats: at least as good on both quality (higher) and cost
-    (lower) and strictly better on one. Rows with a missing value are never on the front."""
+def pareto_front(frame: pd.DataFrame, quality: str, cost: str | list[str]) -> pd.Series:
+    """True for rows no other row beats: at least as good on quality (higher) and on every cost
+    column (lower) and strictly better on one. Rows with a missing value are never on the front."""
     q = frame[quality].to_numpy(dtype="float64")
-    c = frame[cost].to_numpy(dtype="float64")
-    known = ~(np.isnan(q) | np.isnan(c))
-    at_least_as_good = (q[:, None] >= q[None, :]) & (c[:, None] <= c[None, :])
-    strictly_better = (q[:, None] > q[None, :]) | (c[:, None] < c[None, :])
+    costs = [frame[name].to_numpy(dtype="float64") for name in ([cost] if isinstance(cost, str) else cost)]
+    known = ~np.isnan(q)
+    at_least_as_good = q[:, None] >= q[None, :]
+    strictly_better = q[:, None] > q[None, :]
+    for c in costs:
+        known &= ~np.isnan(c)
+        at_least_as_good &= c[:, None] <= c[None, :]
+        strictly_better |= c[:, None] < c[None, :]
     dominates = at_least_as_good & strictly_better & known[:, None]
     dominated = dominates.any(axis=0)
     return pd.Series(known & ~dominated, index=frame.index, name="pareto")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ragkit.analysis import failures, judges, latency, matrices
+from ragkit.analysis import decision_views, failures, judges, latency, matrices
 from ragkit.analysis.comparison import Comparer, with_holm
 from ragkit.analysis.loading import Results
 from ragkit.analysis.means import matrix_curve, matrix_means, matrix_table, metric_means
@@ -137,3 +137,5 @@ VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
     evaluation_cost,
     judge_replies, question_rows, export,
 )}
+# The decision views (`ragkit best`, failure classes, comparability warnings) live in their own module.
+VIEWS.update(decision_views.VIEWS)

@@ -58,7 +58,9 @@ def results_dir(tmp_path):
 
 
 # comparisons: the retriever's effect (bm25 vs dense) and its one pair, over the one headline metric (mrr).
-EXPECTED_ROWS = {"summary": 2, "comparisons": 2, "runs": 2, "questions": 0, "scores": 18, "retrievals": 12, "stages": 8,
+# failure_classes: one row per question of each run.
+EXPECTED_ROWS = {"summary": 2, "comparisons": 2, "failure_classes": 6, "runs": 2, "questions": 0, "scores": 18,
+                 "retrievals": 12, "stages": 8,
                  "judgements": 6, "answers": 6}
 
 

@@ -88,3 +88,32 @@ def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_re
     assert end < lines.index("## Single-factor pairs")
     assert any(line.startswith("| retriever | bm25 vs ") or line.startswith("| retriever | dense vs ")
                for line in lines[start:end])
+
+
+def test_best_names_a_configuration_and_its_not_worse_set_as_the_reports_pairs_imply(quickstart_results, capsys):
+    from ragkit.analysis.statistics import holm
+
+    assert main(["best", str(quickstart_results), "--metric", "span_recall@5", "--format", "json"]) == 0
+    best = json.loads(capsys.readouterr().out)
+    assert best["best"] is not None and best["runs"]
+    report = json.loads(_report(quickstart_results, capsys, "--format", "json", "--metrics", "span_recall@5"))
+    # Every runner-up that differs from the best in one factor is a pair of the report: the same
+    # questions, difference (up to orientation), strict difference and unadjusted p.
+    ours = {row["run_b"]: row for row in best["comparisons"]}
+    checked = 0
+    for row in report["comparisons"]:
+        if row["kind"] != "pair" or best["best"] not in (row["run_a"], row["run_b"]):
+            continue
+        other, sign = (row["run_b"], 1) if row["run_a"] == best["best"] else (row["run_a"], -1)
+        mine = ours[other]
+        assert mine["n"] == row["n"] and mine["diff"] == pytest.approx(sign * row["diff"], abs=1e-12)
+        assert mine["p"] == pytest.approx(row["p"], rel=1e-9, abs=1e-300)
+        checked += 1
+    assert checked >= 3  # chunker (2 others), retriever (2), top_k (1)
+    # By hand: Holm over the two tests of every runner-up; not worse unless one rejects downwards.
+    rows = best["comparisons"]
+    adjusted = holm([row["p"] for row in rows] + [row["strict_p"] for row in rows])
+    expected = [row["run_b"] for i, row in enumerate(rows)
+                if not ((adjusted[i] < 0.05 and row["diff"] < 0)
+                        or (adjusted[len(rows) + i] < 0.05 and row["strict_diff"] < 0))]
+    assert best["not_significantly_worse"] == expected

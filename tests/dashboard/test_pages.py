@@ -780,3 +780,17 @@ def test_compare_computes_many_single_factor_pairs_only_when_asked(with_results,
     assert_ok(app)
     pairs = table_with(app, "a -> b", "W/T/L")
     assert pairs[["factor", "a -> b"]].values.tolist() == [["top_k", "1 -> 3"]]
+
+
+def test_compare_recommends_a_run_and_charts_why_questions_fail(with_results):
+    app = page("5_compare.py").run()
+    assert_ok(app)
+    texts = " ".join(t.value for t in app.text)
+    assert "best on" in texts and "not significantly worse" in texts and "Pareto front" in texts
+    assert _chart(app, "Failure class per question")["data"]
+
+
+def test_drilldown_names_each_runs_failure_class(with_results):
+    app = page("6_drilldown.py").run()
+    assert_ok(app)
+    assert any(m.value.startswith("Class: :") for m in app.markdown)

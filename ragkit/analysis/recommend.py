@@ -1,0 +1,268 @@
+"""`ragkit best`: which configuration to use, under a latency and cost budget, with its uncertainty.
+
+The rules, in order:
+
+1. **Eligible runs.** A run is eligible when it meets every constraint given: pipeline latency
+   (ms per question, the evaluation left out, ``latency.latency_per_run``) at most
+   ``max_latency_ms``, and cost at most ``max_cost``. Cost is the pipeline's LLM tokens (prompt +
+   completion) per question (``latency.llm_tokens_per_question``), 0 for a run that calls no LLM:
+   ragkit records tokens, not prices. A run whose latency or cost is unknown fails a constraint
+   on it (it cannot be shown to meet it).
+2. **The best** eligible run has the best mean of the metric over every question it was asked,
+   a failed question counting as the metric's worst value (``names.failure_value``: 0, or 1 for
+   a lower-is-better rate), so nothing wins by crashing. Ties go to the first label.
+3. **Not significantly worse.** Every other eligible run is paired with the best per question
+   by the comparison engine (``Comparer.pair_comparisons``: the questions both scored, at the
+   common depth unless ``depth_rule="asked"``, the unit resampled named). The family is exactly
+   these runners-up, two tests each: the engine's difference over the questions both scored, and
+   the strict difference over every question both were asked (a failure as the worst value, as in
+   rule 2; its own CI and p, cluster-robust over the same unit), Holm over all of these tests. A
+   runner-up is *not significantly worse* unless one of its two differences from the best is in
+   the worse direction with p (Holm) < ``alpha``.
+4. **Pareto front** over quality (the mean of rule 2), latency and cost among the eligible runs
+   (``latency.pareto_front`` with both costs): no other eligible run is at least as good on all
+   three and strictly better on one.
+5. **The factor that mattered most**: of the engine's factor rows on the metric (each level
+   against its factor's comparison level, over every run), the factor whose levels' effects
+   span the widest range, the comparison level counting as 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.analysis import statistics
+from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
+from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
+from ragkit.analysis.loading import Results
+from ragkit.metrics.names import better_direction, failure_value, parse_metric, sort_key
+from ragkit.registry import ConfigError
+
+# Pairs of arbitrary runs: named so, not after a factor (the engine's depth rule treats every
+# factor but top_k alike).
+CONFIGURATION = "configuration"
+FORMATS = ("text", "json")
+
+
+class BestParams(BaseModel):
+    """What `ragkit best` is asked."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str = Field(description="The metric the best configuration maximises (minimises for a lower-is-better "
+                                    "rate).")
+    max_latency_ms: float | None = Field(default=None, gt=0, description="Most pipeline ms per question.")
+    max_cost: float | None = Field(default=None, ge=0, description="Most pipeline LLM tokens per question.")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="Family-wise error rate of the not-worse tests.")
+    depth_rule: DepthRule = Field(default="common", description="Compare at the common depth or as asked.")
+
+
+@dataclass
+class Recommendation:
+    params: BestParams
+    unit: str
+    runs: pd.DataFrame  # per run: run_id, label, quality, latency_ms, cost, eligible, excluded_by, pareto
+    best: str | None
+    comparisons: pd.DataFrame  # the engine's rows, run_a = best, run_b = runner-up, p_holm over these
+    not_worse: list[str] = field(default_factory=list)
+    factor: dict | None = None  # the factor that mattered most: name, range, levels
+
+    @property
+    def family(self) -> str:
+        return (f"Holm over the {2 * len(self.comparisons)} tests (difference over the questions both scored, and "
+                f"strict difference) of the {len(self.comparisons)} other eligible runs against the best on "
+                f"{self.params.metric}")
+
+    def label(self, run_id: str) -> str:
+        return str(self.runs.set_index("run_id").at[run_id, "label"])
+
+
+def check_metric(metric: str, results: Results) -> None:
+    """A metric that is not scored, or only describes the context, is a one-line error."""
+    scored = sorted(results.metric_names, key=sort_key)
+    rankable = [m for m in scored if better_direction(m) != 0]
+    if metric not in rankable:
+        raise ConfigError(f"metric '{metric}' {'only describes the context' if metric in scored else 'is not scored'}"
+                          f" in these results. Valid metrics: {', '.join(rankable) or '(none)'}")
+
+
+def _run_table(comparer: Comparer, params: BestParams) -> pd.DataFrame:
+    runs = comparer.runs
+    matrices = comparer.matrices
+    quality = pd.Series(matrices.run_means(params.metric, failure_value(params.metric)), index=matrices.run_ids)
+    ids = runs["run_id"].astype(str)
+    table = pd.DataFrame({
+        "run_id": ids.to_numpy(), "label": runs["label"].astype(str).to_numpy() if "label" in runs else ids.to_numpy(),
+        "quality": quality.reindex(ids).to_numpy(),
+        "latency_ms": comparer.latency_ms.reindex(ids).to_numpy(dtype="float64"),
+        "cost": _cost(comparer.results).reindex(ids).to_numpy(dtype="float64"),
+    })
+    excluded = []
+    depths = run_depths(runs)
+    for run_id, latency, cost, quality_value in zip(ids, table["latency_ms"], table["cost"], table["quality"]):
+        reasons = []
+        if np.isnan(quality_value):
+            depth = depths.get(run_id)
+            cut = parse_metric(params.metric).k
+            hint = (f": its final context holds {depth} chunks"
+                    if depth is not None and cut is not None and depth < cut else "")
+            reasons.append(f"not scored on {params.metric}{hint}")
+        if params.max_latency_ms is not None and not latency <= params.max_latency_ms:
+            reasons.append("latency unknown" if np.isnan(latency) else f"latency {latency:.1f} ms")
+        if params.max_cost is not None and not cost <= params.max_cost:
+            reasons.append("cost unknown" if np.isnan(cost) else f"cost {cost:.0f} tokens")
+        excluded.append("; ".join(reasons))
+    table["excluded_by"] = excluded
+    table["eligible"] = table["excluded_by"] == ""
+    table["pareto"] = False
+    eligible = table[table["eligible"]]
+    if not eligible.empty:
+        oriented = eligible.assign(quality=eligible["quality"] * (better_direction(params.metric) or 1))
+        table.loc[eligible.index, "pareto"] = pareto_front(oriented, "quality", ["latency_ms", "cost"])
+    return table
+
+
+def _cost(results: Results) -> pd.Series:
+    """Pipeline LLM tokens per question per run: 0 for a run whose stages record no LLM call."""
+    stages = results.stages
+    if stages.empty:
+        return pd.Series(dtype="float64")
+    missing = {name: np.nan for name in ("prompt_tokens", "completion_tokens") if name not in stages.columns}
+    return llm_tokens_per_question(stages.assign(**missing) if missing else stages).astype("float64")
+
+
+def _ranked(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Eligible runs, best first (ties: label order)."""
+    eligible = table[table["eligible"]]
+    key = eligible["quality"] * -(better_direction(metric) or 1)
+    return eligible.assign(_key=key).sort_values(["_key", "label"], kind="stable").drop(columns="_key")
+
+
+def _most_important_factor(comparer: Comparer, metric: str) -> dict | None:
+    rows = comparer.factor_effects([metric])
+    rows = rows[(rows["kind"] == MARGINAL) & rows["diff"].notna()]
+    if rows.empty:
+        return None
+    best: dict | None = None
+    for factor, mine in rows.groupby("factor", sort=False):
+        # Each row is a level against the factor's comparison level, which counts as 0.
+        diffs = np.append(mine["diff"].to_numpy(dtype="float64"), 0.0)
+        spread = float(diffs.max() - diffs.min())
+        if best is None or spread > best["range"]:
+            best = {"factor": str(factor), "range": spread, "comparison_level": str(mine["level_b"].iloc[0]),
+                    "levels": {str(level): float(diff) for level, diff in zip(mine["level_a"], mine["diff"])}}
+    return best
+
+
+def _with_strict_test(comparer: Comparer, rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``rows`` (pairs of the best, a, and a runner-up, b) with the strict difference's own CI and
+    p: per question b - a over the questions both were asked, a failure as the metric's worst
+    value, cluster-robust over the same unit (``statistics.column_stats``)."""
+    matrices = comparer.matrices
+    values, asked = matrices.get(metric)
+    positions = pd.Index(matrices.run_ids)
+    a, b = positions.get_indexer(rows["run_a"].astype(str)), positions.get_indexer(rows["run_b"].astype(str))
+    strict = np.where(asked, np.nan_to_num(values, nan=failure_value(metric)), np.nan)
+    both = asked[:, a] & asked[:, b]
+    column = statistics.column_stats(np.where(both, strict[:, b] - strict[:, a], np.nan), comparer.units)
+    return rows.assign(strict_diff=column.mean, strict_ci_low=column.ci_low, strict_ci_high=column.ci_high,
+                       strict_p=column.p_value)
+
+
+def recommend(results: Results, params: BestParams) -> Recommendation:
+    """The recommendation of the module docstring for ``results``' runs."""
+    check_metric(params.metric, results)
+    if params.depth_rule not in DEPTH_RULES:
+        raise ConfigError(f"unknown depth rule '{params.depth_rule}'. Valid rules: {', '.join(DEPTH_RULES)}")
+    comparer = Comparer(results, params.depth_rule)
+    table = _run_table(comparer, params)
+    ranked = _ranked(table, params.metric)
+    if ranked.empty:
+        nothing = with_holm(comparer.pair_comparisons([], pd.DataFrame()))
+        return Recommendation(params, results.unit, table, None, nothing)
+    best = str(ranked["run_id"].iloc[0])
+    others = ranked["run_id"].iloc[1:].astype(str).tolist()
+    pairs = pd.DataFrame({"run_a": best, "run_b": others, "factor": CONFIGURATION,
+                          "value_a": table.set_index("run_id").at[best, "label"],
+                          "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
+    comparisons = _with_strict_test(comparer, comparer.pair_comparisons([params.metric], pairs), params.metric)
+    p_all = np.concatenate([comparisons["p"].to_numpy(dtype="float64"),
+                            comparisons["strict_p"].to_numpy(dtype="float64")])
+    adjusted = statistics.holm(p_all)
+    comparisons = comparisons.assign(p_holm=adjusted[:len(comparisons)], strict_p_holm=adjusted[len(comparisons):])
+    direction = better_direction(params.metric)
+    worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
+             | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))
+    not_worse = comparisons.loc[~worse.fillna(False).astype(bool), "run_b"].astype(str).tolist()
+    return Recommendation(params, results.unit, table, best, comparisons, not_worse,
+                          _most_important_factor(comparer, params.metric))
+
+
+# --- text and JSON forms --------------------------------------------------------------------------
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records"))
+
+
+def to_json(rec: Recommendation) -> str:
+    payload = {
+        "metric": rec.params.metric, "constraints": {"max_latency_ms": rec.params.max_latency_ms,
+                                                    "max_cost": rec.params.max_cost},
+        "ranking_rule": "mean over every question asked, a failure counting as the metric's worst value",
+        "cost_unit": "pipeline LLM tokens per question", "unit": rec.unit, "alpha": rec.params.alpha,
+        "best": rec.best, "best_label": rec.label(rec.best) if rec.best else None,
+        "not_significantly_worse": rec.not_worse, "family": rec.family,
+        "pareto_front": rec.runs.loc[rec.runs["pareto"], "run_id"].tolist(),
+        "factor_that_mattered_most": rec.factor,
+        "runs": _records(rec.runs), "comparisons": _records(rec.comparisons),
+    }
+    return json.dumps(payload, indent=1) + "\n"
+
+
+def _number(value: float, digits: int = 3) -> str:
+    return "-" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def to_text(rec: Recommendation) -> str:
+    metric = rec.params.metric
+    lines = [f"best on {metric} (mean over every question asked; a failed question counts as "
+             f"{failure_value(metric):g}):"]
+    if rec.best is None:
+        excluded = rec.runs[~rec.runs["eligible"]]
+        lines.append("  no run meets the constraints: " + "; ".join(
+            f"{label} ({why})" for label, why in zip(excluded["label"], excluded["excluded_by"])))
+        return "\n".join(lines) + "\n"
+    row = rec.runs.set_index("run_id").loc[rec.best]
+    lines.append(f"  {row['label']} [{rec.best}]: {_number(row['quality'])}, {_number(row['latency_ms'], 1)} "
+                 f"ms/question, {_number(row['cost'], 0)} LLM tokens/question")
+    lines.append(f"not significantly worse (p Holm >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}):")
+    by_run = rec.comparisons.set_index("run_b")
+    for run in rec.comparisons["run_b"].astype(str):
+        comparison = by_run.loc[run]
+        mark = "  " if run in rec.not_worse else "x "
+        lines.append(f"  {mark}{rec.label(run)}: diff {_number(comparison['diff'])} "
+                     f"[{_number(comparison['ci_low'])}, {_number(comparison['ci_high'])}], "
+                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}; strict diff "
+                     f"{_number(comparison['strict_diff'])} [{_number(comparison['strict_ci_low'])}, "
+                     f"{_number(comparison['strict_ci_high'])}], p (Holm) {_number(comparison['strict_p_holm'])}, "
+                     f"failed {int(comparison['n_failed_b'])} vs {int(comparison['n_failed_a'])}")
+    if rec.comparisons.empty:
+        lines.append("  (no other eligible run)")
+    lines.append("  (x: significantly worse than the best)")
+    front = rec.runs[rec.runs["pareto"]]
+    lines.append("Pareto front over quality, latency and cost (eligible runs): "
+                 + ", ".join(front["label"].astype(str)))
+    if rec.factor is not None:
+        reference = rec.factor["comparison_level"]
+        levels = ", ".join(f"{reference} - {level} = {diff:+.3f}" for level, diff in rec.factor["levels"].items())
+        lines.append(f"factor that mattered most: {rec.factor['factor']} (range {rec.factor['range']:.3f}; {levels})")
+    excluded = rec.runs[~rec.runs["eligible"]]
+    if not excluded.empty:
+        lines.append("excluded: " + "; ".join(f"{label} ({why})" for label, why in
+                                               zip(excluded["label"], excluded["excluded_by"])))
+    return "\n".join(lines) + "\n"

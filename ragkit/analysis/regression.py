@@ -1,0 +1,294 @@
+"""`ragkit compare BASELINE NEW --fail-if "ndcg@10 < -0.02"`: a regression gate for CI.
+
+**Comparability first** (``differences``). Two folders are compared only when they asked the
+same questions of the same documents with the same models:
+
+- questions: the same question ids, each with the same content key (``question_key`` of the
+  ``questions`` table: the question's text and ground truth), else the ids only in one folder
+  and those whose content changed are named;
+- corpus: each pair of runs has the same ``corpus_id`` (the hash of the documents' bytes);
+- models: each pair of runs names the same backend and model for every LLM role
+  (``llm.<role>`` of the runs table). The runs table records the backend and model name, not an
+  Ollama model digest (that is part of the LLM cache key only), so a re-pulled tag with the same
+  name is not detected here.
+
+A difference refuses the comparison (``ConfigError``, exit 2) unless ``allow_different``.
+
+**Pairing.** A baseline run pairs with the new run of the same run id, else with the new run
+whose configuration columns (every runs column but ids, keys, label, experiment, depth and
+``llm.*``) are equal. Runs left unpaired are listed, not compared.
+
+**The rule.** ``METRIC < T`` (T usually negative: "a drop of more than |T|") fails when, for some
+pair, the per-question difference new - baseline is significantly below T; ``METRIC > T`` (for a
+lower-is-better rate) when it is significantly above T. The difference is the strict one, over
+every question both runs were asked, a failed question counting as the metric's worst value
+(``names.failure_value``), so a new version does not pass by crashing. Significance: a one-sided
+cluster-robust t test of the mean difference against T (H0: mean >= T for ``<``), over the
+question's source documents as the unit (``statistics.column_stats``), Holm-adjusted over every
+pair and condition checked, failing when p (Holm) < alpha (0.05). Equivalently, for one pair, the
+one-sided 95% upper bound of the difference is below T.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragkit.analysis import statistics
+from ragkit.analysis.comparison import Comparer
+from ragkit.analysis.loading import Results, load_results
+from ragkit.analysis.pairing import NON_CONFIG_COLUMNS
+from ragkit.metrics.names import failure_value, sort_key
+from ragkit.registry import ConfigError
+
+_CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z0-9_@.]+)\s*(?P<op>[<>])\s*(?P<threshold>[-+]?\d*\.?\d+)\s*$")
+SHOWN = 5  # question ids named per kind of difference
+FAIL, PASS, REFUSE = 1, 0, 2
+
+
+class FailIf(BaseModel):
+    """One condition: fail when new - baseline on ``metric`` is significantly ``op`` ``threshold``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    metric: str = Field(description="A metric both folders scored.")
+    op: str = Field(pattern="^[<>]$", description="'<': fail on a drop below the threshold; '>': on a rise above.")
+    threshold: float = Field(ge=-1e6, le=1e6, description="The tolerated difference new - baseline.")
+
+    @classmethod
+    def parse(cls, text: str) -> FailIf:
+        match = _CONDITION.match(text)
+        if match is None:
+            raise ConfigError(f"--fail-if '{text}' is not 'METRIC < NUMBER' or 'METRIC > NUMBER', "
+                              "e.g. \"ndcg@10 < -0.02\"")
+        return cls(metric=match["metric"], op=match["op"], threshold=float(match["threshold"]))
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.threshold:g}"
+
+
+def _config_columns(runs: pd.DataFrame) -> list[str]:
+    return sorted(c for c in runs.columns if c not in NON_CONFIG_COLUMNS and not c.endswith("_id")
+                  and not c.endswith("_key") and not c.startswith("llm."))
+
+
+def _signature(row: pd.Series, columns: list[str]) -> tuple:
+    return tuple("<none>" if pd.isna(row.get(c)) else str(row.get(c)) for c in columns)
+
+
+def pair_runs(baseline: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """([base_run, new_run, label, how], unpaired baseline run ids, unpaired new run ids)."""
+    columns = sorted(set(_config_columns(baseline)) | set(_config_columns(new)))
+    new_ids = set(new["run_id"].astype(str))
+    by_signature: dict[tuple, str] = {}
+    for _, row in new.iterrows():
+        by_signature.setdefault(_signature(row, columns), str(row["run_id"]))
+    labels = dict(zip(baseline["run_id"].astype(str), baseline["label"].astype(str) if "label" in baseline
+                      else baseline["run_id"].astype(str)))
+    # Run ids first (a run id names the configuration and its models), then configurations.
+    partners: dict[str, tuple[str, str]] = {run: (run, "run id") for run in labels if run in new_ids}
+    used = {partner for partner, _ in partners.values()}
+    for _, row in baseline.iterrows():
+        run_id = str(row["run_id"])
+        partner = by_signature.get(_signature(row, columns))
+        if run_id not in partners and partner is not None and partner not in used:
+            partners[run_id] = (partner, "configuration")
+            used.add(partner)
+    rows = [{"base_run": run, "new_run": partner, "how": how, "label": labels[run]}
+            for run, (partner, how) in sorted(partners.items(), key=lambda item: labels[item[0]])]
+    pairs = pd.DataFrame(rows, columns=["base_run", "new_run", "how", "label"])
+    unpaired_base = sorted(set(baseline["run_id"].astype(str)) - set(pairs["base_run"]))
+    return pairs, unpaired_base, sorted(new_ids - used)
+
+
+def _question_keys(results: Results) -> pd.Series:
+    questions = results.questions
+    if questions.empty:
+        ids = results.question_ids
+        return pd.Series(pd.NA, index=ids.astype(str), dtype="string")
+    known = questions.drop_duplicates("question_id")
+    return pd.Series(known["question_key"].astype("string").to_numpy(), index=known["question_id"].astype(str))
+
+
+def _named(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN])
+    return shown + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def differences(baseline: Results, new: Results, pairs: pd.DataFrame) -> list[str]:
+    """What makes the two folders not comparable, one sentence each (empty: comparable)."""
+    found = []
+    base_keys, new_keys = _question_keys(baseline), _question_keys(new)
+    only_base = sorted(set(base_keys.index) - set(new_keys.index))
+    only_new = sorted(set(new_keys.index) - set(base_keys.index))
+    common = sorted(set(base_keys.index) & set(new_keys.index))
+    changed = [q for q in common if not pd.isna(base_keys[q]) and not pd.isna(new_keys[q])
+               and base_keys[q] != new_keys[q]]
+    if only_base:
+        found.append(f"{len(only_base)} question(s) only in the baseline: {_named(only_base)}")
+    if only_new:
+        found.append(f"{len(only_new)} question(s) only in the new folder: {_named(only_new)}")
+    if changed:
+        found.append(f"{len(changed)} question(s) whose text or ground truth changed: {_named(changed)}")
+    base_runs = baseline.runs.set_index(baseline.runs["run_id"].astype(str))
+    new_runs = new.runs.set_index(new.runs["run_id"].astype(str))
+    llm_columns = sorted({c for c in [*base_runs.columns, *new_runs.columns] if str(c).startswith("llm.")})
+    for pair in pairs.itertuples():
+        a, b = base_runs.loc[pair.base_run], new_runs.loc[pair.new_run]
+        if "corpus_id" in a and "corpus_id" in b and str(a["corpus_id"]) != str(b["corpus_id"]):
+            found.append(f"{pair.label}: corpus content differs (corpus_id {a['corpus_id']} -> {b['corpus_id']})")
+        for column in llm_columns:
+            before, after = a.get(column), b.get(column)
+            if (pd.isna(before) and pd.isna(after)) or str(before) == str(after):
+                continue
+            found.append(f"{pair.label}: {column} differs ({before} -> {after})")
+    return found
+
+
+@dataclass
+class GateResult:
+    conditions: list[FailIf]
+    pairs: pd.DataFrame
+    unpaired_base: list[str]
+    unpaired_new: list[str]
+    differences: list[str]
+    rows: pd.DataFrame  # per pair x condition: label, means, strict diff, CI, one-sided p, p_holm, regressed
+    alpha: float
+
+    @property
+    def exit_code(self) -> int:
+        return FAIL if bool(self.rows["regressed"].any()) else PASS
+
+
+def _combined(baseline: Results, new: Results, pairs: pd.DataFrame, metrics: list[str]) -> Results:
+    """One Results holding both folders' paired runs, their ids prefixed ``base:`` and ``new:`` (a
+    run id is the same in both folders when nothing changed)."""
+    runs, scores = [], []
+    for prefix, results, column in (("base:", baseline, "base_run"), ("new:", new, "new_run")):
+        mine = results.runs[results.runs["run_id"].astype(str).isin(pairs[column])]
+        runs.append(mine[["run_id"]].assign(run_id=prefix + mine["run_id"].astype(str)))
+        rows = results.scores_of(metrics)
+        rows = rows[rows["run_id"].astype(str).isin(pairs[column])]
+        scores.append(pd.DataFrame({"run_id": prefix + rows["run_id"].astype(str), "question_id":
+                                    rows["question_id"].astype(str), "metric": rows["metric"].astype(str),
+                                    "value": rows["value"].to_numpy(dtype="float64"),
+                                    "error": rows["error"].astype("string")}))
+    questions = pd.concat([baseline.questions.reindex(columns=["question_id", "document"]),
+                           new.questions.reindex(columns=["question_id", "document"])]).drop_duplicates("question_id")
+    return Results(pd.concat(runs, ignore_index=True).assign(label=lambda f: f["run_id"]),
+                   pd.concat(scores, ignore_index=True), questions=questions)
+
+
+def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_different: bool = False,
+         alpha: float = 0.05) -> GateResult:
+    """The gate of the module docstring; a ConfigError when the folders differ (unless allowed),
+    a condition names an unscored metric, or no run pairs."""
+    scored = set(baseline.metric_names) & set(new.metric_names)
+    for condition in conditions:
+        if condition.metric not in scored:
+            raise ConfigError(f"--fail-if metric '{condition.metric}' is not scored in both folders. "
+                              f"Valid metrics: {', '.join(sorted(scored, key=sort_key)) or '(none)'}")
+    pairs, unpaired_base, unpaired_new = pair_runs(baseline.runs, new.runs)
+    if pairs.empty:
+        raise ConfigError("no run of the new folder has the run id or configuration of a baseline run: "
+                          "nothing to compare")
+    found = differences(baseline, new, pairs)
+    if found and not allow_different:
+        raise ConfigError("the folders are not comparable: " + "; ".join(found)
+                          + ". Add --allow-different to compare them anyway")
+    metrics = list(dict.fromkeys(c.metric for c in conditions))
+    comparer = Comparer(_combined(baseline, new, pairs, metrics), depth_rule="asked")
+    matrices = comparer.matrices
+    matrices.load(metrics)  # first: a question only one folder has grows the matrices
+    units = comparer.units
+    positions = pd.Index(matrices.run_ids)
+    base_at = positions.get_indexer("base:" + pairs["base_run"])
+    new_at = positions.get_indexer("new:" + pairs["new_run"])
+    frames = []
+    for condition in conditions:
+        values, asked = matrices.get(condition.metric)
+        worst = failure_value(condition.metric)
+        strict = np.where(asked, np.nan_to_num(values, nan=worst), np.nan)
+        both = asked[:, base_at] & asked[:, new_at]
+        diffs = np.where(both, strict[:, new_at] - strict[:, base_at], np.nan)
+        # At 90%, the interval's bound on the side tested is the one-sided 95% bound of the rule.
+        column = statistics.column_stats(diffs - condition.threshold, units, confidence=1 - 2 * alpha)
+        below = column.mean < 0 if condition.op == "<" else column.mean > 0
+        # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
+        p_one = np.where(below, column.p_value / 2, 1 - column.p_value / 2)
+        # Every question moved by exactly the same amount: no spread, so no t statistic; the
+        # data say it plainly (a sure regression, or none), whatever the t test gives for 0/0.
+        with np.errstate(invalid="ignore"):
+            flat = (column.n_units >= 2) & (np.nanmax(diffs, axis=0) == np.nanmin(diffs, axis=0))
+        p_one = np.where(flat, np.where(below, 0.0, 1.0), p_one)
+        frames.append(pd.DataFrame({
+            "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
+            "condition": str(condition), "n": column.n, "n_units": column.n_units,
+            "baseline": np.nanmean(np.where(both, strict[:, base_at], np.nan), axis=0),
+            "new": np.nanmean(np.where(both, strict[:, new_at], np.nan), axis=0),
+            "diff": column.mean + condition.threshold, "ci_low": column.ci_low + condition.threshold,
+            "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one,
+        }))
+    rows = pd.concat(frames, ignore_index=True)
+    rows["p_holm"] = statistics.holm(rows["p_one_sided"].to_numpy(dtype="float64"))
+    rows["regressed"] = rows["p_holm"] < alpha
+    return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha)
+
+
+def selection_differences(runs: pd.DataFrame) -> list[str]:
+    """What the Compare page warns about in one folder's selected runs: more than one question set
+    or corpus (comparisons then use the questions both runs were asked, of different documents),
+    or more than one evaluation model (generation metrics judged by different judges)."""
+    found = []
+    for column, what in (("questions_key", "question sets"), ("corpus_id", "corpora"),
+                         ("llm.evaluation", "evaluation models")):
+        if column in runs.columns and runs[column].dropna().nunique() > 1:
+            values = runs[column].dropna().astype(str).unique()
+            found.append(f"the selected runs use {len(values)} {what} ({', '.join(values[:SHOWN])})")
+    return found
+
+
+def run_gate(baseline_dir: str | Path, new_dir: str | Path, conditions: list[str], allow_different: bool = False,
+             fmt: str = "text") -> tuple[str, int]:
+    """(what to print, exit code) for `ragkit compare`."""
+    if fmt not in ("text", "json"):
+        raise ConfigError(f"unknown format '{fmt}'. Valid formats: text, json")
+    if not conditions:
+        raise ConfigError("give at least one --fail-if condition, e.g. --fail-if \"ndcg@10 < -0.02\"")
+    parsed = [FailIf.parse(text) for text in conditions]
+    result = gate(load_results(baseline_dir), load_results(new_dir), parsed, allow_different)
+    return (to_json(result) if fmt == "json" else to_text(result)), result.exit_code
+
+
+def to_json(result: GateResult) -> str:
+    return json.dumps({
+        "conditions": [str(c) for c in result.conditions], "alpha": result.alpha,
+        "rule": "one-sided cluster-robust t of the strict difference new - baseline against the threshold, "
+                "Holm over every pair and condition",
+        "differences_allowed": result.differences, "unpaired_baseline_runs": result.unpaired_base,
+        "unpaired_new_runs": result.unpaired_new, "regressed": bool(result.rows["regressed"].any()),
+        "rows": json.loads(result.rows.to_json(orient="records")),
+    }, indent=1) + "\n"
+
+
+def to_text(result: GateResult) -> str:
+    lines = [f"{len(result.pairs)} run pair(s); strict difference new - baseline (a failure counts as the worst "
+             f"value); one-sided test against the threshold, Holm over {len(result.rows)} test(s), alpha "
+             f"{result.alpha:g}; [90% CI]:"]
+    for row in result.rows.itertuples():
+        verdict = "REGRESSED" if row.regressed else "ok"
+        lines.append(f"  {verdict:9} {row.label} [{row.condition}]: {row.baseline:.3f} -> {row.new:.3f}, "
+                     f"diff {row.diff:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], p (one-sided) "
+                     f"{row.p_one_sided:.3g}, p (Holm) {row.p_holm:.3g}, n {row.n}")
+    for what in result.differences:
+        lines.append(f"  warning (allowed): {what}")
+    if result.unpaired_base or result.unpaired_new:
+        lines.append(f"  not compared: {len(result.unpaired_base)} baseline and {len(result.unpaired_new)} new "
+                     "run(s) without a partner")
+    lines.append("regression: exit 1" if result.exit_code == FAIL else "no significant regression")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,143 @@
+"""ragkit.analysis.regression (`ragkit compare BASE NEW --fail-if`): exit 1 on a planted
+regression, 0 on a copy, 2 (refusal naming the difference) on a changed question set, corpus
+or model, and the one-sided rule checked against scipy."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from ragkit.analysis.loading import load_results
+from ragkit.analysis.regression import FailIf, gate, selection_differences
+from ragkit.cli import main
+from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
+from tests.analysis.helpers import run_row
+
+pytestmark = pytest.mark.unit
+
+N = 40
+
+
+def _folder(path, drop: float = 0.0, questions: int = N, changed: str | None = None, llm: str = "local:smollm2",
+            corpus_id: str = "c1", seed: int = 3):
+    rng = np.random.default_rng(seed)
+    store = ResultStore(path)
+    ids = [f"q{i:02d}" for i in range(questions)]
+    keys = [f"key-{q}" + ("-edited" if q == changed else "") for q in ids]
+    store.write_questions("q1", pd.DataFrame({"question_id": ids, "text": ids, "document": [f"d{i % 10}" for i in
+                                                                                            range(questions)],
+                                              "question_key": keys}))
+    base = np.random.default_rng(0).uniform(0.3, 0.9, questions)
+    for run, chunker in (("r1", "token"), ("r2", "sentence")):
+        store.write_run(run, run_row(run, chunker=chunker, corpus_id=corpus_id, **{"llm.generator": llm}))
+        noise = rng.normal(0, 0.05, questions)
+        values = np.clip(base + noise - (drop if run == "r2" else 0.0), 0, 1)
+        scores = pd.DataFrame({"run_id": run, "question_id": ids, "metric": "ndcg@10", "value": values,
+                               "error": None})
+        store.commit_shard(run, ids, {"scores": scores}, keys)
+    return path
+
+
+def test_a_copy_passes_and_a_planted_regression_fails(tmp_path, capsys):
+    base = _folder(tmp_path / "base")
+    shutil.copytree(base, tmp_path / "copy")
+    assert main(["compare", str(base), str(tmp_path / "copy"), "--fail-if", "ndcg@10 < -0.02"]) == 0
+    assert "no significant regression" in capsys.readouterr().out
+    _folder(tmp_path / "worse", drop=0.1, seed=4)
+    assert main(["compare", str(base), str(tmp_path / "worse"), "--fail-if", "ndcg@10 < -0.02"]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSED" in out and "sentence" in out.split("REGRESSED")[1].splitlines()[0]
+    # A drop smaller than the threshold is tolerated.
+    _folder(tmp_path / "slightly", drop=0.005, seed=4)
+    assert main(["compare", str(base), str(tmp_path / "slightly"), "--fail-if", "ndcg@10 < -0.05"]) == 0
+
+
+def test_the_one_sided_p_is_scipys_against_the_threshold(tmp_path):
+    base, new = _folder(tmp_path / "base"), _folder(tmp_path / "new", drop=0.03, seed=5)
+    result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
+    a, b = load_results(base).scores, load_results(new).scores
+    row = result.rows.set_index("base_run").loc["r2"]
+    diff = (b[b["run_id"] == "r2"].sort_values("question_id")["value"].to_numpy()
+            - a[a["run_id"] == "r2"].sort_values("question_id")["value"].to_numpy())
+    # Each question is one document's? No: ten documents, so the unit is the document; by hand:
+    # the cluster-robust t over document means of the (diff - T), one-sided.
+    frame = pd.DataFrame({"d": [f"d{i % 10}" for i in range(N)], "x": diff + 0.02})
+    sums, counts = frame.groupby("d")["x"].sum(), frame.groupby("d")["x"].count()
+    mean = frame["x"].mean()
+    g = len(sums)
+    se = np.sqrt(g / (g - 1) * ((sums - counts * mean) ** 2).sum() / N ** 2)
+    expected = stats.t.cdf(mean / se, g - 1)
+    assert row["p_one_sided"] == pytest.approx(expected, rel=1e-6)
+    assert row["diff"] == pytest.approx(diff.mean())
+
+
+def test_different_questions_corpus_or_model_refuse_naming_the_difference(tmp_path, capsys):
+    base = _folder(tmp_path / "base")
+    _folder(tmp_path / "more", questions=N + 2, changed="q03")
+    assert main(["compare", str(base), str(tmp_path / "more"), "--fail-if", "ndcg@10 < -0.02"]) == 2
+    err = capsys.readouterr().err
+    assert "2 question(s) only in the new folder: q40, q41" in err
+    assert "1 question(s) whose text or ground truth changed: q03" in err and "--allow-different" in err
+    assert main(["compare", str(base), str(tmp_path / "more"), "--fail-if", "ndcg@10 < -0.02",
+                 "--allow-different"]) == 0
+    assert "warning (allowed)" in capsys.readouterr().out
+    _folder(tmp_path / "model", llm="ollama:llama3")
+    with pytest.raises(ConfigError, match=r"llm.generator differs \(local:smollm2 -> ollama:llama3\)"):
+        gate(load_results(base), load_results(tmp_path / "model"), [FailIf.parse("ndcg@10 < 0")])
+    _folder(tmp_path / "corpus", corpus_id="c2")
+    with pytest.raises(ConfigError, match=r"corpus content differs \(corpus_id c1 -> c2\)"):
+        gate(load_results(base), load_results(tmp_path / "corpus"), [FailIf.parse("ndcg@10 < 0")])
+
+
+def test_bad_conditions_are_one_line_errors(tmp_path, capsys):
+    base = _folder(tmp_path / "base")
+    assert main(["compare", str(base), str(base), "--fail-if", "ndcg@10 <= x"]) == 2
+    assert "is not 'METRIC < NUMBER'" in capsys.readouterr().err
+    assert main(["compare", str(base), str(base), "--fail-if", "mrr < -0.1"]) == 2
+    assert "Valid metrics: ndcg@10" in capsys.readouterr().err
+
+
+def test_selection_differences_name_question_sets_and_corpora():
+    runs = pd.DataFrame({"run_id": ["a", "b"], "questions_key": ["q1", "q2"], "corpus_id": ["c", "c"]})
+    assert selection_differences(runs) == ["the selected runs use 2 question sets (q1, q2)"]
+    assert selection_differences(runs.assign(questions_key="q1")) == []
+
+
+def test_runs_pair_by_run_id_first_then_by_configuration():
+    from ragkit.analysis.regression import pair_runs
+
+    base = pd.DataFrame([run_row("a", chunker="token"), run_row("b", chunker="sentence"),
+                         run_row("c", chunker="semantic")]).assign(label=["A", "B", "C"])
+    # "x" has b's configuration under a new id; "b" is kept under its id but its row now says token
+    # (a run id names its configuration: the id wins); nothing matches c.
+    new = pd.DataFrame([run_row("x", chunker="sentence"), run_row("b", chunker="token")])
+    pairs, unpaired_base, unpaired_new = pair_runs(base, new)
+    assert pairs[["base_run", "new_run", "how"]].values.tolist() == [["b", "b", "run id"]]
+    assert unpaired_base == ["a", "c"] and unpaired_new == ["x"]
+    new = pd.DataFrame([run_row("x", chunker="sentence"), run_row("y", chunker="token")])
+    pairs, _, _ = pair_runs(base, new)
+    assert pairs[["base_run", "new_run", "how"]].values.tolist() == [["a", "y", "configuration"],
+                                                                     ["b", "x", "configuration"]]
+
+
+def test_a_drop_the_same_on_every_question_fails_without_a_t_statistic(tmp_path):
+    """Every question of r2 drops by exactly 0.25: the differences have no spread, so there is no t
+    statistic (0/0-like); the gate still fails, whatever the engine's t test says of zero spread."""
+    base = _folder(tmp_path / "base")
+    new = tmp_path / "new"
+    shutil.copytree(base, new)
+    for folder, value in ((base, 0.75), (new, 0.5)):  # exact in binary: every difference is -0.25
+        store = ResultStore(folder)
+        scores = store.read("scores")
+        rows = scores[scores["run_id"] == "r2"].assign(value=value)
+        ids = rows["question_id"].astype(str).tolist()
+        store.commit_shard("r2", ids, {"scores": rows}, [f"key-{q}" for q in ids])
+    result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
+    rows = result.rows.set_index("base_run")
+    assert rows.loc["r2", "diff"] == pytest.approx(-0.25) and rows.loc["r2", "p_one_sided"] == 0.0
+    assert rows.loc["r2", "regressed"] and not rows.loc["r1", "regressed"] and result.exit_code == 1

@@ -1,0 +1,60 @@
+"""ragkit.analysis.slices: per-slice means and comparisons equal the engine on the slice's
+questions alone, and p (Holm) is one family over every slice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ragkit.analysis.comparison import compare
+from ragkit.analysis.loading import Results
+from ragkit.analysis.slices import sliced
+from ragkit.analysis.statistics import holm
+from ragkit.registry import ConfigError
+from tests.analysis.helpers import run_row, score_rows
+
+pytestmark = pytest.mark.unit
+
+
+def _results() -> Results:
+    rng = np.random.default_rng(11)
+    rows = []
+    kinds = {f"q{i:02d}": ("factoid" if i < 20 else "list") for i in range(40)}
+    for question, kind in kinds.items():
+        base = rng.uniform(0.2, 0.6)
+        rows.append(("a", question, "recall@5", base))
+        # Run b is 0.3 better on factoid questions, the same on lists (up to noise).
+        rows.append(("b", question, "recall@5", base + (0.3 if kind == "factoid" else 0.0) + rng.normal(0, 0.05)))
+    questions = pd.DataFrame({"question_id": list(kinds), "text": "?", "kind": list(kinds.values()),
+                              "document": [f"d{i % 8}" for i in range(40)]})
+    runs = pd.DataFrame([run_row("a", chunker="token"), run_row("b", chunker="sentence")]).assign(label=["A", "B"])
+    return Results(runs, score_rows(rows), questions=questions)
+
+
+def test_each_slice_is_the_engine_on_its_questions_and_holm_spans_every_slice():
+    results = _results()
+    out = sliced(results, ["recall@5"], "kind")
+    assert out.sizes.to_dict() == {"factoid": 20, "list": 20}
+    pairs = out.comparisons[out.comparisons["kind"] == "pair"].set_index("slice")
+    for kind in ("factoid", "list"):
+        questions = results.questions[results.questions["kind"] == kind]
+        alone = Results(results.runs, results.scores[results.scores["question_id"].isin(questions["question_id"])],
+                        questions=questions)
+        expected = compare(alone, ["recall@5"], factor_rows=False).iloc[0]
+        for column in ("diff", "ci_low", "ci_high", "p", "n", "n_units"):
+            assert pairs.loc[kind, column] == pytest.approx(expected[column])
+        mine = out.means[(out.means["slice"] == kind) & (out.means["run_id"] == "b")].iloc[0]
+        assert mine["mean"] == pytest.approx(alone.scores[alone.scores["run_id"] == "b"]["value"].mean())
+    # The pair reads sentence -> token (the engine orders levels), so b - a is about -0.3.
+    assert abs(pairs.loc["factoid", "diff"]) == pytest.approx(0.3, abs=0.03) and pairs.loc["factoid", "p_holm"] < 0.001
+    assert pairs.loc["list", "p_holm"] > 0.05
+    # One family: every row of every slice (factor rows and pairs).
+    assert out.comparisons["p_holm"].to_numpy() == pytest.approx(holm(out.comparisons["p"].to_numpy()),
+                                                                 nan_ok=True)
+    assert len(out.comparisons) == 4 and out.comparisons["unit"].eq("document").all()
+
+
+def test_an_unknown_column_is_a_one_line_error_naming_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"unknown slice column 'type'. Valid question columns: kind, document"):
+        sliced(_results(), ["recall@5"], "type")
