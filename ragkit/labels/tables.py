@@ -85,7 +85,7 @@ def ppi_text_table(tables: LabelTables) -> pd.DataFrame:
     if ppi.empty:
         return ppi
     return pd.DataFrame({
-        "run": ppi["run_id"], "metric": ppi["metric"], "estimator": ppi["estimator"],
+        "run": ppi["run_id"], "metric": ppi["metric"], "people's label": ppi["label"], "estimator": ppi["estimator"],
         f"mean [{int(LEVEL * 100)}% CI]": [f"{_num(m)} {_ci(lo, hi)}" for m, lo, hi in
                                            zip(ppi["mean"], ppi["ci_low"], ppi["ci_high"])],
         "labelled / all": [f"{a}/{b}" for a, b in zip(ppi["n_labelled"], ppi["n_all"])],

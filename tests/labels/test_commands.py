@@ -1,0 +1,63 @@
+"""`ragkit labels`: pool, sheet, add, export, ground-truth and agreement through the CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pandas as pd
+import pytest
+
+from ragkit.cli import main
+from tests.labels.helpers import DOCS, make_results
+
+
+@pytest.fixture
+def folder(tmp_path):
+    scores = pd.DataFrame({"run_id": ["r1", "r1", "r2", "r2"], "question_id": ["q1", "q2"] * 2,
+                           "metric": ["faithfulness"] * 4, "value": [0.9, 0.1, 0.8, 0.7], "error": [None] * 4})
+    make_results(tmp_path / "results", scores)
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in DOCS.items()),
+                                          encoding="utf-8")
+    (dataset / "questions.jsonl").write_text(
+        json.dumps({"id": "q1", "question": "What do bats host?", "answer": "coronaviruses", "doc_id": "d1",
+                    "answer_start": 15, "answer_end": 28}) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.unit
+def test_pool_label_by_sheet_export_and_measure_through_the_cli(folder, capsys):
+    results = str(folder / "results")
+    assert main(["labels", "pool", results, "--runs", "r1,r2,r3", "--k", "3", "--corpus",
+                 str(folder / "dataset")]) == 0
+    assert "2 questions, 12 chunks, 5 answers from 3 runs at k=3" in capsys.readouterr().out
+    sheet = folder / "sheet.csv"
+    assert main(["labels", "sheet", results, "--out", str(sheet)]) == 0
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
+    assert all(any(row["text"] in text for text in DOCS.values()) for row in rows if row["item_kind"] == "chunk")
+    assert not {"r1", "r2", "r3"} & {value for row in rows for value in row.values()}  # configurations hidden
+    for row in rows:
+        if row["item_kind"] == "chunk":
+            row["relevance"] = "relevant" if "bats" in row["text"].lower() or "Ventilation" in row["text"] else "not"
+        else:
+            row["correct"], row["grounded"] = "correct", "yes"
+    with sheet.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["labels", "add", results, str(sheet), "--annotator", "ann"]) == 0
+    assert "17 label(s) by ann saved" in capsys.readouterr().out
+    assert main(["labels", "export", results, "--format", "qrels"]) == 0
+    qrels = capsys.readouterr().out.splitlines()
+    assert "q1 0 d1 2" in qrels and "q2 0 d2 2" in qrels and all(len(line.split()) == 4 for line in qrels)
+    assert main(["labels", "ground-truth", results, "--set", str(folder / "dataset"), "--out",
+                 str(folder / "graded")]) == 0
+    assert (folder / "graded" / "corpus.jsonl").is_file()
+    graded = json.loads((folder / "graded" / "questions.jsonl").read_text(encoding="utf-8"))
+    assert graded["graded_spans"] and {span["source"] for span in graded["graded_spans"]} == {"human"}
+    assert main(["labels", "agreement", results, "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "## Judges against people" in out and "faithfulness vs grounded" in out
+    assert "## Prediction-powered means" in out and "PPI++" in out
