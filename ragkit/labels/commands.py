@@ -177,10 +177,9 @@ def _cmd_ground_truth(args: argparse.Namespace) -> int:
 def _cmd_agreement(args: argparse.Namespace) -> int:
     from ragkit.analysis.report import _markdown_table
     from ragkit.labels.tables import label_sections, label_tables
-    from ragkit.results import ResultStore
 
     store = _store(args.results)
-    tables = label_tables(store.root, ResultStore(store.root).read("scores"), args.resamples, args.seed)
+    tables = label_tables(store.root, None, args.resamples, args.seed)
     sections = label_sections(tables)
     if not sections:
         print(f"no labels in {args.results} yet")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ragkit.labels.agreement import DEFAULT_RESAMPLES, LEVEL, Agreement
-from ragkit.labels.judge_vs_human import answer_agreements, prediction_powered, relevance_agreement
+from ragkit.labels.judge_vs_human import ANSWER_METRICS, answer_agreements, prediction_powered, relevance_agreement
 from ragkit.labels.store import LabelStore
 
 AGREEMENT_NOTE = (
@@ -43,12 +43,18 @@ class LabelTables:
         return self.labels == 0
 
 
-def label_tables(root: str | Path, scores: pd.DataFrame, resamples: int = DEFAULT_RESAMPLES,
+def label_tables(root: str | Path, scores: pd.DataFrame | None = None, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> LabelTables:
+    """Agreement and PPI tables of a results folder's labels; ``scores`` (default: read, the LLM-scored
+    answer metrics only) are where the answer metrics' judge values come from."""
     store = LabelStore(root)
     labels = store.current()
     if labels.empty:
         return LabelTables()
+    if scores is None:
+        from ragkit.results import ResultStore
+
+        scores = ResultStore(store.root).read("scores", metrics=list(ANSWER_METRICS))
     agreements = []
     relevance = relevance_agreement(labels, resamples, seed)
     if relevance is not None:

@@ -61,3 +61,29 @@ def test_pool_label_by_sheet_export_and_measure_through_the_cli(folder, capsys):
     out = capsys.readouterr().out
     assert "## Judges against people" in out and "faithfulness vs grounded" in out
     assert "## Prediction-powered means" in out and "PPI++" in out
+
+
+@pytest.mark.unit
+def test_the_report_has_a_labels_section_only_when_labels_exist(folder):
+    from ragkit.analysis.report import render_report
+    from ragkit.labels.store import LabelStore
+
+    results = folder / "results"
+    assert "Judges against people" not in render_report(results, "md")
+    assert main(["labels", "pool", str(results), "--k", "2"]) == 0
+    pool = LabelStore(results).latest_pool()
+    assert pool is not None
+    store = LabelStore(results)
+    store.add([{"annotator": "ann", "pool_id": pool.pool_id, "question_id": q.question_id, "document": q.document,
+                "item_kind": "answer", "item_id": a.item_id, "run_id": a.run_id, "grounded": a.run_id == "r1"}
+               for q in pool.questions for a in q.answers])
+    text = render_report(results, "md")
+    assert "## Judges against people" in text and "## Confusion: faithfulness vs grounded" in text
+    payload = json.loads(render_report(results, "json"))
+    (row,) = payload["labels"]["agreement"]
+    # faithfulness r1 q1 0.9, q2 0.1, r2 q1 0.8, q2 0.7 -> judge grounded yes, no, yes, yes; people yes, yes, no, no
+    assert row["decision"] == "faithfulness vs grounded" and row["items"] == 4
+    assert row["accuracy"] == pytest.approx(0.25)
+    assert row["bias"] == pytest.approx((0.9 + 0.1 + 0.8 + 0.7) / 4 - 0.5)
+    assert {r["estimator"] for r in payload["labels"]["prediction_powered"]} == {"judge only", "human only", "PPI",
+                                                                                  "PPI++"}
