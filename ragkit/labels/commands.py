@@ -38,49 +38,20 @@ def _pool(store, pool_id: str | None):
     return pool
 
 
-def corpus_texts(source: str | None, runs) -> dict[str, str] | None:
-    """doc_id -> text from a dataset folder's corpus.jsonl or an ingested corpus (default: the
-    runs' corpus, when it was ingested); None when neither is found."""
-    from ragkit.corpus.store import CorpusStore
-    from ragkit.qa import load_dataset_corpus
-
-    if source and Path(source).exists():
-        documents = load_dataset_corpus(source)
-        if documents is None:
-            raise ConfigError(f"--corpus {source}: no corpus.jsonl there; give a dataset folder or a corpus name")
-        return {document.id_: document.text for document in documents}
-    name = source or (str(runs["corpus"].dropna().iloc[0]) if "corpus" in runs and runs["corpus"].notna().any()
-                      else None)
-    if name is None:
-        return None
-    try:
-        corpus = CorpusStore().load(name)
-    except ConfigError:
-        if source:
-            raise
-        return None
-    return {document.id_: document.text for document in corpus.documents}
-
-
 def _cmd_pool(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from ragkit.labels.pooling import PoolParams, build_pool
-    from ragkit.results import ResultStore
+    from ragkit.labels.pooling import PoolParams
+    from ragkit.labels.sources import make_pool
 
     store = _store(args.results)
-    results = ResultStore(store.root)
-    runs = results.read("runs")
-    run_ids = _csv_list(args.runs) or sorted(runs["run_id"].astype(str))
     try:
-        params = PoolParams(runs=run_ids, k=args.k, seed=args.seed, questions=_csv_list(args.questions))
+        params = PoolParams(runs=_csv_list(args.runs) or ["*"], k=args.k, seed=args.seed,
+                            questions=_csv_list(args.questions))
     except ValidationError as error:
         first = error.errors()[0]
         raise ConfigError(f"labels pool: --{first['loc'][0]} {first['input']!r}: {first['msg']}") from None
-    columns = ["run_id", "question_id", "rank", "doc_id", "start_char", "end_char"]
-    texts = corpus_texts(args.corpus, runs)
-    pool = build_pool(params, results.read("retrievals", columns=columns, run_ids=run_ids),
-                      results.read("questions"), results.read("answers", run_ids=run_ids), texts)
+    pool, texts = make_pool(store.root, params, args.corpus)
     where = store.save_pool(pool)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +59,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
         where += f" (and {args.out})"
     print(f"pool {pool.pool_id}: {len(pool.questions)} questions, {pool.chunk_count()} chunks, "
           f"{pool.answer_count()} answers from {len(pool.runs)} runs at k={pool.k}, seed {pool.seed} -> {where}")
-    if texts is None:
+    if not texts:
         print("warning: no corpus found, so the pool holds spans without their text; give --corpus (a dataset "
               "folder or an ingested corpus) for the labelling page and the LLM judge", file=sys.stderr)
     return 0

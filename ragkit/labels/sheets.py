@@ -92,3 +92,25 @@ def sheet_labels(path: Path, pool: Pool, annotator: str) -> list[dict]:
                          "question_id": question.question_id, "document": question.document, "item_id": item_id,
                          **item, "relevance": relevance, "correct": correct, "grounded": grounded})
     return rows
+
+
+def person_labels(pool: Pool, question_id: str, annotator: str, relevance: dict[str, int | None],
+                  answers: dict[str, tuple[int | None, bool | None]]) -> list[dict]:
+    """LabelStore rows of what a person marked for one question on the labelling page: chunk item
+    id -> grade (None: not marked), answer item id -> (correct grade, grounded)."""
+    if not annotator.strip():
+        raise ConfigError("give the annotator's name before saving labels")
+    question = next((q for q in pool.questions if q.question_id == question_id), None)
+    if question is None:
+        raise ConfigError(f"question '{question_id}' is not in pool {pool.pool_id}")
+    base = {"annotator": annotator.strip(), "source": HUMAN, "pool_id": pool.pool_id,
+            "question_id": question.question_id, "document": question.document}
+    rows = [{**base, "item_kind": "chunk", "item_id": chunk.item_id, "doc_id": chunk.doc_id,
+             "start_char": chunk.start_char, "end_char": chunk.end_char, "relevance": relevance[chunk.item_id]}
+            for chunk in question.chunks if relevance.get(chunk.item_id) is not None]
+    for answer in question.answers:
+        correct, grounded = answers.get(answer.item_id, (None, None))
+        if correct is not None or grounded is not None:
+            rows.append({**base, "item_kind": "answer", "item_id": answer.item_id, "run_id": answer.run_id,
+                         "correct": correct, "grounded": grounded})
+    return rows
