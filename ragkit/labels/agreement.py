@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -87,7 +88,10 @@ def resampled_kappas(human: np.ndarray, judge: np.ndarray, unit_of_item: np.ndar
     return np.where(np.isfinite(values) & (total > 0), values, np.nan)
 
 
-def alpha(ratings: np.ndarray, categories: list, level: str) -> float:
+Level = Literal["nominal", "ordinal"]
+
+
+def alpha(ratings: np.ndarray, categories: list, level: Level) -> float:
     """Krippendorff's alpha by the krippendorff package over a coders x items matrix (NaN: no rating)."""
     import krippendorff
 
@@ -117,7 +121,7 @@ def _percentile(values: np.ndarray) -> tuple[float, float]:
     return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
 
 
-def measure(decision: str, items: pd.DataFrame, names: list[str], level: str = "ordinal",
+def measure(decision: str, items: pd.DataFrame, names: list[str], level: Level = "ordinal",
             ratings: np.ndarray | None = None, human_ratings: np.ndarray | None = None,
             resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Agreement:
     """Agreement of one decision. ``items``: one row per item with ``unit`` (source document),

@@ -35,8 +35,7 @@ def human_consensus(labels: pd.DataFrame, field: str) -> pd.DataFrame:
     rows = labels[(labels["source"] == HUMAN) & labels[field].notna()]
     if rows.empty:
         return pd.DataFrame(columns=["question_id", "item_id", field, "annotators"])
-    values = rows[field].astype("float64") if field != "grounded" else rows[field].astype("float64")
-    grouped = rows.assign(value=values).groupby(["question_id", "item_id"], sort=True)["value"]
+    grouped = rows.assign(value=rows[field].astype("float64")).groupby(["question_id", "item_id"], sort=True)["value"]
     return pd.DataFrame({field: grouped.agg(low_median), "annotators": grouped.size()}).reset_index()
 
 

@@ -106,8 +106,8 @@ def answer_agreements(labels: pd.DataFrame, scores: pd.DataFrame, resamples: int
             continue
         names = list(CORRECT_NAMES) if field == "correct" else list(GROUNDED_NAMES)
         ratings, human_ratings = _ratings(answers, items, field, items["judge_class"].to_numpy())
-        level = "ordinal" if field == "correct" else "nominal"
-        found.append(measure(f"{metric} vs {field}", items, names, level, ratings, human_ratings, resamples, seed))
+        found.append(measure(f"{metric} vs {field}", items, names, "ordinal" if field == "correct" else "nominal",
+                             ratings, human_ratings, resamples, seed))
     return found
 
 
@@ -120,10 +120,10 @@ def pool_metrics(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "combin
     rows = []
     for question in pool.questions:
         for run in pool.runs:
-            found = [lookup.get((question.question_id, chunk.item_id)) for chunk in question.chunks
-                     if run in chunk.runs]
-            if not found or any(item is None for item in found):
-                continue
+            keys = [(question.question_id, chunk.item_id) for chunk in question.chunks if run in chunk.runs]
+            if not keys or any(key not in lookup for key in keys):
+                continue  # a chunk of the run's top k without a grade: no value for this run and question
+            found = [lookup[key] for key in keys]
             sources = sorted({source for _, source in found})
             rows.append({"run_id": run, "question_id": question.question_id, "document": question.document,
                          "metric": f"{POOL_METRIC}@{pool.k}",

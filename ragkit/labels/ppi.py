@@ -97,8 +97,8 @@ def prediction_powered_means(judge_all: np.ndarray, judge_labelled: np.ndarray, 
     judge_ci = _normal_ci(judge_mean, judge_all.var(ddof=1) / big_n if big_n > 1 else np.nan, level)
     human_mean = human.mean() if n else np.nan
     human_ci = _normal_ci(human_mean, human.var(ddof=1) / n if n > 1 else np.nan, level)
-    rows = [MeanEstimate("judge only", float(judge_mean), *map(float, judge_ci), n, big_n),
-            MeanEstimate("human only", float(human_mean), *map(float, human_ci), n, big_n)]
+    rows = [MeanEstimate("judge only", float(judge_mean), float(judge_ci[0]), float(judge_ci[1]), n, big_n),
+            MeanEstimate("human only", float(human_mean), float(human_ci[0]), float(human_ci[1]), n, big_n)]
     if n < 2 or big_n < 2:
         return rows + [MeanEstimate(name, np.nan, np.nan, np.nan, n, big_n) for name in ("PPI", "PPI++")]
     for name, lam in (("PPI", 1.0), ("PPI++", float(tuned_lambda(judge_all, judge_labelled, human)))):

@@ -175,7 +175,7 @@ def conform(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _missing(value: object) -> bool:
     try:
-        return bool(pd.isna(value))  # type: ignore[arg-type]
+        return bool(pd.isna(value))
     except (TypeError, ValueError):  # a list or array: not a missing scalar
         return False
 

@@ -37,9 +37,9 @@ def make_results(folder: Path, scores: pd.DataFrame | None = None) -> ResultStor
     store = ResultStore(folder)
     store.write_questions("set1", pd.DataFrame([{"question_id": q, "text": text, "document": doc}
                                                 for q, (text, doc) in QUESTIONS.items()]))
-    for run in RANKED:
-        store.write_run(run, {"run_id": run, "corpus": "tiny", "chunker": "token", "embedder": None, "retriever": "bm25",
-                              "top_k": 4, "chunker.chunk_size": 64 * (1 + list(RANKED).index(run))})
+    for number, run in enumerate(RANKED, start=1):
+        store.write_run(run, {"run_id": run, "corpus": "tiny", "chunker": "token", "embedder": None,
+                              "retriever": "bm25", "top_k": 4, "chunker.chunk_size": 64 * number})
         answers = pd.DataFrame([{"run_id": r, "question_id": q, "answer": text, "valid": True}
                                 for (r, q), text in ANSWERS.items() if r == run])
         tables = {"retrievals": retrieval_rows(run), "answers": answers}

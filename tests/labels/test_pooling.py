@@ -49,7 +49,7 @@ def test_pool_has_each_runs_answer_and_a_stable_seeded_order(tmp_path):
 
 @pytest.mark.unit
 def test_pool_of_an_unknown_run_names_the_valid_ones(tmp_path):
-    with pytest.raises(ConfigError, match="r9.*Valid runs: r1, r2, r3"):
+    with pytest.raises(ConfigError, match=r"r9.*Valid runs: r1, r2, r3"):
         _pool(tmp_path, runs=("r1", "r9"))
 
 

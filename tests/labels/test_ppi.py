@@ -28,7 +28,7 @@ def test_ppi_and_ppi_plus_plus_cover_the_true_mean_and_beat_human_only(noise):
     judge_all, judge_labelled, human = simulate(seed=int(noise * 10), noise=noise)
     human_width = 2 * 1.959964 * human.std(axis=1, ddof=1) / np.sqrt(N_LABELLED)
     for lam in (np.ones(REPS), tuned_lambda(judge_all, judge_labelled, human)):
-        mean, low, high = ppi_interval(judge_all, judge_labelled, human, lam)
+        _, low, high = ppi_interval(judge_all, judge_labelled, human, lam)
         coverage = np.mean((low <= TRUE_MEAN) & (TRUE_MEAN <= high))
         assert 0.93 <= coverage <= 0.97, coverage
         assert np.mean(high - low) < np.mean(human_width)
