@@ -129,7 +129,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{args.format} written to {args.out}")
+        what = "labels" if args.format == "csv" else f"{args.grades} grades, {args.level} level"
+        print(f"{args.format} ({what}) written to {args.out}")
     else:
         print(text, end="")
     return 0

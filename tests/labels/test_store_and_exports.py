@@ -129,3 +129,18 @@ def test_graded_spans_go_into_a_jsonl_set_that_still_reads_and_keeps_other_keys(
     assert after.questions[0].content_key() != before.questions[0].content_key()
     with pytest.raises(ConfigError, match="is the question set itself"):
         add_graded_spans(source, source, pool, store.current())
+
+
+@pytest.mark.unit
+def test_plain_jsonl_reads_graded_spans_and_names_a_bad_one(tmp_path):
+    row = {"id": "a", "question": "What do bats host?", "relevant_doc_ids": ["d1"],
+           "graded_spans": [{"doc_id": "d1", "start": 0, "end": 29, "grade": 2, "source": "judge"}]}
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (question,) = load_question_set(good, format="jsonl").questions
+    assert [(s.doc_id, s.start, s.end, s.grade, s.source) for s in question.graded_spans] == [("d1", 0, 29, 2, "judge")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**row, "graded_spans": [{"doc_id": "d1", "start": 0, "end": 29, "grade": 3}]}) + "\n",
+                   encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad.jsonl, line 1: graded_spans.0.grade"):
+        load_question_set(bad, format="jsonl")
