@@ -87,3 +87,25 @@ def test_the_report_has_a_labels_section_only_when_labels_exist(folder):
     assert row["bias"] == pytest.approx((0.9 + 0.1 + 0.8 + 0.7) / 4 - 0.5)
     assert {r["estimator"] for r in payload["labels"]["prediction_powered"]} == {"judge only", "human only", "PPI",
                                                                                   "PPI++"}
+
+
+@pytest.mark.unit
+def test_labels_judge_grades_every_chunk_once_then_has_nothing_to_do(folder, capsys, monkeypatch):
+    from ragkit.llms import base
+    from ragkit.registry import ComponentSpec
+    from tests.factories import scripted_llm_class
+
+    backend = scripted_llm_class()([json.dumps({"grade": 2})])
+    monkeypatch.setattr(base.llms, "build", lambda spec: backend)
+    monkeypatch.setattr("ragkit.llms.defaults.resolve_default_backend", lambda: ComponentSpec(type="local"))
+    results = str(folder / "results")
+    assert main(["labels", "pool", results, "--k", "2", "--corpus", str(folder / "dataset")]) == 0
+    chunks = int(capsys.readouterr().out.split(" chunks")[0].rsplit(" ", 1)[1])
+    assert main(["labels", "judge", results]) == 0
+    out = capsys.readouterr().out
+    assert f"judged {chunks} chunk(s)" in out and "0 invalid replies" in out and len(backend.requests) == chunks
+    assert main(["labels", "judge", results]) == 0
+    assert "nothing to judge" in capsys.readouterr().out and len(backend.requests) == chunks
+    assert main(["labels", "export", results, "--grades", "judge", "--level", "span"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == chunks and all(line.endswith(" 1") for line in lines)  # judge 2 -> partly (1)
