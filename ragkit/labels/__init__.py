@@ -2,6 +2,7 @@
 against people (agreement, prediction-powered means).
 
 - ``pooling``: a question's pool is the union of several runs' top-k chunks, each once, shuffled.
+- ``sources``: a pool's inputs (the results tables, the chunks' text from the corpus).
 - ``store``: labels as an append-only table in the results folder (one file per session).
 - ``sheets``: a pool as a CSV to fill in, and back; ``qrels``: TREC qrels export;
   ``ground_truth``: graded spans into a JSONL question set.
