@@ -160,6 +160,22 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from ragkit.analysis.report import _markdown_table
+    from ragkit.labels.tables import pool_metric_means
+
+    store = _store(args.results)
+    pool = _pool(store, args.pool)
+    table = pool_metric_means(pool, store.current(pool.pool_id), args.grades)
+    if table.empty:
+        print(f"no run of pool {pool.pool_id} has every pooled chunk of a question graded ({args.grades} grades)")
+        return 0
+    print(_markdown_table(table))
+    print(f"\npool_precision@{pool.k}: share of a run's pooled top-{pool.k} chunks graded partly or relevant, over the "
+          "questions whose chunks are all graded; grades: whose grades each question used (questions per source).")
+    return 0
+
+
 def _resamples(text: str) -> int:
     if not text.isdigit() or not 100 <= int(text) <= 100_000:
         raise argparse.ArgumentTypeError(f"resamples must be a number from 100 to 100000, got {text!r}")
@@ -224,6 +240,12 @@ def add_labels_parser(sub) -> None:
     truth.add_argument("--grades", default="human", choices=GRADE_CHOICES)
     truth.add_argument("--pool", help="pool id (default: the newest)")
     truth.set_defaults(func=_cmd_ground_truth)
+
+    metrics = group.add_parser("metrics", help="per run, the pooled precision from the grades, saying whose grades")
+    metrics.add_argument("results")
+    metrics.add_argument("--grades", default="combined", choices=GRADE_CHOICES)
+    metrics.add_argument("--pool", help="pool id (default: the newest)")
+    metrics.set_defaults(func=_cmd_metrics)
 
     agreement = group.add_parser("agreement", help="judges against people: accuracy, kappa/alpha, confusion, bias, "
                                                    "and prediction-powered means")

@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from ragkit.labels.agreement import DEFAULT_RESAMPLES, LEVEL, Agreement
+from ragkit.labels.grades import GradeSource
 from ragkit.labels.judge_vs_human import ANSWER_METRICS, answer_agreements, prediction_powered, relevance_agreement
+from ragkit.labels.pooling import Pool
 from ragkit.labels.store import LabelStore
 
 AGREEMENT_NOTE = (
@@ -97,6 +99,23 @@ def ppi_text_table(tables: LabelTables) -> pd.DataFrame:
         "labelled / all": [f"{a}/{b}" for a, b in zip(ppi["n_labelled"], ppi["n_all"])],
         "lambda": ppi["lam"].map(lambda v: _num(v, 2)),
     })
+
+
+def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "combined") -> pd.DataFrame:
+    """Per run: the mean pool_precision@k over the questions whose pooled chunks are all graded,
+    and whose grades it used (questions graded by people only, by the judge only, or both)."""
+    from ragkit.labels.judge_vs_human import pool_metrics
+
+    per_question = pool_metrics(pool, labels, grades)
+    if per_question.empty:
+        return pd.DataFrame(columns=["run", "metric", "mean", "questions", "grades"])
+    rows = []
+    for (run_id, metric), group in per_question.groupby(["run_id", "metric"], sort=True):
+        mix = group["grades"].value_counts()
+        rows.append({"run": run_id, "metric": metric, "mean": round(float(group["value"].mean()), 3),
+                     "questions": len(group),
+                     "grades": ", ".join(f"{source} {count}" for source, count in sorted(mix.items()))})
+    return pd.DataFrame(rows)
 
 
 def label_sections(tables: LabelTables) -> list[tuple[str, pd.DataFrame, str]]:

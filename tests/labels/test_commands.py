@@ -109,3 +109,30 @@ def test_labels_judge_grades_every_chunk_once_then_has_nothing_to_do(folder, cap
     assert main(["labels", "export", results, "--grades", "judge", "--level", "span"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == chunks and all(line.endswith(" 1") for line in lines)  # judge 2 -> partly (1)
+
+
+@pytest.mark.unit
+def test_labels_metrics_says_whose_grades_each_mean_used(folder, capsys):
+    from ragkit.labels.store import LabelStore
+
+    results = str(folder / "results")
+    assert main(["labels", "pool", results, "--runs", "r1,r2", "--k", "2"]) == 0
+    store = LabelStore(results)
+    pool = store.latest_pool()
+    assert pool is not None
+    rows = []
+    for q in pool.questions:
+        for c in q.chunks:
+            base = {"pool_id": pool.pool_id, "question_id": q.question_id, "document": q.document,
+                    "item_kind": "chunk", "item_id": c.item_id}
+            rows.append({**base, "annotator": "judge:x", "source": "judge", "relevance": 3})
+            if q.question_id == "q1":
+                rows.append({**base, "annotator": "ann", "relevance": 0})
+    store.add(rows)
+    capsys.readouterr()
+    assert main(["labels", "metrics", results]) == 0
+    out = capsys.readouterr().out
+    # q1 graded by a person (all 0), q2 by the judge only (all 3 -> relevant): mean 0.5 over 2 questions
+    assert "| r1 | pool_precision@2 | 0.5 | 2 | human 1, judge 1 |" in out
+    assert main(["labels", "metrics", results, "--grades", "human"]) == 0
+    assert "| r1 | pool_precision@2 | 0.0 | 1 | human 1 |" in capsys.readouterr().out
