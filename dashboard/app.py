@@ -41,6 +41,7 @@ navigation = st.navigation(
         st.Page(PAGES / "5_compare.py", title="Compare", icon=":material/bar_chart:"),
         st.Page(PAGES / "6_drilldown.py", title="Question drill-down", icon=":material/search:"),
         st.Page(PAGES / "7_export.py", title="Export", icon=":material/download:"),
+        st.Page(PAGES / "8_labels.py", title="Label", icon=":material/label:"),
     ]
 )
 navigation.run()

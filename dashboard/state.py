@@ -374,6 +374,24 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
 
 
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _label_tables(folder: str, stamp: Any, labels_stamp: tuple) -> Any:
+    from ragkit.folders import as_location
+    from ragkit.labels.tables import label_tables as tables_of
+
+    return tables_of(as_location(folder))
+
+
+def label_tables(experiment: str) -> Any:
+    """ragkit.labels.tables.label_tables of an experiment, cached per state of its results and labels."""
+    from ragkit.labels.store import SESSIONS_FOLDER, LabelStore
+
+    folder = results_location(experiment)
+    files = LabelStore(folder).files
+    labels_stamp = tuple((entry.stem, entry.tag) for entry in files.list(SESSIONS_FOLDER, ".parquet"))
+    return _stop_on_storage_error(folder, lambda: _label_tables(str(folder), _results_stamp(folder), labels_stamp))
+
+
 def dataset_of(out_dir: str | Path) -> str | None:
     """The dataset path of the job that wrote ``out_dir``, when a dashboard job did (dashboard
     jobs write local folders only)."""

@@ -316,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ragkit.cli_decide import register as register_decision_commands
 
     register_decision_commands(sub)  # best, failures, compare
+
+    from ragkit.labels.commands import add_labels_parser
+
+    add_labels_parser(sub)
     return parser
 
 

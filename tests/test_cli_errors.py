@@ -165,6 +165,15 @@ CASES = [
     ("dashboard: port out of range", ["dashboard", "--port", "99999"], USAGE, ["'99999'"]),
     ("dashboard: remote without flag", ["dashboard", "--host", "0.0.0.0"], 2,
      ["--host 0.0.0.0", "--allow-remote", "127.0.0.1"]),
+    ("labels: missing folder", ["labels", "pool", "{d}/nowhere"], 2, ["no results folder at", "nowhere"]),
+    ("labels: unknown run", ["labels", "pool", "{results}", "--runs", "nosuchrun"], 2, ["nosuchrun", "Valid runs"]),
+    ("labels: k 0", ["labels", "pool", "{results}", "--k", "0"], 2, ["--k 0", "greater than or equal to 1"]),
+    ("labels: no pool yet", ["labels", "sheet", "{results}", "--out", "{d}/sheet.csv"], 2,
+     ["no pool in", "ragkit labels pool"]),
+    ("labels: unknown grades", ["labels", "export", "{results}", "--grades", "mine"], USAGE,
+     ["'human', 'judge', 'combined'"]),
+    ("labels: resamples 5", ["labels", "agreement", "{results}", "--resamples", "5"], USAGE,
+     ["resamples must be a number from 100 to 100000"]),
     ("ragkit: unknown command", ["serve"], USAGE, ["'ingest', 'corpus', 'run', 'summary'"]),
 ]
 

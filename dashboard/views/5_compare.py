@@ -4,7 +4,8 @@ curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs (w
 more than PAIRS_SHOWN_UNASKED, only when asked), LLM calls and tokens (pipeline and evaluation
 apart), each judge's share of invalid replies, the recommendation (`ragkit best`) and why
 questions fail (`ragkit failures`); a warning when the selected runs used different question sets,
-corpora or evaluation models. Every number comes from ragkit.analysis
+corpora or evaluation models; judges against people when the folder has labels (agreement,
+confusion, prediction-powered means; ragkit.labels.tables). Every number comes from ragkit.analysis
 (through state.view), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
@@ -198,3 +199,20 @@ if not evaluated.empty:
     st.caption("What scoring the answers cost, apart from what serving them cost: eval:<metric> stages are the "
                "evaluation's LLM calls (ragas' judges), eval its other work (embeddings, string metrics). Not part of "
                "the latency or tokens above.")
+
+labelled = state.label_tables(experiment)
+if not labelled.empty:
+    from ragkit.labels.tables import AGREEMENT_NOTE, PPI_NOTE, agreement_table, ppi_text_table
+
+    st.subheader("Judges against people")
+    if labelled.agreements:
+        st.dataframe(agreement_table(labelled), hide_index=True, key="agreement_table")
+        st.caption(AGREEMENT_NOTE.format(resamples=labelled.resamples))
+        for number, agreement in enumerate(labelled.agreements):
+            with st.expander(f"Confusion: {agreement.decision}"):
+                st.dataframe(agreement.confusion, key=f"confusion_{number}")
+    else:
+        st.caption("No item has both a person's label and a judge's value yet (Label page, `ragkit labels`).")
+    if not labelled.ppi.empty:
+        st.dataframe(ppi_text_table(labelled), hide_index=True, key="ppi_table")
+        st.caption(PPI_NOTE)

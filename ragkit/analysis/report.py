@@ -50,6 +50,9 @@ class Report:
     runs: pd.DataFrame
     latency_ms: pd.Series = field(default_factory=lambda: pd.Series(dtype="float64"))
     depth_rule: str = "common"
+    # Judges against people (ragkit.labels.tables), when the folder has labels: (title, table, note)
+    labels: list[tuple[str, pd.DataFrame, str]] = field(default_factory=list)
+    labels_json: dict = field(default_factory=dict)
 
     @property
     def factor_rows(self) -> pd.DataFrame:
@@ -212,7 +215,7 @@ def _sections(report: Report) -> list[tuple[str, pd.DataFrame, str]]:
     pairs = report.pair_rows
     if not pairs.empty:
         sections.append(("Single-factor pairs", pair_table(pairs, report.runs), notes["pairs"]))
-    return sections
+    return sections + report.labels
 
 
 def _markdown_table(table: pd.DataFrame) -> str:
@@ -268,7 +271,23 @@ def to_json(report: Report) -> str:
         "configurations": _records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]), on="run_id",
                                                       how="left")),
     }
+    if report.labels_json:
+        payload["labels"] = report.labels_json
     return json.dumps(payload, indent=1) + "\n"
+
+
+def _add_labels(report: Report, results_dir: str | Path) -> None:
+    """The judges-against-people sections, when the folder has labels (ragkit.labels)."""
+    from ragkit.labels.tables import label_sections, label_tables
+
+    tables = label_tables(results_dir)
+    if tables.empty:
+        return
+    report.labels = label_sections(tables)
+    report.labels_json = {"agreement": [agreement.as_row() for agreement in tables.agreements],
+                          "confusion": {agreement.decision: agreement.confusion.to_dict() for agreement in
+                                        tables.agreements},
+                          "prediction_powered": _records(tables.ppi) if not tables.ppi.empty else []}
 
 
 def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] | None = None, detail: bool = True,
@@ -283,4 +302,5 @@ def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] |
                         comparisons=compare(results, []), means=metric_means(results.scores, []), runs=results.runs)
     else:
         report = build_report(results, metrics, detail, depth_rule, title)
+        _add_labels(report, results_dir)
     return {"md": to_markdown, "html": to_html, "json": to_json}[fmt](report)

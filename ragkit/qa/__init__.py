@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ragkit.qa.beir import load_beir
 from ragkit.qa.corpus import load_dataset_corpus
-from ragkit.qa.model import AnswerSpan, Question, QuestionSet, Turn
+from ragkit.qa.model import AnswerSpan, GradedSpan, Question, QuestionSet, Turn
 from ragkit.qa.plain import load_csv, load_plain_jsonl
 from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets
 from ragkit.qa.spans import find_answer, resolve_answer_spans, validate_against_corpus
@@ -43,6 +43,7 @@ from ragkit.registry import ConfigError
 __all__ = [
     "FORMATS",
     "AnswerSpan",
+    "GradedSpan",
     "Question",
     "QuestionSet",
     "Turn",

@@ -40,6 +40,28 @@ class AnswerSpan(BaseModel):
         return self
 
 
+class GradedSpan(BaseModel):
+    """A span judged for a question with a relevance grade (ragkit.labels): graded ground truth.
+
+    ``grade`` is on the person's scale, 0 not relevant, 1 partly, 2 relevant (the LLM judge's
+    0-3 grades are mapped onto it); ``source`` says whose grade it is. Optional: a question set
+    without labels has none, and ``spans`` / ``relevant_docs`` stay the ground truth metrics read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    doc_id: str = Field(min_length=1)
+    start: int = Field(ge=0)
+    end: int
+    grade: int = Field(ge=0, le=2, description="0 not relevant, 1 partly, 2 relevant.")
+    source: Literal["human", "judge"] = "human"
+
+    @model_validator(mode="after")
+    def _check_order(self) -> GradedSpan:
+        if self.end <= self.start:
+            raise ValueError(f"graded span end must be > start, got start={self.start}, end={self.end}")
+        return self
+
+
 Route = Literal["documents", "conversational", "web"]
 
 
@@ -85,6 +107,9 @@ class Question(BaseModel):
     )
     answerable: bool = Field(
         default=True, description="False: the documents cannot answer it, and abstaining is the right answer."
+    )
+    graded_spans: list[GradedSpan] = Field(
+        default_factory=list, description="Pooled spans with a relevance grade (labels from ragkit.labels)."
     )
 
     @model_validator(mode="before")
@@ -181,8 +206,8 @@ class Question(BaseModel):
         return None
 
 
-# Added with follow-up questions and routing; see Question.key_dump.
-ADDED_FIELDS = ("history", "expected_route", "answerable")
+# Added with follow-up questions and routing, then graded labels; see Question.key_dump.
+ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans")
 
 
 @functools.cache

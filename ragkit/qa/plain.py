@@ -17,7 +17,9 @@ Follow-ups and routing (all optional): ``history``, the conversation before the 
 JSONL a list of ``{role, content}`` objects or of strings alternating user / assistant, starting
 with the user; in CSV the same as a JSON string); ``expected_route`` (documents, conversational or
 web), scored as routing accuracy; ``answerable`` (default true; false for a question the
-documents cannot answer, which then needs no relevant documents or answer).
+documents cannot answer, which then needs no relevant documents or answer); ``graded_spans`` (JSONL
+only), graded ground truth from labelling (``ragkit labels ground-truth``): a list of
+``{doc_id, start, end, grade (0-2), source (human | judge)}``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class _PlainRow(RowModel):
     history: list[dict[str, Any] | str] | str | None = None
     expected_route: str | None = None
     answerable: bool | None = None
+    graded_spans: list[dict[str, Any]] | None = None
 
 
 def load_plain_jsonl(path: Path) -> list[Question]:
@@ -98,6 +101,8 @@ def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) ->
             fields["expected_route"] = row.expected_route
         if row.answerable is not None:
             fields["answerable"] = row.answerable
+        if row.graded_spans:
+            fields["graded_spans"] = row.graded_spans
         questions.append(parse_row(Question, fields, where))
     return questions
 

@@ -39,6 +39,7 @@ class _SquadRow(RowModel):
     doc_id: str
     answer_start: int
     answer_end: int | None = None
+    graded_spans: list[dict[str, Any]] | None = None
 
 
 class _SquadAnswer(RowModel):
@@ -66,6 +67,8 @@ def load_squad_jsonl(path: Path) -> list[Question]:
             "spans": [{"doc_id": row.doc_id, "start": row.answer_start, "end": end, "group": 0}],
             "answers": [row.answer],
         }
+        if row.graded_spans:
+            fields["graded_spans"] = row.graded_spans
         questions.append(parse_row(Question, fields, where))
     return questions
 

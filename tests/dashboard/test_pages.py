@@ -318,7 +318,7 @@ def test_navigation_reaches_every_page(with_results):
         assert_ok(app)
         titles.append(app.title[0].value)
     assert titles == ["Corpora", "Question sets", "New experiment", "Runs", "Compare runs",
-                      "Question drill-down", "Export"]
+                      "Question drill-down", "Export", "Label"]
 
 
 def test_params_form_covers_every_field_kind():

@@ -1,0 +1,133 @@
+"""The labels' tables as the report, the CLI and the Compare page show them (one place for all).
+
+``label_sections(root, scores)`` is empty when the folder has no labels, so a report of a
+folder without labels is unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ragkit.labels.agreement import DEFAULT_RESAMPLES, LEVEL, Agreement
+from ragkit.labels.grades import GradeSource
+from ragkit.labels.judge_vs_human import ANSWER_METRICS, answer_agreements, prediction_powered, relevance_agreement
+from ragkit.labels.pooling import Pool
+from ragkit.labels.store import LabelStore
+
+AGREEMENT_NOTE = (
+    "Judge against people on the items both labelled. kappa: Cohen's (scikit-learn, unweighted) of the judge "
+    "against the people's low-median label; alpha: Krippendorff's (krippendorff package) over every person and the "
+    "judge, shown when several people labelled, with the people's own alpha as the ceiling. CIs: 95% percentile, "
+    "cluster bootstrap over the questions' source documents ({resamples} resamples; 'used': those where kappa is "
+    "defined). bias: judge mean - human mean on the label's scale (relevance 0-2; answers 0-1). Relevance judge "
+    "grades 0-3 map to 0 0 1 2; an answer metric's value is grounded at >= 0.5 and correct/partly/wrong as the "
+    "nearest of 1/0.5/0.")
+PPI_NOTE = (
+    "Means on the people's scale: judge only (the judge's own mean, biased by its bias), human only (the labelled "
+    "questions), PPI (judge mean on all questions + mean of human - judge on the labelled ones) and PPI++ (lambda "
+    "tuned to minimise the variance, clipped to [0, 1]); 95% normal CIs, questions treated as independent, the "
+    "labelled questions assumed a random subset. pool_precision@k: share of a run's pooled top-k chunks graded "
+    "partly or relevant, judge grades vs people's.")
+
+
+@dataclass
+class LabelTables:
+    agreements: list[Agreement] = field(default_factory=list)
+    ppi: pd.DataFrame = field(default_factory=pd.DataFrame)
+    labels: int = 0
+    resamples: int = DEFAULT_RESAMPLES
+
+    @property
+    def empty(self) -> bool:
+        return self.labels == 0
+
+
+def label_tables(root: str | Path, scores: pd.DataFrame | None = None, resamples: int = DEFAULT_RESAMPLES,
+                 seed: int = 0) -> LabelTables:
+    """Agreement and PPI tables of a results folder's labels; ``scores`` (default: read, the LLM-scored
+    answer metrics only) are where the answer metrics' judge values come from."""
+    store = LabelStore(root)
+    labels = store.current()
+    if labels.empty:
+        return LabelTables()
+    if scores is None:
+        from ragkit.results import ResultStore
+
+        scores = ResultStore(store.root).read("scores", metrics=list(ANSWER_METRICS))
+    agreements = []
+    relevance = relevance_agreement(labels, resamples, seed)
+    if relevance is not None:
+        agreements.append(relevance)
+    agreements += answer_agreements(labels, scores, resamples, seed)
+    pool = store.latest_pool()
+    ppi = prediction_powered(labels, scores, pool)
+    return LabelTables(agreements, ppi, len(labels), resamples)
+
+
+def _num(value: float, digits: int = 3, signed: bool = False) -> str:
+    if pd.isna(value):
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _ci(low: float, high: float, signed: bool = False) -> str:
+    return "-" if pd.isna(low) or pd.isna(high) else f"[{_num(low, signed=signed)}, {_num(high, signed=signed)}]"
+
+
+def agreement_table(tables: LabelTables) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "decision": a.decision, "items / documents": f"{a.n_items} / {a.n_units}", "people": a.annotators,
+        "accuracy": _num(a.accuracy), "kappa [95% CI]": f"{_num(a.kappa)} {_ci(*a.kappa_ci)}",
+        "alpha [95% CI]": f"{_num(a.alpha)} {_ci(*a.alpha_ci)}" if a.annotators > 1 else "-",
+        "people's alpha": _num(a.human_alpha) if a.annotators > 1 else "-",
+        "bias [95% CI]": f"{_num(a.bias, signed=True)} {_ci(*a.bias_ci, signed=True)}",
+        "resamples used": f"{a.resamples_used}/{a.resamples}",
+    } for a in tables.agreements])
+
+
+def ppi_text_table(tables: LabelTables) -> pd.DataFrame:
+    ppi = tables.ppi
+    if ppi.empty:
+        return ppi
+    return pd.DataFrame({
+        "run": ppi["run_id"], "metric": ppi["metric"], "people's label": ppi["label"], "estimator": ppi["estimator"],
+        f"mean [{int(LEVEL * 100)}% CI]": [f"{_num(m)} {_ci(lo, hi)}" for m, lo, hi in
+                                           zip(ppi["mean"], ppi["ci_low"], ppi["ci_high"])],
+        "labelled / all": [f"{a}/{b}" for a, b in zip(ppi["n_labelled"], ppi["n_all"])],
+        "lambda": ppi["lam"].map(lambda v: _num(v, 2)),
+    })
+
+
+def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "combined") -> pd.DataFrame:
+    """Per run: the mean pool_precision@k over the questions whose pooled chunks are all graded,
+    and whose grades it used (questions graded by people only, by the judge only, or both)."""
+    from ragkit.labels.judge_vs_human import pool_metrics
+
+    per_question = pool_metrics(pool, labels, grades)
+    if per_question.empty:
+        return pd.DataFrame(columns=["run", "metric", "mean", "questions", "grades"])
+    rows = []
+    for (run_id, metric), group in per_question.groupby(["run_id", "metric"], sort=True):
+        mix = group["grades"].value_counts()
+        rows.append({"run": run_id, "metric": metric, "mean": round(float(group["value"].mean()), 3),
+                     "questions": len(group),
+                     "grades": ", ".join(f"{source} {count}" for source, count in sorted(mix.items()))})
+    return pd.DataFrame(rows)
+
+
+def label_sections(tables: LabelTables) -> list[tuple[str, pd.DataFrame, str]]:
+    """(title, table, note) for the report; none without labels."""
+    if tables.empty:
+        return []
+    sections = [("Judges against people", agreement_table(tables),
+                 AGREEMENT_NOTE.format(resamples=tables.resamples) if tables.agreements
+                 else "No item has both a person's label and a judge's value yet.")]
+    for agreement in tables.agreements:
+        sections.append((f"Confusion: {agreement.decision}", agreement.confusion.reset_index(names="").astype(str),
+                         "Rows: the people's label; columns: the judge's."))
+    if not tables.ppi.empty:
+        sections.append(("Prediction-powered means", ppi_text_table(tables), PPI_NOTE))
+    return sections
