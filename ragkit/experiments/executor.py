@@ -38,6 +38,7 @@ from ragkit.corpus.summary import corpus_summary
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
+from ragkit.experiments.throughput import record_throughput
 from ragkit.experiments.plan import (
     EVALUATION,
     TRANSFORMS,
@@ -360,6 +361,7 @@ class LocalExecutor:
                 )
                 timings["embed"] = time.perf_counter() - started
             report.chunks_embedded += embedded
+            record_throughput(self.data_dir, "embedders", embedder_key, step.embedder.type, embedded, timings["embed"])
         started = time.perf_counter()
 
         def record_build() -> None:
@@ -387,9 +389,18 @@ class LocalExecutor:
         """Run what the results folder lacks. The folder is locked for the whole run: a second
         writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
         with self.store.writer_lock():
-            report = self._execute(plan, progress)
+            try:
+                report = self._execute(plan, progress)
+            finally:  # a run stopped midway measured its calls all the same
+                self._record_llm_throughput()
             self._merge(report)
             return report
+
+    def _record_llm_throughput(self) -> None:
+        for key, client in self._llm_clients.items():
+            calls, seconds = client.take_backend_time()
+            label = f"{client.backend.name}:{client.backend.model_name}"
+            record_throughput(self.data_dir, "llms", key, label, calls, seconds)
 
     def _merge(self, report: ExecutionReport) -> None:
         """Write the folder's merged read copies (ragkit.merged): one file per table for readers of
