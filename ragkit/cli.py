@@ -95,8 +95,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 bar.set_postfix_str(f"{embedded} chunks embedded")
 
         try:
-            report = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address,
-                                   args.num_cpus).execute(plan, progress)
+            executor = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address, args.num_cpus)
+            if config.search is not None:  # trials are ordinary runs of the grid (ragkit.experiments.search_run)
+                from ragkit.experiments.search_run import format_search, run_search
+
+                print(format_search(run_search(config, plan, executor, ResultStore(out_dir), progress), plan,
+                                    config.search))
+                _print_summary(ResultStore(out_dir))
+                return 0
+            report = executor.execute(plan, progress)
         except Exception as error:
             if status:
                 status.finish(f"{type(error).__name__}: {error}")

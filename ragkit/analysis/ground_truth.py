@@ -57,7 +57,11 @@ def answer_segments(text: str, start: int, end: int, spans: list[tuple[int, int]
         if a > cursor:
             pieces.append(Segment(text[cursor:a], False))
         if b > max(a, cursor):
-            pieces.append(Segment(text[max(a, cursor):b], True))
+            piece = text[max(a, cursor):b]
+            if pieces and pieces[-1].answer and a <= cursor:  # overlapping spans: one mark
+                pieces[-1] = Segment(pieces[-1].text + piece, True)
+            else:
+                pieces.append(Segment(piece, True))
         cursor = max(cursor, b)
     if cursor < len(text):
         pieces.append(Segment(text[cursor:], False))

@@ -26,8 +26,8 @@ def _rows(*chunks: tuple[str, int, int]) -> pd.DataFrame:
 
 def test_each_chunk_marked_by_document_and_by_span_with_the_span_cut_out() -> None:
     documents = {"a": make_document("a", TEXT_A), "b": make_document("b", TEXT_B), "c": make_document("c", TEXT_B)}
-    # The answer "reduce spread" is A[6:19]; doc c is judged with grade 0 (not relevant).
-    question = Question(id="q", text="what do masks do?", relevant_docs={"a": 1.0, "c": 0.0},
+    # The answer "reduce spread" is A[6:19]; docs b and c are not relevant.
+    question = Question(id="q", text="what do masks do?", relevant_docs={"a": 1.0},
                         spans=[AnswerSpan(doc_id="a", start=6, end=19)])
     rows = _rows(("a", 0, 12), ("a", 19, 44), ("b", 0, 10), ("c", 0, 10), ("a", 10, 30))
     marked = mark_retrievals(rows, question, documents)
@@ -37,7 +37,7 @@ def test_each_chunk_marked_by_document_and_by_span_with_the_span_cut_out() -> No
     assert [(m.relevant_doc, m.relevant_span) for m in marked] == [
         (True, True), (True, False), (False, False), (False, False), (True, True)]
     assert marked[0].segments == (Segment("Masks ", False), Segment("reduce", True))
-    assert marked[4].segments == (Segment("ce spread", True), Segment(". <b>Wash<", False))
+    assert marked[4].segments == (Segment("ce spread", True), Segment(". <b>Wash</", False))
     assert all(not part.answer for part in marked[1].segments)
     assert marked[1].text == TEXT_A[19:44]
 
@@ -48,7 +48,7 @@ def test_overlapping_spans_are_marked_once_and_a_missing_document_still_scores()
                         spans=[AnswerSpan(doc_id="a", start=0, end=12), AnswerSpan(doc_id="a", start=6, end=19),
                                AnswerSpan(doc_id="z", start=0, end=5)])
     marked = mark_retrievals(_rows(("a", 0, 20), ("z", 2, 9)), question, documents)
-    assert marked[0].segments == (Segment("Masks reduce spread", True), Segment(" ", False))
+    assert marked[0].segments == (Segment("Masks reduce spread", True), Segment(".", False))
     # Document z is not in the corpus at hand: no text, but relevance is still known.
     assert marked[1].segments == () and marked[1].relevant_doc and marked[1].relevant_span
 
