@@ -184,7 +184,7 @@ def _tpe(config: SearchConfig, factors: list[dict[str, str]], ledger: _Ledger, s
     choices = {name: sorted({f.get(name, "-") for f in factors}) for name in names}
     distributions = {name: optuna.distributions.CategoricalDistribution(values)
                      for name, values in choices.items() if len(values) > 1}
-    sampler = optuna.samplers.TPESampler(seed=config.seed, constraints_func=lambda t: t.user_attrs["violation"])
+    sampler = optuna.samplers.TPESampler(seed=config.seed)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     # Proposals can repeat (a categorical space is small): stop once every candidate has been
     # seen, or after many proposals in a row brought nothing new.
@@ -198,7 +198,7 @@ def _tpe(config: SearchConfig, factors: list[dict[str, str]], ledger: _Ledger, s
             break
         stale = stale + 1 if candidate in ledger.asked else 0
         done = ledger.run(candidate, ledger.n)
-        trial.set_user_attr("violation", [0.0 if done.feasible else 1.0])
+        trial.set_constraint("constraints", 0.0 if done.feasible else 1.0)  # <= 0: feasible
         study.tell(trial, sign * done.value if not math.isnan(done.value) else -1e12)
 
 

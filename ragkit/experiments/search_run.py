@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,17 @@ def run_means(store: ResultStore, run_id: str, question_ids: list[str], metrics:
     return means
 
 
+def check_objective_depth(metric: str, runs: list[RunStep]) -> None:
+    """A metric at cut-off k is scored only by runs whose final context reaches k: every candidate
+    must score the objective, or the search would compare a value with a gap."""
+    match = re.search(r"@(\d+)$", metric)
+    shallow = min(runs, key=lambda run: run.depth)
+    if match and int(match.group(1)) > shallow.depth:
+        raise ConfigError(f"search.objective.metric: '{metric}' is not scored by runs whose final context holds "
+                          f"{shallow.depth} chunk(s) (top_k {shallow.point.top_k}); use a cut-off of at most "
+                          f"{shallow.depth}, or leave the smaller top_k out of the grid")
+
+
 def _known(state_path: Path, config: SearchConfig, run_ids: list[str]) -> dict[tuple[int, int], tuple[float, bool]]:
     """Values of trials done by an earlier start of the same search (same settings, same grid)."""
     try:
@@ -95,6 +107,7 @@ def run_search(config: ExperimentConfig, plan: Plan, executor: LocalExecutor, st
     if settings is None:
         raise ConfigError("the experiment has no search: block")
     runs = list(plan.runs)
+    check_objective_depth(settings.objective.metric, runs)
     run_ids = [run.run_id for run in runs]
     factors = [point_factors(run.point) for run in runs]
     order = question_order(plan.questions, settings.seed)
