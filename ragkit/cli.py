@@ -321,6 +321,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
 
+    from ragkit.pipeline_export import add_parser as add_export_pipeline
+
+    add_export_pipeline(sub)
+
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")

@@ -312,6 +312,12 @@ class LocalExecutor:
             clients=tuple({id(c): c for c in clients.values()}.values()),
         )
 
+    def serving_pipeline(self, plan: Plan, run: RunStep) -> Pipeline:
+        """The run's pipeline, its chunk set and index built or read from the cache, to answer
+        questions outside an experiment (``ragkit export-pipeline``'s module); no results written."""
+        step = next(s for s in plan.index_steps if s.index_id == run.index_id)
+        return self._pipeline(plan, run, self._index(plan, step, ExecutionReport(), lambda event, n: None))
+
     def _switchable(self, point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
         """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
         for the strategy judge and the quality gate's switch map to choose from."""
