@@ -2,7 +2,7 @@
 reached at 25% of the grid's cost.
 
     python benchmarks/bench_search.py covidqa   # the COVID-QA chunk-size grid (needs /work/shared/datasets/covidqa)
-    python benchmarks/bench_search.py scifact   # SciFact, bm25/dense/hybrid x contextualize x top_k (minutes of embedding)
+    python benchmarks/bench_search.py scifact   # SciFact: bm25/dense/hybrid x contextualize x top_k (slow)
     python benchmarks/bench_search.py tiny      # the bundled sample, a tiny bm25 chunk-size grid (seconds)
 
 Options: --seeds 5, --fraction 0.25, --out FOLDER (results; default a folder under the data dir),
@@ -78,7 +78,6 @@ def load_grid(name: str, dataset: str | None):
 
 def score_table(out: Path, metric: str):
     """run id x question id -> the metric (failed questions: NaN, left out of means)."""
-    import pandas as pd
 
     from ragkit.results import ResultStore
 
@@ -122,7 +121,7 @@ def main() -> int:
     print("| strategy | seed | trials | cost (runs) | best found | share of grid best |")
     print("|---|---|---|---|---|---|")
     shares: dict[str, list[float]] = {s: [] for s in STRATEGIES}
-    found: dict[str, int] = {s: 0 for s in STRATEGIES}
+    found: dict[str, int] = dict.fromkeys(STRATEGIES, 0)
     for strategy in STRATEGIES:
         for seed in range(args.seeds if strategy != "grid" else 1):
             order = question_order(plan.questions, seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -69,7 +70,7 @@ def answer_segments(text: str, start: int, end: int, spans: list[tuple[int, int]
 
 
 def mark_retrievals(retrievals: pd.DataFrame, question: Question | None,
-                    documents: Mapping[str, object]) -> list[MarkedChunk]:
+                    documents: Mapping[str, Any]) -> list[MarkedChunk]:
     """The rows of one (run, question) of the ``retrievals`` table, in rank order, each marked.
 
     ``documents``: doc_id -> a document with ``.text`` (a corpus's ``by_id()``); a chunk whose
@@ -83,7 +84,7 @@ def mark_retrievals(retrievals: pd.DataFrame, question: Question | None,
         chunk = (doc_id, start, end)
         document = documents.get(doc_id)
         own = [(a, b) for d, a, b in spans if d == doc_id]
-        segments = answer_segments(getattr(document, "text")[start:end], start, end, own) if document else ()
+        segments = answer_segments(document.text[start:end], start, end, own) if document else ()
         marked.append(MarkedChunk(
             rank=int(row.rank), chunk_id=str(row.chunk_id), doc_id=doc_id, start_char=start, end_char=end,
             score=float(row.score), relevant_doc=doc_id in relevant_docs,

@@ -38,7 +38,6 @@ from ragkit.corpus.summary import corpus_summary
 from ragkit.embeddings import EmbeddingCache, embed_with_cache
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
-from ragkit.experiments.throughput import record_throughput
 from ragkit.experiments.plan import (
     EVALUATION,
     TRANSFORMS,
@@ -51,6 +50,7 @@ from ragkit.experiments.plan import (
     needs_fulltext,
     run_row,
 )
+from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry

@@ -182,8 +182,9 @@ def _tpe(config: SearchConfig, factors: list[dict[str, str]], ledger: _Ledger, s
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     names = sorted({name for f in factors for name in f})
     choices = {name: sorted({f.get(name, "-") for f in factors}) for name in names}
-    distributions = {name: optuna.distributions.CategoricalDistribution(values)
-                     for name, values in choices.items() if len(values) > 1}
+    distributions: dict[str, optuna.distributions.BaseDistribution] = {
+        name: optuna.distributions.CategoricalDistribution(values)
+        for name, values in choices.items() if len(values) > 1}
     sampler = optuna.samplers.TPESampler(seed=config.seed)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     # Proposals can repeat (a categorical space is small): stop once every candidate has been

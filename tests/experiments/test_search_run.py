@@ -19,8 +19,9 @@ from tests.factories import write_beir
 
 pytestmark = pytest.mark.integration
 
-DOCS = {f"d{i}": " ".join([f"Document {i} talks about topic{i} at length."] + [f"filler{j} words here" for j in range(12)]
-                           + [f"It also mentions topic{i + 1}."]) for i in range(8)}
+FILLER = [f"filler{j} words here" for j in range(12)]
+DOCS = {f"d{i}": " ".join([f"Document {i} talks about topic{i} at length.", *FILLER, f"It also mentions topic{i + 1}."])
+        for i in range(8)}
 QUESTIONS = {f"q{i}": (f"what about topic{i}", f"d{i}") for i in range(8)}
 
 
