@@ -80,6 +80,7 @@ class PlanEstimate(BaseModel):
     llm: list[LLMEstimate]
     llm_calls_rule: str = LLM_CALLS_RULE
     seconds: float | None = Field(description="Embedding plus LLM time; None when a part has no measurement.")
+    search: str | None = Field(default=None, description="With a search: block, what of this grid it may run.")
 
     @property
     def chunks_to_embed(self) -> int | None:
@@ -217,7 +218,12 @@ def dry_run(config: Any, out_dir: Any) -> PlanEstimate:
     from ragkit.settings import get_settings
 
     plan, derived_dir = prepare(config, check=False)
-    return estimate_plan(plan, derived_dir, ResultStore(out_dir), get_settings().resolved_data_dir())
+    estimate = estimate_plan(plan, derived_dir, ResultStore(out_dir), get_settings().resolved_data_dir())
+    if config.search is not None:
+        budget = "no budget" if config.search.budget is None else f"a budget of {config.search.budget:g} full runs"
+        estimate.search = (f"search ({config.search.strategy}, {budget}): the counts above are the whole grid's; "
+                           "the search runs part of it")
+    return estimate
 
 
 def format_estimate(estimate: PlanEstimate) -> str:
@@ -246,6 +252,8 @@ def format_estimate(estimate: PlanEstimate) -> str:
         lines.append(f"  ({estimate.llm_calls_rule})")
     total = "unknown (some part has no measurement yet)" if estimate.seconds is None else f"~{estimate.seconds:.0f} s"
     lines.append(f"time (embedding + LLM calls, from this machine's measurements): {total}")
+    if estimate.search:
+        lines.append(estimate.search)
     return "\n".join(lines)
 
 
