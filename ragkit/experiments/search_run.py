@@ -95,8 +95,14 @@ def _known(state_path: Path, config: SearchConfig, run_ids: list[str]) -> dict[t
         state = json.loads(state_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
-    if state.get("search") != config.model_dump(mode="json") or state.get("run_ids") != run_ids:
-        return {}  # another search, or another grid: its values say nothing about this one
+    # A value is a fact about (run, question prefix): it holds across strategies and budgets (a
+    # larger budget continues a search) as long as the question order, the objective and the
+    # constraints are the same, and the grid is.
+    same = ("seed", "objective", "constraints")
+    earlier = state.get("search") or {}
+    if any(earlier.get(name) != config.model_dump(mode="json")[name] for name in same) or \
+            state.get("run_ids") != run_ids:
+        return {}
     return {(t["candidate"], t["questions"]): (t["value"] if t["value"] is not None else math.nan, t["feasible"])
             for t in state.get("trials", [])}
 

@@ -106,3 +106,18 @@ def test_the_search_block_is_validated_with_one_line_errors(tmp_path):
         config_from_dict({**base, "search": {"budget": 0}})
     with pytest.raises(ConfigError, match="min, max or both"):
         config_from_dict({**base, "search": {"constraints": {"ms/question": {}}}})
+
+
+def test_known_values_carry_over_to_a_larger_budget_but_not_to_another_question_order(tmp_path):
+    import json
+
+    from ragkit.experiments.search_run import _known
+
+    state = tmp_path / "search.json"
+    earlier = SearchConfig(strategy="random", budget=2, seed=4, objective="ndcg@3")
+    state.write_text(json.dumps({"search": earlier.model_dump(mode="json"), "run_ids": ["a", "b"],
+                                 "trials": [{"candidate": 1, "questions": 9, "value": 0.5, "feasible": True}]}))
+    assert _known(state, earlier.model_copy(update={"budget": 5, "strategy": "tpe"}), ["a", "b"]) == \
+        {(1, 9): (0.5, True)}
+    assert _known(state, earlier.model_copy(update={"seed": 5}), ["a", "b"]) == {}
+    assert _known(state, earlier, ["a", "c"]) == {}
