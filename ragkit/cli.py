@@ -65,6 +65,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out_dir = as_location(args.out) if args.out else get_settings().results_root() / config.name
     if isinstance(out_dir, Path) and out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the results")
+    if args.dry_run:
+        from ragkit.experiments.estimate import dry_run, format_estimate
+
+        estimate = dry_run(config, out_dir)
+        print(estimate.model_dump_json(indent=2) if args.format == "json" else format_estimate(estimate))
+        return 0
     if args.status_file:
         _check_output_file(args.status_file, "--status-file")
     if args.executor == "ray":  # before anything is ingested or written
@@ -89,8 +95,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 bar.set_postfix_str(f"{embedded} chunks embedded")
 
         try:
-            report = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address,
-                                   args.num_cpus).execute(plan, progress)
+            executor = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address, args.num_cpus)
+            if config.search is not None:  # trials are ordinary runs of the grid (ragkit.experiments.search_run)
+                from ragkit.experiments.search_run import format_search, run_search
+
+                print(format_search(run_search(config, plan, executor, ResultStore(out_dir), progress), plan,
+                                    config.search))
+                _print_summary(ResultStore(out_dir))
+                return 0
+            report = executor.execute(plan, progress)
         except Exception as error:
             if status:
                 status.finish(f"{type(error).__name__}: {error}")
@@ -272,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "default: a local Ray for this run")
     run.add_argument("--num-cpus", type=int, help="with --executor ray and no --address: CPUs of the local Ray "
                                                  "(default: all)")
+    run.add_argument("--dry-run", action="store_true", help="print the plan and its estimate (what is cached, "
+                                                             "chunks to embed, LLM calls, time); compute nothing")
+    run.add_argument("--format", default="text", choices=["text", "json"], help="with --dry-run: text or json")
     run.set_defaults(func=_cmd_run)
 
     summary = sub.add_parser("summary", help="print the summary table of a results folder")
@@ -304,6 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "or at the metric's own cut-off")
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
+
+    from ragkit.pipeline_export import add_parser as add_export_pipeline
+
+    add_export_pipeline(sub)
 
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")

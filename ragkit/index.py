@@ -194,6 +194,11 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
     return {column: record[column] for column in CHUNK_COLUMNS}
 
 
+def index_marker(db_dir: Path, index_id: str) -> Path:
+    """The file whose presence says the index is built (a dry run reads it without opening LanceDB)."""
+    return db_dir / f"chunks_{index_id}.ready"
+
+
 class IndexStore:
     """The LanceDB database of one corpus' derived folder."""
 
@@ -205,7 +210,7 @@ class IndexStore:
         self._db = lancedb.connect(db_dir)
 
     def _marker(self, index_id: str) -> Path:
-        return self.db_dir / f"chunks_{index_id}.ready"
+        return index_marker(self.db_dir, index_id)
 
     def is_ready(self, index_id: str) -> bool:
         return self._marker(index_id).exists()

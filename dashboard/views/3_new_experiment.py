@@ -11,6 +11,7 @@ from dashboard import forms, state
 from dashboard.safe_text import escape
 from ragkit import registry
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
+from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.judges.base import judges
 from ragkit.registry import ConfigError
@@ -113,6 +114,13 @@ yaml_text = config_to_yaml(config)
 with st.expander("Experiment YAML (what `ragkit run` takes)"):
     st.code(yaml_text, language="yaml")
 st.download_button("Download YAML", yaml_text, file_name=f"{name}.yaml", mime="application/x-yaml")
+
+if st.button("Estimate (dry run)", help="What the run would build, embed and call, and how long that took on this "
+             "machine so far; nothing is computed. The same as `ragkit run X.yaml --dry-run`."):
+    try:
+        st.code(format_estimate(dry_run(config, state.results_root() / config.name)), language=None)
+    except ConfigError as error:
+        st.error(escape(str(error)))
 
 executor = st.radio("Execute on", EXECUTORS, horizontal=True, key="executor",
                     help="local: in one background process. ray: chunk sets, indexes and question shards as Ray "

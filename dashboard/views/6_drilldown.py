@@ -11,6 +11,7 @@ from dashboard import state, traces
 from dashboard.safe_text import escape, html_block
 from dashboard.selection import pick_results
 from ragkit.analysis.failures import question_verdicts
+from ragkit.analysis.ground_truth import MarkedChunk, mark_retrievals
 from ragkit.qa import resolve_answer_spans
 
 st.title("Question drill-down")
@@ -59,7 +60,6 @@ else:
     if question.answers:
         st.caption("Answer: " + escape(question.answers[0]) + " · relevant: "
                    + escape(", ".join(question.relevant_docs)))
-spans = question.spans if question else []
 
 
 def breadcrumb(doc_id: str, start: int) -> str:
@@ -68,17 +68,10 @@ def breadcrumb(doc_id: str, start: int) -> str:
     return str(sections[position][1]) if position >= 0 else ""
 
 
-def highlighted(doc_id: str, start: int, end: int) -> tuple[str, bool]:
-    """The chunk text as escaped HTML with answer-span overlaps marked, and whether there is one."""
-    text = documents[doc_id].text[start:end] if doc_id in documents else ""
-    marks = sorted((max(s.start, start) - start, min(s.end, end) - start)
-                   for s in spans if s.doc_id == doc_id and s.start < end and s.end > start)
-    out, cursor = [], 0
-    for a, b in marks:
-        out += [escape(text[cursor:a]), "<mark>", escape(text[max(a, cursor):b]), "</mark>"]
-        cursor = max(cursor, b)
-    out.append(escape(text[cursor:]))
-    return "".join(out), bool(marks)
+def highlighted(chunk: MarkedChunk) -> str:
+    """The chunk text as escaped HTML, the answer spans inside it marked."""
+    return "".join(f"<mark>{escape(part.text)}</mark>" if part.answer else escape(part.text)
+                   for part in chunk.segments)
 
 
 for column, run_id in zip(st.columns(len(run_ids)), run_ids):
@@ -107,15 +100,14 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
                     traces.show_judgement(judgement)
         if not answer.empty or not verdicts.empty or not decisions.empty:
             st.markdown("**Retrieved chunks**")
-        for row in rows.itertuples():
-            body, overlaps = highlighted(row.doc_id, int(row.start_char), int(row.end_char))
-            relevant = question is not None and row.doc_id in question.relevant_docs
-            crumb = breadcrumb(row.doc_id, int(row.start_char))
+        for chunk in mark_retrievals(rows, question, documents):
+            crumb = breadcrumb(chunk.doc_id, chunk.start_char)
+            truth = (" · :green[relevant: answer span]" if chunk.relevant_span
+                     else " · :green[relevant: document]" if chunk.relevant_doc else " · :gray[not relevant]")
             st.markdown(
-                f"**#{row.rank}** · score {row.score:.3f} · {escape(row.doc_id)}"
-                + (f" · {escape(crumb)}" if crumb else "")
-                + (" · :green[answer span]" if overlaps else " · :green[relevant doc]" if relevant else "")
-                + (" · :blue[cited]" if row.chunk_id in cited else "")
+                f"**#{chunk.rank}** · score {chunk.score:.3f} · {escape(chunk.doc_id)}"
+                + (f" · {escape(crumb)}" if crumb else "") + truth
+                + (" · :blue[cited]" if chunk.chunk_id in cited else "")
             )
             with st.container(height=200):
-                st.markdown(html_block(body or "(document not found)"), unsafe_allow_html=True)
+                st.markdown(html_block(highlighted(chunk) or "(document not found)"), unsafe_allow_html=True)

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragkit import registry
+from ragkit.experiments.search import SearchConfig
 from ragkit.index import AnnParams
 from ragkit.judges.base import PIPELINE_SLOTS, check_judge_places
 from ragkit.judges.base import judges as judge_registry
@@ -245,6 +246,10 @@ class ExperimentConfig(StrictModel):
         default_factory=AnnParams,
         description="Approximate-nearest-neighbour index on the vectors of large indexes (none by default: exact "
         "search). Part of the index and run ids when on, because approximate search changes results.",
+    )
+    search: SearchConfig | None = Field(
+        default=None, description="Budgeted search over the grid (grid, random, tpe, halving) instead of running "
+        "every point on every question; each trial is an ordinary run of the grid.",
     )
 
     @field_validator("web", mode="before")

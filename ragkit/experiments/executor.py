@@ -50,6 +50,7 @@ from ragkit.experiments.plan import (
     needs_fulltext,
     run_row,
 )
+from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
@@ -311,6 +312,12 @@ class LocalExecutor:
             clients=tuple({id(c): c for c in clients.values()}.values()),
         )
 
+    def serving_pipeline(self, plan: Plan, run: RunStep) -> Pipeline:
+        """The run's pipeline, its chunk set and index built or read from the cache, to answer
+        questions outside an experiment (``ragkit export-pipeline``'s module); no results written."""
+        step = next(s for s in plan.index_steps if s.index_id == run.index_id)
+        return self._pipeline(plan, run, self._index(plan, step, ExecutionReport(), lambda event, n: None))
+
     def _switchable(self, point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
         """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
         for the strategy judge and the quality gate's switch map to choose from."""
@@ -360,6 +367,7 @@ class LocalExecutor:
                 )
                 timings["embed"] = time.perf_counter() - started
             report.chunks_embedded += embedded
+            record_throughput(self.data_dir, "embedders", embedder_key, step.embedder.type, embedded, timings["embed"])
         started = time.perf_counter()
 
         def record_build() -> None:
@@ -387,9 +395,18 @@ class LocalExecutor:
         """Run what the results folder lacks. The folder is locked for the whole run: a second
         writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
         with self.store.writer_lock():
-            report = self._execute(plan, progress)
+            try:
+                report = self._execute(plan, progress)
+            finally:  # a run stopped midway measured its calls all the same
+                self._record_llm_throughput()
             self._merge(report)
             return report
+
+    def _record_llm_throughput(self) -> None:
+        for key, client in self._llm_clients.items():
+            calls, seconds = client.take_backend_time()
+            label = f"{client.backend.name}:{client.backend.model_name}"
+            record_throughput(self.data_dir, "llms", key, label, calls, seconds)
 
     def _merge(self, report: ExecutionReport) -> None:
         """Write the folder's merged read copies (ragkit.merged): one file per table for readers of

@@ -74,13 +74,14 @@ def check_llms(roles: dict[str, ComponentSpec]) -> None:
         raise ConfigError("; ".join(f"LLM for {', '.join(roles)}: {problem}" for problem, roles in problems.items()))
 
 
-def prepare(config: ExperimentConfig) -> tuple[Plan, Path]:
+def prepare(config: ExperimentConfig, check: bool = True) -> tuple[Plan, Path]:
     """The plan and the derived-data folder of its corpus (chunk sets, indexes).
 
-    The LLMs are checked first: a backend that is down stops the run before anything is
-    written, not even a corpus ingested."""
+    The LLMs are checked first (unless ``check`` is False, for a dry run): a backend that is
+    down stops the run before anything is written, not even a corpus ingested."""
     roles = resolve_llm_roles(config)
-    check_llms(roles)
+    if check:
+        check_llms(roles)
     store = CorpusStore()
     corpus = load_corpus(config, store)
     plan = make_plan(config, corpus, load_questions(config, corpus), roles)

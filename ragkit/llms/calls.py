@@ -119,6 +119,9 @@ class LLMClient:
         self._records: list[CallRecord] = []
         self._outages: list[BackendUnavailable] = []
         self._lock = threading.Lock()
+        # [calls the backend answered, their seconds]: never drained, shared with siblings (a
+        # shallow copy shares the list), read by the executor for the throughput measurements.
+        self._backend_time: list[float] = [0, 0.0]
 
     @classmethod
     def for_data_dir(cls, backend: LLMBackend, data_dir: Path) -> LLMClient:
@@ -181,6 +184,9 @@ class LLMClient:
             }
             if self.cache is not None:
                 self.cache.put(key, entry)
+            with self._lock:
+                self._backend_time[0] += 1
+                self._backend_time[1] += float(entry["generation_seconds"])
         seconds = self._clock() - started
 
         # Parsed on every read, not cached: a fix in the parser applies to old replies too.
@@ -230,6 +236,13 @@ class LLMClient:
             outages = list(self._outages)
             self._outages.clear()
         return outages[0] if outages else None
+
+    def take_backend_time(self) -> tuple[int, float]:
+        """Calls the backend answered (cache hits not counted) and their seconds since the last take."""
+        with self._lock:
+            calls, seconds = int(self._backend_time[0]), self._backend_time[1]
+            self._backend_time[0], self._backend_time[1] = 0, 0.0
+        return calls, seconds
 
     def records(self) -> list[CallRecord]:
         with self._lock:

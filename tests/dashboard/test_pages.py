@@ -125,6 +125,14 @@ def test_second_retriever_doubles_the_grid(with_results):
     assert "bm25" in app.code[0].value  # the YAML shown follows the form
 
 
+def test_the_estimate_button_shows_the_dry_run(with_results):
+    app = page("3_new_experiment.py").run()
+    next(b for b in app.button if b.label == "Estimate (dry run)").click().run()
+    assert_ok(app)
+    shown = [block.value for block in app.code if "dry run: nothing is computed" in block.value]
+    assert shown and "chunk sets:" in shown[0] and "time (embedding + LLM calls" in shown[0]
+
+
 def test_question_sets_page_counts_the_registered_set(with_results):
     app = page("2_question_sets.py").run()
     app.selectbox(key="preview_set").select("tiny-beir").run()

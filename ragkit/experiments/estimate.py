@@ -1,0 +1,261 @@
+"""What running a plan would do, without doing it: the dry run behind `ragkit run --dry-run`.
+
+It follows the executor's own rules, so its counts are what the run then does:
+
+- a run computes only the questions the results folder lacks (same content keys as ``start``);
+- an index is built only for a run with questions to answer, when its ready marker is missing;
+  its chunk set is built then, if its parquet file is missing (and a Chunking-Judge chunk set
+  also when the run needs its decisions and they are missing);
+- chunks embedded are the distinct chunk texts of the indexes to build that the embedder's cache
+  lacks, counted once per embedder across the plan (the first index fills the cache for the next).
+  A chunk set not built yet is cut now, in memory, to count them: cheap for every chunker but
+  the LLM ones (``llm_semantic``, summaries) and the Chunking Judge, whose chunks are then
+  "unknown" rather than guessed;
+- LLM calls: one per question to answer per role that calls an LLM (judges in llm mode, the
+  generator, the evaluation: one call per metric that needs one, per repeat). Loops (a quality
+  gate's retries, an answer check's correction) can add calls and the LLM cache can save some,
+  so these are estimates and say so.
+
+The time estimate multiplies these by what this machine measured (``throughput``) per embedder
+and LLM backend; with no measurement the part says so instead of inventing a rate.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragkit import registry
+from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
+from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
+from ragkit.experiments.throughput import read_throughput
+from ragkit.index import index_marker
+from ragkit.llms.base import llms as llm_registry
+from ragkit.metrics.generation import METRICS as GENERATION_METRICS
+from ragkit.results import ResultStore
+
+NO_MEASUREMENT = "no measurement yet"
+LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator), and per "
+                  "LLM metric and repeat for the evaluation; retries and corrections can add calls, the LLM "
+                  "cache can answer some without the backend")
+
+
+class StepEstimate(BaseModel):
+    id: str
+    cached: bool = Field(description="Already on disk: the run reads it.")
+    needed: bool = Field(description="A run with questions to answer reads it (else the run does not touch it).")
+
+
+class EmbedEstimate(BaseModel):
+    embedder: str
+    chunks: int | None = Field(description="Chunk texts of the indexes to build; None: unknown before chunking.")
+    to_embed: int | None = Field(description="Of those, not yet in the embedding cache.")
+    seconds: float | None = Field(description="From the measured chunks per second; None: no measurement yet.")
+    measured: str = Field(description="The measurement used, or 'no measurement yet'.")
+
+
+class LLMEstimate(BaseModel):
+    backend: str
+    calls_by_role: dict[str, int]
+    seconds: float | None
+    measured: str
+
+
+class PlanEstimate(BaseModel):
+    """The dry run of one plan into one results folder."""
+
+    experiment: str
+    questions: int
+    runs: int
+    runs_to_compute: int
+    questions_to_compute: int
+    chunk_sets: list[StepEstimate]
+    indexes: list[StepEstimate]
+    chunk_sets_to_build: int
+    indexes_to_build: int
+    embedding: list[EmbedEstimate]
+    llm: list[LLMEstimate]
+    llm_calls_rule: str = LLM_CALLS_RULE
+    seconds: float | None = Field(description="Embedding plus LLM time; None when a part has no measurement.")
+    search: str | None = Field(default=None, description="With a search: block, what of this grid it may run.")
+
+    @property
+    def chunks_to_embed(self) -> int | None:
+        counts = [e.to_embed for e in self.embedding]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+    @property
+    def llm_calls(self) -> dict[str, int]:
+        total: dict[str, int] = defaultdict(int)
+        for entry in self.llm:
+            for role, calls in entry.calls_by_role.items():
+                total[role] += calls
+        return dict(total)
+
+
+def pending_questions(plan: Plan, store: ResultStore) -> dict[str, int]:
+    """run id -> questions of the plan's set it has not committed at their current content."""
+    done = store.completed_keys() if store.exists() else {}
+    keys = [(q.id, q.content_key()) for q in plan.questions.questions]
+    return {run.run_id: sum(1 for pair in keys if pair not in done.get(run.run_id, set())) for run in plan.runs}
+
+
+def calls_per_question(run: RunStep) -> dict[str, int]:
+    """role -> LLM calls one question costs (the rule in ``LLM_CALLS_RULE``)."""
+    calls = {role: 1 for role in run.llms if role not in (EVALUATION, "chunking")}
+    evaluation = run.point.evaluation
+    if EVALUATION in run.llms and evaluation is not None:
+        needing = [m for m in evaluation.metrics if GENERATION_METRICS[m].needs_llm]
+        calls[EVALUATION] = len(needing) * evaluation.repeats
+    return calls
+
+
+def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: Path) -> PlanEstimate:
+    pending = pending_questions(plan, store)
+    active = [run for run in plan.runs if pending[run.run_id]]
+    index_steps = {s.index_id: s for s in plan.index_steps}
+    chunk_steps = {s.chunkset_id: s for s in plan.chunk_steps}
+    db_dir = derived_dir / "lancedb"
+    indexes_built = {run.index_id for run in active if not index_marker(db_dir, run.index_id).exists()}
+    needed_chunksets = {index_steps[i].chunkset_id for i in indexes_built}
+    done = store.completed_keys() if store.exists() else {}
+    for run in active:  # a first shard carries the Chunking Judge's decisions (run_level_tables)
+        if chunk_steps[run.chunkset_id].judge is not None and not done.get(run.run_id) \
+                and not decisions_path(derived_dir, run.chunkset_id).exists():
+            needed_chunksets.add(run.chunkset_id)
+    cached_chunksets = {s.chunkset_id for s in plan.chunk_steps if chunkset_path(derived_dir, s.chunkset_id).exists()}
+    measured = read_throughput(data_dir)
+    embedding = _embedding(plan, derived_dir, data_dir, [index_steps[i] for i in sorted(indexes_built)],
+                           measured["embedders"])
+    llm = _llm_calls(active, pending, measured["llms"])
+    parts = [e.seconds for e in embedding] + [e.seconds for e in llm]
+    return PlanEstimate(
+        experiment=plan.experiment, questions=len(plan.questions.questions), runs=len(plan.runs),
+        runs_to_compute=len(active), questions_to_compute=sum(pending.values()),
+        chunk_sets=[StepEstimate(id=s.chunkset_id, cached=s.chunkset_id in cached_chunksets,
+                                 needed=s.chunkset_id in needed_chunksets) for s in plan.chunk_steps],
+        indexes=[StepEstimate(id=s.index_id, cached=index_marker(db_dir, s.index_id).exists(),
+                              needed=any(r.index_id == s.index_id for r in active)) for s in plan.index_steps],
+        chunk_sets_to_build=len(needed_chunksets - cached_chunksets), indexes_to_build=len(indexes_built),
+        embedding=embedding, llm=llm,
+        seconds=None if any(p is None for p in parts) else sum(p for p in parts if p is not None),
+    )
+
+
+def _chunk_keys(plan: Plan, derived_dir: Path, chunkset_id: str) -> list[str] | None:
+    """The text keys of a chunk set's chunks: read if built, cut in memory if cheap, else None."""
+    import pandas as pd
+
+    path = chunkset_path(derived_dir, chunkset_id)
+    if path.exists():
+        return pd.read_parquet(path, columns=["text_sha"])["text_sha"].tolist()
+    step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
+    if step.judge is not None or chunker_uses_llm(step.chunker):
+        return None
+    deps: dict[str, Any] = {}
+    if step.chunker.type == "semantic":  # its breakpoints come from the bundled MiniLM, as in the executor
+        deps["embed_model"] = registry.embedders.build(registry.embedders.resolve("minilm")).embed_model()
+    return chunk_corpus(plan.corpus, registry.chunkers.build(step.chunker, **deps))["text_sha"].tolist()
+
+
+def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], measured: dict) -> list[EmbedEstimate]:
+    from ragkit.embeddings import EmbeddingCache
+
+    by_embedder: dict[str, list[Any]] = defaultdict(list)
+    for step in steps:
+        if step.embedder is not None:
+            by_embedder[component_key(registry.embedders, step.embedder)].append(step)
+    out = []
+    for key, group in by_embedder.items():
+        texts: set[str] | None = set()
+        chunks: int | None = 0
+        for step in group:
+            found = _chunk_keys(plan, derived_dir, step.chunkset_id)
+            if found is None or texts is None or chunks is None:
+                texts, chunks = None, None
+                continue
+            texts.update(found)
+            chunks += len(found)
+        to_embed = None
+        if texts is not None:
+            cached = EmbeddingCache(data_dir / "embeddings", key).lookup(sorted(texts)) if texts else {}
+            to_embed = len(texts) - len(cached)
+        rate = measured.get(key)
+        seconds = None if rate is None or to_embed is None else to_embed / rate.per_second
+        note = f"{rate.per_second:.1f} chunks/s over {rate.items} chunks" if rate else NO_MEASUREMENT
+        out.append(EmbedEstimate(embedder=group[0].embedder.type, chunks=chunks, to_embed=to_embed,
+                                 seconds=0.0 if to_embed == 0 else seconds, measured=note))
+    return out
+
+
+def _llm_calls(active: list[RunStep], pending: dict[str, int], measured: dict) -> list[LLMEstimate]:
+    calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    specs = {}
+    for run in active:
+        for role, per_question in calls_per_question(run).items():
+            key = component_key(llm_registry, run.llms[role])
+            specs[key] = run.llms[role]
+            calls[key][role] += per_question * pending[run.run_id]
+    out = []
+    for key, roles in calls.items():
+        backend = llm_registry.build(specs[key])
+        rate = measured.get(key)
+        total = sum(roles.values())
+        seconds = None if rate is None else total * rate.seconds_per_item
+        note = f"{rate.seconds_per_item:.2f} s/call over {rate.items} calls" if rate else NO_MEASUREMENT
+        out.append(LLMEstimate(backend=f"{specs[key].type}:{backend.model_name}", calls_by_role=dict(roles),
+                               seconds=seconds, measured=note))
+    return out
+
+
+def dry_run(config: Any, out_dir: Any) -> PlanEstimate:
+    """The estimate of running ``config`` (an ExperimentConfig) into ``out_dir``. The LLM backends
+    are resolved but not checked: a plan can be looked at while a server is down."""
+    from ragkit.experiments.runner import prepare
+    from ragkit.settings import get_settings
+
+    plan, derived_dir = prepare(config, check=False)
+    estimate = estimate_plan(plan, derived_dir, ResultStore(out_dir), get_settings().resolved_data_dir())
+    if config.search is not None:
+        budget = "no budget" if config.search.budget is None else f"a budget of {config.search.budget:g} full runs"
+        estimate.search = (f"search ({config.search.strategy}, {budget}): the counts above are the whole grid's; "
+                           "the search runs part of it")
+    return estimate
+
+
+def format_estimate(estimate: PlanEstimate) -> str:
+    """The dry run as text: one line per part, numbers first."""
+    def sets(steps: list[StepEstimate]) -> str:
+        cached = sum(s.cached for s in steps)
+        return f"{len(steps)} ({cached} cached)"
+
+    lines = [
+        f"experiment '{estimate.experiment}' (dry run: nothing is computed or written)",
+        f"runs: {estimate.runs} x {estimate.questions} questions; to compute: {estimate.runs_to_compute} run(s), "
+        f"{estimate.questions_to_compute} question(s)",
+        f"chunk sets: {sets(estimate.chunk_sets)}; to build: {estimate.chunk_sets_to_build}",
+        f"indexes: {sets(estimate.indexes)}; to build: {estimate.indexes_to_build}",
+    ]
+    for e in estimate.embedding:
+        chunks = "unknown (an LLM chunker or the Chunking Judge cuts them)" if e.to_embed is None \
+            else f"{e.to_embed} of {e.chunks} not in the embedding cache"
+        lines.append(f"embed ({e.embedder}): {chunks}; {_time(e.seconds, e.measured)}")
+    if not estimate.embedding:
+        lines.append("embed: nothing to embed")
+    for entry in estimate.llm:
+        roles = ", ".join(f"{role} {n}" for role, n in sorted(entry.calls_by_role.items()))
+        lines.append(f"LLM calls ({entry.backend}): {roles}; {_time(entry.seconds, entry.measured)}")
+    if estimate.llm:
+        lines.append(f"  ({estimate.llm_calls_rule})")
+    total = "unknown (some part has no measurement yet)" if estimate.seconds is None else f"~{estimate.seconds:.0f} s"
+    lines.append(f"time (embedding + LLM calls, from this machine's measurements): {total}")
+    if estimate.search:
+        lines.append(estimate.search)
+    return "\n".join(lines)
+
+
+def _time(seconds: float | None, measured: str) -> str:
+    return f"time {NO_MEASUREMENT}" if seconds is None else f"~{seconds:.0f} s ({measured})"

@@ -1,0 +1,119 @@
+"""The dry run's counts are what the run then does, on an experiment that is half cached.
+
+Real chunkers, the real MiniLM and LanceDB on three documents of the bundled sample; the
+generator's LLM is a counting stub (its calls are what is compared, not its answers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import pandas as pd
+import pytest
+import yaml
+
+from ragkit.cli import main
+from ragkit.experiments.config import config_from_dict
+from ragkit.experiments.estimate import NO_MEASUREMENT, dry_run
+from ragkit.experiments.runner import run_experiment
+from ragkit.experiments.throughput import read_throughput
+from ragkit.llms import LLMBackend, LLMParams, llms
+from ragkit.llms.base import BackendReply
+from ragkit.registry import ComponentParams
+from ragkit.results import ResultStore
+from ragkit.settings import get_settings
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "covidqa_sample"
+DOCS = ("1545", "1546", "1550")
+
+
+class CountParams(LLMParams):
+    model: str = "count"
+
+
+class CountingLLM(LLMBackend):
+    name: ClassVar[str] = "count"
+    Params: ClassVar[type[ComponentParams]] = CountParams
+
+    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+        return BackendReply(text=json.dumps({"answer": "See [1].", "citations": [1]}), prompt_tokens=3,
+                            completion_tokens=2)
+
+
+@pytest.fixture
+def counting_llm():
+    with llms.registered("count", CountingLLM):
+        yield
+
+
+def _small_sample(folder: Path) -> Path:
+    folder.mkdir()
+    lines = (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    (folder / "corpus.jsonl").write_text("\n".join(line for line in lines if json.loads(line)["_id"] in DOCS) + "\n",
+                                         encoding="utf-8")
+    questions = [line for line in (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+                 if json.loads(line)["doc_id"] in DOCS]
+    (folder / "questions.jsonl").write_text("\n".join(questions[:6]) + "\n", encoding="utf-8")
+    return folder
+
+
+def _config(dataset: Path, chunkers: list, top_k: list[int], limit: int) -> dict:
+    return {"name": "dry", "dataset": {"path": str(dataset), "format": "squad", "limit": limit},
+            "chunkers": chunkers, "embedders": ["minilm"], "retrievers": ["dense", "bm25"], "top_k": top_k,
+            "generator": True, "llm": {"default": "count"}, "shard_size": 2}
+
+
+def _generator_calls(out: Path) -> int:
+    stages = ResultStore(out).read("stages")
+    return int(pd.to_numeric(stages.loc[stages["stage"] == "generate", "llm_calls"]).sum())
+
+
+def test_dry_run_counts_equal_what_the_half_cached_run_then_does(tmp_path, counting_llm):
+    dataset = _small_sample(tmp_path / "sample")
+    out = tmp_path / "out"
+    token = {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}
+    # No measurement yet: the estimate says so rather than inventing a rate.
+    first = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), out)
+    assert first.embedding[0].measured == NO_MEASUREMENT and first.seconds is None
+    run_experiment(config_from_dict(_config(dataset, [token], [3], 4)), out)
+    measured = read_throughput(get_settings().resolved_data_dir())
+    assert [m.label for m in measured["embedders"].values()] == ["minilm"]
+    assert [m.label for m in measured["llms"].values()] == ["count:count"]
+    calls_before = _generator_calls(out)
+
+    # Half cached: a chunk set, an index and 4 of 6 questions of two runs are done; a new
+    # chunker, a new top_k and two more questions are not.
+    grown = tmp_path / "grown.yaml"
+    recursive = {"type": "recursive", "params": {"chunk_size": 400, "chunk_overlap": 0}}
+    grown.write_text(yaml.safe_dump(_config(dataset, [token, recursive], [3, 4], 6)), encoding="utf-8")
+    assert main(["run", str(grown), "--out", str(out), "--dry-run", "--format", "json"]) == 0
+    estimate = dry_run(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
+    report = run_experiment(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
+
+    assert estimate.runs == report.runs_total == 8
+    assert estimate.runs_to_compute == report.runs_computed == 8
+    assert estimate.questions_to_compute == report.questions_computed == 8 * 6 - 2 * 4
+    assert (estimate.chunk_sets_to_build, estimate.indexes_to_build) == (report.chunksets_built,
+                                                                          report.indexes_built) == (1, 2)
+    assert [s.cached for s in estimate.chunk_sets] == [True, False]
+    assert estimate.chunks_to_embed == report.chunks_embedded > 0
+    assert estimate.llm_calls == {"generator": _generator_calls(out) - calls_before}
+    assert estimate.embedding[0].measured != NO_MEASUREMENT and estimate.seconds is not None
+
+    again = dry_run(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
+    assert (again.runs_to_compute, again.chunk_sets_to_build, again.chunks_to_embed, again.llm_calls) == (0, 0, 0, {})
+
+
+def test_cli_dry_run_prints_the_plan_and_writes_no_results(tmp_path, counting_llm, capsys):
+    dataset = _small_sample(tmp_path / "sample")
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(_config(dataset, ["token"], [3], 2)), encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "to compute: 2 run(s), 4 question(s)" in text and "generator 4" in text and NO_MEASUREMENT in text
+    assert not (tmp_path / "out").exists()
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["questions_to_compute"] == 4
