@@ -68,8 +68,8 @@ class BoundedLoader(yaml.SafeLoader):
 
     def _count_alias(self, event: yaml.AliasEvent) -> None:
         if event.anchor in self._open_anchors:
-            raise ComposerError(None, None, f"alias *{clipped(str(event.anchor))} is used inside the value it names",
-                                event.start_mark)
+            name = clipped(str(event.anchor), 100)
+            raise ComposerError(None, None, f"alias *{name} is used inside the value it names", event.start_mark)
         target = self.anchors.get(event.anchor)
         if target is None:
             return  # PyYAML reports the undefined alias
@@ -105,7 +105,7 @@ class BoundedLoader(yaml.SafeLoader):
                 break
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{clipped(str(key))}' is written twice (first on line {first_line[key]})",
+                    None, None, f"key '{clipped(str(key), 100)}' is written twice (first on line {first_line[key]})",
                     key_node.start_mark)
             first_line[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
@@ -139,4 +139,4 @@ def yaml_error(source: str, error: yaml.YAMLError) -> ConfigError:
     if error.context:
         started = f" started on line {error.context_mark.line + 1}" if error.context_mark else ""
         context = f" ({clipped(error.context)}{started})"
-    return ConfigError(f"{source}{where}: invalid YAML: {clipped(str(error.problem))}{context}")
+    return ConfigError(f"{source}{where}: invalid YAML: {clipped(str(error.problem), 400)}{context}")
