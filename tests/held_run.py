@@ -1,58 +1,56 @@
 """`ragkit run` in a child process that holds still after a given number of committed shards, so a
-test kills it at a known point instead of hoping a sleep lands between two commits.
+test kills or cancels it at a known point instead of hoping a sleep lands between two commits.
 
-The child wraps ``ResultStore.commit_shard``: the first ``commits`` calls commit as usual; the next
-one writes a file saying so and then waits forever, holding the lock every further commit needs.
-Killed there, the folder holds exactly ``commits`` committed shards and the run was unfinished,
-however fast or loaded the machine is.
+The hook itself is in tests/child_hooks/sitecustomize.py (``RAGKIT_TEST_HOLD_AFTER``): killed or
+cancelled once it holds, the folder has exactly that many committed shards and the run was
+unfinished, however fast or loaded the machine is.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-_CHILD = """
-import sys, threading, pathlib
-from ragkit.results import ResultStore
-from ragkit.cli import main
-
-limit, held = int(sys.argv[1]), pathlib.Path(sys.argv[2])
-commit = ResultStore.commit_shard
-lock = threading.Lock()
-done = [0]
-
-def commit_or_hold(self, *args, **kwargs):
-    with lock:
-        if done[0] >= limit:
-            held.write_text(str(done[0]))
-            threading.Event().wait()
-        commit(self, *args, **kwargs)
-        done[0] += 1
-
-ResultStore.commit_shard = commit_or_hold
-sys.exit(main(sys.argv[3:]))
-"""
+CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks"
 # Only a guard against a child that never gets there; the kill itself waits for the file.
 HOLD_TIMEOUT_S = 600
 
 
+def child_env(base: dict[str, str] | None = None, **variables: str) -> dict[str, str]:
+    """``base`` (default: this process's environment) with the child hooks on PYTHONPATH and
+    ``variables`` set (RAGKIT_TEST_HOLD_AFTER, RAGKIT_TEST_LOCK_LOG)."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHILD_HOOKS), env.get("PYTHONPATH")]))
+    return {**env, **variables}
+
+
+def hold_after(commits: int, held: Path) -> str:
+    """The RAGKIT_TEST_HOLD_AFTER value: hold after ``commits`` commits, saying so in ``held``."""
+    return f"{commits}:{held}"
+
+
 def start_held_run(argv: list[str], commits: int, held: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """``ragkit`` with ``argv`` in its own process group, holding after ``commits`` commits."""
-    command = [sys.executable, "-c", _CHILD, str(commits), str(held), *argv]
-    return subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "ragkit.cli", *argv], start_new_session=True,
+                            env=child_env(env, RAGKIT_TEST_HOLD_AFTER=hold_after(commits, held)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def wait_until_held(process: subprocess.Popen[bytes], held: Path) -> None:
+def wait_until_held(held: Path, alive, describe=lambda: "") -> None:
     """Return once the child holds; fail if it ended first (the run had fewer shards than asked)."""
     deadline = time.monotonic() + HOLD_TIMEOUT_S
     while not held.exists():
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
-            raise AssertionError(f"the run ended (exit {process.returncode}) before holding: {stderr[-2000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the run did not reach its hold within {HOLD_TIMEOUT_S} s")
+        assert alive(), f"the run ended before holding: {describe()}"
+        assert time.monotonic() < deadline, f"the run did not reach its hold within {HOLD_TIMEOUT_S} s"
         time.sleep(0.05)
+
+
+def process_alive(process: subprocess.Popen[bytes]):
+    return lambda: process.poll() is None
+
+
+def process_stderr(process: subprocess.Popen[bytes]):
+    return lambda: (process.stderr.read().decode() if process.stderr else "")[-2000:]

@@ -32,6 +32,7 @@ from ragkit.locks import LockTimeout, content_lock
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 from tests.factories import write_beir
+from tests.held_run import child_env
 
 VOCABULARY = """river mountain copper violin harbour lantern orchard glacier falcon meadow
     compass thunder velvet canyon ember willow quartz saddle beacon tundra marble pepper
@@ -48,7 +49,6 @@ EXPERIMENTS = {
     "second": {"retrievers": ["dense", "hybrid"], "top_k": [3]},
 }
 RUN_TIMEOUT_S = 240
-LOCK_TRACE = Path(__file__).resolve().parent / "lock_trace"
 
 
 def _dataset(folder: Path, n_docs: int = 20, n_questions: int = 10) -> Path:
@@ -141,10 +141,10 @@ def test_two_experiments_sharing_chunk_sets_and_an_embedder_at_once_equal_one_af
     logs = {name: tmp_path / f"{name}.log" for name in EXPERIMENTS}
     # Hold the embedder's lock until both runs wait for a lock, so both want the same chunk sets and
     # indexes at the same moment rather than one finishing before the other starts. Each child logs
-    # the locks it had to wait for (tests/lock_trace/sitecustomize.py): the proof they overlapped.
+    # the locks it had to wait for (tests/child_hooks/sitecustomize.py): the proof they overlapped.
     trace = tmp_path / "lock-waits.log"
-    monkeypatch.setenv("RAGKIT_TEST_LOCK_LOG", str(trace))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(LOCK_TRACE), os.environ.get("PYTHONPATH")])))
+    for name, value in child_env(RAGKIT_TEST_LOCK_LOG=str(trace)).items():
+        monkeypatch.setenv(name, value)  # for both children: the CLI run and the dashboard's job
     embedder_key = component_key(registry.embedders, registry.embedders.resolve("minilm"))
     with content_lock(isolated_data_dir, "embedder", embedder_key):
         second = _cli(_config("second", dataset), outs["second"], logs["second"])

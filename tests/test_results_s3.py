@@ -18,7 +18,7 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from tests.factories import write_beir
-from tests.held_run import start_held_run, wait_until_held
+from tests.held_run import process_alive, process_stderr, start_held_run, wait_until_held
 
 boto3 = pytest.importorskip("boto3", reason="the test extra installs boto3 and moto")
 moto_server = pytest.importorskip("moto.server", reason="the test extra installs moto[server]")
@@ -119,7 +119,8 @@ def test_a_run_on_object_storage_killed_midway_resumes_with_no_lost_or_duplicate
 
     held = tmp_path / "held"
     process = start_held_run(["run", str(path), "--out", remote, "--quiet"], 3, held, dict(os.environ))
-    wait_until_held(process, held)  # killed at a known point: 3 of 90 shards committed
+    # Killed at a known point: 3 of 90 shards committed.
+    wait_until_held(held, process_alive(process), process_stderr(process))
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert committed() == 3

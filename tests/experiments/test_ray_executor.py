@@ -22,7 +22,7 @@ from ragkit.experiments.runner import prepare, run_experiment
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 from tests.factories import write_beir
-from tests.held_run import start_held_run, wait_until_held
+from tests.held_run import process_alive, process_stderr, start_held_run, wait_until_held
 
 ray = pytest.importorskip("ray", reason="the test extra installs ray; without it the Ray executor cannot be tested")
 
@@ -205,7 +205,7 @@ def test_a_ray_run_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_pat
     held = tmp_path / "held"
     # Killed midway at a known point: after 5 of the 3 runs x 8 one-question shards.
     process = start_held_run(argv, 5, held, {**os.environ, "RAY_AUTH_MODE": "disabled"})
-    wait_until_held(process, held)
+    wait_until_held(held, process_alive(process), process_stderr(process))
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert len(list((out / "_commits").glob("*.json"))) == 5
