@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ragkit.folders import as_location
+from ragkit.quoting import clipped, one_line
 from ragkit.registry import ConfigError
 from ragkit.settings import TOKEN_ENV
 
@@ -363,9 +364,14 @@ def _report_bug(error: Exception) -> int:
         where = f"the full traceback is in {log}"
     except OSError:
         where = "the traceback could not be written to a log file"
-    detail = f": {str(error).splitlines()[0]}" if str(error).strip() else ""
-    print(f"error: unexpected {type(error).__name__}{detail} -- this is a bug in ragkit; {where}", file=sys.stderr)
+    detail = f": {clipped(str(error).splitlines()[0])}" if str(error).strip() else ""
+    _say(f"error: unexpected {type(error).__name__}{detail} -- this is a bug in ragkit; {where}")
     return 1
+
+
+def _say(message: str) -> None:
+    """An error on stderr as one bounded line, whatever the exception carried."""
+    print(one_line(message), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,14 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ConfigError, IngestError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        _say(f"error: {error}")
         return 2
     except OSError as error:  # the machine refused: a missing path, no permission, a full disk
-        where = f": {error.filename}" if error.filename else ""
-        print(f"error: {error.strerror or error}{where}", file=sys.stderr)
+        where = f": {clipped(str(error.filename))}" if error.filename else ""
+        _say(f"error: {error.strerror or error}{where}")
         return 2
     except BackendUnavailable as error:  # a server down is not a bug: what ran is kept, the same command resumes
-        print(f"error: {error}", file=sys.stderr)
+        _say(f"error: {error}")
         return 3
     except KeyboardInterrupt:
         resume = "; run the same command again to resume" if args.command == "run" else ""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_ar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragkit.hashing import content_key
+from ragkit.quoting import MESSAGE_CHARS, clipped, quoted
 
 if TYPE_CHECKING:  # only for the registries' annotations: these modules import this one
     from ragkit.chunkers.base import Chunker
@@ -24,7 +25,14 @@ if TYPE_CHECKING:  # only for the registries' annotations: these modules import 
 
 
 class ConfigError(ValueError):
-    """A user-written value is wrong; the message names it and lists the valid choices."""
+    """A user-written value is wrong; the message names it and lists the valid choices.
+
+    The message is clipped to ``MESSAGE_CHARS``: the values it quotes should be clipped where it
+    is written (``ragkit.quoting``), and this is the guard for a place that forgot.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clipped(message, MESSAGE_CHARS))
 
 
 class ComponentParams(BaseModel):
@@ -87,6 +95,13 @@ class Component:
         return content_key(self.kind, self.name, self.version, self.params.key_dump())
 
 
+# A validation error lists at most this many problems, each location part and message clipped:
+# a list of a million bad items, or a key of 10 MB, still reads as one short line.
+MAX_PROBLEMS = 5
+LOCATION_PART_CHARS = 60
+PROBLEM_CHARS = 300
+
+
 def validation_problems(
     error: ValidationError, unknown: str, empty_location: str, model: type[BaseModel] | None = None
 ) -> str:
@@ -98,24 +113,28 @@ def validation_problems(
     whole-model validator names its field itself, so it gets no location.
     """
     problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or empty_location
+    items = error.errors(include_url=False)
+    for item in items[:MAX_PROBLEMS]:
+        # A key is the user's text too: each part of the location is clipped like a value.
+        where = ".".join(clipped(str(part), LOCATION_PART_CHARS) for part in item["loc"]) or empty_location
         if item["type"] == "extra_forbidden":
             valid = _field_names_at(model, item["loc"][:-1]) if model is not None else []
             choices = f" (valid {unknown}s{_under(item['loc'][:-1])}: {', '.join(valid)})" if valid else ""
             problems.append(f"unknown {unknown} '{where}'{choices}")
         elif item["type"] == "value_error":
-            message = item["msg"].removeprefix("Value error, ")
+            message = clipped(item["msg"].removeprefix("Value error, "), PROBLEM_CHARS)
             problems.append(f"'{where}': {message}" if item["loc"] else message)
         elif item["type"] == "missing":
             problems.append(f"'{where}': {item['msg']}")
         else:
-            problems.append(f"'{where}': {item['msg']} (got {item['input']!r})")
+            problems.append(f"'{where}': {clipped(item['msg'], PROBLEM_CHARS)} (got {quoted(item['input'])})")
+    if len(items) > MAX_PROBLEMS:
+        problems.append(f"and {len(items) - MAX_PROBLEMS} more problem(s)")
     return "; ".join(problems).rstrip(".")
 
 
 def _under(loc: tuple[int | str, ...]) -> str:
-    return f" of '{'.'.join(str(part) for part in loc)}'" if loc else " at the top level"
+    return f" of '{'.'.join(clipped(str(part), LOCATION_PART_CHARS) for part in loc)}'" if loc else " at the top level"
 
 
 def _field_names_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
@@ -194,7 +213,7 @@ class Registry(Generic[ComponentT]):
             points = self._entry_points()
             if name not in points:
                 choices = ", ".join(self.names()) or "(none registered: is ragkit installed with pip?)"
-                raise ConfigError(f"unknown {self.kind} '{name}'. Valid choices: {choices}.")
+                raise ConfigError(f"unknown {self.kind} '{clipped(name)}'. Valid choices: {choices}.")
             cls = points[name].load()
         self._loaded[name] = cls
         return cls

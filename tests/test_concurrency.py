@@ -32,6 +32,7 @@ from ragkit.locks import LockTimeout, content_lock
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 from tests.factories import write_beir
+from tests.held_run import child_env
 
 VOCABULARY = """river mountain copper violin harbour lantern orchard glacier falcon meadow
     compass thunder velvet canyon ember willow quartz saddle beacon tundra marble pepper
@@ -111,6 +112,19 @@ def _wait_for_line(log: Path, text: str, process_alive) -> None:
         time.sleep(0.05)
 
 
+def _wait_for_waiters(trace: Path, count: int, alive, logs: dict[str, Path]) -> set[str]:
+    """The processes that logged a lock wait, once there are ``count`` of them."""
+    def waiting() -> set[str]:
+        return {line.split()[0] for line in (trace.read_text() if trace.exists() else "").splitlines()}
+
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while len(waiters := waiting()) < count:
+        assert alive(), {name: log.read_text(errors="replace")[-2000:] for name, log in logs.items() if log.exists()}
+        assert time.monotonic() < deadline, f"only {waiters} waited for a lock"
+        time.sleep(0.05)
+    return waiters
+
+
 def _built(log: Path) -> tuple[int, int, int]:
     """(chunk sets built, indexes built, chunks embedded) from `ragkit run`'s closing line."""
     match = re.search(r"built (\d+) chunk set\(s\), (\d+) index\(es\); chunks embedded: (\d+)", log.read_text())
@@ -121,12 +135,16 @@ def _built(log: Path) -> tuple[int, int, int]:
 @pytest.mark.integration
 @pytest.mark.parametrize("first_by", ["dashboard job", pytest.param("cli", marks=pytest.mark.slow)])
 def test_two_experiments_sharing_chunk_sets_and_an_embedder_at_once_equal_one_after_the_other(
-        first_by, sequential, tmp_path, isolated_data_dir):
+        first_by, sequential, tmp_path, isolated_data_dir, monkeypatch):
     dataset = sequential["root"] / "beir"
     outs = {name: tmp_path / name for name in EXPERIMENTS}
     logs = {name: tmp_path / f"{name}.log" for name in EXPERIMENTS}
-    # Hold the embedder's lock until both runs are under way, so both want the same chunk sets and
-    # indexes at the same moment rather than one finishing before the other starts.
+    # Hold the embedder's lock until both runs wait for a lock, so both want the same chunk sets and
+    # indexes at the same moment rather than one finishing before the other starts. Each child logs
+    # the locks it had to wait for (tests/child_hooks/sitecustomize.py): the proof they overlapped.
+    trace = tmp_path / "lock-waits.log"
+    for name, value in child_env(RAGKIT_TEST_LOCK_LOG=str(trace)).items():
+        monkeypatch.setenv(name, value)  # for both children: the CLI run and the dashboard's job
     embedder_key = component_key(registry.embedders, registry.embedders.resolve("minilm"))
     with content_lock(isolated_data_dir, "embedder", embedder_key):
         second = _cli(_config("second", dataset), outs["second"], logs["second"])
@@ -139,9 +157,10 @@ def test_two_experiments_sharing_chunk_sets_and_an_embedder_at_once_equal_one_af
             logs["first"] = manager.jobs_dir / job.job_id / "log.txt"
             first_alive = lambda: manager.get(job.job_id).state in ("queued", "running")  # noqa: E731
             wait_first = lambda: _wait_for_job(manager, job)  # noqa: E731
-        for name, alive in (("first", first_alive), ("second", lambda: second.poll() is None)):
-            _wait_for_line(logs[name], "experiment '", alive)
-        time.sleep(1.0)  # both are now chunking or waiting for a lock
+        alive = {"first": first_alive, "second": lambda: second.poll() is None}
+        waiters = _wait_for_waiters(trace, 2, lambda: all(check() for check in alive.values()), logs)
+    # Both runs were blocked on a lock at once; neither could finish, as both need the embedder held here.
+    assert len(waiters) == 2 and f"embedder/{embedder_key}.lock" in trace.read_text()
 
     assert second.wait(RUN_TIMEOUT_S) == 0, logs["second"].read_text()
     assert wait_first() == 0, logs["first"].read_text()
@@ -210,7 +229,6 @@ def test_a_second_run_into_a_busy_results_folder_is_refused_naming_the_first(tmp
                                       "retrievers": ["bm25"], "embedders": []}))
     out = tmp_path / "out"
     with ResultStore(out).writer_lock():
-        started = time.monotonic()
         result = subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(config), "--out", str(out), "--quiet"],
                                 capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert result.returncode == 2
@@ -219,7 +237,7 @@ def test_a_second_run_into_a_busy_results_folder_is_refused_naming_the_first(tmp
     assert lines[0].startswith(f"error: results folder {out} is in use by process {os.getpid()} (")
     assert "wait for that run to finish or write to another folder" in lines[0]
     assert not (out / "runs").exists()
-    assert time.monotonic() - started < 60  # refused, not waited
+    assert "waited" not in lines[0]  # refused at once: a lock taken with a timeout says how long it waited
 
     # Once the first writer is gone the folder is free again.
     run_experiment(config_from_dict(yaml.safe_load(config.read_text())), out)

@@ -12,6 +12,7 @@ import pytest
 from ragkit.jobs import JobInfo, JobManager, _process_alive
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
+from tests.held_run import child_env, hold_after, wait_until_held
 
 TOPICS = ["llamas graze on high plains", "alpacas grow soft fleece", "camels store fat in humps",
           "vicunas live in the andes", "guanacos are wild camelids", "dromedaries have one hump"]
@@ -72,15 +73,17 @@ def test_job_runs_to_done_in_the_background(tmp_path):
 
 
 @pytest.mark.integration
-def test_cancelled_job_resumes_without_duplicate_rows(tmp_path):
+def test_cancelled_job_resumes_without_duplicate_rows(tmp_path, monkeypatch):
     manager = JobManager()
-    # One-question shards keep the child busy long enough to be caught mid-run, after a commit.
+    # The child holds after 3 of its 240 one-question shards (tests/child_hooks): cancelled mid-run.
     config = _config(_write_beir(tmp_path / "beir", questions=120), shard_size=1)
-    job = manager.start(config, out_dir=tmp_path / "out")
-    deadline = time.monotonic() + 120
-    while manager.get(job.job_id).done == 0:
-        assert time.monotonic() < deadline, manager.get(job.job_id).log_tail
-        time.sleep(0.05)
+    held = tmp_path / "held"
+    with monkeypatch.context() as patch:
+        for name, value in child_env(RAGKIT_TEST_HOLD_AFTER=hold_after(3, held)).items():
+            patch.setenv(name, value)
+        job = manager.start(config, out_dir=tmp_path / "out")
+    wait_until_held(held, lambda: manager.get(job.job_id).state in ("queued", "running"),
+                    lambda: manager.get(job.job_id).log_tail)
 
     cancelled = manager.cancel(job.job_id)
 
@@ -88,7 +91,7 @@ def test_cancelled_job_resumes_without_duplicate_rows(tmp_path):
     assert not _process_alive(job.pid)
     assert manager.get(job.job_id).state == "cancelled"
     partial = ResultStore(tmp_path / "out").read("scores")
-    assert not partial.empty
+    assert partial["question_id"].nunique() == 3
 
     resumed = manager.resume(job.job_id)
     assert resumed.state in ("queued", "running", "done")

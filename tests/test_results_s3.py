@@ -7,9 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +18,7 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from tests.factories import write_beir
+from tests.held_run import process_alive, process_stderr, start_held_run, wait_until_held
 
 boto3 = pytest.importorskip("boto3", reason="the test extra installs boto3 and moto")
 moto_server = pytest.importorskip("moto.server", reason="the test extra installs moto[server]")
@@ -108,28 +106,24 @@ def test_the_cli_reports_a_results_prefix_on_object_storage(tmp_path, s3, capsys
 
 
 def test_a_run_on_object_storage_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_path, s3):
-    # 3 runs x 30 one-question shards: enough commits for the kill to land midway.
+    # 3 runs x 30 one-question shards.
     many = {f"q{i}": (f"which farm has the {ANIMALS[i % 6]} number {i}", f"d{i % 6}") for i in range(30)}
     config = grid(write_beir(tmp_path / "beir", DOCS, many), shard_size=1, top_k=[1, 2, 3])
     path = tmp_path / "grid.yaml"
     path.write_text(json.dumps(config), encoding="utf-8")
     remote = f"s3://{BUCKET}/killed"
-    command = [sys.executable, "-m", "ragkit.cli", "run", str(path), "--out", remote, "--quiet"]
-    process = subprocess.Popen(command, env=dict(os.environ), start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
 
     def committed() -> int:
         listed = s3.list_objects_v2(Bucket=BUCKET, Prefix="killed/_commits/")
         return len(listed.get("Contents", []))
 
-    deadline = time.monotonic() + 180
-    while committed() < 3 and time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-        time.sleep(0.02)
+    held = tmp_path / "held"
+    process = start_held_run(["run", str(path), "--out", remote, "--quiet"], 3, held, dict(os.environ))
+    # Killed at a known point: 3 of 90 shards committed.
+    wait_until_held(held, process_alive(process), process_stderr(process))
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    before = committed()
-    assert 3 <= before < 90, before
+    assert committed() == 3
 
     assert main(["run", str(path), "--out", remote, "--quiet"]) == 0
     assert committed() == 3  # each finished run compacted into one part

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-import yaml
 
 from dashboard import state
 from dashboard.safe_text import escape
 from ragkit.registry import ConfigError
+from ragkit.yaml_input import load_yaml
 
 REFRESH_S = 2.0
 
@@ -27,12 +27,12 @@ with st.expander("Start a job from an experiment YAML"):
     text = st.text_area("Experiment YAML", height=200, placeholder="name: ...\ndataset: {path: ...}")
     if st.button("Start", disabled=not text.strip()):
         try:
-            config = yaml.safe_load(text)
+            config = load_yaml(text, "experiment YAML")
             if not isinstance(config, dict):
-                raise ConfigError("expected a mapping at the top level")
+                raise ConfigError("experiment YAML: expected a mapping of fields (name, dataset, ...) at the top level")
             job = state.job_manager().start(config)
             st.success(f"Started job {job.job_id}.")
-        except (ConfigError, yaml.YAMLError) as error:
+        except ConfigError as error:
             st.error(escape(str(error)))
 
 

@@ -30,6 +30,7 @@ from ragkit.corpus.model import make_document
 from ragkit.corpus.pdf import PdfError, read_pdf
 from ragkit.corpus.validation import IngestError, file_type_of
 from ragkit.settings import get_settings
+from ragkit.yaml_input import parse_yaml, parse_yaml_documents
 
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
 # 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv
@@ -156,12 +157,13 @@ _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z
 
 
 def front_matter(text: str) -> dict[str, Any]:
-    """description, tags and title from a markdown file's YAML front matter (safe_load), if any."""
+    """description, tags and title from a markdown file's YAML front matter (safe_load within the
+    bounds of ``ragkit.yaml_input``), if any."""
     match = _FRONT_MATTER.match(text)
     if not match:
         return {}
     try:
-        data = yaml.safe_load(match.group(1))
+        data = parse_yaml(match.group(1))
     except (yaml.YAMLError, RecursionError):
         return {}  # not YAML after all: the text is still the document
     if not isinstance(data, dict):
@@ -400,10 +402,10 @@ def _parse_json(path: Path) -> list[ParsedDocument]:
 
 def _parse_yaml(path: Path) -> list[ParsedDocument]:
     """The file's own text (so answer spans and line numbers match it), checked to be YAML with
-    ``yaml.safe_load``, its top-level keys as sections."""
+    ``yaml.safe_load`` within the bounds of ``ragkit.yaml_input``, its top-level keys as sections."""
     text = _read_text(path)
     try:
-        list(yaml.safe_load_all(text))
+        parse_yaml_documents(text)
     except yaml.YAMLError as error:
         raise IngestError(f"invalid YAML: {str(error).splitlines()[0]}") from None
     except RecursionError:

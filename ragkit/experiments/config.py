@@ -18,8 +18,10 @@ from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
+from ragkit.quoting import clipped, quoted
 from ragkit.registry import ComponentSpec, ConfigError, validation_problems
 from ragkit.web import web_providers
+from ragkit.yaml_input import load_yaml
 
 if TYPE_CHECKING:
     from ragkit.judges.base import Judge
@@ -76,7 +78,7 @@ def resolve_auto_embedder(spec: dict[str, Any]) -> dict[str, Any]:
     model = params.pop("ollama_model", AUTO_OLLAMA_MODEL)
     if params or set(spec) - {"type", "params"}:
         extra = sorted(set(params) | (set(spec) - {"type", "params"}))
-        raise ValueError(f"embedder 'auto' takes only params.ollama_model, got {extra}")
+        raise ValueError(f"embedder 'auto' takes only params.ollama_model, got {quoted(extra)}")
     url = get_settings().ollama_url
     if ollama_answers(url):
         return {"type": "ollama", "params": {"model_name": model, "base_url": url}}
@@ -158,7 +160,7 @@ def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
         for item in expanded:
             if item not in cls.modes:
                 valid = ", ".join([*cls.modes, "both"])
-                raise ConfigError(f"judges.{name}: no mode '{item}'. Valid modes: {valid}")
+                raise ConfigError(f"judges.{name}: no mode '{clipped(item)}'. Valid modes: {valid}")
             modes.add(item)
     ordered = [mode for mode in MODE_ORDER if mode in modes]
     specs: dict[str, ComponentSpec] = {}
@@ -202,7 +204,7 @@ class LLMConfig(StrictModel):
         valid_roles = [*judge_names(), GENERATOR, "evaluation"]
         unknown = sorted(set(self.roles) - set(valid_roles))
         if unknown:
-            raise ConfigError(f"llm.roles: unknown role {unknown}. Valid roles: {', '.join(valid_roles)}")
+            raise ConfigError(f"llm.roles: unknown role {quoted(unknown)}. Valid roles: {', '.join(valid_roles)}")
         return LLMConfig(
             default=_at("llm.default", llm_registry.resolve, self.default) if self.default is not None else None,
             roles={role: _at(f"llm.roles.{role}", llm_registry.resolve, spec) for role, spec in self.roles.items()},
@@ -210,8 +212,10 @@ class LLMConfig(StrictModel):
 
 
 class ExperimentConfig(StrictModel):
-    name: str = Field(description="Experiment name (also the default results folder name).")
-    description: str = Field(default="", description="Free text shown in reports.")
+    # Bounded: the name is a folder name (255 bytes on most file systems), the description is
+    # printed in every report.
+    name: str = Field(max_length=100, description="Experiment name (also the default results folder name).")
+    description: str = Field(default="", max_length=10_000, description="Free text shown in reports.")
     dataset: DatasetConfig
     corpus: CorpusConfig | None = Field(
         default=None, description="Where documents come from; default: the dataset's own corpus.jsonl."
@@ -286,7 +290,7 @@ class ExperimentConfig(StrictModel):
     def _positive(cls, value: list[int]) -> list[int]:
         bad = [k for k in value if not 1 <= k <= 1000]
         if bad:
-            raise ValueError(f"top_k values must be between 1 and 1000, got {bad}")
+            raise ValueError(f"top_k values must be between 1 and 1000, got {quoted(bad)}")
         return sorted(set(value))
 
     @model_validator(mode="after")
@@ -323,7 +327,7 @@ class ExperimentConfig(StrictModel):
         unknown = sorted(set(self.judges) - set(judge_names()))
         check_judge_places(unknown)  # a plugin's judge the pipeline would never run
         if unknown:
-            raise ConfigError(f"judges: unknown judge {unknown}. Valid judges: {', '.join(judge_names())}")
+            raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
         generator = self.generator
         return {
             "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
@@ -414,8 +418,9 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
         if target.get(key) is None:
             target[key] = {}
         elif not isinstance(target[key], dict):
-            section = ".".join(keys[: depth + 1])
-            raise ConfigError(f"--set {dotted}: '{section}' is a {type(target[key]).__name__}, not a section with keys")
+            section = clipped(".".join(keys[: depth + 1]))
+            kind = type(target[key]).__name__
+            raise ConfigError(f"--set {clipped(dotted)}: '{section}' is a {kind}, not a section with keys")
         target = target[key]
     target[keys[-1]] = value
 
@@ -423,50 +428,11 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 def parse_override(text: str) -> tuple[str, Any]:
     """`dotted.key=value`, the value read as YAML (so numbers, lists and booleans work)."""
     if "=" not in text:
-        raise ConfigError(f"--set expects dotted.key=value, got '{text}'")
+        raise ConfigError(f"--set expects dotted.key=value, got '{clipped(text)}'")
     key, raw = (part.strip() for part in text.split("=", 1))
     if not all(key.split(".")):
-        raise ConfigError(f"--set {text}: '{key}' is not a dotted.key (e.g. dataset.limit=5)")
-    try:
-        return key, _load_yaml(raw) if raw else ""
-    except yaml.YAMLError as error:
-        raise _yaml_error(f"--set {key}: value {raw!r}", error) from None
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load that refuses a key written twice in one mapping (YAML keeps the last one silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first_line: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in first_line
-            except TypeError:  # an unhashable key: the base class reports it
-                break
-            if duplicate and key != "<<":
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' is written twice (first on line {first_line[key]})", key_node.start_mark
-                )
-            first_line[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: as safe as safe_load
-
-
-def _yaml_error(source: str, error: yaml.YAMLError) -> ConfigError:
-    """PyYAML's error as one line: where (line and column), what is wrong, what it was parsing."""
-    if not isinstance(error, yaml.MarkedYAMLError):  # e.g. a control character in the text
-        return ConfigError(f"{source}: invalid YAML: {str(error).splitlines()[0]}")
-    mark, where, context = error.problem_mark, "", ""
-    if mark is not None:
-        where = f", line {mark.line + 1}, column {mark.column + 1}"
-    if error.context:
-        started = f" started on line {error.context_mark.line + 1}" if error.context_mark else ""
-        context = f" ({error.context}{started})"
-    return ConfigError(f"{source}{where}: invalid YAML: {error.problem}{context}")
+        raise ConfigError(f"--set {clipped(text)}: '{clipped(key)}' is not a dotted.key (e.g. dataset.limit=5)")
+    return key, load_yaml(raw, f"--set {key}: value {quoted(raw)}") if raw else ""
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
@@ -484,12 +450,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     if not path.is_file():
         raise ConfigError(f"experiment file {path} is a folder, not a YAML file")
     try:
-        data = _load_yaml(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); "
                           "save it as UTF-8") from None
-    except yaml.YAMLError as error:
-        raise _yaml_error(str(path), error) from None
     except OSError as error:
         raise ConfigError(f"experiment file {path} cannot be read: {error.strerror}") from None
     if not isinstance(data, dict):

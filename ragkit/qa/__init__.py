@@ -38,6 +38,7 @@ from ragkit.qa.plain import load_csv, load_plain_jsonl
 from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets
 from ragkit.qa.spans import find_answer, resolve_answer_spans, validate_against_corpus
 from ragkit.qa.squad import load_squad_json, load_squad_jsonl
+from ragkit.quoting import clipped
 from ragkit.registry import ConfigError
 
 __all__ = [
@@ -70,7 +71,7 @@ def load_question_set(
     """Read a question set; ``split`` selects the BEIR qrels file, ``limit`` keeps the first N."""
     path = Path(path)
     if format not in FORMATS:
-        raise ConfigError(f"unknown question-set format '{format}'. Valid choices: {', '.join(FORMATS)}.")
+        raise ConfigError(f"unknown question-set format '{clipped(format)}'. Valid choices: {', '.join(FORMATS)}.")
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be > 0, got {limit}")
     if not path.exists():
@@ -78,7 +79,7 @@ def load_question_set(
     if format == "auto":
         format = detect_format(path)
     if format != "beir" and split != "test":
-        raise ConfigError(f"split '{split}' applies only to beir datasets; {path} is read as {format}")
+        raise ConfigError(f"split '{clipped(split)}' applies only to beir datasets; {path} is read as {format}")
     if format == "beir":
         questions = load_beir(path, split)
     elif format == "squad" and path.is_file() and path.suffix.lower() == ".json":
@@ -90,10 +91,12 @@ def load_question_set(
     else:
         questions = load_csv(file_in(path, "questions.csv"))
     if not questions:
-        raise ConfigError(f"no questions found in {path}" + (f" for split '{split}'" if format == "beir" else ""))
+        in_split = f" for split '{clipped(split)}'" if format == "beir" else ""
+        raise ConfigError(f"no questions found in {path}{in_split}")
     repeated = duplicates(q.id for q in questions)
     if repeated:
-        raise ConfigError(f"{path}: duplicate question ids: {', '.join(repeated[:10])}")
+        named = ", ".join(clipped(question_id) for question_id in repeated[:10])
+        raise ConfigError(f"{path}: duplicate question ids: {named}")
     return QuestionSet(name=name or _default_name(path), format=format, questions=questions[:limit])
 
 

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, file_in, jsonl_rows, numbered_lines, parse_row
+from ragkit.quoting import clipped
 from ragkit.registry import ConfigError
 
 
@@ -26,7 +27,8 @@ def load_beir(folder: Path, split: str) -> list[Question]:
     qrels_path = folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         available = ", ".join(sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))) or "none"
-        raise ConfigError(f"beir split '{split}' not found: expected {qrels_path} (available splits: {available})")
+        raise ConfigError(f"beir split '{clipped(split)}' not found: expected {qrels_path} "
+                          f"(available splits: {available})")
     judged, first_line = _read_qrels(qrels_path)
 
     queries_path = file_in(folder, "queries.jsonl")
@@ -40,7 +42,7 @@ def load_beir(folder: Path, split: str) -> list[Question]:
             continue
         where = f"{qrels_path}, line {first_line[query_id]}"
         if query_id not in texts:
-            raise ConfigError(f"{where}: query '{query_id}' is not in {queries_path}")
+            raise ConfigError(f"{where}: query '{clipped(query_id)}' is not in {queries_path}")
         questions.append(parse_row(Question, {"id": query_id, "text": texts[query_id], "relevant_docs": docs}, where))
     return questions
 
@@ -59,7 +61,7 @@ def _read_qrels(qrels_path: Path) -> tuple[dict[str, dict[str, float]], dict[str
         except ValueError:
             if line_no == 1:  # the BEIR header row
                 continue
-            raise ConfigError(f"{qrels_path}, line {line_no}: score '{raw_score}' is not a number") from None
+            raise ConfigError(f"{qrels_path}, line {line_no}: score '{clipped(raw_score)}' is not a number") from None
         first_line.setdefault(query_id, line_no)
         docs = judged.setdefault(query_id, {})
         if score > 0:

@@ -10,6 +10,7 @@ from pydantic import Field
 from ragkit.corpus.model import make_document
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.qa.squad import squad_paragraphs
+from ragkit.quoting import clipped
 from ragkit.registry import ConfigError
 
 
@@ -31,7 +32,7 @@ def load_dataset_corpus(path: str | Path) -> list[Document] | None:
     if path.is_file() and path.suffix.lower() == ".json":
         for doc_id, context, _, where in squad_paragraphs(path):
             if doc_id in documents and documents[doc_id].text != context:
-                raise ConfigError(f"{path}, {where}: doc id '{doc_id}' is used for two different contexts")
+                raise ConfigError(f"{path}, {where}: doc id '{clipped(doc_id)}' is used for two different contexts")
             documents[doc_id] = make_document(doc_id, context)
         return list(documents.values())
     corpus_path = (path if path.is_dir() else path.parent) / "corpus.jsonl"
@@ -40,6 +41,6 @@ def load_dataset_corpus(path: str | Path) -> list[Document] | None:
     for line_no, obj in jsonl_rows(corpus_path):
         row = parse_row(_CorpusRow, obj, f"{corpus_path}, line {line_no}")
         if row.id in documents:
-            raise ConfigError(f"{corpus_path}, line {line_no}: duplicate document id '{row.id}'")
+            raise ConfigError(f"{corpus_path}, line {line_no}: duplicate document id '{clipped(row.id)}'")
         documents[row.id] = make_document(row.id, row.text, {"title": row.title} if row.title else None)
     return list(documents.values())

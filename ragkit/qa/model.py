@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragkit.hashing import content_key
 from ragkit.qa.rows import duplicates
+from ragkit.quoting import clipped, quoted
 
 
 class AnswerSpan(BaseModel):
@@ -129,12 +130,12 @@ class Question(BaseModel):
             raise ValueError("a question needs relevant documents or an answer (or answerable: false)")
         not_relevant = {doc: score for doc, score in self.relevant_docs.items() if score <= 0}
         if not_relevant:
-            raise ValueError(f"relevance scores must be > 0, got {not_relevant}")
+            raise ValueError(f"relevance scores must be > 0, got {quoted(not_relevant)}")
         if any(not answer.strip() for answer in self.answers):
             raise ValueError("answers must not be blank")
         outside = sorted({span.doc_id for span in self.spans} - set(self.relevant_docs))
         if outside:
-            raise ValueError(f"spans point into documents not among relevant_docs: {outside}")
+            raise ValueError(f"spans point into documents not among relevant_docs: {quoted(outside)}")
         self._check_parts()
         return self
 
@@ -142,16 +143,17 @@ class Question(BaseModel):
         groups = sorted({span.group for span in self.spans})
         if not self.answer_parts:
             if groups != list(range(len(groups))):
-                raise ValueError(f"question {self.id}: span groups must be numbered 0..G-1 without gaps, got {groups}")
+                raise ValueError(f"question {clipped(self.id)}: span groups must be numbered 0..G-1 without gaps, "
+                                 f"got {quoted(groups)}")
             return
         if any(not part for part in self.answer_parts):
-            raise ValueError(f"question {self.id}: every answer part needs at least one answer")
+            raise ValueError(f"question {clipped(self.id)}: every answer part needs at least one answer")
         if self.answers != [text for part in self.answer_parts for text in part]:
-            raise ValueError(f"question {self.id}: answers must be the answer_parts' texts in order")
+            raise ValueError(f"question {clipped(self.id)}: answers must be the answer_parts' texts in order")
         beyond = [group for group in groups if group >= len(self.answer_parts)]
         if beyond:
             raise ValueError(
-                f"question {self.id}: span groups {beyond} have no answer part "
+                f"question {clipped(self.id)}: span groups {beyond} have no answer part "
                 f"(groups are numbered 0..{len(self.answer_parts) - 1} for {len(self.answer_parts)} parts)"
             )
 
@@ -228,7 +230,7 @@ class QuestionSet(BaseModel):
     def _check_unique_ids(self) -> QuestionSet:
         repeated = duplicates(q.id for q in self.questions)
         if repeated:
-            raise ValueError(f"duplicate question ids: {repeated[:10]}")
+            raise ValueError(f"duplicate question ids: {quoted(repeated[:10])}")
         return self
 
     def count_judgements(self) -> int:

@@ -31,6 +31,7 @@ from typing import Any
 
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.quoting import clipped
 from ragkit.registry import ConfigError
 
 PART_SEPARATOR = "||"
@@ -56,20 +57,29 @@ def load_plain_jsonl(path: Path) -> list[Question]:
 def load_csv(path: Path) -> list[Question]:
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.DictReader(handle)
-        columns = {(column or "").strip() for column in reader.fieldnames or []}
-        if "question" not in columns or not columns & {"relevant_doc_ids", "answer", "answer_parts"}:
-            raise ConfigError(
-                f"{path}: needs a 'question' column and 'relevant_doc_ids' and/or 'answer' or 'answer_parts' "
-                f"(optional 'id'); found columns: {', '.join(sorted(columns)) or 'none'}"
-            )
-        rows = []
-        record_start = reader.line_num + 1
-        for number, record in enumerate(reader, start=1):
-            # Empty cells count as missing; cells beyond the header (key None, list value) are ignored.
-            cells = {key.strip(): value.strip() or None for key, value in record.items() if isinstance(value, str)}
-            rows.append((record_start, number, cells))
-            record_start = reader.line_num + 1
+        try:
+            rows = _csv_rows(path, reader)
+        except csv.Error as error:  # e.g. a cell over csv.field_size_limit(), an unclosed quote at the end
+            raise ConfigError(f"{path}, line {reader.line_num}: malformed CSV: {clipped(str(error))}") from None
     return _plain_questions(path, rows)
+
+
+def _csv_rows(path: Path, reader: csv.DictReader[str]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(line, row number, cells) of every record, after checking the header names a question and its truth."""
+    columns = {(column or "").strip() for column in reader.fieldnames or []}
+    if "question" not in columns or not columns & {"relevant_doc_ids", "answer", "answer_parts"}:
+        raise ConfigError(
+            f"{path}: needs a 'question' column and 'relevant_doc_ids' and/or 'answer' or 'answer_parts' "
+            f"(optional 'id'); found columns: {clipped(', '.join(sorted(columns))) or 'none'}"
+        )
+    rows = []
+    record_start = reader.line_num + 1
+    for number, record in enumerate(reader, start=1):
+        # Empty cells count as missing; cells beyond the header (key None, list value) are ignored.
+        cells = {key.strip(): value.strip() or None for key, value in record.items() if isinstance(value, str)}
+        rows.append((record_start, number, cells))
+        record_start = reader.line_num + 1
+    return rows
 
 
 def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) -> list[Question]:

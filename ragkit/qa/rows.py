@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ragkit.registry import ConfigError
+from ragkit.quoting import clipped
+from ragkit.registry import LOCATION_PART_CHARS, MAX_PROBLEMS, PROBLEM_CHARS, ConfigError
 
 
 class RowModel(BaseModel):
@@ -29,10 +30,13 @@ def parse_row(model: type[BaseModel], obj: Any, where: str) -> Any:
         return model.model_validate(obj)
     except ValidationError as error:
         parts = []
-        for item in error.errors():
-            field = ".".join(str(part) for part in item["loc"])
-            parts.append(f"{field}: {item['msg']}" if field else item["msg"])
-        raise ConfigError(f"{where}: {'; '.join(dict.fromkeys(parts))}") from None
+        for item in error.errors(include_url=False):
+            field = ".".join(clipped(str(part), LOCATION_PART_CHARS) for part in item["loc"])
+            message = clipped(item["msg"], PROBLEM_CHARS)
+            parts.append(f"{field}: {message}" if field else message)
+        distinct = list(dict.fromkeys(parts))
+        more = [f"and {len(distinct) - MAX_PROBLEMS} more problem(s)"] if len(distinct) > MAX_PROBLEMS else []
+        raise ConfigError(f"{where}: {'; '.join(distinct[:MAX_PROBLEMS] + more)}") from None
 
 
 def duplicates(ids: Iterable[str]) -> list[str]:

@@ -120,10 +120,11 @@ def test_repeated_text_that_reads_at_two_places_is_still_placed(text: str, size:
     check_chunks({"type": "token", "params": {"chunk_size": size, "chunk_overlap": overlap}}, text, "notes.txt")
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_a_long_tail_of_whitespace_splits_is_placed_in_linear_time() -> None:
     # Every start tried in the tail re-read all of it: 8,000 tabs took 21 s, 15,000 over 90 s.
+    # CPU time of this process, not wall time: other processes on a loaded machine do not count.
     text = "|" * 1024 + "word " * 16_000 + "\t" * 16_000
-    started = time.perf_counter()
+    started = time.process_time()
     check_chunks({"type": "sentence", "params": {"chunk_size": 22, "chunk_overlap": 10}}, text, "notes.txt")
-    assert time.perf_counter() - started < 20
+    assert time.process_time() - started < 20

@@ -10,7 +10,6 @@ sample, so CI stays quick and a failure reproduces; ``RAGKIT_FUZZ=full`` runs th
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -23,14 +22,15 @@ if PROFILE not in ("ci", "full"):
 def fuzz_settings(ci: int = 25, full: int = 600) -> settings:
     """Examples per test in each profile; no example database is written into the checkout.
 
-    The full profile fails an input that takes over 30 s (a quadratic regex or parser on one
-    long line); CI machines vary too much in speed for a deadline there.
+    No deadline in either profile: how long one example takes says as much about the machine's
+    load as about the code, so a deadline fails at random. A quadratic regex or parser on one long
+    line is caught by the linear-time tests, which measure the process's own CPU time.
     """
     return settings(
         max_examples=full if PROFILE == "full" else ci,
         derandomize=PROFILE == "ci",
         database=None,
-        deadline=timedelta(seconds=30) if PROFILE == "full" else None,
+        deadline=None,
         suppress_health_check=[
             HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture,
             HealthCheck.large_base_example,

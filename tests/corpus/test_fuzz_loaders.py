@@ -188,10 +188,10 @@ def test_fuzz_atx_heading_reads_lines_as_the_reference_regex(line: str) -> None:
 @pytest.mark.integration
 def test_a_long_header_line_of_spaces_then_hashes_is_read_in_linear_time(scratch: Path) -> None:
     line = "# x" + " " * 40_000 + "#" * 40_000 + " y"
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU time: a loaded machine's other work does not count
     path = scratch / "long.md"
     path.write_text(line, encoding="utf-8")
     [document] = parse_file(path, "md")
     chunks = chunkers.build({"type": "markdown", "params": {"chunk_size": 5000, "chunk_overlap": 0}}).chunk(
         [make_document("long.md", document.text)])
-    assert time.perf_counter() - started < 10 and "".join(chunk.text for chunk in chunks).count("#") == 40_001
+    assert time.process_time() - started < 10 and "".join(chunk.text for chunk in chunks).count("#") == 40_001

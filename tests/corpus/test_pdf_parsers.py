@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -106,21 +105,31 @@ def test_a_pdf_that_keeps_the_parser_busy_is_stopped_and_the_next_one_parses(
     tmp_path: Path, real_pdf: bytes, endless_pdf: bytes, short_timeout: float
 ) -> None:
     slow = write(tmp_path / "slow.pdf", endless_pdf)
-    started = time.monotonic()
+    # The file never finishes parsing: returning at all, with this message, is the timeout at work.
     with pytest.raises(IngestError, match=r"^PDF parsing took longer than 1.5 s .*RAGKIT_PDF_TIMEOUT_S"):
         load_file(slow, "slow.pdf")
-    assert time.monotonic() - started < short_timeout + 10
     [document] = load_file(write(tmp_path / "fine.pdf", real_pdf), "fine.pdf")
     assert document.metadata["parser"] == "pypdfium2"
 
 
 @pytest.mark.skipif(os.name == "nt", reason="SIGKILL")
-def test_a_crashed_parser_costs_one_file(tmp_path: Path, real_pdf: bytes, endless_pdf: bytes) -> None:
+def test_a_crashed_parser_costs_one_file(
+    tmp_path: Path, real_pdf: bytes, endless_pdf: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     load_file(write(tmp_path / "warm.pdf", real_pdf), "warm.pdf")  # the worker is running
     pid = pdf_module._worker.pid()
     assert pid is not None
-    # As a segfault in PDFium would: the worker dies while it parses.
-    threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
+    # As a segfault in PDFium would: the worker dies once it has the file and the parent waits for
+    # its reply (the file never finishes parsing, so this is while it parses), never before.
+    wait_for_reply, killed = pdf_module._worker._next_line, []
+
+    def killed_while_parsing(timeout_s: float) -> str | None:
+        if not killed:  # only this file: the next one is read by a new worker
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        return wait_for_reply(timeout_s)
+
+    monkeypatch.setattr(pdf_module._worker, "_next_line", killed_while_parsing)
     with pytest.raises(IngestError, match=r"^the PDF parser crashed on this file \(worker exit code -9\)"):
         load_file(write(tmp_path / "slow.pdf", endless_pdf), "slow.pdf")
     assert load_file(write(tmp_path / "after.pdf", real_pdf), "after.pdf")[0].metadata["parser"] == "pypdfium2"
@@ -147,9 +156,7 @@ def test_a_batch_of_hostile_pdfs_names_each_and_ingests_the_rest(
     for name, data in {**hostile, **readable}.items():
         write(folder / name, data)
     (folder / "notes.txt").write_text("Plain notes go in too.", encoding="utf-8")
-    started = time.monotonic()
-    report = CorpusStore().ingest([folder], "filings")
-    elapsed = time.monotonic() - started
+    report = CorpusStore().ingest([folder], "filings")  # returns at all: slow.pdf never finishes parsing
     statuses = {item.doc_id: item for item in report.files}
     assert {doc_id for doc_id, item in statuses.items() if item.status == "skipped"} == set(hostile)
     assert all(statuses[name].reason for name in hostile)
@@ -157,7 +164,6 @@ def test_a_batch_of_hostile_pdfs_names_each_and_ingests_the_rest(
     corpus = CorpusStore().load("filings").by_id()
     assert sorted(corpus) == sorted([*readable, "notes.txt"])
     assert corpus["typo.pdf"].metadata["parser"] == "pypdf"
-    assert elapsed < short_timeout + 30, f"one slow file held the batch for {elapsed:.0f} s"
 
 
 @pytest.mark.slow

@@ -802,3 +802,29 @@ def test_drilldown_names_each_runs_failure_class(with_results):
     app = page("6_drilldown.py").run()
     assert_ok(app)
     assert any(m.value.startswith("Class: :") for m in app.markdown)
+
+
+@pytest.mark.parametrize("case", ["alias structure", "10 MB name"])
+def test_hostile_experiment_yaml_on_the_runs_page_is_one_short_error(case):
+    from tests.test_bounded_input import BIG, laughs
+
+    good = "name: tiny\ndataset: {path: x}\n"
+    text = {"alias structure": good + laughs(), "10 MB name": f"name: {'n' * BIG}\ndataset: {{path: x}}\n"}[case]
+    app = page("4_runs.py").run()
+    app.text_area[0].set_value(text).run()
+    next(b for b in app.button if b.label == "Start").click().run()
+    assert not app.exception
+    (error,) = app.error
+    assert len(error.value) <= 1000 and "\n" not in error.value, error.value[:2000]
+    assert {"alias structure": "more than 10,000 values", "10 MB name": "'name'"}[case] in error.value
+    assert not app.success
+
+
+def test_a_10_mb_experiment_name_in_the_form_is_one_short_error():
+    from tests.test_bounded_input import BIG
+
+    app = page("3_new_experiment.py").run()
+    app.text_input[0].set_value("e" * BIG).run()
+    assert not app.exception
+    (error,) = app.error
+    assert len(error.value) <= 1000 and "'name': String should have at most 100 characters" in error.value

@@ -7,10 +7,8 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,6 +22,7 @@ from ragkit.experiments.runner import prepare, run_experiment
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 from tests.factories import write_beir
+from tests.held_run import process_alive, process_stderr, start_held_run, wait_until_held
 
 ray = pytest.importorskip("ray", reason="the test extra installs ray; without it the Ray executor cannot be tested")
 
@@ -202,20 +201,14 @@ def test_a_ray_run_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_pat
     path = tmp_path / "grid.yaml"
     path.write_text(json.dumps(config), encoding="utf-8")
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "ragkit.cli", "run", str(path), "--out", str(out), "--quiet",
-               "--executor", "ray", "--num-cpus", "2"]
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    process = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    commits = out / "_commits"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(list(commits.glob("*.json")) if commits.exists() else []) < 5:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-        time.sleep(0.2)
+    argv = ["run", str(path), "--out", str(out), "--quiet", "--executor", "ray", "--num-cpus", "2"]
+    held = tmp_path / "held"
+    # Killed midway at a known point: after 5 of the 3 runs x 8 one-question shards.
+    process = start_held_run(argv, 5, held, {**os.environ, "RAY_AUTH_MODE": "disabled"})
+    wait_until_held(held, process_alive(process), process_stderr(process))
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    committed = len(list(commits.glob("*.json")))
-    assert 5 <= committed < 24  # killed midway: 3 runs x 8 one-question shards
+    assert len(list((out / "_commits").glob("*.json"))) == 5
 
     assert main(["run", str(path), "--out", str(out), "--quiet", "--executor", "ray", "--num-cpus", "2"]) == 0
     scores = ResultStore(out).read("scores")

@@ -30,7 +30,6 @@ class FakeOllama:
         self.delay_s = 0.0
         self.chats_before_down: int | None = None
         self.requests: list[dict[str, Any]] = []
-        self.request_times: list[float] = []
         self.tag_lookups = 0
         self.port = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -64,7 +63,6 @@ class FakeOllama:
         """Record a POST; True if it is the chat after which the server goes away."""
         with self._lock:
             self.requests.append({"path": path, **body})
-            self.request_times.append(time.monotonic())
             return path == "/api/chat" and self.chats_before_down is not None and self.chats == self.chats_before_down
 
 
