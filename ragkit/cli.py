@@ -97,6 +97,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise
     if status:
         status.finish()
+    for damaged in report.set_aside:
+        print(f"damaged: {damaged.describe()}; set aside in {damaged.set_aside_in}; its "
+              f"{len(damaged.question_ids)} question(s) were computed again")
     if report.nothing_to_do:
         print("nothing new to compute: every run of this experiment is already complete")
     print(f"computed {report.questions_computed} question(s) in {report.runs_computed} run(s); "
@@ -114,6 +117,8 @@ def _print_summary(store) -> None:
     failures = format_failures(metric_failures(store.read("scores")))
     if failures:
         print(failures)
+    for line in store.unreadable():  # what could not be read is named, not fatal
+        print(line, file=sys.stderr)
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
@@ -139,6 +144,27 @@ def _cmd_compact(args: argparse.Namespace) -> int:
           if runs else f"{args.results}: nothing to compact (every run has one part per table)")
     if merged:
         print(f"{args.results}: merged read copies written: {', '.join(merged)}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ragkit.folder_check import check_folder, repair
+    from ragkit.results import ResultStore
+
+    store = ResultStore(as_location(args.results))
+    if not store.exists():
+        raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
+    if not args.repair:
+        found = check_folder(store)
+        print(found.headline(args.results))
+        for line in found.lines():
+            print(line)
+        return 0 if found.clean else 1
+    with store.writer_lock():  # nothing writes the folder while it is repaired
+        found = check_folder(store)
+        print(found.headline(args.results))
+        for line in repair(store, found):
+            print(line)
     return 0
 
 
@@ -283,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
                                              "this itself; for older folders and unfinished runs)")
     compact.add_argument("results")
     compact.set_defaults(func=_cmd_compact)
+
+    check = sub.add_parser("check", help="list a results folder's damaged parts, orphan files and stale merged "
+                                         "copies (exit 1 when there is any); --repair fixes them")
+    check.add_argument("results")
+    check.add_argument("--repair", action="store_true",
+                       help="set damaged parts aside (in _damaged/; `ragkit run` computes their questions again), "
+                            "remove orphan files, rebuild the merged read copies")
+    check.set_defaults(func=_cmd_check)
 
     export = sub.add_parser("export", help="export a results folder as csv, parquet, xlsx, json or an html report")
     export.add_argument("results")
