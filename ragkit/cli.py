@@ -59,12 +59,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.experiments.runner import make_executor, prepare
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
+    from ragkit.results_folder import check_output_folder
     from ragkit.settings import get_settings
 
     config = load_config(args.config, args.overrides)
     out_dir = as_location(args.out) if args.out else get_settings().results_root() / config.name
     if isinstance(out_dir, Path) and out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file: give a folder for the results")
+    check_output_folder(out_dir, force=args.force)
     if args.status_file:
         _check_output_file(args.status_file, "--status-file")
     if args.executor == "ray":  # before anything is ingested or written
@@ -291,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
                      help="override a config field, e.g. --set dataset.path=../data/scifact")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--force", action="store_true",
+                     help="write into --out even when it holds files that are not a ragkit results folder")
     run.add_argument("--executor", default="local", choices=["local", "ray"],
                      help="local: in this process (default); ray: chunk sets, indexes and question shards as Ray "
                           "tasks (needs the ray extra)")
