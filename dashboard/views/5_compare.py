@@ -17,7 +17,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state
-from dashboard.selection import pick_results
+from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis import charts, failures, judges
 from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
 from ragkit.analysis.statistics import describe_method
@@ -27,10 +27,12 @@ from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS,
 st.title("Compare runs")
 
 experiment, results, run_ids = pick_results()
+unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 runs = results.runs[results.runs["run_id"].isin(run_ids)]
 metrics = state.view("metric_names", experiment, run_ids)
 if not metrics:
     st.info("These runs have no scores yet.")
+    name_unreadable(experiment, unreadable_notice)
     st.stop()
 
 labels = dict(zip(runs["run_id"], runs["label"]))
@@ -167,3 +169,4 @@ if not evaluated.empty:
     st.caption("What scoring the answers cost, apart from what serving them cost: eval:<metric> stages are the "
                "evaluation's LLM calls (ragas' judges), eval its other work (embeddings, string metrics). Not part of "
                "the latency or tokens above.")
+name_unreadable(experiment, unreadable_notice)
