@@ -111,8 +111,8 @@ def repair(store: ResultStore, found: FolderCheck) -> list[str]:
         store.files.delete(path)
         done.append(f"removed: {path}")
     if found.stale_copies or found.damaged:
-        for item in found.stale_copies:  # a copy that cannot be read may still name current parts
-            store.files.delete(item.split(":", 1)[0])
+        for stale in found.stale_copies:  # a copy that cannot be read may still name current parts
+            store.files.delete(stale.split(":", 1)[0])
         rebuilt = store.merge()
         done.extend(f"rebuilt: {MERGED}/{name}.parquet" for name in rebuilt)
     return done

@@ -173,7 +173,7 @@ class ObjectFolder:
         """Every name directly under ``folder``: its objects and its sub-prefixes, sorted."""
         prefix = self._key(folder).rstrip("/") + "/" if (self.prefix or folder) else ""
         pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/")
-        found = set()
+        found: set[str] = set()
         for page in pages:
             found.update(common["Prefix"][len(prefix):].rstrip("/") for common in page.get("CommonPrefixes", []))
             found.update(item["Key"][len(prefix):] for item in page.get("Contents", []))

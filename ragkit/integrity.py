@@ -82,9 +82,10 @@ def verify_entry(store: ResultStore, entry: Entry, expected: dict | None, fresh:
     if known is not None and known[0] == checked and not fresh:
         return known[1]
     relative = entry.path[len(store.files.path("")):].lstrip("/")
+    missing: tuple[type[Exception], ...] = (FileNotFoundError, *store.files.missing_errors)
     try:
         data = store.files.read_bytes(relative)
-    except (FileNotFoundError, *store.files.missing_errors):
+    except missing:
         return MISSING
     problem = problem_of(data, expected)
     _VERIFIED[key] = (checked, problem)

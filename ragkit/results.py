@@ -721,7 +721,8 @@ class ResultStore:
             import pyarrow.compute as pc
             import pyarrow.dataset as ds
 
-            parts = [entry.path for entry in self._readable("scores", self._parts("scores")) if entry.stem in set(unlisted)]
+            wanted = set(unlisted)
+            parts = [entry.path for entry in self._readable("scores", self._parts("scores")) if entry.stem in wanted]
             if parts:
                 dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"),
                                      filesystem=self.files.filesystem)

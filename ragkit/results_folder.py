@@ -29,8 +29,9 @@ def check_output_folder(location: str | Path, force: bool = False) -> None:
         return
     shown = ", ".join(_short(name) for name in names[:NAMES_SHOWN])
     more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+    count = f"{len(names)} {'entry' if len(names) == 1 else 'entries'}"
     raise ConfigError(f"--out {location} is not empty and is not a ragkit results folder: it holds {shown}{more} "
-                      f"({len(names)} {'entry' if len(names) == 1 else 'entries'}); give a new or empty folder, or add --force to write there anyway")
+                      f"({count}); give a new or empty folder, or add --force to write there anyway")
 
 
 def _short(name: str) -> str:
