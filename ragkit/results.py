@@ -265,8 +265,11 @@ class ResultStore:
         return found
 
     def _remember_metrics(self, part: str, tag: str, record: dict) -> tuple[str, str, list[str] | None]:
-        """What ``metric_names`` needs of a marker, kept per process under its tag."""
+        """What ``metric_names`` needs of a marker, kept per process under its tag (and, from a
+        marker read whole, the digests a read checks its parts against)."""
         known = _MARKER_METRICS[(str(self.root), part)] = (tag, record["run_id"], record.get("metrics"))
+        if "question_ids" in record:
+            _MARKER_FILES[(str(self.root), part)] = (tag, record.get(FILES_KEY) or {})
         return known
 
     def _unchecked_markers(self) -> list[tuple[str, dict]]:
