@@ -179,8 +179,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ragkit.analysis.export import export_results
 
     _check_output_file(args.out, "--out")
+    from ragkit.results import ResultStore
+
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     print(export_results(as_location(args.results), args.format, args.out, run_ids))
+    for line in ResultStore(as_location(args.results)).unreadable():  # exported what could be read
+        print(line, file=sys.stderr)
     return 0
 
 

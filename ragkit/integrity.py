@@ -70,10 +70,12 @@ def unreadable_parquet(data: bytes) -> str | None:
     return None
 
 
-def verify_entry(store: ResultStore, entry: Entry, expected: dict | None, fresh: bool = False) -> str | None:
-    """The problem of one committed part file, or None. Remembered per file version (its listing
-    tag) and expected digest, so a page reading a table many times reads each part's bytes once;
-    ``fresh`` checks again (``ragkit check``, ``ragkit run``: bit rot keeps a file's tag)."""
+def verify_entry(store: ResultStore, entry: Entry, relative: str, expected: dict | None,
+                 fresh: bool = False) -> str | None:
+    """The problem of one committed part file (``entry``, at ``relative`` in the folder), or None.
+    Remembered per file version (its listing tag) and expected digest, so a page reading a table
+    many times reads each part's bytes once; ``fresh`` checks again (``ragkit check``, ``ragkit
+    run``: bit rot keeps a file's tag)."""
     if expected is not None and entry.size >= 0 and entry.size != expected.get("bytes"):
         return f"{entry.size} bytes where its commit marker recorded {expected.get('bytes')}"
     key = (str(store.root), entry.path)
@@ -81,7 +83,6 @@ def verify_entry(store: ResultStore, entry: Entry, expected: dict | None, fresh:
     known = _VERIFIED.get(key)
     if known is not None and known[0] == checked and not fresh:
         return known[1]
-    relative = entry.path[len(store.files.path("")):].lstrip("/")
     missing: tuple[type[Exception], ...] = (FileNotFoundError, *store.files.missing_errors)
     try:
         data = store.files.read_bytes(relative)
@@ -165,7 +166,8 @@ def find_damaged(store: ResultStore, fresh: bool = True) -> list[DamagedPart]:
         expected = record.get(FILES_KEY) or {}
         for name in PART_TABLES:
             entry = listed[name].get(part)
-            problem = MISSING if entry is None else verify_entry(store, entry, expected.get(name), fresh=fresh)
+            problem = (MISSING if entry is None
+                       else verify_entry(store, entry, f"{name}/{part}.parquet", expected.get(name), fresh=fresh))
             if problem is not None:
                 found.problems[name] = problem
         if found.problems:

@@ -240,7 +240,7 @@ class ResultStore:
                 continue
             relative = f"{name}/{entry.stem}.parquet"
             if problem is None:
-                problem = verify_entry(self, entry, (files or {}).get(name), fresh=fresh)
+                problem = verify_entry(self, entry, relative, (files or {}).get(name), fresh=fresh)
             note(self, relative, problem)
             if problem is None:
                 kept.append(entry)

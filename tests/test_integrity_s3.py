@@ -41,7 +41,7 @@ def test_a_damaged_part_on_object_storage_is_named_recomputed_and_set_aside(tmp_
     for name in KEYS:
         pd.testing.assert_frame_equal(table(remote, name), before[name])
     aside = [item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET, Prefix="experiments/heal/_damaged/")["Contents"]]
-    assert any(item.endswith("/scores.parquet") for item in aside) and any(item.endswith("/commit.json") for item in aside)
+    assert any(key.endswith("/scores.parquet") for key in aside) and any(key.endswith("/commit.json") for key in aside)
     assert main(["check", remote]) == 0, capsys.readouterr().out
 
 
