@@ -150,24 +150,13 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ragkit.folder_check import check_folder, repair
+    from ragkit.folder_check import check_command
     from ragkit.results import ResultStore
 
     store = ResultStore(as_location(args.results))
     if not store.exists():
         raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
-    if not args.repair:
-        found = check_folder(store)
-        print(found.headline(args.results))
-        for line in found.lines():
-            print(line)
-        return 0 if found.clean else 1
-    with store.writer_lock():  # nothing writes the folder while it is repaired
-        found = check_folder(store)
-        print(found.headline(args.results))
-        for line in repair(store, found):
-            print(line)
-    return 0
+    return check_command(store, args.results, args.repair)
 
 
 def _check_output_file(path: str | None, option: str) -> None:
@@ -297,8 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
                      help="override a config field, e.g. --set dataset.path=../data/scifact")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--force", action="store_true",
-                     help="write into --out even when it holds files that are not a ragkit results folder")
+    run.add_argument("--force", action="store_true", help="write into an --out that holds other files, not results")
     run.add_argument("--executor", default="local", choices=["local", "ray"],
                      help="local: in this process (default); ray: chunk sets, indexes and question shards as Ray "
                           "tasks (needs the ray extra)")

@@ -51,6 +51,19 @@ class FolderCheck:
                 f"file(s), {len(self.orphans)} orphan file(s), {len(self.stale_copies)} stale merged copy(ies)")
 
 
+def check_command(store: ResultStore, location: str, repairing: bool) -> int:
+    """``ragkit check``: print what is wrong (and, ``repairing``, what was done); 1 when
+    something is wrong and was not repaired."""
+    if not repairing:
+        found = check_folder(store)
+        print("\n".join([found.headline(location), *found.lines()]))
+        return 0 if found.clean else 1
+    with store.writer_lock():  # nothing writes the folder while it is repaired
+        found = check_folder(store)
+        print("\n".join([found.headline(location), *repair(store, found)]))
+    return 0
+
+
 def check_folder(store: ResultStore) -> FolderCheck:
     """Everything ``ragkit check`` lists, every file read whole."""
     found = FolderCheck(damaged=find_damaged(store, fresh=True))

@@ -38,6 +38,8 @@ FILES_KEY = "files"
 _VERIFIED: dict[tuple[str, str], tuple[str, str | None]] = {}
 # results location -> {relative path: problem} met by reads in this process
 _PROBLEMS: dict[str, dict[str, str]] = {}
+# (results location, part) -> (its marker's tag, the digests of its files it records)
+_MARKER_FILES: dict[tuple[str, str], tuple[str, dict]] = {}
 
 
 def digest(data: bytes) -> dict[str, Any]:
@@ -91,6 +93,50 @@ def verify_entry(store: ResultStore, entry: Entry, relative: str, expected: dict
     problem = problem_of(data, expected)
     _VERIFIED[key] = (checked, problem)
     return problem
+
+
+def remember_digests(store: ResultStore, part: str, tag: str, record: dict) -> None:
+    """Keep what a marker read whole (its file ``tag``) records of its parts' digests."""
+    _MARKER_FILES[(str(store.root), part)] = (tag, record.get(FILES_KEY) or {})
+
+
+def _expected_files(store: ResultStore, part: str, tag: str) -> tuple[dict | None, str | None]:
+    """(the digests a part's marker records, None) or (None, why the marker cannot be read);
+    remembered per marker tag, so a read does not open a marker per part every time."""
+    known = _MARKER_FILES.get((str(store.root), part))
+    if known is not None and known[0] == tag:
+        return known[1], None
+    record, problem = store.marker_record(part)
+    if record is None:
+        return None, problem
+    remember_digests(store, part, tag, record)
+    return record.get(FILES_KEY) or {}, None
+
+
+def readable_parts(store: ResultStore, name: str, parts: list[Entry], fresh: bool = False) -> list[Entry]:
+    """``parts`` of table ``name`` less those that fail their check: each one left out is
+    remembered (``note``) for ``ResultStore.unreadable`` instead of stopping the read."""
+    if not parts:
+        return parts
+    from ragkit.results import COMMITS
+
+    tags = {entry.stem: entry.tag for entry in store.files.list(COMMITS, ".json")}
+    kept = []
+    for entry in parts:
+        if entry.stem not in tags:  # compacted away since listed: the read retries
+            kept.append(entry)
+            continue
+        files, problem = _expected_files(store, entry.stem, tags[entry.stem])
+        if files is None and problem is None:  # removed since listed, as above
+            kept.append(entry)
+            continue
+        relative = f"{name}/{entry.stem}.parquet"
+        if problem is None:
+            problem = verify_entry(store, entry, relative, (files or {}).get(name), fresh=fresh)
+        note(store, relative, problem)
+        if problem is None:
+            kept.append(entry)
+    return kept
 
 
 def note(store: ResultStore, relative: str, problem: str | None) -> None:

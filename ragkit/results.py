@@ -24,7 +24,7 @@ import pandas as pd
 
 from ragkit.folders import Entry, as_location, open_folder
 from ragkit.hashing import content_key
-from ragkit.integrity import FILES_KEY, MISSING, digest, note, verify_entry
+from ragkit.integrity import FILES_KEY, MISSING, digest, note, readable_parts, remember_digests
 from ragkit.locks import hold
 
 COMMITS = "_commits"
@@ -111,8 +111,6 @@ _STALE: dict[str, tuple[tuple, set[tuple[str, str, str]]]] = {}
 _RUNS: dict[str, tuple[tuple, pd.DataFrame]] = {}
 # (results location, part) -> (its marker's tag, run id, the metrics it lists or None)
 _MARKER_METRICS: dict[tuple[str, str], tuple[str, str, list[str] | None]] = {}
-# (results location, part) -> (its marker's tag, the digests of its files it records)
-_MARKER_FILES: dict[tuple[str, str], tuple[str, dict]] = {}
 
 
 def _read_file(entry: Entry, filesystem):
@@ -210,42 +208,6 @@ class ResultStore:
         note(self, f"{COMMITS}/{part}.json", problem)
         return None, problem
 
-    def _expected_files(self, part: str, tag: str) -> tuple[dict | None, str | None]:
-        """(the digests a part's marker records, None) or (None, why the marker cannot be read);
-        remembered per marker tag, so a read does not open a marker per part every time."""
-        key = (str(self.root), part)
-        known = _MARKER_FILES.get(key)
-        if known is not None and known[0] == tag:
-            return known[1], None
-        record, problem = self.marker_record(part)
-        if record is None:
-            return None, problem
-        _MARKER_FILES[key] = (tag, record.get(FILES_KEY) or {})
-        return _MARKER_FILES[key][1], None
-
-    def _readable(self, name: str, parts: list[Entry], fresh: bool = False) -> list[Entry]:
-        """``parts`` of table ``name`` less those that fail their check (ragkit.integrity): each
-        one left out is named for ``unreadable`` instead of stopping the read."""
-        if not parts:
-            return parts
-        tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
-        kept = []
-        for entry in parts:
-            if entry.stem not in tags:  # compacted away since listed: the read retries
-                kept.append(entry)
-                continue
-            files, problem = self._expected_files(entry.stem, tags[entry.stem])
-            if files is None and problem is None:
-                kept.append(entry)
-                continue
-            relative = f"{name}/{entry.stem}.parquet"
-            if problem is None:
-                problem = verify_entry(self, entry, relative, (files or {}).get(name), fresh=fresh)
-            note(self, relative, problem)
-            if problem is None:
-                kept.append(entry)
-        return kept
-
     def unreadable(self) -> list[str]:
         """One line per file of this folder a read in this process could not use, saying what
         was done instead (ragkit.integrity.warning_lines)."""
@@ -269,7 +231,7 @@ class ResultStore:
         marker read whole, the digests a read checks its parts against)."""
         known = _MARKER_METRICS[(str(self.root), part)] = (tag, record["run_id"], record.get("metrics"))
         if "question_ids" in record:
-            _MARKER_FILES[(str(self.root), part)] = (tag, record.get(FILES_KEY) or {})
+            remember_digests(self, part, tag, record)
         return known
 
     def _unchecked_markers(self) -> list[tuple[str, dict]]:
@@ -329,7 +291,7 @@ class ResultStore:
             return False  # one part already, one removed meanwhile, or parts from before and after keys
         for name in PART_TABLES:  # a damaged part stays as it is, for the next run to set aside
             listed = [entry for entry in self.files.list(name, ".parquet") if entry.stem in set(parts)]
-            if len(listed) < len(parts) or len(self._readable(name, listed)) < len(parts):
+            if len(listed) < len(parts) or len(readable_parts(self, name, listed)) < len(parts):
                 return False
         merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
         files = {}
@@ -570,7 +532,7 @@ class ResultStore:
         if question_id is None and columns is not None and "question_key" not in columns:
             merged, parts = self._read_merged(name, parts, stale, columns, categorical, metrics)
             tables = [merged] if merged is not None else []
-        parts = self._readable(name, parts)
+        parts = readable_parts(self, name, parts)  # each part opened from its own file is checked
         if not parts and not tables:
             return self._read(name, categorical, metrics, columns, [], question_id, as_arrow)  # no part readable
         if parts:
@@ -683,7 +645,7 @@ class ResultStore:
     def committed_entries(self, name: str) -> list[Entry]:
         """The committed parts of a part table that pass their check (the files a reader of every
         run opens, and a merged copy copies)."""
-        return self._readable(name, self._parts(name))
+        return readable_parts(self, name, self._parts(name))
 
     def merge(self, min_parts: int = 1) -> dict[str, int]:
         """Write the merged read copies that are out of date (ragkit.merged), when the folder has
@@ -725,7 +687,8 @@ class ResultStore:
             import pyarrow.dataset as ds
 
             wanted = set(unlisted)
-            parts = [entry.path for entry in self._readable("scores", self._parts("scores")) if entry.stem in wanted]
+            readable = readable_parts(self, "scores", self._parts("scores"))
+            parts = [entry.path for entry in readable if entry.stem in wanted]
             if parts:
                 dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"),
                                      filesystem=self.files.filesystem)
