@@ -36,8 +36,8 @@ FILES_KEY = "files"
 
 # (results location, file path) -> (what was checked: file tag and expected digest, the problem or None)
 _VERIFIED: dict[tuple[str, str], tuple[str, str | None]] = {}
-# results location -> {relative path: problem} met by reads in this process
-_PROBLEMS: dict[str, dict[str, str]] = {}
+# results location -> {relative path: (problem, the file's tag then: "" when absent)} met by reads
+_PROBLEMS: dict[str, dict[str, tuple[str, str]]] = {}
 # (results location, part) -> (its marker's tag, the digests of its files it records)
 _MARKER_FILES: dict[tuple[str, str], tuple[str, dict]] = {}
 
@@ -140,28 +140,35 @@ def readable_parts(store: ResultStore, name: str, parts: list[Entry], fresh: boo
 
 
 def note(store: ResultStore, relative: str, problem: str | None) -> None:
-    """Remember (or forget, when ``problem`` is None) what a read met at ``relative``."""
+    """Remember (or forget, when ``problem`` is None) what a read met at ``relative``, with the
+    file's tag: a file replaced since (a part committed again) is no longer that problem."""
     found = _PROBLEMS.setdefault(str(store.root), {})
     if problem is None:
         found.pop(relative, None)
     else:
-        found[relative] = problem
+        found[relative] = (problem, _tag_of(store, relative))
+
+
+def _tag_of(store: ResultStore, relative: str) -> str:
+    folder, _, name = relative.rpartition("/")
+    stem, _, suffix = name.rpartition(".")
+    return next((entry.tag for entry in store.files.list(folder, f".{suffix}") if entry.stem == stem), "")
 
 
 def noted(store: ResultStore) -> dict[str, str]:
     """relative path -> problem of what reads in this process could not read, for the parts still
     committed (a part set aside or recommitted since is no longer a problem)."""
-    found = _PROBLEMS.get(str(store.root), {})
+    found = dict(_PROBLEMS.get(str(store.root), {}))  # a copy: other threads' reads note too
     if not found:
         return {}
     from ragkit.results import COMMITS, PART_TABLES
 
     committed = store.committed_parts()
     current = {}
-    for relative, problem in sorted(found.items()):
+    for relative, (problem, tag) in sorted(found.items()):
         folder, _, name = relative.partition("/")
         stem = name.rsplit(".", 1)[0]
-        if folder in (*PART_TABLES, COMMITS) and stem not in committed:
+        if (folder in (*PART_TABLES, COMMITS) and stem not in committed) or _tag_of(store, relative) != tag:
             continue
         current[relative] = problem
     return current

@@ -126,3 +126,15 @@ def test_check_lists_damage_orphans_and_stale_copies_and_repair_leaves_none(tmp_
     after = check_folder(store)
     assert after.clean, after.lines()
     assert sorted(store.read("scores", columns=["question_id"])["question_id"]) == ["c", "d", "e"]
+
+
+def test_a_warning_ends_once_its_part_is_committed_again_even_unread(tmp_path):
+    """A long-lived page process names a damaged part; `ragkit run` in another process commits it
+    again (same part name): the warning goes, although reads now come from elsewhere."""
+    store = ResultStore(tmp_path)
+    parts = _three_shards(store)
+    _random_bytes(tmp_path / "scores" / f"{parts['s2']}.parquet")
+    store.read("scores")
+    assert len(store.unreadable()) == 1
+    store.commit_shard("r1", SHARDS["s2"], {"scores": _scores(SHARDS["s2"])}, [f"k{q}" for q in SHARDS["s2"]])
+    assert store.unreadable() == []
