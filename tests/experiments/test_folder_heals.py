@@ -72,6 +72,8 @@ def test_damaged_parts_are_named_recomputed_exactly_and_repaired(tmp_path, capsy
     assert "| 1.000 [" in rows[runs[3]]  # the intact run's mrr
     assert all("| - | - |" in rows[run] for run in runs[:3])
 
+    assert main(["export", str(out), "--format", "csv", "--out", str(tmp_path / "heal.zip")]) == 0
+    assert f"scores/{random}.parquet could not be read" in capsys.readouterr().err
     assert main(["check", str(out)]) == 1
     listed = capsys.readouterr().out
     assert "3 damaged part(s)" in listed and "1 orphan file(s)" in listed
