@@ -138,3 +138,25 @@ def test_a_warning_ends_once_its_part_is_committed_again_even_unread(tmp_path):
     assert len(store.unreadable()) == 1
     store.commit_shard("r1", SHARDS["s2"], {"scores": _scores(SHARDS["s2"])}, [f"k{q}" for q in SHARDS["s2"]])
     assert store.unreadable() == []
+
+
+def test_a_merged_copy_damaged_inside_is_caught_by_its_page_checksums_and_ignored(tmp_path):
+    store = ResultStore(tmp_path)
+    for shard in range(3):
+        ids = [f"q{shard}-{i}" for i in range(100)]
+        frame = pd.concat([_scores(ids).assign(metric=f"m{m}", value=float(m)) for m in range(20)], ignore_index=True)
+        store.commit_shard("r1", ids, {"scores": frame})
+    store.write_run("r1", {"run_id": "r1"})
+    store.merge()
+    columns = ["run_id", "question_id", "metric", "value"]
+    before = store.read("scores", columns=columns).sort_values(columns, ignore_index=True)
+    copy = tmp_path / "_merged" / "scores.parquet"
+    data = bytearray(copy.read_bytes())
+    data[200] ^= 0xFF  # inside the first data page: the footer still reads
+    copy.write_bytes(bytes(data))
+
+    after = ResultStore(tmp_path).read("scores", columns=columns).sort_values(columns, ignore_index=True)
+    pd.testing.assert_frame_equal(after, before)  # read from the parts instead
+    (warning,) = store.unreadable()
+    assert warning.startswith("warning: _merged/scores.parquet could not be read (")
+    assert [item.split(":")[0] for item in check_folder(store).stale_copies] == ["_merged/scores.parquet"]
