@@ -41,3 +41,11 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
         st.info("Choose at least one run.")
         st.stop()
     return experiment, results, chosen
+
+
+def name_unreadable(experiment: str, placeholder) -> None:
+    """Name in ``placeholder`` (made under the pickers, filled once the page has read what it
+    shows) the files of the folder that could not be read; the page showed the rest."""
+    lines = state.unreadable(experiment)
+    if lines:
+        placeholder.warning("\n\n".join(escape(line) for line in lines))

@@ -305,6 +305,15 @@ def _stop_on_storage_error(folder: str | Path, read: Any) -> Any:
         st.stop()
 
 
+def unreadable(experiment: str) -> list[str]:
+    """One line per file of the experiment's results that this process's reads could not use
+    (ragkit.integrity): the page shows what it could read and names the rest."""
+    from ragkit.results import ResultStore
+
+    folder = results_location(experiment)
+    return _stop_on_storage_error(folder, lambda: ResultStore(folder).unreadable())
+
+
 def results_location(experiment: str) -> str | Path:
     """Where an experiment of ``experiments()`` lives: an s3:// location stays itself."""
     from ragkit.folders import is_remote

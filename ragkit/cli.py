@@ -60,6 +60,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.experiments.runner import make_executor, prepare
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
+    from ragkit.results_folder import check_output_folder
     from ragkit.settings import get_settings
 
     config = load_config(args.config, args.overrides)
@@ -72,6 +73,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         estimate = dry_run(config, out_dir)
         print(estimate.model_dump_json(indent=2) if args.format == "json" else format_estimate(estimate))
         return 0
+    check_output_folder(out_dir, force=args.force)
     if args.status_file:
         _check_output_file(args.status_file, "--status-file")
     if args.executor == "ray":  # before anything is ingested or written
@@ -111,6 +113,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise
     if status:
         status.finish()
+    for damaged in report.set_aside:
+        print(f"damaged: {damaged.describe()}; set aside in {damaged.set_aside_in}; its "
+              f"{len(damaged.question_ids)} question(s) were computed again")
     if report.nothing_to_do:
         print("nothing new to compute: every run of this experiment is already complete")
     print(f"computed {report.questions_computed} question(s) in {report.runs_computed} run(s); "
@@ -128,6 +133,8 @@ def _print_summary(store) -> None:
     failures = format_failures(metric_failures(store.read("scores")))
     if failures:
         print(failures)
+    for line in store.unreadable():  # what could not be read is named, not fatal
+        print(line, file=sys.stderr)
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
@@ -156,6 +163,16 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ragkit.folder_check import check_command
+    from ragkit.results import ResultStore
+
+    store = ResultStore(as_location(args.results))
+    if not store.exists():
+        raise ConfigError(f"no results folder at {args.results} (expected a 'runs' subfolder)")
+    return check_command(store, args.results, args.repair)
+
+
 def _check_output_file(path: str | None, option: str) -> None:
     if path and Path(path).is_dir():
         raise ConfigError(f"{option} {path} is a folder: give a file name inside it")
@@ -165,8 +182,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ragkit.analysis.export import export_results
 
     _check_output_file(args.out, "--out")
+    from ragkit.results import ResultStore
+
     run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
     print(export_results(as_location(args.results), args.format, args.out, run_ids))
+    for line in ResultStore(as_location(args.results)).unreadable():  # exported what could be read
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -279,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="dotted.key=value",
                      help="override a config field, e.g. --set dataset.path=../data/scifact")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--force", action="store_true", help="write into an --out that holds other files, not results")
     run.add_argument("--executor", default="local", choices=["local", "ray"],
                      help="local: in this process (default); ray: chunk sets, indexes and question shards as Ray "
                           "tasks (needs the ray extra)")
@@ -300,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
                                              "this itself; for older folders and unfinished runs)")
     compact.add_argument("results")
     compact.set_defaults(func=_cmd_compact)
+
+    check = sub.add_parser("check", help="list a results folder's damaged parts, orphan files and stale merged "
+                                         "copies (exit 1 when there is any); --repair fixes them")
+    check.add_argument("results")
+    check.add_argument("--repair", action="store_true",
+                       help="set damaged parts aside (in _damaged/; `ragkit run` computes their questions again), "
+                            "remove orphan files, rebuild the merged read copies")
+    check.set_defaults(func=_cmd_check)
 
     export = sub.add_parser("export", help="export a results folder as csv, parquet, xlsx, json or an html report")
     export.add_argument("results")

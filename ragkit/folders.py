@@ -37,12 +37,14 @@ def location_name(location: str | Path) -> str:
 @dataclass(frozen=True)
 class Entry:
     """A file in a folder: its name without the suffix, its path for ``filesystem``, its mtime, and
-    a tag that changes whenever its content does (size and mtime in ns locally, the ETag on S3)."""
+    a tag that changes whenever its content does (size and mtime in ns locally, the ETag on S3),
+    and its size in bytes (-1 when not known)."""
 
     stem: str
     path: str
     mtime: float
     tag: str = ""
+    size: int = -1
 
 
 class LocalFolder:
@@ -72,6 +74,23 @@ class LocalFolder:
     def delete(self, relative: str) -> None:
         (self.root / relative).unlink(missing_ok=True)
 
+    def move(self, relative: str, target: str) -> None:
+        """Rename a file within the folder (one rename: it is at one name or the other)."""
+        from ragkit.atomic import fsync_dir, make_dirs
+
+        destination = self.root / target
+        make_dirs(destination.parent)
+        os.replace(self.root / relative, destination)
+        fsync_dir(destination.parent)
+        fsync_dir((self.root / relative).parent)
+
+    def names(self, folder: str = "") -> list[str]:
+        """Every name directly in ``folder`` (files and folders, hidden ones too), sorted."""
+        try:
+            return sorted(os.listdir(self.root / folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def list(self, folder: str, suffix: str) -> list[Entry]:
         """The files of ``folder`` ending in ``suffix``, sorted by name; temporary files skipped."""
         entries = []
@@ -88,7 +107,7 @@ class LocalFolder:
                     except FileNotFoundError:  # replaced or removed while listing
                         continue
                     entries.append(Entry(item.name[: -len(suffix)], item.path, stat.st_mtime,
-                                         f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"))
+                                         f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}", stat.st_size))
         except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(entries, key=lambda entry: entry.stem)
@@ -144,6 +163,22 @@ class ObjectFolder:
     def delete(self, relative: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=self._key(relative))
 
+    def move(self, relative: str, target: str) -> None:
+        """Copy then delete (object storage has no rename): a stop in between leaves both."""
+        source = {"Bucket": self.bucket, "Key": self._key(relative)}
+        self._client.copy_object(Bucket=self.bucket, Key=self._key(target), CopySource=source)
+        self.delete(relative)
+
+    def names(self, folder: str = "") -> list[str]:
+        """Every name directly under ``folder``: its objects and its sub-prefixes, sorted."""
+        prefix = self._key(folder).rstrip("/") + "/" if (self.prefix or folder) else ""
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/")
+        found: set[str] = set()
+        for page in pages:
+            found.update(common["Prefix"][len(prefix):].rstrip("/") for common in page.get("CommonPrefixes", []))
+            found.update(item["Key"][len(prefix):] for item in page.get("Contents", []))
+        return sorted(name for name in found if name)
+
     def exists(self, relative: str) -> bool:
         """True if ``relative`` is an object, or a folder holding any."""
         key = self._key(relative)
@@ -158,7 +193,8 @@ class ObjectFolder:
                 name = item["Key"][len(prefix):]
                 if "/" not in name and name.endswith(suffix):
                     entries.append(Entry(name[: -len(suffix)], f"{self.bucket}/{item['Key']}",
-                                         item["LastModified"].timestamp(), str(item.get("ETag", ""))))
+                                         item["LastModified"].timestamp(), str(item.get("ETag", "")),
+                                         int(item.get("Size", -1))))
         return sorted(entries, key=lambda entry: entry.stem)
 
     def subfolders(self) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ragkit.folders import Entry
     from ragkit.results import ResultStore
 
+from ragkit.integrity import note
+
 MERGED = "_merged"
 # What the Compare page reads whole; retrievals and answers are read a question at a time.
 MERGED_TABLES = ("scores", "stages", "judgements")
@@ -84,7 +86,10 @@ def merged_copy(store: ResultStore, name: str) -> MergedCopy | None:
         return known[1]
     try:
         parts = copied_parts(pq.ParquetFile(entry.path, filesystem=store.files.filesystem).schema_arrow)
-    except (OSError, ValueError):  # replaced or removed while read, or not Parquet (ArrowInvalid)
+    except FileNotFoundError:  # replaced or removed while read
+        return None
+    except (OSError, ValueError) as error:  # damaged, or not Parquet (ArrowInvalid): ignored, and named
+        note(store, f"{MERGED}/{name}.parquet", f"{type(error).__name__}: not readable as Parquet")
         return None
     if parts is None:
         return None
@@ -206,17 +211,18 @@ def _merge_runs(store: ResultStore) -> int:
     """Write the runs table's merged copy when a run file changed since; the run files copied."""
     import pyarrow.parquet as pq
 
-    from ragkit.results import _read_file
-
     entries = store.files.list("runs", ".parquet")
     copy = merged_copy(store, "runs")
     if not entries or (copy is not None and copy.parts == {entry.stem: entry.tag for entry in entries}):
         return 0
-    table = merged_runs([_read_file(entry, store.files.filesystem) for entry in entries])
+    tables = store.read_files("runs", entries)
+    if len(tables) < len(entries):  # a run file Arrow cannot read: no copy, so readers name it
+        return 0
+    table = merged_runs(tables)
     index = json.dumps([[entry.stem, entry.tag] for entry in entries]).encode()
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), INDEX_KEY: index})
     buffer = io.BytesIO()
-    pq.write_table(table, buffer)
+    pq.write_table(table, buffer, write_page_checksum=True)
     store.files.write_bytes(f"{MERGED}/runs.parquet", buffer.getvalue())
     return len(entries)
 
@@ -236,7 +242,8 @@ def _merged_bytes(store: ResultStore, name: str, parts: list[Entry]) -> bytes:
     pending: dict[str, list[pa.Table]] = {}
     counts: dict[str, int] = {}
 
-    with pq.ParquetWriter(buffer, schema) as writer:
+    # Page checksums: a reader of a few row groups checks what it reads (``page_checksum_verification``).
+    with pq.ParquetWriter(buffer, schema, write_page_checksum=True) as writer:
         def flush(group: str) -> None:
             if pending.get(group):
                 writer.write_table(pa.concat_tables(pending.pop(group)), row_group_size=ROW_GROUP_ROWS)

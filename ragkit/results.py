@@ -24,6 +24,7 @@ import pandas as pd
 
 from ragkit.folders import Entry, as_location, open_folder
 from ragkit.hashing import content_key
+from ragkit.integrity import FILES_KEY, MISSING, digest, note, readable_parts, remember_digests
 from ragkit.locks import hold
 
 COMMITS = "_commits"
@@ -113,10 +114,11 @@ _MARKER_METRICS: dict[tuple[str, str], tuple[str, str, list[str] | None]] = {}
 
 
 def _read_file(entry: Entry, filesystem):
-    """One whole Parquet file (several times faster than ``pq.read_table`` for a small one)."""
+    """One whole Parquet file (several times faster than ``pq.read_table`` for a small one);
+    the page checksums of a merged copy are checked."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(entry.path, filesystem=filesystem).read()
+    return pq.ParquetFile(entry.path, filesystem=filesystem, page_checksum_verification=True).read()
 
 
 class ResultStore:
@@ -142,10 +144,12 @@ class ResultStore:
         return hold(lock, f"results folder {self.root}", timeout=0,
                     advice="wait for that run to finish or write to another folder")
 
-    def _write_parquet(self, relative: str, frame: pd.DataFrame) -> None:
+    def _write_parquet(self, relative: str, frame: pd.DataFrame) -> dict[str, Any]:
+        """Write ``frame``; its size and checksum, which a commit marker records."""
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
         self.files.write_bytes(relative, buffer.getvalue())
+        return digest(buffer.getvalue())
 
     def _write_json(self, relative: str, value: dict) -> None:
         self.files.write_bytes(relative, json.dumps(value, indent=2, ensure_ascii=False, default=str).encode())
@@ -163,35 +167,59 @@ class ResultStore:
         questions' content keys, in order) go on every row of those questions and in the marker."""
         keys = dict(zip(question_ids, question_keys)) if question_keys is not None else {}
         part = f"{run_id}-{content_key(question_ids, question_keys, length=12)}"
+        files = {}
         for name in PART_TABLES:
             frame = tables.get(name)
             frame = empty_table(name) if frame is None or frame.empty else frame
             if keys and "question_id" in frame.columns:
                 frame = frame.assign(question_key=frame["question_id"].map(keys))
-            self._write_parquet(f"{name}/{part}.parquet", _conform(frame, name))
+            files[name] = self._write_parquet(f"{name}/{part}.parquet", _conform(frame, name))
         scores = tables.get("scores")
         metrics: list[str] = []
         if scores is not None and not scores.empty:
             metrics = sorted(scores["metric"].dropna().astype(str).unique())
         # The marker goes last: until it exists the shard does not count as written. It lists the
         # part's metrics, so a page lists a folder's metrics without reading its scores.
-        marker: dict = {"run_id": run_id, "question_ids": question_ids, "metrics": metrics}
+        # Each part's size and checksum, checked whenever the part is read (ragkit.integrity).
+        marker: dict = {"run_id": run_id, "question_ids": question_ids, "metrics": metrics, FILES_KEY: files}
         if question_keys is not None:
             marker["question_keys"] = list(question_keys)
         self._write_json(f"{COMMITS}/{part}.json", marker)
 
     def _read_marker(self, part: str) -> dict | None:
+        return self.marker_record(part)[0]
+
+    def marker_record(self, part: str) -> tuple[dict | None, str | None]:
+        """(a part's commit marker, None) or (None, why it cannot be read); (None, None) when it
+        was removed by a compaction since listed."""
         missing: tuple[type[Exception], ...] = (FileNotFoundError, *self.files.missing_errors)
         try:
-            return json.loads(self.files.read_bytes(f"{COMMITS}/{part}.json"))
-        except missing:  # removed by a compaction since listed
-            return None
+            record = json.loads(self.files.read_bytes(f"{COMMITS}/{part}.json"))
+        except missing:
+            return None, None
+        except ValueError as error:  # not JSON (UnicodeDecodeError is a ValueError too)
+            problem = f"its commit marker is not readable ({type(error).__name__})"
+        else:
+            if isinstance(record, dict) and isinstance(record.get("run_id"), str) \
+                    and isinstance(record.get("question_ids"), list):
+                note(self, f"{COMMITS}/{part}.json", None)
+                return record, None
+            problem = "its commit marker is not a ragkit commit record"
+        note(self, f"{COMMITS}/{part}.json", problem)
+        return None, problem
+
+    def unreadable(self) -> list[str]:
+        """One line per file of this folder a read in this process could not use, saying what
+        was done instead (ragkit.integrity.warning_lines)."""
+        from ragkit.integrity import warning_lines
+
+        return warning_lines(self)
 
     def _markers(self) -> list[tuple[str, dict]]:
         """(part, marker record) of every committed part that no compacted part replaces."""
         tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
         found = []
-        for part in sorted(self._committed_parts()):
+        for part in sorted(self.committed_parts()):
             record = self._read_marker(part)
             if record is not None:
                 self._remember_metrics(part, tags.get(part, ""), record)
@@ -199,8 +227,11 @@ class ResultStore:
         return found
 
     def _remember_metrics(self, part: str, tag: str, record: dict) -> tuple[str, str, list[str] | None]:
-        """What ``metric_names`` needs of a marker, kept per process under its tag."""
+        """What ``metric_names`` needs of a marker, kept per process under its tag (and, from a
+        marker read whole, the digests a read checks its parts against)."""
         known = _MARKER_METRICS[(str(self.root), part)] = (tag, record["run_id"], record.get("metrics"))
+        if "question_ids" in record:
+            remember_digests(self, part, tag, record)
         return known
 
     def _unchecked_markers(self) -> list[tuple[str, dict]]:
@@ -217,7 +248,7 @@ class ResultStore:
         runs = self.read("runs")
         run_sets = dict(zip(runs["run_id"], runs["questions_key"])) if "questions_key" in runs.columns else {}
         found = []
-        for part in sorted(self._committed_parts()):
+        for part in sorted(self.committed_parts()):
             known = checked.get(part)
             if (known is not None and known.tag == tags.get(part) and run_sets.get(known.run_id) == known.questions_key
                     and set_tags.get(known.questions_key) == known.questions_tag):
@@ -233,7 +264,7 @@ class ResultStore:
         """(part, run id, the metrics its marker lists or None) of every committed part: remembered
         per marker tag, so a page that asked ``stale_keys`` does not read a thousand markers again."""
         tags = {entry.stem: entry.tag for entry in self.files.list(COMMITS, ".json")}
-        committed = sorted(self._committed_parts())
+        committed = sorted(self.committed_parts())
         if any(_MARKER_METRICS.get((str(self.root), part), ("",))[0] != tags.get(part, "") for part in committed):
             self.stale_keys()  # remembers every marker, those the last merge checked without reading them
         found = []
@@ -253,17 +284,23 @@ class ResultStore:
         parts and their marker (which names the parts it replaces) are written first, then the
         old markers and parts are removed; until then readers skip what the marker replaces.
         False when there was nothing to merge."""
-        parts = sorted(part for part in self._committed_parts() if part.rsplit("-", 1)[0] == run_id)
+        parts = sorted(part for part in self.committed_parts() if part.rsplit("-", 1)[0] == run_id)
         records = [record for part in parts if (record := self._read_marker(part)) is not None]
         keyed = {"question_keys" in record for record in records}
         if len(parts) < 2 or len(records) < len(parts) or len(keyed) > 1:
             return False  # one part already, one removed meanwhile, or parts from before and after keys
+        for name in PART_TABLES:  # a damaged part stays as it is, for the next run to set aside
+            listed = [entry for entry in self.files.list(name, ".parquet") if entry.stem in set(parts)]
+            if len(listed) < len(parts) or len(readable_parts(self, name, listed)) < len(parts):
+                return False
         merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
+        files = {}
         for name in PART_TABLES:
-            self._write_parquet(f"{name}/{merged}.parquet", self._read_parts(name, parts).to_pandas())
+            files[name] = self._write_parquet(f"{name}/{merged}.parquet", self._read_parts(name, parts).to_pandas())
         # The merged marker says what every part said: parts written before question keys, or before
         # markers listed metrics (older results), give a marker without them, as theirs are.
-        marker: dict = {"run_id": run_id, "question_ids": [qid for record in records for qid in record["question_ids"]]}
+        marker: dict = {"run_id": run_id, "question_ids": [qid for record in records for qid in record["question_ids"]],
+                        FILES_KEY: files}
         if keyed == {True}:
             marker["question_keys"] = [key for record in records for key in record["question_keys"]]
         if all("metrics" in record for record in records):
@@ -281,7 +318,7 @@ class ResultStore:
         compacts itself, for folders written before compaction existed or runs never finished.
         The caller holds ``writer_lock``. (runs compacted, parts they had)."""
         parts_of: dict[str, int] = {}
-        for part in self._committed_parts():
+        for part in self.committed_parts():
             run_id = part.rsplit("-", 1)[0]
             parts_of[run_id] = parts_of.get(run_id, 0) + 1
         compacted = [run_id for run_id, count in sorted(parts_of.items()) if count > 1 and self.compact_run(run_id)]
@@ -314,19 +351,18 @@ class ResultStore:
     def current_keys(self) -> dict[str, set[tuple[str, str]]]:
         """run id -> the (question id, content key) pairs of its current question set: the set
         its ``runs`` row names. Runs whose question set records no keys are left out."""
-        import pyarrow.parquet as pq
-
         runs = self.read("runs")
         if runs.empty or "questions_key" not in runs.columns:
             return {}
-        sets = {entry.stem: entry.path for entry in self.files.list("questions", ".parquet")}
+        sets = {entry.stem: entry for entry in self.files.list("questions", ".parquet")}
         by_set: dict[str, set[tuple[str, str]] | None] = {}
         current: dict[str, set[tuple[str, str]]] = {}
         for run_id, key in zip(runs["run_id"], runs["questions_key"]):
             if pd.isna(key):
                 continue
             if key not in by_set:
-                table = pq.read_table(sets[key], filesystem=self.files.filesystem) if key in sets else None
+                read = self.read_files("questions", [sets[key]]) if key in sets else []
+                table = read[0] if read else None
                 by_set[key] = (set(zip(table["question_id"].to_pylist(), table["question_key"].to_pylist()))
                                if table is not None and "question_key" in table.column_names
                                and table["question_key"].null_count == 0 else None)
@@ -372,7 +408,7 @@ class ResultStore:
                          if key is not None and key not in lookup.get(qid, ()))
         return stale
 
-    def _committed_parts(self) -> set[str]:
+    def committed_parts(self) -> set[str]:
         """Parts with a commit marker, less those a compacted part replaces (left behind by a
         compaction that stopped before removing them)."""
         parts = {entry.stem for entry in self.files.list(COMMITS, ".json")}
@@ -392,13 +428,27 @@ class ResultStore:
 
     def _parts(self, name: str, run_ids: list[str] | None = None) -> list[Entry]:
         entries = self.files.list(name, ".parquet")
-        if name in PART_TABLES and entries:
-            committed = self._committed_parts()
-            if run_ids is not None:  # parts are named <run id>-<shard key>: other runs' files are not opened
-                wanted = set(run_ids)
-                committed = {part for part in committed if part.rsplit("-", 1)[0] in wanted}
-            return [entry for entry in entries if entry.stem in committed]
+        if name in PART_TABLES:
+            committed = self._committed_of(run_ids)
+            found = [entry for entry in entries if entry.stem in committed]
+            if len(found) < len(committed):
+                self._note_missing(name, committed - {entry.stem for entry in found}, run_ids)
+            return found
         return entries
+
+    def _committed_of(self, run_ids: list[str] | None) -> set[str]:
+        committed = self.committed_parts()
+        if run_ids is not None:  # parts are named <run id>-<shard key>: other runs' files are not opened
+            wanted = set(run_ids)
+            committed = {part for part in committed if part.rsplit("-", 1)[0] in wanted}
+        return committed
+
+    def _note_missing(self, name: str, absent: set[str], run_ids: list[str] | None) -> None:
+        """Name the committed parts of ``name`` that have no file. Listed again first: a compaction
+        removes the old markers, then their parts, between this read's two listings."""
+        listed = {entry.stem for entry in self.files.list(name, ".parquet")}
+        for part in sorted(absent & self._committed_of(run_ids) - listed):
+            note(self, f"{name}/{part}.parquet", MISSING)
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
              columns: list[str] | None = None, run_ids: list[str] | None = None,
@@ -451,18 +501,21 @@ class ResultStore:
                 copy = merged_copy(self, "runs")
                 table = None
                 if copy is not None and copy.parts == dict(signature[1]):
-                    try:
-                        table = _read_file(copy.entry, fs)
-                    except OSError:  # removed since listed: read the run files
-                        table = None
+                    table = self._read_copy(copy.entry, "runs")
                     if table is not None and copied_parts(table.schema) != copy.parts:  # replaced since listed
                         table = None
                 if table is None:
-                    table = merged_runs([_read_file(entry, fs) for entry in parts])
+                    tables = self.read_files(name, parts)
+                    if not tables:
+                        return pd.DataFrame({"run_id": pd.Series(dtype="string")})
+                    table = merged_runs(tables)
                 _RUNS[signature[0]] = (signature, table.to_pandas())
             return _RUNS[signature[0]][1].copy()
         if name == "questions":  # question sets of several plans may share questions
-            frame = pd.concat([_conform(_read_file(entry, fs).to_pandas(), name) for entry in parts], ignore_index=True)
+            frames = [_conform(table.to_pandas(), name) for table in self.read_files(name, parts)]
+            if not frames:
+                return empty_table(name) if columns is None else empty_table(name)[columns]
+            frame = pd.concat(frames, ignore_index=True)
             return frame.drop_duplicates("question_id", keep="last", ignore_index=True)
         # Part tables share one schema: one multi-file read is several times faster than a concat.
         import pyarrow as pa
@@ -479,6 +532,9 @@ class ResultStore:
         if question_id is None and columns is not None and "question_key" not in columns:
             merged, parts = self._read_merged(name, parts, stale, columns, categorical, metrics)
             tables = [merged] if merged is not None else []
+        parts = readable_parts(self, name, parts)  # each part opened from its own file is checked
+        if not parts and not tables:
+            return self._read(name, categorical, metrics, columns, [], question_id, as_arrow)  # no part readable
         if parts:
             dataset = ds.dataset([entry.path for entry in parts], format=ds.ParquetFileFormat(read_options=options),
                                  schema=schema, filesystem=fs)
@@ -502,10 +558,59 @@ class ResultStore:
         # Each file has its own dictionary; one shared set of categories per column for pandas.
         return table.unify_dictionaries().to_pandas()
 
+    def read_files(self, name: str, entries: list[Entry]) -> list:
+        """Whole files of the runs or questions table as Arrow tables; one Arrow cannot read is
+        left out and named (``ragkit run`` writes its run's rows and question set again)."""
+        import pyarrow as pa
+
+        tables = []
+        for entry in entries:
+            try:
+                tables.append(_read_file(entry, self.files.filesystem))
+            except FileNotFoundError:  # replaced while read: the read retries
+                raise
+            except (pa.ArrowException, OSError, ValueError) as error:
+                note(self, f"{name}/{entry.stem}.parquet", f"not readable as Parquet ({type(error).__name__})")
+            else:
+                note(self, f"{name}/{entry.stem}.parquet", None)
+        return tables
+
+    def _read_copy(self, entry: Entry, name: str):
+        """A merged copy read whole, or None when it is gone or cannot be read (named: it is only
+        derived, and the files it copies are read instead)."""
+        import pyarrow as pa
+
+        try:
+            table = _read_file(entry, self.files.filesystem)
+        except FileNotFoundError:  # removed since listed
+            return None
+        except (pa.ArrowException, OSError, ValueError) as error:
+            self._note_copy(name, error)
+            return None
+        return table
+
+    def _note_copy(self, name: str, error: Exception | None) -> None:
+        from ragkit.merged import MERGED
+
+        note(self, f"{MERGED}/{name}.parquet", None if error is None else f"{type(error).__name__}")
+
     def _read_merged(self, name: str, parts: list[Entry], stale: set[tuple[str, str, str]], columns: list[str],
                      categorical: tuple[str, ...], metrics: list[str] | None):
         """(the rows of ``parts`` its merged copy holds, of ``metrics`` only when given, or None;
-        the parts left to read from their own files): see ragkit.merged."""
+        the parts left to read from their own files): see ragkit.merged. A copy that cannot be
+        read is ignored (and named): every part is read from its own file."""
+        import pyarrow as pa
+
+        try:
+            return self._read_merged_copy(name, parts, stale, columns, categorical, metrics)
+        except FileNotFoundError:  # replaced since listed
+            return None, parts
+        except (pa.ArrowException, OSError, ValueError) as error:
+            self._note_copy(name, error)
+            return None, parts
+
+    def _read_merged_copy(self, name: str, parts: list[Entry], stale: set[tuple[str, str, str]], columns: list[str],
+                          categorical: tuple[str, ...], metrics: list[str] | None):
         from ragkit.merged import MERGED_TABLES, PART_COLUMN, copied_parts, merged_copy
 
         copy = merged_copy(self, name) if name in MERGED_TABLES else None
@@ -522,7 +627,8 @@ class ResultStore:
         others = len(stems) < len(copy.parts)  # the copy holds other runs' parts, or replaced ones
         dictionaries = list(dict.fromkeys([*categorical, *(["metric"] if metrics is not None else []),
                                            *([PART_COLUMN] if others else [])]))
-        file = pq.ParquetFile(copy.entry.path, filesystem=self.files.filesystem, read_dictionary=dictionaries)
+        file = pq.ParquetFile(copy.entry.path, filesystem=self.files.filesystem, read_dictionary=dictionaries,
+                              page_checksum_verification=True)
         if copied_parts(file.schema_arrow) != copy.parts:  # replaced since listed: read the parts
             return None, parts
         groups, mixed = _row_groups(file, metrics)
@@ -537,8 +643,9 @@ class ResultStore:
         return table.select(columns), [entry for entry in parts if entry.stem not in stems]
 
     def committed_entries(self, name: str) -> list[Entry]:
-        """The committed parts of a part table (the files a reader of every run opens)."""
-        return self._parts(name)
+        """The committed parts of a part table that pass their check (the files a reader of every
+        run opens, and a merged copy copies)."""
+        return readable_parts(self, name, self._parts(name))
 
     def merge(self, min_parts: int = 1) -> dict[str, int]:
         """Write the merged read copies that are out of date (ragkit.merged), when the folder has
@@ -579,7 +686,9 @@ class ResultStore:
             import pyarrow.compute as pc
             import pyarrow.dataset as ds
 
-            parts = [entry.path for entry in self._parts("scores") if entry.stem in set(unlisted)]
+            wanted = set(unlisted)
+            readable = readable_parts(self, "scores", self._parts("scores"))
+            parts = [entry.path for entry in readable if entry.stem in wanted]
             if parts:
                 dataset = ds.dataset(parts, format="parquet", schema=arrow_schema("scores"),
                                      filesystem=self.files.filesystem)

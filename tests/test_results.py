@@ -158,8 +158,9 @@ def test_ragkit_compact_merges_a_folder_written_before_question_keys_and_it_read
         compacted, f"{tmp_path}: merged read copies written: runs, scores, stages, judgements"]
     markers = list((tmp_path / "_commits").glob("*.json"))
     assert len(markers) == 1 and len(list((tmp_path / "scores").glob("*.parquet"))) == 1
-    # What the old parts' markers said, no more: no keys, no metric list (read from the scores).
-    assert set(json.loads(markers[0].read_text())) == {"run_id", "question_ids", "replaces"}
+    # What the old parts' markers said, no more: no keys, no metric list (read from the scores);
+    # and the checksums of the parts it wrote.
+    assert set(json.loads(markers[0].read_text())) == {"run_id", "question_ids", "replaces", "files"}
     pd.testing.assert_frame_equal(store.read("scores").sort_values("question_id").reset_index(drop=True),
                                   before.sort_values("question_id").reset_index(drop=True))
     assert store.metric_names() == metrics == ["mrr"] and store.completed_questions() == done

@@ -20,7 +20,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state
-from dashboard.selection import pick_results
+from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis import charts, failures, judges, recommend
 from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
 from ragkit.analysis.statistics import describe_method
@@ -30,10 +30,12 @@ from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS,
 st.title("Compare runs")
 
 experiment, results, run_ids = pick_results()
+unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 runs = results.runs[results.runs["run_id"].isin(run_ids)]
 metrics = state.view("metric_names", experiment, run_ids)
 if not metrics:
     st.info("These runs have no scores yet.")
+    name_unreadable(experiment, unreadable_notice)
     st.stop()
 
 labels = dict(zip(runs["run_id"], runs["label"]))
@@ -216,3 +218,5 @@ if not labelled.empty:
     if not labelled.ppi.empty:
         st.dataframe(ppi_text_table(labelled), hide_index=True, key="ppi_table")
         st.caption(PPI_NOTE)
+
+name_unreadable(experiment, unreadable_notice)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import state, traces
 from dashboard.safe_text import escape, html_block
-from dashboard.selection import pick_results
+from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis.failures import question_verdicts
 from ragkit.analysis.ground_truth import MarkedChunk, mark_retrievals
 from ragkit.qa import resolve_answer_spans
@@ -17,6 +17,7 @@ from ragkit.qa import resolve_answer_spans
 st.title("Question drill-down")
 
 experiment, results, run_ids = pick_results(max_runs=4, default_runs=2)
+unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 
 # Question text and answer spans come from the question set the experiment used.
 sets = state.question_sets()
@@ -42,6 +43,7 @@ retrieved = results.retrievals[results.retrievals["run_id"].isin(run_ids)]
 question_ids = list(dict.fromkeys(retrieved["question_id"].dropna().tolist()))
 if not question_ids:
     st.info("These runs retrieved nothing yet.")
+    name_unreadable(experiment, unreadable_notice)
     st.stop()
 question_id = st.selectbox(
     "Question", question_ids, index=state.query_choice("q", question_ids),
@@ -111,3 +113,4 @@ for column, run_id in zip(st.columns(len(run_ids)), run_ids):
             )
             with st.container(height=200):
                 st.markdown(html_block(highlighted(chunk) or "(document not found)"), unsafe_allow_html=True)
+name_unreadable(experiment, unreadable_notice)

@@ -28,9 +28,10 @@ from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
 from ragkit.analysis.statistics import describe_method
-from ragkit.folders import location_name
+from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
 from ragkit.registry import ConfigError
+from ragkit.results import ResultStore
 
 FORMATS = ("md", "html", "json")
 # Said wherever a cut metric is shown: chunks are not documents.
@@ -53,6 +54,8 @@ class Report:
     # Judges against people (ragkit.labels.tables), when the folder has labels: (title, table, note)
     labels: list[tuple[str, pd.DataFrame, str]] = field(default_factory=list)
     labels_json: dict = field(default_factory=dict)
+    # Files of the folder the report could not read, one line each (ResultStore.unreadable).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def factor_rows(self) -> pd.DataFrame:
@@ -227,7 +230,7 @@ def _markdown_table(table: pd.DataFrame) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    parts = [f"# {report.title}", report.overview]
+    parts = [f"# {report.title}", report.overview, *(f"> {line}" for line in report.warnings)]
     for title, table, note in _sections(report):
         parts.append(f"## {title}")
         if not table.empty:
@@ -238,7 +241,8 @@ def to_markdown(report: Report) -> str:
 
 
 def to_html(report: Report) -> str:
-    body = [f"<h1>{html.escape(report.title)}</h1>", f"<p>{html.escape(report.overview)}</p>"]
+    body = [f"<h1>{html.escape(report.title)}</h1>", f"<p>{html.escape(report.overview)}</p>",
+            *(f'<p class="warning">{html.escape(line)}</p>' for line in report.warnings)]
     for title, table, note in _sections(report):
         body.append(f"<h2>{html.escape(title)}</h2>")
         if not table.empty:
@@ -267,6 +271,7 @@ def to_json(report: Report) -> str:
     payload = {
         "title": report.title, "overview": report.overview, "unit": report.unit, "metrics": report.metrics,
         "depth_rule": report.depth_rule, "method": describe_method(report.unit), "notes": _notes(report),
+        "warnings": report.warnings,
         "comparisons": _records(report.comparisons),
         "configurations": _records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]), on="run_id",
                                                       how="left")),
@@ -303,4 +308,6 @@ def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] |
     else:
         report = build_report(results, metrics, detail, depth_rule, title)
         _add_labels(report, results_dir)
+    # After every read the report made: what it could not read is named, not fatal.
+    report.warnings = ResultStore(as_location(results_dir)).unreadable()
     return {"md": to_markdown, "html": to_html, "json": to_json}[fmt](report)

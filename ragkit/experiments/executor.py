@@ -52,6 +52,7 @@ from ragkit.experiments.plan import (
 )
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
+from ragkit.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import BackendUnavailable
@@ -88,6 +89,9 @@ class ExecutionReport:
     indexes_built: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    # Committed parts found damaged or missing at the start and set aside (ragkit.integrity):
+    # their questions were uncommitted, so this execution answered them again.
+    set_aside: list[DamagedPart] = field(default_factory=list)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -393,12 +397,17 @@ class LocalExecutor:
 
     def execute(self, plan: Plan, progress: Progress = lambda event, n: None) -> ExecutionReport:
         """Run what the results folder lacks. The folder is locked for the whole run: a second
-        writer fails at once (LockTimeout naming this process) instead of interleaving shards."""
+        writer fails at once (LockTimeout naming this process) instead of interleaving shards.
+        Every committed part is checked first; a damaged or missing one is set aside, so its
+        questions are answered again (``ExecutionReport.set_aside`` names them)."""
         with self.store.writer_lock():
+            # Before the work is planned: a damaged part's questions are then not committed.
+            damaged = set_aside(self.store, find_damaged(self.store))
             try:
                 report = self._execute(plan, progress)
             finally:  # a run stopped midway measured its calls all the same
                 self._record_llm_throughput()
+            report.set_aside = damaged
             self._merge(report)
             return report
 

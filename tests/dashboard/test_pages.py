@@ -828,3 +828,21 @@ def test_a_10_mb_experiment_name_in_the_form_is_one_short_error():
     assert not app.exception
     (error,) = app.error
     assert len(error.value) <= 1000 and "'name': String should have at most 100 characters" in error.value
+
+
+def test_pages_show_what_they_could_read_and_name_a_damaged_part(with_results):
+    """A scores part overwritten with 100 random bytes (issue 29): Compare and Export still
+    render, with one warning naming the part; the other run is still shown."""
+    import os
+
+    from ragkit.results import ResultStore
+
+    store = ResultStore(with_results)
+    damaged = store.committed_entries("scores")[0]
+    Path(damaged.path).write_bytes(os.urandom(100))
+    for name in ("5_compare.py", "7_export.py"):
+        app = page(name).run()
+        assert not app.exception, [e.value for e in app.exception]
+        (warning,) = app.warning
+        assert f"scores/{damaged.stem}.parquet could not be read" in warning.value
+    assert len(page("5_compare.py").run().get("plotly_chart")) > 0
