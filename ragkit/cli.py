@@ -313,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="allow a --host other machines can reach; requires an access token "
                                 f"({TOKEN_ENV}, or one is generated and printed)")
     dashboard.set_defaults(func=_cmd_dashboard)
+
+    from ragkit.questions_cli import add_questions_parser
+
+    add_questions_parser(sub)
     return parser
 
 

@@ -48,7 +48,7 @@ class _SquadRow(RowModel):
     id: str
     question: str
     answer: str | None = None
-    doc_id: str
+    doc_id: str | None = None
     answer_start: int | None
     answer_end: int | None = None
     answerable: bool = True
@@ -83,8 +83,8 @@ def _question_fields(row: _SquadRow, where: str) -> dict[str, Any]:
         fields["question_type"] = row.type
     if not row.answerable:
         return {**fields, "answerable": False, "source_doc": row.doc_id}
-    if row.answer is None or row.answer_start is None:
-        raise ConfigError(f"{where}: an answerable row needs answer and answer_start (or answerable: false)")
+    if row.answer is None or row.answer_start is None or row.doc_id is None:
+        raise ConfigError(f"{where}: an answerable row needs doc_id, answer and answer_start (or answerable: false)")
     if row.answer_parts:
         parts = row.answer_parts
         spans = [{"doc_id": part.doc_id, "start": part.answer_start, "group": group,

@@ -25,6 +25,7 @@ from ragkit.registry import ConfigError
 
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]]")
+_ATTEMPTS = 4  # passages tried per document for one question
 
 
 class TextDocument(Protocol):
@@ -93,15 +94,22 @@ def plan_slots(documents: Sequence[TextDocument], n: int, types: Sequence[str], 
     for number, kind in enumerate(kinds):
         first = order[number % len(order)]
         chosen = [first] + ([order[(number + 1) % len(order)]] if kind == "multi_hop" else [])
-        passages = tuple(next_passage(document) for document in chosen)
-        if kind == "unanswerable":
-            answers: tuple[tuple[int, int], ...] = ()
-        else:
-            picked = [pick_answer(d.text, p, max_answer_words, rng) for d, p in zip(chosen, passages)]
-            if any(span is None for span in picked):
-                continue
-            answers = tuple(span for span in picked if span is not None)
-        slots.append(Slot(number=number, type=kind, passages=passages, answers=answers))
+        passages: list[Passage] = []
+        answers: list[tuple[int, int]] = []
+        for document in chosen:
+            # A passage without a phrase to ask about (a table, a list of names) gives way to the
+            # document's next one; still seeded, so the plan stays the same for the same seed.
+            for _ in range(_ATTEMPTS):
+                passage = next_passage(document)
+                span = None if kind == "unanswerable" else pick_answer(document.text, passage, max_answer_words, rng)
+                if kind == "unanswerable" or span is not None:
+                    break
+            passages.append(passage)
+            if span is not None:
+                answers.append(span)
+        if kind != "unanswerable" and len(answers) < len(chosen):
+            continue
+        slots.append(Slot(number=number, type=kind, passages=tuple(passages), answers=tuple(answers)))
     return slots
 
 
