@@ -47,8 +47,9 @@ class _SquadPart(RowModel):
 class _SquadRow(RowModel):
     id: str
     question: str
-    answer: str | None = None
-    doc_id: str | None = None
+    # Required keys, null only in an unanswerable row (a missing key is still named as missing).
+    answer: str | None
+    doc_id: str | None
     answer_start: int | None
     answer_end: int | None = None
     answerable: bool = True
