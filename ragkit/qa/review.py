@@ -185,3 +185,35 @@ def freeze(set_path: Path, out_root: Path, *, name: str | None = None, allow_pen
     write_json_atomic(folder / "frozen.json", {"source": str(set_path), "content_key": key, "questions": len(kept),
                                                "rejected": rejected, "left_pending": len(waiting)})
     return FrozenSet(path=str(folder), content_key=key, questions=len(kept), rejected=rejected)
+
+
+class PassageView(BaseModel):
+    """One answer part in its passage, for showing a question under review: before, answer, after."""
+
+    doc_id: str
+    before: str
+    answer: str
+    after: str
+
+
+def review_passages(row: dict[str, Any], texts: dict[str, str], decision: Decision | None = None) -> list[PassageView]:
+    """Each answer part (edits applied) in its sentence with one sentence either side; for an
+    unanswerable question, the passage it was drawn from (generation record) or nothing."""
+    from ragkit.qa.wording import passage_around
+
+    parts = decision.parts if decision is not None and decision.parts else answer_parts(row)
+    views = []
+    for part in parts:
+        text = texts.get(part["doc_id"])
+        if text is None:
+            continue
+        start, end = int(part["answer_start"]), int(part["answer_end"])
+        left, right = passage_around(text, start, end)
+        views.append(PassageView(doc_id=part["doc_id"], before=text[left:start], answer=text[start:end],
+                                 after=text[end:right]))
+    if not parts:
+        for passage in (row.get("generation") or {}).get("passages", [])[:1]:
+            text = texts.get(passage["doc_id"], "")
+            views.append(PassageView(doc_id=passage["doc_id"], before=text[passage["start"]:passage["end"]],
+                                     answer="", after=""))
+    return views
