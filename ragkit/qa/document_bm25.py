@@ -1,9 +1,10 @@
 """Okapi BM25 over whole documents, in memory: which document does keyword search rank first?
 
 Used by the question-set quality report, not by experiments (those search chunks through the
-LanceDB full-text index). Term counts come from scikit-learn's CountVectorizer (a sparse matrix,
-so a corpus of thousands of documents scores hundreds of questions in well under a second), with
-the same content-word tokeniser as the overlap measure; the BM25 weighting (k1, b, the idf of
+LanceDB full-text index). Term counts are a scipy sparse matrix (a corpus of thousands of
+documents scores hundreds of questions in well under a second), built here with the same
+content-word tokeniser as the overlap measure rather than with scikit-learn's CountVectorizer,
+whose import alone took 5 s on the dashboard page; the BM25 weighting (k1, b, the idf of
 ``ragkit.judges.rerank.bm25_scores``) is the few lines below.
 """
 
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import CountVectorizer
 
 from ragkit.qa.wording import content_words
 
@@ -22,8 +22,15 @@ class DocumentBM25:
     def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
         self.doc_ids = list(doc_ids)
         self._position = {doc_id: index for index, doc_id in enumerate(self.doc_ids)}
-        self._vectorizer = CountVectorizer(analyzer=content_words)
-        counts = sparse.csr_matrix(self._vectorizer.fit_transform(texts), dtype=float)
+        self._vocabulary: dict[str, int] = {}
+        rows, columns = [], []
+        for row, text in enumerate(texts):
+            for word in content_words(text):
+                rows.append(row)
+                columns.append(self._vocabulary.setdefault(word, len(self._vocabulary)))
+        counts = sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
+                                   shape=(len(self.doc_ids), max(1, len(self._vocabulary))))
+        counts.sum_duplicates()
         lengths = np.asarray(counts.sum(axis=1)).ravel()
         average = lengths.mean() or 1.0
         frequency = np.asarray((counts > 0).sum(axis=0)).ravel()
@@ -35,7 +42,7 @@ class DocumentBM25:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document for the query (each distinct query term counted once)."""
-        vocabulary = self._vectorizer.vocabulary_
+        vocabulary = self._vocabulary
         columns = sorted({vocabulary[term] for term in content_words(query) if term in vocabulary})
         if not columns:
             return np.zeros(len(self.doc_ids))

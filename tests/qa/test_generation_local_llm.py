@@ -24,12 +24,12 @@ if importlib.util.find_spec(BUNDLED_PACKAGE) is None:
 def test_every_kept_answer_is_its_documents_text_at_its_span(tmp_path):
     documents = sorted(load_dataset_corpus(SAMPLE_DATASET) or [], key=lambda d: d.id_)[:3]
     texts = {d.id_: d.text for d in documents}
-    params = GenerationParams(n=6, types=["factoid", "multi_hop"], seed=0, max_tokens=96, passage_chars=500)
-    client = LLMClient(LocalLLM(LocalParams(max_tokens=96)), tmp_path / "llm_cache")
+    params = GenerationParams(n=4, types=["factoid", "multi_hop"], seed=0, max_tokens=80, passage_chars=400)
+    client = LLMClient(LocalLLM(LocalParams(max_tokens=80)), tmp_path / "llm_cache")
     result = generate_questions(documents, params, client)
 
-    assert result.record["calls"] == dry_run_counts(plan_generation(documents, params), params)["calls"] == 6
-    assert len(result.rows) + len(result.dropped) == 6
+    assert result.record["calls"] == dry_run_counts(plan_generation(documents, params), params)["calls"] == 4
+    assert len(result.rows) + len(result.dropped) == 4
     assert all(item["reason"] and item["detail"] for item in result.dropped)
     for row in result.rows:
         assert texts[row["doc_id"]][row["answer_start"]:row["answer_end"]] == row["answer"]

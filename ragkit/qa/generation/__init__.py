@@ -2,7 +2,8 @@
 
 Modules, one job each: ``sampling`` (passages and answer spans, balanced over documents and
 sections), ``prompts`` (templates and reply shapes), ``replies`` (cleaning and every drop
-reason), ``dedup`` (near-duplicates), ``generate`` (plan, calls, record), ``writer`` (files).
+reason), ``generate`` (plan, calls, record), ``writer`` (files); near-duplicates are
+``ragkit.qa.dedup``, shared with the quality report.
 """
 
 from ragkit.qa.generation.generate import (

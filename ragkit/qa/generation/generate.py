@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.llms.calls import LLMClient
-from ragkit.qa.generation.dedup import Embed, find_duplicates
+from ragkit.qa.dedup import Embed, find_duplicates
 from ragkit.qa.generation.prompts import PROMPT_VERSION, SYSTEM, TEMPLATES, build_prompt, estimate_tokens, reply_schema
 from ragkit.qa.generation.replies import Verdict, judge_reply
 from ragkit.qa.generation.sampling import QUESTION_TYPES, Slot, TextDocument, plan_slots
