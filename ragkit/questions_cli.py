@@ -73,11 +73,13 @@ def _cmd_review(args: argparse.Namespace) -> int:
     path = Path(args.set)
     rows = {row["id"]: row for row in read_rows(path)}
     review = load_review(path)
-    for status, ids in (("accepted", args.accept), ("rejected", args.reject)):
-        for question_id in ids:
-            if question_id not in rows:
-                raise ConfigError(f"no question '{question_id}' in {path}")
-            review = decide(review, question_id, status)
+    for question_id in [*args.accept, *args.reject]:
+        if question_id not in rows:
+            raise ConfigError(f"no question '{question_id}' in {path}")
+    for question_id in args.accept:
+        review = decide(review, question_id, "accepted")
+    for question_id in args.reject:
+        review = decide(review, question_id, "rejected")
     if args.edit:
         if args.edit not in rows:
             raise ConfigError(f"no question '{args.edit}' in {path}")

@@ -95,14 +95,14 @@ if quality is None:
     st.info("This set ships no corpus.jsonl; check it against a corpus with "
             "`ragkit questions check SET --corpus NAME`.")
 else:
-    cols = st.columns(5)
-    cols[0].metric("Documents without questions", f"{quality['documents_without_questions']:.0%}")
-    cols[1].metric("Duplicates", quality["duplicates"])
-    cols[2].metric("Answer locatable",
+    quality_cols = st.columns(5)
+    quality_cols[0].metric("Documents without questions", f"{quality['documents_without_questions']:.0%}")
+    quality_cols[1].metric("Duplicates", quality["duplicates"])
+    quality_cols[2].metric("Answer locatable",
                    "n/a" if quality["answer_locatable"] is None else f"{quality['answer_locatable']:.0%}")
-    cols[3].metric("Word overlap (mean)",
+    quality_cols[3].metric("Word overlap (mean)",
                    "n/a" if quality["word_overlap"] is None else f"{quality['word_overlap']['mean']:.2f}")
-    cols[4].metric("bm25 ranks the source first",
+    quality_cols[4].metric("bm25 ranks the source first",
                    "n/a" if quality["bm25_source_first"] is None else f"{quality['bm25_source_first']:.0%}")
     st.dataframe(pd.DataFrame([{"type": kind, "questions": count} for kind, count in quality["types"].items()]),
                  hide_index=True)

@@ -35,9 +35,9 @@ class DocumentBM25:
         average = lengths.mean() or 1.0
         frequency = np.asarray((counts > 0).sum(axis=0)).ravel()
         idf = np.log(1 + (len(self.doc_ids) - frequency + 0.5) / (frequency + 0.5))
-        rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+        row_of = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
         tf = counts.data
-        counts.data = idf[counts.indices] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[rows] / average))
+        counts.data = idf[counts.indices] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[row_of] / average))
         self._weights = counts.tocsc()
 
     def scores(self, query: str) -> np.ndarray:

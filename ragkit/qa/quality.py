@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragkit.qa.document_bm25 import DocumentBM25
 from ragkit.qa.dedup import Embed, find_duplicates
+from ragkit.qa.document_bm25 import DocumentBM25
 from ragkit.qa.model import Question, QuestionSet
 from ragkit.qa.spans import find_answer
 from ragkit.qa.wording import passage_around, word_overlap

@@ -208,5 +208,5 @@ def test_dry_run_counts_equal_the_calls_then_made():
 
 
 def test_unknown_type_is_a_one_line_error():
-    with pytest.raises(ValueError, match="unknown question type.*valid: factoid"):
+    with pytest.raises(ValueError, match=r"unknown question type.*valid: factoid"):
         GenerationParams(types=["trivia"])

@@ -101,7 +101,7 @@ def test_beir_keeps_questions_and_judgements_not_spans(sample, tmp_path: Path):
 
 
 def test_beir_and_trec_leave_out_unanswerable_questions_and_say_so(generated, tmp_path: Path):
-    questions, documents = generated
+    questions, _ = generated
     lost = sum(not q.relevant_docs for q in questions.questions)
     assert f"{lost} without a relevant document left out" in export_question_set(questions, "beir", tmp_path / "b")
     assert f"{lost} without a relevant document left out" in export_question_set(questions, "trec", tmp_path / "q")

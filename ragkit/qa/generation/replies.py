@@ -74,7 +74,7 @@ def judge_reply(slot: Slot, reply: BaseModel | None, parse_error: str | None, te
                        detail=f"the passage is in '{language}', the question reads as '{asked_language}'")
     passage_text = " ".join(texts[p.doc_id][p.start:p.end] for p in slot.passages)
     overlap = word_overlap(question, passage_text)
-    common = {"question": question, "overlap": overlap, "language": language}
+    common: dict[str, Any] = {"question": question, "overlap": overlap, "language": language}
     answers = []
     if slot.type != "unanswerable":
         given = [getattr(reply, "answer_1", ""), getattr(reply, "answer_2", "")] if slot.type == "multi_hop" \

@@ -133,14 +133,14 @@ def document_sections(document: TextDocument, section_chars: int) -> list[Sectio
     if found:
         return found
     runs: list[Section] = []
-    start = None
+    run_start: int | None = None
     for s, e in sentence_spans(text):
-        start = s if start is None else start
-        if e - start >= section_chars:
-            runs.append(Section(f"part {len(runs) + 1}", start, e))
-            start = None
-    if start is not None:
-        runs.append(Section(f"part {len(runs) + 1}", start, len(text.rstrip())))
+        run_start = s if run_start is None else run_start
+        if e - run_start >= section_chars:
+            runs.append(Section(f"part {len(runs) + 1}", run_start, e))
+            run_start = None
+    if run_start is not None:
+        runs.append(Section(f"part {len(runs) + 1}", run_start, len(text.rstrip())))
     return runs or [Section("part 1", 0, len(text))]
 
 
@@ -154,7 +154,7 @@ def pick_passage(document: TextDocument, section: Section, passage_chars: int, r
     while first > 0 and sentences[-1][1] - sentences[first][0] < passage_chars:
         first -= 1
     start, end = sentences[first][0], sentences[first][1]
-    for s, e in sentences[first + 1:]:
+    for _, e in sentences[first + 1:]:
         if e - start > passage_chars:
             break
         end = e

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragkit.qa.interop.beir_trec import read_trec_qrels, write_beir, write_trec_qrels
 from ragkit.qa.interop.llamaindex_format import read_llamaindex, write_llamaindex
-from ragkit.qa.interop.ragas_format import read_ragas, ragas_rows, write_ragas
+from ragkit.qa.interop.ragas_format import ragas_rows, read_ragas, write_ragas
 from ragkit.qa.model import QuestionSet
 from ragkit.registry import ConfigError
 

@@ -47,7 +47,8 @@ def write_beir(question_set: QuestionSet, folder: Path, documents: Mapping[str, 
 
 def write_trec_qrels(question_set: QuestionSet, path: Path) -> int:
     """Write TREC qrels; returns how many questions were left out (no relevant doc)."""
-    lines = [f"{q.id} 0 {doc} {_grade(score)}\n" for q in question_set.questions for doc, score in q.relevant_docs.items()]
+    lines = [f"{q.id} 0 {doc} {_grade(score)}\n"
+             for q in question_set.questions for doc, score in q.relevant_docs.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(lines), encoding="utf-8")
     return sum(not q.relevant_docs for q in question_set.questions)

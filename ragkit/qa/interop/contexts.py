@@ -63,7 +63,7 @@ def reference_text(question: Question) -> str:
 
 def locate_context(context: str, texts: Mapping[str, str], doc_id: str | None) -> tuple[str, int] | None:
     """(doc id, offset) of the context: in the named document first, then in any document."""
-    candidates = [doc_id] if doc_id in texts else []
+    candidates = [doc_id] if doc_id is not None and doc_id in texts else []
     candidates += [other for other in texts if other != doc_id]
     for candidate in candidates:
         offset = texts[candidate].find(context)
@@ -76,8 +76,8 @@ def question_fields(question_id: str, text: str, reference: str, contexts: list[
                     context_ids: list[str] | None, texts: Mapping[str, str]) -> dict[str, object]:
     """The fields of a ragkit Question rebuilt from a question, its reference and its contexts."""
     fields: dict[str, object] = {"id": question_id, "text": text}
-    located = [locate_context(context, texts, (context_ids or [None] * len(contexts))[index])
-               for index, context in enumerate(contexts)]
+    named: list[str | None] = list(context_ids) if context_ids else [None] * len(contexts)
+    located = [locate_context(context, texts, named[index]) for index, context in enumerate(contexts)]
     relevant = dict.fromkeys((found[0] for found in located if found), 1.0)
     if not reference.strip():
         return {**fields, "relevant_docs": relevant} if relevant else {**fields, "answerable": False}
@@ -85,9 +85,10 @@ def question_fields(question_id: str, text: str, reference: str, contexts: list[
     parts = pieces if len(pieces) > 1 and len(pieces) == len(contexts) else [reference]
     spans = []
     for group, part in enumerate(parts):
-        places = [(found, context) for found, context in zip(located, contexts) if found]
+        places = [(found, context) for found, context in zip(located, contexts) if found is not None]
         if len(parts) > 1:
-            places = [(located[group], contexts[group])] if located[group] else []
+            own = located[group]
+            places = [(own, contexts[group])] if own is not None else []
         for (doc_id, offset), context in places:
             inside = find_answer(context, part)
             if inside is not None:
