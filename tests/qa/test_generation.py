@@ -53,6 +53,19 @@ def test_questions_of_a_document_are_balanced_across_its_sections():
         assert passage.start <= start < end <= passage.end
 
 
+def test_answers_are_phrases_without_leading_conjunctions():
+    import random
+
+    from ragkit.qa.generation.sampling import Passage, pick_answer
+
+    text = "The virus spread fast, and hospitals filled within weeks, which alarmed the regional health authorities."
+    passage = Passage("d", "part 1", 0, len(text))
+    picked = {text[s:e] for s, e in (pick_answer(text, passage, 12, random.Random(seed)) or (0, 0)
+                                     for seed in range(30))}
+    assert "hospitals filled within weeks" in picked and "alarmed the regional health authorities" in picked
+    assert not any(answer.split()[0] in ("and", "which") for answer in picked)
+
+
 def test_every_answer_is_the_document_text_at_its_span_and_the_set_reads_back(tmp_path: Path):
     documents = english_documents(count=4)
     result, _ = run(documents, reply_copying(distinct_question), n=16, seed=1)

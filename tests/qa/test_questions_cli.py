@@ -59,6 +59,7 @@ def test_generate_check_review_freeze_export_import(fake_llm, tmp_path: Path, ca
         (["questions", "generate", str(SAMPLE_DATASET), "--types", "trivia", "--dry-run"], "unknown question type"),
         (["questions", "generate", str(SAMPLE_DATASET), "--n", "0", "--dry-run"], "--n 0"),
         (["questions", "generate", str(SAMPLE_DATASET)], "--out is required"),
+        (["questions", "generate", str(SAMPLE_DATASET), "--out", str(SAMPLE_DATASET)], "already holds a question set"),
         (["questions", "generate", "no-such-corpus", "--dry-run"], "unknown corpus 'no-such-corpus'"),
         (["questions", "check", "missing.jsonl"], "question set not found"),
     ],

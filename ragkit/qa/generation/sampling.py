@@ -26,6 +26,7 @@ from ragkit.registry import ConfigError
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]]")
 _ATTEMPTS = 4  # passages tried per document for one question
+_LEADING_GLUE = re.compile(r"(?:and|or|but|which|that|while|whereas)\s+", re.IGNORECASE)
 
 
 class TextDocument(Protocol):
@@ -178,9 +179,13 @@ def pick_answer(text: str, passage: Passage, max_words: int, rng: random.Random)
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    """Without surrounding spaces and a final full stop: an answer is a phrase, not a sentence."""
+    """Without surrounding spaces, a leading conjunction and a final full stop: an answer is a
+    phrase, not a sentence or a clause's glue."""
     while start < end and (text[start].isspace() or text[start] in "\"'"):
         start += 1
+    glue = _LEADING_GLUE.match(text, start, end)
+    if glue:
+        start = glue.end()
     while end > start and (text[end - 1].isspace() or text[end - 1] in ".!?\"'"):
         end -= 1
     return start, end

@@ -34,6 +34,9 @@ def check_out(out: Path) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder or a .jsonl file name")
     if questions.is_dir():
         raise ConfigError(f"--out {out}: {questions} is a folder")
+    if questions.exists():
+        # A set may have a review beside it: writing a new set under it would mix the two.
+        raise ConfigError(f"--out {out} already holds a question set ({questions}); give a new folder or file")
 
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
