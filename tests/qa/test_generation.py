@@ -119,6 +119,7 @@ def test_an_experiment_reads_the_generated_folder_at_once(tmp_path: Path):
     [
         ("I cannot do that.", "invalid_reply"),
         ('{"question": "  ", "answer": "x"}', "empty_question"),
+        ('{"question": "The answer, copied exactly from the passage", "answer": ""}', "not_a_question"),
         ('{"question": "Welche Probe wurde im Gefrierschrank gelagert und warum?", "answer": ""}', "wrong_language"),
         ('{"question": "Which freezer holds the sample?", "answer": "a moon rock from Mars"}', "answer_not_found"),
     ],
@@ -154,8 +155,8 @@ def test_a_paraphrase_that_copies_its_passage_is_dropped_and_overlap_is_stored()
 
 
 def test_duplicates_by_normalised_text_and_by_embedding():
-    same = reply_copying(lambda number, answers: "What is stored in the FREEZER?!" if number % 2 else
-                         "what is stored in the freezer")
+    same = reply_copying(lambda number, answers: "What is stored in the FREEZER , then ?" if number % 2 else
+                         "what is stored in the freezer then?")
     result, _ = run(english_documents(count=2), same, n=4, types=["factoid"])
     assert len(result.rows) == 1
     assert [item["reason"] for item in result.dropped] == ["duplicate"] * 3

@@ -2,7 +2,7 @@
 
 Every check that can reject a question lives here, each with its own reason code, so the set's
 record says why each planned question is missing: ``invalid_reply`` (no JSON of the asked shape),
-``empty_question``, ``wrong_language``, ``answer_not_found`` (the reply's answer is not in its
+``empty_question``, ``not_a_question`` (no question mark), ``wrong_language``, ``answer_not_found`` (the reply's answer is not in its
 passage), ``answer_in_question`` and ``high_overlap`` (a paraphrase that copies its passage).
 Duplicates are removed afterwards, over the whole set (``dedup``).
 """
@@ -68,6 +68,8 @@ def judge_reply(slot: Slot, reply: BaseModel | None, parse_error: str | None, te
     question = clean_question(str(getattr(reply, "question", "")))
     if not question:
         return Verdict(question="", reason="empty_question", detail="the reply's question is blank")
+    if not question.endswith("?"):
+        return Verdict(question=question, reason="not_a_question", detail="the reply does not end with '?'")
     asked_language = guess_language(question, min_hits=1)
     if language is not None and asked_language is not None and asked_language != language:
         return Verdict(question=question, language=asked_language, reason="wrong_language",
