@@ -14,42 +14,42 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragkit.qa.generation.sampling import Slot
 from ragkit.qa.language import language_name
 
-PROMPT_VERSION = "qgen-2"
+PROMPT_VERSION = "qgen-3"
 
 SYSTEM = ("You write questions for testing a search system. You reply with one JSON object only, "
           "no explanation.")
 
-# A worked example, not placeholders: a small model copies placeholder text ("...", "the answer")
-# into its reply, while an example's question is dropped (its answer is not in the passage).
-_EXAMPLE = ('Reply as JSON with the answer copied exactly, for example: '
-            '{{"question": "When did the bridge open?", "answer": "in May 1932"}}')
+# Keys described, no literal template or example: a small model copies either into its reply
+# (SmolLM2-135M answered "The answer, copied exactly from the passage" and "When did the bridge
+# open?"). Backends that can constrain replies to the schema get it as well.
+_REPLY = 'Reply as JSON with the keys "question" (your question) and "answer" (the answer above, copied exactly).'
 
 TEMPLATES = {
     "factoid": (
         "Passage:\n{passage}\n\nAnswer: \"{answer}\"\n\n"
         "Write one question in {language} that this passage answers with exactly the answer above. "
         "The question must not contain the answer.\n"
-        + _EXAMPLE
+        + _REPLY
     ),
     "paraphrase": (
         "Passage:\n{passage}\n\nAnswer: \"{answer}\"\n\n"
         "Write one question in {language} that this passage answers with exactly the answer above, "
         "as someone would ask who has not read the passage: use your own words and synonyms, not the "
         "passage's wording. The question must not contain the answer.\n"
-        + _EXAMPLE
+        + _REPLY
     ),
     "multi_hop": (
         "Passage 1:\n{passage}\n\nAnswer 1: \"{answer}\"\n\nPassage 2:\n{passage_2}\n\nAnswer 2: \"{answer_2}\"\n\n"
         "Write one question in {language} that needs both answers: answer 1 from passage 1 and answer 2 "
         "from passage 2. The question must not contain either answer.\n"
-        'Reply as JSON with the answers copied exactly, for example: {{"question": "Which city hosted the '
-        'meeting that approved the budget?", "answer_1": "Geneva", "answer_2": "the 2021 budget"}}'
+        'Reply as JSON with the keys "question" (your question), "answer_1" and "answer_2" (the answers '
+        'above, copied exactly).'
     ),
     "unanswerable": (
         "Passage:\n{passage}\n\n"
         "Write one question in {language} on the topic of this passage that the passage does NOT "
         "answer: it asks for a fact that is not given anywhere in the passage.\n"
-        'Reply as JSON, for example: {{"question": "How much did the bridge cost to build?"}}'
+        'Reply as JSON with the key "question" (your question).'
     ),
 }
 

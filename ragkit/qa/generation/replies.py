@@ -2,9 +2,10 @@
 
 Every check that can reject a question lives here, each with its own reason code, so the set's
 record says why each planned question is missing: ``invalid_reply`` (no JSON of the asked shape),
-``empty_question``, ``not_a_question`` (no question mark), ``wrong_language``, ``answer_not_found`` (the reply's answer is not in its
-passage), ``answer_in_question`` and ``high_overlap`` (a paraphrase that copies its passage).
-Duplicates are removed afterwards, over the whole set (``dedup``).
+``empty_question``, ``not_a_question`` (no question mark), ``wrong_language``,
+``answer_not_found`` (the reply's answer is not in its passage), ``answer_in_question`` and
+``high_overlap`` (a paraphrase that copies its passage). Duplicates are removed afterwards, over
+the whole set (``ragkit.qa.dedup``).
 """
 
 from __future__ import annotations
