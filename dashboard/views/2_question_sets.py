@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from dashboard import review_panel, state
+from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
 from ragkit.qa import FORMATS
 from ragkit.registry import ConfigError
@@ -54,6 +54,8 @@ with st.expander("Import a question set", expanded=False):
             st.success(f"Imported '{escape(name)}': {len(loaded.questions)} questions ({loaded.format}).")
         except ConfigError as error:
             st.error(escape(error))
+
+generation_panel.show()
 
 # --- list & preview --------------------------------------------------------------------------------
 known = state.question_sets()

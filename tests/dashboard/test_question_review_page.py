@@ -59,3 +59,19 @@ def test_quality_review_and_freeze(generated_set: Path):
 
     frozen = [name for name in state.question_sets() if name.startswith("gen-")]
     assert len(frozen) == 1
+
+
+def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
+    from ragkit.qa import load_dataset_corpus
+    from ragkit.qa.generation import GenerationParams, dry_run_counts, plan_generation
+    from tests.conftest import SAMPLE_DATASET
+
+    app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+    app.number_input(key="gen_n").set_value(30)
+    app.button(key="gen_estimate").click().run()
+    assert_ok(app)
+    values = {m.label: m.value for m in app.metric}
+    params = GenerationParams(n=30)
+    expected = dry_run_counts(plan_generation(load_dataset_corpus(SAMPLE_DATASET) or [], params), params)
+    assert values["LLM calls"] == str(expected["calls"]) == "30"
+    assert "ragkit questions generate" in app.code[0].value and "--n 30" in app.code[0].value
