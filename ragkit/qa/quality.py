@@ -175,8 +175,10 @@ def _warnings(report: dict[str, Any]) -> list[str]:
 
 def format_report(report: QualityReport) -> str:
     """The report as readable lines for the terminal."""
+    missing = "n/a (no corpus)" if report.documents is None else "n/a"
+
     def share(value: float | None) -> str:
-        return "n/a (no corpus)" if value is None else f"{value:.0%}"
+        return missing if value is None else f"{value:.0%}"
 
     lines = [f"question set '{report.name}': {report.questions} questions"]
     if report.questions_per_document is not None:
@@ -186,7 +188,9 @@ def format_report(report: QualityReport) -> str:
                      f"{share(report.documents_without_questions)}")
     lines.append("types: " + ", ".join(f"{kind} {count}" for kind, count in sorted(report.types.items())))
     lines.append(f"duplicates: {report.duplicates} (by {report.duplicates_by})")
-    lines.append(f"answer locatable: {share(report.answer_locatable)} of {report.answer_checked}")
+    lines.append(f"answer locatable: {share(report.answer_locatable)} of {report.answer_checked}"
+                 + (" (no question has an answer text)" if report.documents is not None and not report.answer_checked
+                    else ""))
     if report.word_overlap is not None:
         by_type = ", ".join(f"{kind} {value:.2f}" for kind, value in sorted(report.word_overlap_by_type.items()))
         lines.append(f"word overlap with the source: mean {report.word_overlap.mean:.2f}, median "
