@@ -152,6 +152,14 @@ CASES = [
     ("dashboard: remote without flag", ["dashboard", "--host", "0.0.0.0"], 2,
      ["--host 0.0.0.0", "--allow-remote", "127.0.0.1"]),
     ("ragkit: unknown command", ["serve"], USAGE, ["'ingest', 'corpus', 'run', 'summary'"]),
+    ("questions: unknown type", ["questions", "generate", "{d}/beir", "--types", "trivia", "--dry-run"], 2,
+     ["--types", "unknown question type(s) trivia", "valid: factoid, paraphrase, multi_hop, unanswerable"]),
+    ("questions: unknown corpus", ["questions", "generate", "nosuch", "--dry-run"], 2, ["unknown corpus 'nosuch'"]),
+    ("questions: check missing set", ["questions", "check", "{d}/nowhere.jsonl"], 2, ["question set not found"]),
+    ("questions: unknown export format", ["questions", "export", "{d}/beir", "--to", "xml", "--out", "{d}/x"], USAGE,
+     ["'ragas', 'llamaindex', 'beir', 'trec'"]),
+    ("questions: review unknown id", ["questions", "review", "{d}/beir", "--accept", "q9"], 2,
+     ["expected file not found"]),
 ]
 
 
