@@ -236,6 +236,23 @@ def load_questions(path: str, format: str = "auto", split: str = "test"):
     return _question_set(path, format, split, mtime)
 
 
+@st.cache_data(ttl=DATA_TTL_S, max_entries=16)
+def _question_quality(path: str, format: str, mtime: float) -> dict[str, Any] | None:
+    from ragkit.qa import load_question_set
+    from ragkit.qa.quality import quality_report
+
+    documents = _dataset_documents(path)
+    if not documents:
+        return None
+    return quality_report(load_question_set(path, format=format), documents).model_dump(mode="json")
+
+
+def question_quality(path: str, format: str = "auto") -> dict[str, Any] | None:
+    """The quality report of a set against its own corpus.jsonl (None when it ships none)."""
+    target = Path(path)
+    return _question_quality(path, format, target.stat().st_mtime if target.exists() else 0.0)
+
+
 @st.cache_resource(max_entries=4)
 def _dataset_documents(path: str):
     from ragkit.qa import load_dataset_corpus

@@ -371,6 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ragkit.labels.commands import add_labels_parser
 
     add_labels_parser(sub)
+
+    from ragkit.questions_cli import add_questions_parser
+
+    add_questions_parser(sub)
     return parser
 
 

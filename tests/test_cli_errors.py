@@ -184,6 +184,14 @@ CASES = [
     ("labels: resamples 5", ["labels", "agreement", "{results}", "--resamples", "5"], USAGE,
      ["resamples must be a number from 100 to 100000"]),
     ("ragkit: unknown command", ["serve"], USAGE, ["'ingest', 'corpus', 'run', 'summary'"]),
+    ("questions: unknown type", ["questions", "generate", "{d}/beir", "--types", "trivia", "--dry-run"], 2,
+     ["--types", "unknown question type(s) trivia", "valid: factoid, paraphrase, multi_hop, unanswerable"]),
+    ("questions: unknown corpus", ["questions", "generate", "nosuch", "--dry-run"], 2, ["unknown corpus 'nosuch'"]),
+    ("questions: check missing set", ["questions", "check", "{d}/nowhere.jsonl"], 2, ["question set not found"]),
+    ("questions: unknown export format", ["questions", "export", "{d}/beir", "--to", "xml", "--out", "{d}/x"], USAGE,
+     ["'ragas', 'llamaindex', 'beir', 'trec'"]),
+    ("questions: review unknown id", ["questions", "review", "{d}/beir", "--accept", "q9"], 2,
+     ["expected file not found"]),
 ]
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
 from ragkit.qa import FORMATS
 from ragkit.registry import ConfigError
@@ -55,6 +55,8 @@ with st.expander("Import a question set", expanded=False):
         except ConfigError as error:
             st.error(escape(error))
 
+generation_panel.show()
+
 # --- list & preview --------------------------------------------------------------------------------
 known = state.question_sets()
 st.dataframe(pd.DataFrame(list(known.values()), columns=["name", "path", "format"]), hide_index=True)
@@ -87,3 +89,27 @@ st.dataframe(
 )
 if len(questions.questions) > 200:
     st.caption(f"First 200 of {len(questions.questions)} questions.")
+
+# --- quality ----------------------------------------------------------------------------------------
+st.subheader("Quality")
+quality = state.question_quality(entry["path"], entry["format"])
+if quality is None:
+    st.info("This set ships no corpus.jsonl; check it against a corpus with "
+            "`ragkit questions check SET --corpus NAME`.")
+else:
+    quality_cols = st.columns(5)
+    quality_cols[0].metric("Documents without questions", f"{quality['documents_without_questions']:.0%}")
+    quality_cols[1].metric("Duplicates", quality["duplicates"])
+    quality_cols[2].metric("Answer locatable",
+                   "n/a" if quality["answer_locatable"] is None else f"{quality['answer_locatable']:.0%}")
+    quality_cols[3].metric("Word overlap (mean)",
+                   "n/a" if quality["word_overlap"] is None else f"{quality['word_overlap']['mean']:.2f}")
+    quality_cols[4].metric("bm25 ranks the source first",
+                   "n/a" if quality["bm25_source_first"] is None else f"{quality['bm25_source_first']:.0%}")
+    st.dataframe(pd.DataFrame([{"type": kind, "questions": count} for kind, count in quality["types"].items()]),
+                 hide_index=True)
+    for warning in quality["warnings"]:
+        st.warning(escape(warning))
+
+# --- review -----------------------------------------------------------------------------------------
+review_panel.show(entry)

@@ -12,7 +12,8 @@ Formats read by :func:`load_question_set`, one reader module each:
   (graded relevance); a row with score <= 0 marks a document as not relevant and is left out.
 - ``squad`` (:mod:`ragkit.qa.squad`): a JSONL file (or a folder holding ``questions.jsonl``), one
   object per question with id, question, answer, doc_id, answer_start and optional answer_end
-  (the COVID-QA layout), or the official SQuAD JSON nesting ``data/paragraphs/qas/answers``. In
+  (the COVID-QA layout; generated sets add ``type``, ``answer_parts`` and ``answerable: false``),
+  or the official SQuAD JSON nesting ``data/paragraphs/qas/answers``. In
   that nesting the doc id is the paragraph's ``document_id`` or ``id``; failing that, the
   article's ``id`` or ``title`` when the article has one paragraph, else
   ``"<article id or title>#<paragraph index>"`` because SQuAD offsets count from the start of the
@@ -25,6 +26,10 @@ Formats read by :func:`load_question_set`, one reader module each:
   answer; CSV parts separated by ``||``).
 
 A row that cannot be read raises ConfigError naming the file and line; nothing is dropped quietly.
+
+Beside the readers: ``generation/`` (sets generated from a corpus, answers exact spans),
+``quality`` (the report of ``ragkit questions check``), ``review`` (accept / edit / reject, freeze)
+and ``interop/`` (ragas, LlamaIndex, BEIR, TREC qrels).
 """
 
 from __future__ import annotations

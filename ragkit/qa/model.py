@@ -112,6 +112,14 @@ class Question(BaseModel):
     graded_spans: list[GradedSpan] = Field(
         default_factory=list, description="Pooled spans with a relevance grade (labels from ragkit.labels)."
     )
+    question_type: str | None = Field(
+        default=None, description="How the question was made (factoid, paraphrase, multi_hop, unanswerable), if known."
+    )
+    source_doc: str | None = Field(
+        default=None,
+        description="The document the question was written from when no span or judgement says so "
+        "(an unanswerable question drawn from a document's topic).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -198,18 +206,19 @@ class Question(BaseModel):
         Questions written from the same document share its wording and difficulty, so they are not
         independent; confidence intervals and tests resample documents, not questions. The
         answer's document is where the question came from, so it is the first span's document;
-        without spans the most relevant judged document stands in (ties: the first listed). None
-        when the question has neither: the caller decides (e.g. a cluster of its own).
+        without spans the most relevant judged document stands in (ties: the first listed), then
+        ``source_doc``. None when the question has none of them: the caller decides (e.g. a
+        cluster of its own).
         """
         if self.spans:
             return self.spans[0].doc_id
         if self.relevant_docs:
             return max(self.relevant_docs, key=self.relevant_docs.__getitem__)
-        return None
+        return self.source_doc
 
 
-# Added with follow-up questions and routing, then graded labels; see Question.key_dump.
-ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans")
+# Added with follow-up questions and routing, then graded labels and generated sets; see Question.key_dump.
+ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans", "question_type", "source_doc")
 
 
 @functools.cache

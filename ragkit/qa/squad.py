@@ -5,6 +5,11 @@ Two layouts:
 - JSONL (the COVID-QA layout; a file, or a folder holding ``questions.jsonl``): one object per
   question with id, question, answer, doc_id, answer_start and optional answer_end (default:
   answer_start + len(answer)). One answer per row, so the question's one span is group 0.
+  Generated sets (``ragkit questions generate``) add, and this reader keeps: ``type``;
+  ``answerable: false`` with a null ``answer_start`` and no answer (the row's doc_id is the
+  document the question was drawn from); ``answer_parts`` for a multi-part answer, a list of
+  {doc_id, answer, answer_start, answer_end}, part i being span group i (the row's own answer
+  fields repeat part 0). Other fields (the generation record) are ignored.
 - The official SQuAD JSON nesting ``data/paragraphs/qas/answers``. The doc id is the paragraph's
   ``document_id`` or ``id``; failing that, the article's ``id`` or ``title`` when the article has
   one paragraph, else ``"<article id or title>#<paragraph index>"`` because SQuAD offsets count
@@ -32,14 +37,25 @@ from ragkit.registry import ConfigError
 logger = logging.getLogger(__name__)
 
 
+class _SquadPart(RowModel):
+    doc_id: str
+    answer: str
+    answer_start: int
+    answer_end: int | None = None
+
+
 class _SquadRow(RowModel):
     id: str
     question: str
-    answer: str
-    doc_id: str
-    answer_start: int
+    # Required keys, null only in an unanswerable row (a missing key is still named as missing).
+    answer: str | None
+    doc_id: str | None
+    answer_start: int | None
     answer_end: int | None = None
     graded_spans: list[dict[str, Any]] | None = None
+    answerable: bool = True
+    type: str | None = None
+    answer_parts: list[_SquadPart] | None = None
 
 
 class _SquadAnswer(RowModel):
@@ -59,18 +75,35 @@ def load_squad_jsonl(path: Path) -> list[Question]:
     for line_no, obj in jsonl_rows(path):
         where = f"{path}, line {line_no}"
         row = parse_row(_SquadRow, obj, where)
-        end = row.answer_end if row.answer_end is not None else row.answer_start + len(row.answer)
-        fields = {
-            "id": row.id,
-            "text": row.question,
-            "relevant_docs": {row.doc_id: 1.0},
-            "spans": [{"doc_id": row.doc_id, "start": row.answer_start, "end": end, "group": 0}],
-            "answers": [row.answer],
-        }
+        fields = _question_fields(row, where)
         if row.graded_spans:
             fields["graded_spans"] = row.graded_spans
         questions.append(parse_row(Question, fields, where))
     return questions
+
+
+def _question_fields(row: _SquadRow, where: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"id": row.id, "text": row.question}
+    if row.type is not None:
+        fields["question_type"] = row.type
+    if not row.answerable:
+        return {**fields, "answerable": False, "source_doc": row.doc_id}
+    if row.answer is None or row.answer_start is None or row.doc_id is None:
+        raise ConfigError(f"{where}: an answerable row needs doc_id, answer and answer_start (or answerable: false)")
+    if row.answer_parts:
+        parts = row.answer_parts
+        spans = [{"doc_id": part.doc_id, "start": part.answer_start, "group": group,
+                  "end": part.answer_end if part.answer_end is not None else part.answer_start + len(part.answer)}
+                 for group, part in enumerate(parts)]
+        return {**fields, "relevant_docs": dict.fromkeys((part.doc_id for part in parts), 1.0), "spans": spans,
+                "answer_parts": [[part.answer] for part in parts]}
+    end = row.answer_end if row.answer_end is not None else row.answer_start + len(row.answer)
+    return {
+        **fields,
+        "relevant_docs": {row.doc_id: 1.0},
+        "spans": [{"doc_id": row.doc_id, "start": row.answer_start, "end": end, "group": 0}],
+        "answers": [row.answer],
+    }
 
 
 def load_squad_json(path: Path) -> list[Question]:

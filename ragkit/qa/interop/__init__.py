@@ -1,0 +1,65 @@
+"""Question sets to and from other tools: ragas, LlamaIndex, BEIR, TREC qrels.
+
+``export_question_set`` / ``import_question_set`` dispatch on the format name. What each format
+cannot hold is said in its module; spans survive ragas and LlamaIndex through their contexts,
+not BEIR or TREC (document-level judgements only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ragkit.qa.interop.beir_trec import read_trec_qrels, write_beir, write_trec_qrels
+from ragkit.qa.interop.llamaindex_format import read_llamaindex, write_llamaindex
+from ragkit.qa.interop.ragas_format import ragas_rows, read_ragas, write_ragas
+from ragkit.qa.model import QuestionSet
+from ragkit.registry import ConfigError
+
+EXPORT_FORMATS = ("ragas", "llamaindex", "beir", "trec")
+IMPORT_FORMATS = ("ragas", "llamaindex")
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORT_FORMATS",
+    "export_question_set",
+    "import_question_set",
+    "ragas_rows",
+    "read_trec_qrels",
+]
+
+
+def export_question_set(question_set: QuestionSet, format: str, out: Path,
+                        documents: Mapping[str, Any] | None = None) -> str:
+    """Write the set in ``format`` to ``out``; returns a one-line summary of what was written."""
+    texts = {doc_id: document.text for doc_id, document in (documents or {}).items()}
+    count = len(question_set.questions)
+    if format in ("ragas", "llamaindex"):
+        if not texts and question_set.count_spans():
+            raise ConfigError(f"exporting to {format} needs the corpus (--corpus): contexts are document text")
+        (write_ragas if format == "ragas" else write_llamaindex)(question_set, texts, out)
+        return f"{count} questions written to {out} ({format})"
+    if format == "beir":
+        left = write_beir(question_set, out, documents)
+        return f"{count - left} questions written to {out} (beir)" + (f"; {left} without a relevant document left out"
+                                                                     if left else "")
+    if format == "trec":
+        left = write_trec_qrels(question_set, out)
+        return f"{count - left} questions' judgements written to {out} (trec qrels)" + (
+            f"; {left} without a relevant document left out" if left else "")
+    raise ConfigError(f"unknown export format '{format}'. Valid choices: {', '.join(EXPORT_FORMATS)}.")
+
+
+def import_question_set(path: Path, format: str, documents: Mapping[str, Any], name: str | None = None) -> QuestionSet:
+    """Read a ragas or LlamaIndex file against the corpus its contexts come from. (BEIR folders
+    are read by ``load_question_set`` itself.)"""
+    texts = {doc_id: document.text for doc_id, document in documents.items()}
+    if not path.is_file():
+        raise ConfigError(f"question set not found: {path}")
+    if format == "ragas":
+        return read_ragas(path, texts, name)
+    if format == "llamaindex":
+        return read_llamaindex(path, texts, name)
+    raise ConfigError(f"unknown import format '{format}'. Valid choices: {', '.join(IMPORT_FORMATS)} "
+                      "(BEIR folders and squad/jsonl/csv files are read directly)")

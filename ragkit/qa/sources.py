@@ -1,0 +1,94 @@
+"""Where the commands on question sets get their documents, LLM and embedder from.
+
+A corpus is named as experiments name it: a dataset folder (or file) shipping ``corpus.jsonl``,
+files or a folder to ingest, or the name of a corpus ingested with ``ragkit ingest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from ragkit.registry import ConfigError
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    name: str
+    documents: list[Any]  # LlamaIndex Documents
+    corpus_file: Path | None  # the dataset's corpus.jsonl, copied beside a generated set
+
+    def by_id(self) -> dict[str, Any]:
+        return {document.id_: document for document in self.documents}
+
+
+def load_corpus_source(value: str) -> CorpusSource:
+    from ragkit.corpus.store import CorpusStore
+    from ragkit.qa.corpus import load_dataset_corpus
+
+    path = Path(value).expanduser()
+    if path.exists():
+        documents = load_dataset_corpus(path)
+        if documents is not None:
+            corpus_file = (path if path.is_dir() else path.parent) / "corpus.jsonl"
+            return CorpusSource(path.resolve().name, documents, corpus_file if corpus_file.is_file() else None)
+        store = CorpusStore()
+        name = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in path.resolve().name).lstrip(".")[:64]
+        report = store.ingest([path], name=name or "corpus")
+        if not report.ok:
+            raise ConfigError(f"{path}: no file could be ingested")
+        return CorpusSource(report.corpus_name, list(store.load(report.corpus_name).documents), None)
+    return CorpusSource(value, list(CorpusStore().load(value).documents), None)
+
+
+def set_documents(set_path: Path, corpus: str | None) -> CorpusSource | None:
+    """The documents a question set is checked against: --corpus, else the set's own corpus.jsonl."""
+    if corpus:
+        return load_corpus_source(corpus)
+    from ragkit.qa.corpus import load_dataset_corpus
+
+    documents = load_dataset_corpus(set_path)
+    return CorpusSource(set_path.name, documents, None) if documents is not None else None
+
+
+def build_llm_client(llm: str | None, model: str | None) -> Any:
+    """An LLMClient over the named backend (default: Ollama if it answers, else the embedded model),
+    caching into the data directory like every other call."""
+    from ragkit.llms import LLMClient, llms, resolve_default_backend
+    from ragkit.registry import ComponentSpec
+    from ragkit.settings import get_settings
+
+    spec = ComponentSpec(type=llm, params={"model": model} if model else {}) if llm else resolve_default_backend()
+    backend = llms.build(spec)
+    problem = backend.problem()
+    if problem:
+        raise ConfigError(f"llm '{spec.type}' cannot run: {problem}")
+    return LLMClient.for_data_dir(backend, get_settings().resolved_data_dir())
+
+
+def minilm_embed() -> Callable[[list[str]], np.ndarray] | None:
+    """MiniLM sentence vectors for near-duplicate detection, or None when the model cannot load."""
+    try:
+        from ragkit.embeddings import MiniLMEmbedder, MiniLMParams
+
+        embedder = MiniLMEmbedder(MiniLMParams())
+        embedder.embed_model()
+    except (ImportError, OSError, ValueError):
+        return None
+    return lambda texts: embedder.embed_texts(texts)
+
+
+def validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
+    """The params model, or a one-line ConfigError naming the bad option and what is valid."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        item = error.errors()[0]
+        field = ".".join(str(part) for part in item["loc"])
+        message = str(item["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"--{field.split('.')[0].replace('_', '-')} {item.get('input')!r}: {message}") from None

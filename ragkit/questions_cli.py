@@ -1,0 +1,198 @@
+"""`ragkit questions ...`: generate, check, review, freeze, import and export question sets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ragkit.registry import ConfigError
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
+    from ragkit.qa.generation.writer import check_out
+    from ragkit.qa.sources import build_llm_client, load_corpus_source, minilm_embed, validated
+
+    types = [kind.strip() for kind in args.types.split(",") if kind.strip()] if args.types else None
+    params = validated(GenerationParams, {"n": args.n, "seed": args.seed, **({"types": types} if types else {})})
+    if not args.dry_run:
+        if not args.out:
+            raise ConfigError("--out is required (a folder, or a .jsonl file) unless --dry-run")
+        check_out(Path(args.out))
+    source = load_corpus_source(args.corpus)
+    if args.dry_run:
+        counts = dry_run_counts(plan_generation(source.documents, params), params)
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(counts["by_type"].items()))
+        print(f"dry run on '{source.name}' ({len(source.documents)} documents): {counts['calls']} LLM calls "
+              f"({kinds}); about {counts['prompt_tokens_estimate']} prompt tokens (estimated at 4 characters a "
+              f"token), at most {counts['completion_tokens_max']} completion tokens")
+        return 0
+    client = build_llm_client(args.llm, args.llm_model)
+    embed = None if args.no_embeddings else minilm_embed()
+    if embed is None and not args.no_embeddings:
+        print("note: the MiniLM embedder could not load; duplicates are found by normalised text only",
+              file=sys.stderr)
+    result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name)
+    path = write_set(Path(args.out), result.rows, result.record, source.corpus_file)
+    record = result.record
+    print(f"kept {record['kept']} of {record['planned']} planned questions -> {path}")
+    if record["dropped_by_reason"]:
+        print("dropped: " + ", ".join(f"{reason} {count}" for reason, count in
+                                      sorted(record["dropped_by_reason"].items())))
+    print(f"{record['calls']} LLM calls ({record['backend_calls']} sent to the model), {record['prompt_tokens']} "
+          f"prompt + {record['completion_tokens']} completion tokens, {record['seconds']:.1f} s; "
+          f"model {record['model']['model']}")
+    return 0
+
+
+def _load_set(path: str, format: str) -> Any:
+    from ragkit.qa import load_question_set
+
+    return load_question_set(Path(path), format=format)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ragkit.qa.quality import format_report, quality_report
+    from ragkit.qa.sources import minilm_embed, set_documents
+
+    questions = _load_set(args.set, args.format)
+    source = set_documents(Path(args.set), args.corpus)
+    embed = minilm_embed() if args.embeddings else None
+    report = quality_report(questions, source.by_id() if source else None, embed)
+    print(report.model_dump_json(indent=2) if args.json else format_report(report), end="\n" if args.json else "")
+    return 0
+
+
+def _cmd_review(args: argparse.Namespace) -> int:
+    from ragkit.qa.generation import read_rows
+    from ragkit.qa.review import decide, edit, load_review, pending, save_review
+    from ragkit.qa.sources import set_documents
+
+    path = Path(args.set)
+    rows = {row["id"]: row for row in read_rows(path)}
+    review = load_review(path)
+    for question_id in [*args.accept, *args.reject]:
+        if question_id not in rows:
+            raise ConfigError(f"no question '{question_id}' in {path}")
+    for question_id in args.accept:
+        review = decide(review, question_id, "accepted")
+    for question_id in args.reject:
+        review = decide(review, question_id, "rejected")
+    if args.edit:
+        if args.edit not in rows:
+            raise ConfigError(f"no question '{args.edit}' in {path}")
+        source = set_documents(path, args.corpus)
+        texts = {doc_id: d.text for doc_id, d in source.by_id().items()} if source else {}
+        review = edit(review, rows[args.edit], texts, question=args.question, answer=args.answer, part=args.part)
+    save_review(path, review)
+    waiting = pending(list(rows.values()), review)
+    counts = {status: sum(d.status == status for d in review.decisions.values())
+              for status in ("accepted", "edited", "rejected")}
+    print(", ".join(f"{status} {count}" for status, count in counts.items()) + f", pending {len(waiting)}")
+    return 0
+
+
+def _cmd_freeze(args: argparse.Namespace) -> int:
+    from ragkit.qa.review import freeze
+    from ragkit.settings import get_settings
+
+    root = Path(args.out_root) if args.out_root else get_settings().resolved_data_dir() / "question_sets" / "frozen"
+    frozen = freeze(Path(args.set), root, name=args.name, allow_pending=args.allow_pending)
+    print(f"frozen {frozen.questions} questions ({frozen.rejected} rejected) -> {frozen.path} "
+          f"(content key {frozen.content_key})")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ragkit.qa.interop import export_question_set
+    from ragkit.qa.sources import set_documents
+
+    questions = _load_set(args.set, args.format)
+    source = set_documents(Path(args.set), args.corpus)
+    print(export_question_set(questions, args.to, Path(args.out), source.by_id() if source else None))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from ragkit.qa.generation import write_set
+    from ragkit.qa.interop import import_question_set
+    from ragkit.qa.sources import load_corpus_source
+    from ragkit.qa.squad_rows import question_rows
+
+    source = load_corpus_source(args.corpus)
+    questions = import_question_set(Path(args.file), getattr(args, "from"), source.by_id())
+    rows = question_rows(questions)
+    path = write_set(Path(args.out), rows, {"imported_from": str(args.file), "format": getattr(args, "from"),
+                                             "corpus": source.name}, source.corpus_file)
+    print(f"{len(rows)} questions imported -> {path} ({questions.count_spans()} answer spans)")
+    return 0
+
+
+def add_questions_parser(sub: Any) -> None:
+    """Register `ragkit questions ...` on the top-level subparsers."""
+    from ragkit.qa import FORMATS
+    from ragkit.qa.generation import QUESTION_TYPES
+    from ragkit.qa.interop import EXPORT_FORMATS, IMPORT_FORMATS
+
+    questions = sub.add_parser("questions", help="generate, check, review, freeze, import and export question sets")
+    q_sub = questions.add_subparsers(dest="questions_command", required=True)
+
+    generate = q_sub.add_parser("generate", help="generate questions whose answers are exact spans of the corpus")
+    generate.add_argument("corpus", help="a dataset folder with corpus.jsonl, files to ingest, or an ingested "
+                                         "corpus name")
+    generate.add_argument("--n", type=int, default=200, help="questions to plan (default 200; drops make fewer)")
+    generate.add_argument("--out", help="output folder (questions.jsonl, generation.json) or .jsonl file")
+    generate.add_argument("--types", help=f"comma-separated, any of {','.join(QUESTION_TYPES)} (default: all)")
+    generate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    generate.add_argument("--dry-run", action="store_true", help="print the calls and tokens it would use; no call")
+    generate.add_argument("--llm", help="llm backend: local, ollama or openai (default: Ollama if it answers, "
+                                        "else the embedded model)")
+    generate.add_argument("--llm-model", help="the backend's model name (ollama, openai)")
+    generate.add_argument("--no-embeddings", action="store_true",
+                          help="find duplicates by normalised text only (no MiniLM)")
+    generate.set_defaults(func=_cmd_generate)
+
+    check = q_sub.add_parser("check", help="quality report: coverage, types, duplicates, locatable answers, "
+                                           "word overlap, bm25 first hits")
+    check.add_argument("set", help="a question set (folder or file)")
+    check.add_argument("--format", default="auto", choices=FORMATS)
+    check.add_argument("--corpus", help="the corpus (default: the set's own corpus.jsonl)")
+    check.add_argument("--embeddings", action="store_true", help="also find near-duplicates with MiniLM")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.set_defaults(func=_cmd_check)
+
+    review = q_sub.add_parser("review", help="accept, reject or edit questions of a generated set")
+    review.add_argument("set")
+    review.add_argument("--accept", nargs="*", default=[], metavar="ID")
+    review.add_argument("--reject", nargs="*", default=[], metavar="ID")
+    review.add_argument("--edit", metavar="ID", help="edit this question (with --question and/or --answer)")
+    review.add_argument("--question", help="the new question text")
+    review.add_argument("--answer", help="the new answer: an exact span of the part's document")
+    review.add_argument("--part", type=int, default=0, help="the answer part to edit (multi-hop: 0 or 1)")
+    review.add_argument("--corpus", help="the corpus (default: the set's own corpus.jsonl)")
+    review.set_defaults(func=_cmd_review)
+
+    freeze = q_sub.add_parser("freeze", help="write the reviewed set as a content-hashed set for experiments")
+    freeze.add_argument("set")
+    freeze.add_argument("--out-root", help="folder for frozen sets (default: DATA/question_sets/frozen)")
+    freeze.add_argument("--name", help="name of the frozen set (default: the set's)")
+    freeze.add_argument("--allow-pending", action="store_true", help="leave out questions not yet reviewed")
+    freeze.set_defaults(func=_cmd_freeze)
+
+    export = q_sub.add_parser("export", help="write a question set as ragas, llamaindex, beir or trec qrels")
+    export.add_argument("set")
+    export.add_argument("--to", required=True, choices=EXPORT_FORMATS)
+    export.add_argument("--out", required=True, help="file (ragas .jsonl/.json, llamaindex .json, trec) or folder "
+                                                     "(beir)")
+    export.add_argument("--format", default="auto", choices=FORMATS, help="the set's own format")
+    export.add_argument("--corpus", help="the corpus (default: the set's own corpus.jsonl)")
+    export.set_defaults(func=_cmd_export)
+
+    imports = q_sub.add_parser("import", help="read a ragas or llamaindex set into a squad-style set")
+    imports.add_argument("file")
+    imports.add_argument("--from", required=True, choices=IMPORT_FORMATS)
+    imports.add_argument("--corpus", required=True, help="the corpus its contexts come from")
+    imports.add_argument("--out", required=True, help="output folder or .jsonl file")
+    imports.set_defaults(func=_cmd_import)

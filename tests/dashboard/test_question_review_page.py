@@ -1,0 +1,77 @@
+"""The question-sets page's quality report and review: accept, edit, reject, freeze."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.test_pages import DASHBOARD, TIMEOUT, assert_ok
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def generated_set(tmp_path: Path, isolated_data_dir) -> Path:
+    from dashboard import state
+    from ragkit.llms import LLMClient
+    from ragkit.qa.generation import GenerationParams, generate_questions, write_set
+    from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
+
+    documents = english_documents(count=3)
+    result = generate_questions(documents, GenerationParams(n=4, types=["factoid"]),
+                                LLMClient(rule_llm(reply_copying(distinct_question)), None))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": d.id_, "text": d.text}) + "\n" for d in documents), encoding="utf-8")
+    out = write_set(tmp_path / "gen", result.rows, result.record, corpus).parent
+    state.register_question_set("gen", out, "squad")
+    return out
+
+
+def test_quality_review_and_freeze(generated_set: Path):
+    app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+    app.selectbox(key="preview_set").select("gen").run()
+    assert_ok(app)
+    values = {m.label: m.value for m in app.metric}
+    assert values["Answer locatable"] == "100%" and values["Duplicates"] == "0"
+    assert any("<mark>" in m.value for m in app.markdown)  # the answer highlighted in its passage
+
+    first = app.selectbox(key="review_question").value
+    app.button(key="review_accept").click().run()
+    assert_ok(app)
+    review = json.loads((generated_set / "review.json").read_text(encoding="utf-8"))
+    assert review["decisions"][first]["status"] == "accepted"
+
+    app.selectbox(key="review_question").select_index(1).run()
+    second = app.selectbox(key="review_question").value
+    app.text_input(key=f"edit_a_{second}").set_value("a sentence no document holds").run()
+    app.button(key="review_edit").click().run()
+    assert "not in document" in app.error[0].value  # the span is re-verified; nothing recorded
+    app.button(key="review_reject").click().run()
+
+    app.checkbox(key="freeze_pending").check().run()
+    app.button(key="review_freeze").click().run()
+    assert_ok(app)
+    assert "1 questions" in app.success[0].value
+    from dashboard import state
+
+    frozen = [name for name in state.question_sets() if name.startswith("gen-")]
+    assert len(frozen) == 1
+
+
+def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
+    from ragkit.qa import load_dataset_corpus
+    from ragkit.qa.generation import GenerationParams, dry_run_counts, plan_generation
+    from tests.conftest import SAMPLE_DATASET
+
+    app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+    app.number_input(key="gen_n").set_value(30)
+    app.button(key="gen_estimate").click().run()
+    assert_ok(app)
+    values = {m.label: m.value for m in app.metric}
+    params = GenerationParams(n=30)
+    expected = dry_run_counts(plan_generation(load_dataset_corpus(SAMPLE_DATASET) or [], params), params)
+    assert values["LLM calls"] == str(expected["calls"]) == "30"
+    assert "ragkit questions generate" in app.code[0].value and "--n 30" in app.code[0].value

@@ -1,0 +1,65 @@
+"""A rule-following fake LLM for question generation, and small documents to generate from."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ragkit.corpus.model import make_document
+from ragkit.llms.base import BackendReply
+from tests.factories import scripted_llm_class
+
+ANSWER = re.compile(r'Answer(?: \d)?: "(.*?)"\n', re.DOTALL)
+
+
+def english_documents(count: int = 5, sentences: int = 12) -> list[Any]:
+    """Documents of numbered, distinct English sentences (every clause a possible answer)."""
+    return [
+        make_document(f"doc{d}", " ".join(
+            f"The sample number {d}{s} was stored in the freezer of building {d}, room {s}."
+            for s in range(sentences)))
+        for d in range(count)
+    ]
+
+
+def sectioned_document(doc_id: str = "sectioned") -> Any:
+    """A document with three sections in its ``sections`` metadata, as the loaders write it."""
+    parts = [" ".join(f"In part {p} the value of item {s} is {p * 100 + s} units." for s in range(6))
+             for p in range(3)]
+    text, marks = "", []
+    for index, part in enumerate(parts):
+        marks.append([len(text), f"Section {index}"])
+        text += part + "\n\n"
+    return make_document(doc_id, text, {"sections": marks})
+
+
+def reply_copying(question: Callable[[int, list[str]], str]) -> Callable[[list[dict[str, str]], int], str]:
+    """A reply rule: the question from ``question(call number, answers in the prompt)``, the
+    answers copied back exactly."""
+    def rule(messages: list[dict[str, str]], number: int) -> str:
+        answers = ANSWER.findall(messages[-1]["content"])
+        reply: dict[str, str] = {"question": question(number, answers)}
+        if len(answers) == 2:
+            reply.update(answer_1=answers[0], answer_2=answers[1])
+        elif answers:
+            reply["answer"] = answers[0]
+        return json.dumps(reply)
+    return rule
+
+
+def distinct_question(number: int, answers: list[str]) -> str:
+    return f"Which freezer location is recorded for case {number} of the study?"
+
+
+def rule_llm(rule: Callable[[list[dict[str, str]], int], str]) -> Any:
+    """A backend that answers each request with ``rule(messages, call number)`` and counts calls."""
+    scripted = scripted_llm_class()
+
+    class RuleLLM(scripted):  # type: ignore[misc, valid-type]
+        def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+            self.requests.append(messages)
+            return BackendReply(text=rule(messages, len(self.requests)), prompt_tokens=7, completion_tokens=3)
+
+    return RuleLLM([])
