@@ -119,6 +119,9 @@ def _read_file(entry: Entry, filesystem):
     return pq.ParquetFile(entry.path, filesystem=filesystem).read()
 
 
+BASELINES_FILE = "baselines.json"
+
+
 class ResultStore:
     """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
@@ -152,6 +155,16 @@ class ResultStore:
 
     def write_run(self, run_id: str, row: dict) -> None:
         self._write_parquet(f"runs/{run_id}.parquet", pd.DataFrame([row]))
+
+    def write_baselines(self, baselines: dict[str, str]) -> None:
+        """The experiment's named reference level per factor (``baseline:``), for the report to read:
+        beside the runs, not in them, so run ids and rows stay as they were."""
+        self._write_json(BASELINES_FILE, {str(factor): str(level) for factor, level in baselines.items()})
+
+    def read_baselines(self) -> dict[str, str]:
+        if not self.files.exists(BASELINES_FILE):
+            return {}
+        return {str(k): str(v) for k, v in json.loads(self.files.read_bytes(BASELINES_FILE)).items()}
 
     def write_questions(self, questions_key: str, frame: pd.DataFrame) -> None:
         """The question set's ``questions`` rows, one file per question set."""

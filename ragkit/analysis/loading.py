@@ -250,6 +250,13 @@ class Results:
         known = questions.dropna(subset=["document"]).drop_duplicates("question_id")
         return pd.Series(known["document"].astype("string").to_numpy(), index=known["question_id"].astype("string"))
 
+    @cached_property
+    def baselines(self) -> dict[str, str]:
+        """factor -> the reference level the experiment named (``baseline:``); empty when it named none."""
+        if self._source is not None:
+            return self._source.baselines
+        return ResultStore(self.root).read_baselines() if self.root is not None else {}
+
     @property
     def unit(self) -> str:
         """What one independent draw is: "document" when questions have a source document, else "question"."""

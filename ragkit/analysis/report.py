@@ -2,15 +2,20 @@
 
 Three parts, in reading order:
 
-1. **What each factor does**: one row per factor level and metric, the level against the best
-   level of its factor, paired over every matched setting of the other factors (the engine's
-   ``factor`` rows). It leads, and for a typical grid fits on one screen.
+1. **What each factor does**: one row per factor level and metric, the level against its factor's
+   reference (named in the experiment or with ``--baseline``, else the first level; never the
+   best-scoring one, which would pick the test from the data), paired over every matched setting
+   of the other factors (the engine's ``factor`` rows), best level first. It leads, and for a
+   typical grid fits on one screen.
 2. **Configurations**: each run's mean per metric with its interval and scored/failed counts.
 3. **Single-factor pairs** (unless ``detail=False``): every pair of runs differing in one factor.
 
-Every comparison shown is in one Holm family. JSON carries the same rows with every number
-unformatted: per comparison factor, level_a, level_b, metric, depth, n_scored_a/b, n_failed_a/b,
-diff, ci_low, ci_high, p, p_holm, strict_diff, unit (and the rest of the engine's columns).
+Every comparison shown is in one Holm family (one for p, one for strict p), described by
+``holm_family``. Where any question failed, the strict difference (a failure scoring the failure
+value) leads. JSON carries the same rows with every number at full precision (no rounding): per
+comparison the engine's columns (``comparison.COLUMNS``), with ``references`` (each factor's
+reference level and why), ``partial_runs`` (runs not asked every question), ``holm_family`` and
+``counts`` (what each count column counts).
 """
 
 from __future__ import annotations
@@ -23,7 +28,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, PAIR, DepthRule, compare
+from ragkit.analysis.comparison import (
+    DEPTH_RULES,
+    MARGINAL,
+    PAIR,
+    Comparer,
+    DepthRule,
+    Reference,
+    check_baselines,
+    compare,
+    holm_family,
+)
+from ragkit.analysis.coverage import partial_runs
 from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
@@ -50,6 +66,8 @@ class Report:
     runs: pd.DataFrame
     latency_ms: pd.Series = field(default_factory=lambda: pd.Series(dtype="float64"))
     depth_rule: str = "common"
+    references: list[Reference] = field(default_factory=list)
+    partial: pd.DataFrame = field(default_factory=pd.DataFrame)  # coverage.partial_runs
 
     @property
     def factor_rows(self) -> pd.DataFrame:
@@ -76,15 +94,32 @@ def _check_metrics(metrics: list[str], scores: pd.DataFrame) -> None:
                           f"Valid metrics: {', '.join(scored) or '(none)'}")
 
 
+def parse_baselines(texts: list[str] | None) -> dict[str, str]:
+    """``--baseline factor=level`` options as a dict; a malformed one is a ConfigError."""
+    baselines = {}
+    for text in texts or []:
+        factor, sep, level = text.partition("=")
+        if not sep or not factor.strip() or not level.strip():
+            raise ConfigError(f"--baseline '{text}': expected factor=level, e.g. chunker=token")
+        baselines[factor.strip()] = level.strip()
+    return baselines
+
+
 def build_report(results: Results, metrics: list[str] | None = None, detail: bool = True,
-                 depth_rule: DepthRule = "common", title: str = "ragkit report") -> Report:
+                 depth_rule: DepthRule = "common", title: str = "ragkit report",
+                 baselines: dict[str, str] | None = None) -> Report:
+    """``baselines``: factor -> reference level named here, in place of the experiment's."""
     if depth_rule not in DEPTH_RULES:
         raise ConfigError(f"unknown depth rule '{depth_rule}'. Valid rules: {', '.join(DEPTH_RULES)}")
     if metrics is None:
         metrics = default_metrics(results.scores)
     else:
         _check_metrics(metrics, results.scores)
-    comparisons = compare(results, metrics, pair_rows=detail, depth_rule=depth_rule)
+    if baselines:
+        check_baselines(baselines, results.runs)
+    comparisons = compare(results, metrics, pair_rows=detail, depth_rule=depth_rule, baselines=baselines)
+    present = list(dict.fromkeys(comparisons.loc[comparisons["kind"] == MARGINAL, "factor"].tolist()))
+    references = Comparer(results, depth_rule, baselines).references(present)
     questions = results.scores["question_id"].nunique()
     units = results.units.reindex(pd.unique(results.scores["question_id"].astype("string"))).nunique()
     overview = (f"{len(results.runs)} runs, {questions} questions"
@@ -92,7 +127,8 @@ def build_report(results: Results, metrics: list[str] | None = None, detail: boo
                 + f". Resampling unit: {results.unit}.")
     return Report(title=title, metrics=metrics, unit=results.unit, overview=overview, comparisons=comparisons,
                   means=metric_means(results.scores, metrics, results.units), runs=results.runs,
-                  latency_ms=run_latency(results.stages) * 1000, depth_rule=depth_rule)
+                  latency_ms=run_latency(results.stages) * 1000, depth_rule=depth_rule, references=references,
+                  partial=partial_runs(results, metrics))
 
 
 # --- text forms ---------------------------------------------------------------------------------
@@ -123,19 +159,37 @@ def _metric_cell(row) -> str:
     return str(row.metric)
 
 
+def has_failures(rows: pd.DataFrame) -> bool:
+    """Some question of these comparisons failed on a side: the strict difference then leads."""
+    return bool(len(rows)) and int(rows["n_failed_a"].sum() + rows["n_failed_b"].sum()) > 0
+
+
+def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str, object]:
+    """The strict and the over-scored difference with interval and Holm p, the strict one first
+    when ``lead_strict``, and whether they disagree in sign."""
+    def cells(prefix: str) -> list[str]:
+        low, high = rows[f"{prefix}ci_low"], rows[f"{prefix}ci_high"]
+        return [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
+                for d, lo, hi in zip(rows[f"{prefix}diff"], low, high)]
+
+    strict = {f"strict Δ ({label})": cells("strict_"), "strict p (Holm)": rows["strict_p_holm"].map(_p)}
+    scored = {f"Δ over scored ({label})": cells(""), "p (Holm)": rows["p_holm"].map(_p)}
+    ordered = {**strict, **scored} if lead_strict else {**scored, **strict}
+    return {**ordered, "signs": np.where(rows["signs_disagree"].astype(bool), "DISAGREE", "")}
+
+
 def factor_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The factor rows as text: level vs best, diff = best - level."""
+    """The factor rows as text: level vs reference, Δ = level - reference."""
     return pd.DataFrame({
         "factor": rows["factor"],
-        "level vs best": rows["level_a"] + " vs " + rows["level_b"],
+        "level vs reference": rows["level_b"] + " vs " + rows["level_a"],
         "metric": [_metric_cell(row) for row in rows.itertuples()],
-        "Δ (best - level)": [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
-                             for d, lo, hi in zip(rows["diff"], rows["ci_low"], rows["ci_high"])],
-        "p (Holm)": rows["p_holm"].map(_p),
-        "units best ahead": [f"{b}/{n}" for b, n in zip(rows["units_b_better"], rows["n_units"])],
-        "failed level/best": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
-        "strict Δ": rows["strict_diff"].map(lambda v: _number(v, signed=True)),
-        "settings": rows["pairs"],
+        **_differences(rows, "level - reference", has_failures(rows)),
+        "units level ahead": [f"{b}/{n}" for b, n in zip(rows["units_b_better"], rows["n_units"])],
+        "questions": rows["n"],
+        "failed ref/level (question x setting)": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
+        "one side only ref/level": [f"{a}/{b}" for a, b in zip(rows["n_only_a"], rows["n_only_b"])],
+        "settings": rows["settings"],
     }).reset_index(drop=True)
 
 
@@ -167,35 +221,73 @@ def pair_table(rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "a -> b": rows["level_a"] + " -> " + rows["level_b"],
         "runs": rows["run_a"] + " -> " + rows["run_b"],
         "metric": [_metric_cell(row) for row in rows.itertuples()],
-        "Δ (b - a)": [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
-                      for d, lo, hi in zip(rows["diff"], rows["ci_low"], rows["ci_high"])],
+        **_differences(rows, "b - a", has_failures(rows)),
         "p": rows["p"].map(_p),
-        "p (Holm)": rows["p_holm"].map(_p),
-        "strict Δ": rows["strict_diff"].map(lambda v: _number(v, signed=True)),
         "scored a/b": [f"{a}/{b}" for a, b in zip(rows["n_scored_a"], rows["n_scored_b"])],
         "failed a/b": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
+        "one side only a/b": [f"{a}/{b}" for a, b in zip(rows["n_only_a"], rows["n_only_b"])],
         "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(rows["wins"], rows["ties"], rows["losses"])],
         "Δ ms/question": rows["latency_ms_diff"].map(lambda v: _number(v, digits=1, signed=True)),
     }).reset_index(drop=True)
 
 
+# What each count column of a comparison counts (JSON ``counts``; the tables' headers say it too).
+COUNTS = {
+    "n": "distinct questions both sides scored (each question once, whatever the settings)",
+    "n_strict": "distinct questions both sides were asked (the strict difference's questions)",
+    "n_units": "distinct units (documents, or questions without one) among the n questions",
+    "settings": "matched settings of the other factors in which either side has the metric (a pair: 1)",
+    "n_scored_a/b, n_failed_a/b": "(question, setting) cases both sides were asked that side a/b scored / failed; "
+                                  "for a pair of runs, questions",
+    "n_only_a/b": "(question, setting) cases asked of side a/b only (a stopped run, a metric one side lacks); "
+                  "in neither difference",
+}
+
+
+def holm_note(family: dict) -> str:
+    """The Holm family in words: how many comparisons had a p and were corrected together."""
+    kinds = ", ".join(f"{count} {kind} rows" for kind, count in family["rows_by_kind"].items()) or "no rows"
+    return (f"p (Holm): corrected over the {family['tested']} comparisons with a p of the {family['rows']} "
+            f"rows in this report ({kinds}; metrics {', '.join(family['metrics']) or '-'}); strict p (Holm) over "
+            f"the {family['strict_tested']} with a strict p, as a family of its own.")
+
+
+def header_lines(report: Report) -> list[str]:
+    """What a reader must know before any table: each factor's reference and why, and the runs
+    not asked every question."""
+    lines = []
+    if report.references:
+        lines.append("Reference levels (fixed before the data; the best level only orders the rows): "
+                     + "; ".join(f"{r.factor}: {r.level} ({r.source})" for r in report.references) + ".")
+    if len(report.partial):
+        lines.append("Runs not asked every question (stopped or partial; compared only where both sides were asked, "
+                     "the rest counted as one side only): "
+                     + "; ".join(f"{row.label} ({row.run_id}): {row.asked} of {row.of}"
+                                 for row in report.partial.itertuples()) + ".")
+    return lines
+
+
 def _notes(report: Report) -> dict[str, str]:
-    family = len(report.comparisons)
     depth = ("When two runs pass on final contexts of different depth (a judge keeping fewer chunks) a ranking "
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
              if report.depth_rule == "common"
              else "Metrics are compared as asked, whatever the depth of each run's context.")
-    common = (f"{describe_method(report.unit)} p (Holm): corrected over all {family} comparisons in this report. "
-              "A failed question (an error or no value) is never averaged: 'failed' counts them per side, and "
-              f"strict Δ is the difference with each failure scored 0. {depth}")
+    lead = ("Some questions failed, so the strict difference leads. " if has_failures(report.comparisons) else "")
+    common = (f"{describe_method(report.unit)} {holm_note(holm_family(report.comparisons))} A failed question (an "
+              "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
+              "over every question both sides were asked with each failure scored the metric's failure value (0, or "
+              "1 for a lower-is-better rate), with its own CI and p. " + lead + "signs DISAGREE: the two "
+              f"differences point opposite ways. {depth}")
     return {
-        "factors": ("Each level against the best level of its factor (highest mean, failures as 0), paired over "
-                    "every matched setting of the other factors (settings); a question's difference is its mean "
-                    "over those settings. units best ahead: units whose mean difference favours the best level. "
-                    + common),
+        "factors": ("Each level against its factor's reference level (see above), paired over every matched "
+                    "setting of the other factors (settings); a question's difference is its mean over those "
+                    "settings, so 'questions' counts each once while the failed and one-side-only counts are "
+                    "(question, setting) cases. Rows ordered best level first. units level ahead: units whose mean "
+                    "difference favours the level. " + common),
         "configurations": ("Mean over the questions a run scored [95% CI] (scored/failed). ms/question: mean time "
                            "of the per-question pipeline stages (one-off builds and evaluation excluded). " + CUT_RULE),
-        "pairs": "b - a over the questions both runs scored; W/T/L: questions where b won, tied, lost.",
+        "pairs": ("Δ over scored: b - a over the questions both runs scored; strict Δ: over every question both "
+                  "were asked; W/T/L: questions where b won, tied, lost."),
     }
 
 
@@ -224,7 +316,7 @@ def _markdown_table(table: pd.DataFrame) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    parts = [f"# {report.title}", report.overview]
+    parts = [f"# {report.title}", report.overview, *header_lines(report)]
     for title, table, note in _sections(report):
         parts.append(f"## {title}")
         if not table.empty:
@@ -235,7 +327,8 @@ def to_markdown(report: Report) -> str:
 
 
 def to_html(report: Report) -> str:
-    body = [f"<h1>{html.escape(report.title)}</h1>", f"<p>{html.escape(report.overview)}</p>"]
+    body = [f"<h1>{html.escape(report.title)}</h1>",
+            *(f"<p>{html.escape(line)}</p>" for line in [report.overview, *header_lines(report)])]
     for title, table, note in _sections(report):
         body.append(f"<h2>{html.escape(title)}</h2>")
         if not table.empty:
@@ -255,15 +348,32 @@ table.table th, table.table td {{ padding: 4px 8px; border-bottom: 1px solid #dd
 """
 
 
+def _plain(value: object) -> object:
+    """A cell as JSON writes it at full precision: NaN and NA null, numpy scalars plain numbers."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
 def _records(frame: pd.DataFrame) -> list[dict]:
-    """Rows as JSON-ready dicts: NaN and NA become null, numpy scalars plain numbers."""
-    return json.loads(frame.to_json(orient="records"))
+    """Rows as JSON-ready dicts, every float as Python writes it (shortest exact form, no rounding)."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def to_json(report: Report) -> str:
     payload = {
-        "title": report.title, "overview": report.overview, "unit": report.unit, "metrics": report.metrics,
-        "depth_rule": report.depth_rule, "method": describe_method(report.unit), "notes": _notes(report),
+        "title": report.title, "overview": report.overview, "header": header_lines(report), "unit": report.unit,
+        "metrics": report.metrics, "depth_rule": report.depth_rule, "method": describe_method(report.unit),
+        "notes": _notes(report), "holm_family": holm_family(report.comparisons),
+        "references": [{"factor": r.factor, "level": r.level, "source": r.source} for r in report.references],
+        "partial_runs": _records(report.partial), "counts": COUNTS,
+        "strict_leads": has_failures(report.comparisons),
         "comparisons": _records(report.comparisons),
         "configurations": _records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]), on="run_id",
                                                       how="left")),
@@ -272,7 +382,7 @@ def to_json(report: Report) -> str:
 
 
 def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] | None = None, detail: bool = True,
-                  depth_rule: DepthRule = "common") -> str:
+                  depth_rule: DepthRule = "common", baselines: dict[str, str] | None = None) -> str:
     """The report of a results folder as markdown, HTML or JSON text."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown report format '{fmt}'. Valid formats: {', '.join(FORMATS)}")
@@ -282,5 +392,5 @@ def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] |
         report = Report(title=title, metrics=[], unit=results.unit, overview="No runs in this results folder yet.",
                         comparisons=compare(results, []), means=metric_means(results.scores, []), runs=results.runs)
     else:
-        report = build_report(results, metrics, detail, depth_rule, title)
+        report = build_report(results, metrics, detail, depth_rule, title, baselines)
     return {"md": to_markdown, "html": to_html, "json": to_json}[fmt](report)

@@ -98,6 +98,8 @@ class Plan:
     index_steps: tuple[IndexStep, ...]
     runs: tuple[RunStep, ...]
     shard_size: int = 100
+    # The experiment's named reference levels (``baseline:``), written beside the results.
+    baselines: dict[str, str] = field(default_factory=dict)
 
 
 @overload
@@ -225,6 +227,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         index_steps=tuple(index_steps.values()),
         runs=tuple(replace(run, plan_depths=depths) for run in runs.values()),
         shard_size=config.shard_size,
+        baselines=dict(config.baseline),
     )
 
 
