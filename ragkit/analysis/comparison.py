@@ -312,6 +312,8 @@ class Comparer:
                 continue
             # A question's difference is its mean over the matched settings, so each counts once.
             differences = question_means(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
+            if np.isnan(differences["strict"]).all():  # no question asked of both: nothing to compare
+                continue
             shown_depths = set(depths[mine].tolist())
             records.append({
                 "kind": MARGINAL, "factor": factor, "level_a": reference, "level_b": level, "run_a": None,

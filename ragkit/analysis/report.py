@@ -43,6 +43,7 @@ from ragkit.analysis.coverage import partial_runs
 from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
+from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
 from ragkit.analysis.statistics import describe_method
 from ragkit.folders import location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
@@ -231,42 +232,6 @@ def pair_table(rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     }).reset_index(drop=True)
 
 
-# What each count column of a comparison counts (JSON ``counts``; the tables' headers say it too).
-COUNTS = {
-    "n": "distinct questions both sides scored (each question once, whatever the settings)",
-    "n_strict": "distinct questions both sides were asked (the strict difference's questions)",
-    "n_units": "distinct units (documents, or questions without one) among the n questions",
-    "settings": "matched settings of the other factors in which either side has the metric (a pair: 1)",
-    "n_scored_a/b, n_failed_a/b": "(question, setting) cases both sides were asked that side a/b scored / failed; "
-                                  "for a pair of runs, questions",
-    "n_only_a/b": "(question, setting) cases asked of side a/b only (a stopped run, a metric one side lacks); "
-                  "in neither difference",
-}
-
-
-def holm_note(family: dict) -> str:
-    """The Holm family in words: how many comparisons had a p and were corrected together."""
-    kinds = ", ".join(f"{count} {kind} rows" for kind, count in family["rows_by_kind"].items()) or "no rows"
-    return (f"p (Holm): corrected over the {family['tested']} comparisons with a p of the {family['rows']} "
-            f"rows in this report ({kinds}; metrics {', '.join(family['metrics']) or '-'}); strict p (Holm) over "
-            f"the {family['strict_tested']} with a strict p, as a family of its own.")
-
-
-def header_lines(report: Report) -> list[str]:
-    """What a reader must know before any table: each factor's reference and why, and the runs
-    not asked every question."""
-    lines = []
-    if report.references:
-        lines.append("Reference levels (fixed before the data; the best level only orders the rows): "
-                     + "; ".join(f"{r.factor}: {r.level} ({r.source})" for r in report.references) + ".")
-    if len(report.partial):
-        lines.append("Runs not asked every question (stopped or partial; compared only where both sides were asked, "
-                     "the rest counted as one side only): "
-                     + "; ".join(f"{row.label} ({row.run_id}): {row.asked} of {row.of}"
-                                 for row in report.partial.itertuples()) + ".")
-    return lines
-
-
 def _notes(report: Report) -> dict[str, str]:
     depth = ("When two runs pass on final contexts of different depth (a judge keeping fewer chunks) a ranking "
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
@@ -275,8 +240,8 @@ def _notes(report: Report) -> dict[str, str]:
     lead = ("Some questions failed, so the strict difference leads. " if has_failures(report.comparisons) else "")
     common = (f"{describe_method(report.unit)} {holm_note(holm_family(report.comparisons))} A failed question (an "
               "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
-              "over every question both sides were asked with each failure scored the metric's failure value (0, or "
-              "1 for a lower-is-better rate), with its own CI and p. " + lead + "signs DISAGREE: the two "
+              f"over every question both sides were asked, {failure_note(report.metrics)}, with its own CI and p. "
+              + lead + "signs DISAGREE: the two "
               f"differences point opposite ways. {depth}")
     return {
         "factors": ("Each level against its factor's reference level (see above), paired over every matched "
@@ -316,7 +281,7 @@ def _markdown_table(table: pd.DataFrame) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    parts = [f"# {report.title}", report.overview, *header_lines(report)]
+    parts = [f"# {report.title}", report.overview, *header_lines(report.references, report.partial)]
     for title, table, note in _sections(report):
         parts.append(f"## {title}")
         if not table.empty:
@@ -327,8 +292,8 @@ def to_markdown(report: Report) -> str:
 
 
 def to_html(report: Report) -> str:
-    body = [f"<h1>{html.escape(report.title)}</h1>",
-            *(f"<p>{html.escape(line)}</p>" for line in [report.overview, *header_lines(report)])]
+    lines = [report.overview, *header_lines(report.references, report.partial)]
+    body = [f"<h1>{html.escape(report.title)}</h1>", *(f"<p>{html.escape(line)}</p>" for line in lines)]
     for title, table, note in _sections(report):
         body.append(f"<h2>{html.escape(title)}</h2>")
         if not table.empty:
@@ -358,25 +323,30 @@ def _plain(value: object) -> object:
         return None if np.isnan(value) else float(value)
     if value is None or value is pd.NA or value is pd.NaT:
         return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return [_plain(item) for item in value]
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def json_records(frame: pd.DataFrame) -> list[dict]:
     """Rows as JSON-ready dicts, every float as Python writes it (shortest exact form, no rounding)."""
     return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def to_json(report: Report) -> str:
     payload = {
-        "title": report.title, "overview": report.overview, "header": header_lines(report), "unit": report.unit,
-        "metrics": report.metrics, "depth_rule": report.depth_rule, "method": describe_method(report.unit),
+        "title": report.title, "overview": report.overview,
+        "header": header_lines(report.references, report.partial), "unit": report.unit, "metrics": report.metrics,
+        "depth_rule": report.depth_rule, "method": describe_method(report.unit),
         "notes": _notes(report), "holm_family": holm_family(report.comparisons),
         "references": [{"factor": r.factor, "level": r.level, "source": r.source} for r in report.references],
-        "partial_runs": _records(report.partial), "counts": COUNTS,
+        "partial_runs": json_records(report.partial), "counts": COUNTS,
         "strict_leads": has_failures(report.comparisons),
-        "comparisons": _records(report.comparisons),
-        "configurations": _records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]), on="run_id",
-                                                      how="left")),
+        "comparisons": json_records(report.comparisons),
+        "configurations": json_records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]),
+                                                          on="run_id", how="left")),
     }
     return json.dumps(payload, indent=1) + "\n"
 

@@ -82,7 +82,7 @@ def test_compare_metric_choice_changes_chart_and_link(with_results):
     metrics.set_value(["recall@1"]).run()
     assert_ok(app)
     # the factor answers lead, then the means
-    factors = _chart(app, "Best level - level")
+    factors = _chart(app, "level - reference")
     assert [a["text"] for a in factors["layout"]["annotations"]] == ["Δ recall@1"]
     first = _chart(app, "recall@1 (95% CI)")
     assert {trace["name"] for trace in first["data"]} == {"recall@1"}
@@ -100,10 +100,14 @@ def test_compare_selection_is_read_from_the_link(with_results):
     app.run()
     assert_ok(app)
     assert app.multiselect(key="metrics.tiny").value == ["ndcg@1"]
-    # the two runs differ only in top_k: the factor answer leads (1 vs the better 3, or a tie), and
-    # the one single-factor pair is in the detail
-    answer = table_with(app, "level vs best")
-    assert answer[["factor", "metric"]].values.tolist() == [["top_k", "ndcg@1"]]
+    # the two runs differ only in top_k: the factor answer leads (3 vs the reference 1, its first
+    # level), and the one single-factor pair is in the detail
+    answer = table_with(app, "level vs reference")
+    assert answer[["factor", "level vs reference", "metric"]].values.tolist() == [["top_k", "3 vs 1", "ndcg@1"]]
+    # the caption names the reference and the Holm family (what it covers and how many had a p)
+    caption = next(c.value for c in app.caption if c.value.startswith("Reference levels"))
+    assert "top_k: 1 (first level" in caption and "p (Holm): corrected over the 1 comparisons" in caption
+    assert "ndcg@1" in caption and "each failure scored 0" in caption
     pairs = table_with(app, "a -> b", "W/T/L")
     assert pairs[["factor", "a -> b"]].values.tolist() == [["top_k", "1 -> 3"]]
 
