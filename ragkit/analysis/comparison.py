@@ -36,6 +36,7 @@ Report, summary, export and dashboard all call this module; what makes its numbe
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -86,7 +87,7 @@ def resolve_level(factor: str, named: object, levels: list[str]) -> str | None:
     return next((level for level in levels if level.split("(", 1)[0] == text), None)
 
 
-def check_baselines(named: dict[str, object], runs: pd.DataFrame) -> None:
+def check_baselines(named: Mapping[str, object], runs: pd.DataFrame) -> None:
     """A ConfigError naming the first baseline whose factor or level these runs do not have."""
     levels = factor_levels(runs)
     for factor, level in named.items():
@@ -124,7 +125,7 @@ class Comparer:
     """Comparisons over one Results; build once, ask for pairs and factor effects of any metrics."""
 
     def __init__(self, results: Results, depth_rule: DepthRule = "common",
-                 baselines: dict[str, object] | None = None) -> None:
+                 baselines: Mapping[str, object] | None = None) -> None:
         """``baselines``: factor -> the level its others are tested against, named here (``ragkit
         report --baseline``); they take the place of those the experiment named (the results
         folder's ``baselines.json``) for the same factor."""
@@ -368,7 +369,7 @@ def holm_family(table: pd.DataFrame) -> dict:
 
 
 def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair_rows: bool = True,
-            depth_rule: DepthRule = "common", baselines: dict[str, object] | None = None) -> pd.DataFrame:
+            depth_rule: DepthRule = "common", baselines: Mapping[str, object] | None = None) -> pd.DataFrame:
     """Factor effects (each level vs its factor's reference) and/or every single-factor pair, for
     ``metrics``, Holm-corrected as one family over all rows returned (one for p, one for strict_p)."""
     comparer = Comparer(results, depth_rule, baselines)
