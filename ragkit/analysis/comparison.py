@@ -165,11 +165,13 @@ class Comparer:
         return self._latency
 
     def references(self, factors: list[str] | None = None) -> list[Reference]:
-        """Each factor's reference level (the runs' factors, or ``factors``), decided from the
-        runs' configurations and the named baselines alone, never from a score."""
+        """Each factor's reference level (the factors some pair of runs varies, or ``factors``),
+        decided from the runs' configurations and the named baselines alone, never from a score."""
         levels = factor_levels(self.runs)
+        if factors is None:
+            factors = list(dict.fromkeys(self.pairs["factor"].tolist())) if len(self.pairs) else []
         references = []
-        for factor in levels.columns if factors is None else factors:
+        for factor in factors:
             order = level_order(self.runs, levels.reset_index(drop=True), factor)
             ordered = sorted(order, key=order.__getitem__)
             if not ordered:
