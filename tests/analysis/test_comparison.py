@@ -1,5 +1,5 @@
 """ragkit.analysis.comparison: pairs with failures and strict differences, common depth, factor
-effects against the best level, one Holm family. Hand-computed cases."""
+effects against a reference level, one Holm family. Hand-computed cases."""
 
 from __future__ import annotations
 
