@@ -66,7 +66,7 @@ COLUMNS = [
 # Why a factor's reference level is what it is (``Reference.source``).
 NAMED = "named in the experiment"
 NAMED_HERE = "named with --baseline"
-FIRST_LEVEL = "first level in the grid's order (no baseline named)"
+FIRST_LEVEL = "first level in the grid's order, no baseline named"
 
 
 @dataclass(frozen=True)

@@ -249,3 +249,16 @@ def test_question_means_reduce_the_pair_differences_as_they_go():
     for name in differences.CASE_COUNTS:
         assert int(reduced[name]) == int(by_pair[name].sum())
         assert name.startswith("n_only") or int(reduced[name]) > 0
+
+
+def test_a_setting_where_neither_run_has_the_metric_is_not_counted():
+    results = _factor_grid()
+    # mrr only at top_k 5 (and for C at 10 too): B vs A is compared in one setting, not two.
+    rows = [(run, f"q{i}", "mrr", 0.5 + 0.1 * i) for run in ("A5", "B5", "C5", "C10") for i in range(3)]
+    scores = pd.concat([results.scores, score_rows(rows)], ignore_index=True)
+    effects = Comparer(results_of([run_row(r, chunker=r[0], top_k=int(r[1:])) for r in results.runs["run_id"]],
+                                  scores)).factor_effects(["mrr"]).set_index(["factor", "level_b"])
+    assert effects.loc[("chunker", "B"), "settings"] == 1
+    # C vs A at k = 10: only C has mrr there, so the setting counts, its questions as one-sided
+    assert effects.loc[("chunker", "C"), "settings"] == 2
+    assert (effects.loc[("chunker", "C"), "n_only_a"], effects.loc[("chunker", "C"), "n_only_b"]) == (0, 3)

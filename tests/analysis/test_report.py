@@ -114,7 +114,7 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
     strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0)
     assert factor["strict_diff"] == -0.0625 and factor["strict_p"] == pytest.approx(strict.pvalue, rel=1e-12)
     assert factor["strict_ci_low"] == pytest.approx(strict.confidence_interval().low, rel=1e-12)
-    default = "first level in the grid's order (no baseline named)"
+    default = "first level in the grid's order, no baseline named"
     assert sorted(payload["references"], key=lambda r: r["factor"]) == [
         {"factor": "judge.rerank", "level": "off", "source": default},
         {"factor": "top_k", "level": "5", "source": default}]
