@@ -156,15 +156,19 @@ class ResultStore:
     def write_run(self, run_id: str, row: dict) -> None:
         self._write_parquet(f"runs/{run_id}.parquet", pd.DataFrame([row]))
 
-    def write_baselines(self, baselines: dict[str, str]) -> None:
-        """The experiment's named reference level per factor (``baseline:``), for the report to read:
-        beside the runs, not in them, so run ids and rows stay as they were."""
-        self._write_json(BASELINES_FILE, {str(factor): str(level) for factor, level in baselines.items()})
+    def write_baselines(self, named: dict[str, str], first_listed: dict[str, str] | None = None) -> None:
+        """Per factor, the reference level the experiment named (``baseline:``) and its first level as
+        the experiment lists it, for the report to read: beside the runs, not in them, so run ids and
+        rows stay as they were."""
+        self._write_json(BASELINES_FILE, {
+            "named": {str(factor): str(level) for factor, level in named.items()},
+            "first_listed": {str(factor): str(level) for factor, level in (first_listed or {}).items()},
+        })
 
-    def read_baselines(self) -> dict[str, str]:
-        if not self.files.exists(BASELINES_FILE):
-            return {}
-        return {str(k): str(v) for k, v in json.loads(self.files.read_bytes(BASELINES_FILE)).items()}
+    def read_baselines(self) -> dict[str, dict[str, str]]:
+        """``{"named": {factor: level}, "first_listed": {factor: level}}``, empty without the file."""
+        stored = json.loads(self.files.read_bytes(BASELINES_FILE)) if self.files.exists(BASELINES_FILE) else {}
+        return {part: {str(k): str(v) for k, v in stored.get(part, {}).items()} for part in ("named", "first_listed")}
 
     def write_questions(self, questions_key: str, frame: pd.DataFrame) -> None:
         """The question set's ``questions`` rows, one file per question set."""

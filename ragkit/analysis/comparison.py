@@ -23,9 +23,10 @@ Report, summary, export and dashboard all call this module; what makes its numbe
 - **One answer per factor, against a reference fixed in advance.** ``factor`` rows compare each
   level (``level_b``) with the factor's *reference* (``level_a``): the baseline the experiment
   names (``baseline:`` in its YAML, or ``ragkit report --baseline``), else the factor's first
-  level in the order the pairs use (component absent first, off < heuristic < llm, smaller numbers
-  first, other names alphabetically). Never the level that scored best: testing every level
-  against the best one picks the comparison from the same data and inflates false positives
+  level as the experiment lists it (both stored beside the results, ``baselines.json``), else (a
+  folder without that file) the first in the order the pairs use (component absent first, off <
+  heuristic < llm, smaller numbers first, other names alphabetically). Never the level that scored
+  best: testing every level against the best one picks the comparison from the same data and inflates false positives
   (13% instead of 5% with 8 levels, tests/analysis/test_reference.py). The best level only orders
   the rows (best first). Each row is paired over every matched setting of the other factors
   (``settings``: those where either run has the metric); a question's difference is its mean over
@@ -66,7 +67,9 @@ COLUMNS = [
 # Why a factor's reference level is what it is (``Reference.source``).
 NAMED = "named in the experiment"
 NAMED_HERE = "named with --baseline"
-FIRST_LEVEL = "first level in the grid's order, no baseline named"
+FIRST_LISTED = "first level listed in the experiment, no baseline named"
+FIRST_LEVEL = ("first level in the pairs' order (off first, smaller numbers first, names alphabetically), "
+               "no baseline named")
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,10 @@ class Comparer:
             raise ValueError(f"unknown depth rule '{depth_rule}'. Valid rules: {', '.join(DEPTH_RULES)}")
         self.results = results
         self.depth_rule = depth_rule
+        stored = results.baselines
         self.baselines: dict[str, tuple[object, str]] = {
-            **{factor: (level, NAMED) for factor, level in results.baselines.items()},
+            **{factor: (level, FIRST_LISTED) for factor, level in stored.get("first_listed", {}).items()},
+            **{factor: (level, NAMED) for factor, level in stored.get("named", {}).items()},
             **{factor: (level, NAMED_HERE) for factor, level in (baselines or {}).items()},
         }
         self.runs = results.runs.reset_index(drop=True)
@@ -180,9 +185,9 @@ class Comparer:
             level = None if named is None else resolve_level(factor, named, ordered)
             if level is not None:
                 references.append(Reference(factor, level, source))
-            elif named is not None:  # e.g. a selection of runs without the named level
-                references.append(Reference(factor, ordered[0], f"{FIRST_LEVEL}; the named baseline "
-                                                                f"'{named}' is not among these runs"))
+            elif named is not None:  # e.g. a selection of runs without that level
+                references.append(Reference(factor, ordered[0], f"{FIRST_LEVEL}: '{named}' ({source}) is not "
+                                                                "among these runs"))
             else:
                 references.append(Reference(factor, ordered[0], FIRST_LEVEL))
         return references

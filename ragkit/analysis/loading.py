@@ -251,11 +251,12 @@ class Results:
         return pd.Series(known["document"].astype("string").to_numpy(), index=known["question_id"].astype("string"))
 
     @cached_property
-    def baselines(self) -> dict[str, str]:
-        """factor -> the reference level the experiment named (``baseline:``); empty when it named none."""
+    def baselines(self) -> dict[str, dict[str, str]]:
+        """``named``: factor -> the reference level the experiment named (``baseline:``);
+        ``first_listed``: factor -> its first level as the experiment lists it (empty when unknown)."""
         if self._source is not None:
             return self._source.baselines
-        return ResultStore(self.root).read_baselines() if self.root is not None else {}
+        return ResultStore(self.root).read_baselines() if self.root is not None else {"named": {}, "first_listed": {}}
 
     @property
     def unit(self) -> str:

@@ -1,8 +1,8 @@
 """``baseline:`` in an experiment: per factor, the level its other levels are tested against.
 
 Named before any run, so the factor table's comparisons are fixed before the data are seen
-(``ragkit.analysis.comparison``); a factor not named is tested against its first level in the
-order the pairs read (off first, smaller numbers first, other names alphabetically). The names
+(``ragkit.analysis.comparison``); a factor not named is tested against its first level as the
+experiment lists it (judge modes: off first; top_k: the smallest). The names
 are the runs table's factors: ``chunker``, ``embedder``, ``retriever``, ``top_k`` and
 ``judge.<name>``; a level is the component type (``token``), the k (``10``) or the judge mode
 (``off``). Stored beside the results (``baselines.json``), never in a run id.
@@ -28,6 +28,12 @@ def grid_levels(config: ExperimentConfig, parts: dict[str, Any]) -> dict[str, li
     for name, specs in parts["judges"].items():
         levels[f"judge.{name}"] = [str(spec.params["mode"]) for spec in specs]
     return {factor: list(dict.fromkeys(names)) for factor, names in levels.items() if names}
+
+
+def first_listed_levels(config: ExperimentConfig) -> dict[str, str]:
+    """Each factor with more than one level: its first level as the experiment lists it."""
+    levels = grid_levels(config, config.resolved_components())
+    return {factor: names[0] for factor, names in levels.items() if len(names) > 1}
 
 
 def check_baselines(config: ExperimentConfig, parts: dict[str, Any]) -> None:

@@ -69,7 +69,7 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     assert text.index("## What each factor does") < text.index("## Configurations") < text.index(
         "## Single-factor pairs")
     # The reference of judge.rerank is its first level, off (named by nobody): fixed before the data.
-    assert "judge.rerank: off (first level in the grid's order" in text
+    assert "judge.rerank: off (first level in the pairs' order" in text
     # llm vs off: per-question differences 1 x 6, 0 x 2 over 8 questions, each its own unit.
     differences = np.array([1.0] * 6 + [0.0] * 2)
     interval = stats.ttest_1samp(differences, 0.0).confidence_interval(0.95)
@@ -114,7 +114,8 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
     strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0)
     assert factor["strict_diff"] == -0.0625 and factor["strict_p"] == pytest.approx(strict.pvalue, rel=1e-12)
     assert factor["strict_ci_low"] == pytest.approx(strict.confidence_interval().low, rel=1e-12)
-    default = "first level in the grid's order, no baseline named"
+    default = ("first level in the pairs' order (off first, smaller numbers first, names alphabetically), "
+               "no baseline named")
     assert sorted(payload["references"], key=lambda r: r["factor"]) == [
         {"factor": "judge.rerank", "level": "off", "source": default},
         {"factor": "top_k", "level": "5", "source": default}]
@@ -125,7 +126,11 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
 
 
 def test_a_baseline_named_in_the_experiment_or_on_the_command_line_is_the_reference(results_dir, capsys):
-    ResultStore(results_dir).write_baselines({"judge.rerank": "llm"})
+    ResultStore(results_dir).write_baselines({}, {"judge.rerank": "llm"})
+    payload = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))
+    assert {"factor": "judge.rerank", "level": "llm", "source": "first level listed in the experiment, no baseline "
+            "named"} in payload["references"]
+    ResultStore(results_dir).write_baselines({"judge.rerank": "llm"}, {"judge.rerank": "off"})
     payload = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))
     rows = pd.DataFrame(payload["comparisons"])
     judge = rows[rows["factor"] == "judge.rerank"]

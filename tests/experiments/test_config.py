@@ -125,6 +125,17 @@ def test_the_named_baselines_are_stored_beside_the_results(tmp_path):
     from ragkit.results import ResultStore
 
     store = ResultStore(tmp_path / "results")
-    assert store.read_baselines() == {}
-    store.write_baselines({"chunker": "token", "judge.rerank": "off"})
-    assert ResultStore(tmp_path / "results").read_baselines() == {"chunker": "token", "judge.rerank": "off"}
+    assert store.read_baselines() == {"named": {}, "first_listed": {}}
+    store.write_baselines({"chunker": "token"}, {"chunker": "recursive", "judge.rerank": "off"})
+    assert ResultStore(tmp_path / "results").read_baselines() == {
+        "named": {"chunker": "token"}, "first_listed": {"chunker": "recursive", "judge.rerank": "off"}}
+
+
+def test_a_factor_not_named_is_tested_against_its_first_level_as_listed():
+    from ragkit.experiments.baselines import first_listed_levels
+
+    config = config_from_dict({**BASE, "chunkers": ["token", "recursive"], "retrievers": ["dense"],
+                               "top_k": [10, 5], "judges": {"rerank": {"mode": ["llm", "off"]}}})
+    # listed order for components; top_k sorted (the smallest first) and judge modes off first;
+    # a factor with one level has no reference to name
+    assert first_listed_levels(config) == {"chunker": "token", "top_k": "5", "judge.rerank": "off"}
