@@ -237,11 +237,10 @@ def _notes(report: Report) -> dict[str, str]:
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
              if report.depth_rule == "common"
              else "Metrics are compared as asked, whatever the depth of each run's context.")
-    lead = ("Some questions failed, so the strict difference leads. " if has_failures(report.comparisons) else "")
     common = (f"{describe_method(report.unit)} {holm_note(holm_family(report.comparisons))} A failed question (an "
               "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
               f"over every question both sides were asked, {failure_note(report.metrics)}, with its own CI and p. "
-              + lead + "signs DISAGREE: the two "
+              + "In a table where some question failed, the strict difference leads. signs DISAGREE: the two "
               f"differences point opposite ways. {depth}")
     return {
         "factors": ("Each level against its factor's reference level (see above), paired over every matched "

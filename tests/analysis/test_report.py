@@ -85,7 +85,7 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     assert grounded[1] == "llm vs off" and grounded[5].startswith("+0.000")
     assert grounded[3] == f"{-0.5 / 8:+.3f} [{strict.low:+.3f}, {strict.high:+.3f}]"
     assert grounded[9:11] == ["7", "0/1"]
-    assert "cluster-robust" in text and "over questions" in text and "strict difference leads" in text
+    assert "cluster-robust" in text and "over questions" in text and "the strict difference leads" in text
 
 
 def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(results_dir, capsys):
