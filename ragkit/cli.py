@@ -192,12 +192,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ragkit.analysis.report import render_report
+    from ragkit.analysis.report import parse_baselines, render_report
 
     _check_output_file(args.out, "--out")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     text = render_report(as_location(args.results), args.format, metrics, detail=not args.no_detail,
-                         depth_rule=args.depth_rule)
+                         depth_rule=args.depth_rule, baselines=parse_baselines(args.baseline))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
@@ -338,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--runs", help="comma-separated run ids (default: every run)")
     export.set_defaults(func=_cmd_export)
 
-    report = sub.add_parser("report", help="print what each factor does (each level vs the best), per-configuration "
+    report = sub.add_parser("report", help="print what each factor does (each level vs its reference level), "
+                                           "per-configuration "
                                            "metrics, and every single-factor pair, with CIs and p-values")
     report.add_argument("results", help="results folder")
     report.add_argument("--format", default="md", choices=["md", "html", "json"],
@@ -349,6 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--depth-rule", default="common", choices=["common", "asked"],
                         help="compare runs whose final contexts differ in depth at the common depth (default) "
                              "or at the metric's own cut-off")
+    report.add_argument("--baseline", action="append", metavar="FACTOR=LEVEL",
+                        help="test this factor's levels against LEVEL (repeatable; default: the baseline the "
+                             "experiment named, else the factor's first level), e.g. --baseline chunker=token")
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
 

@@ -121,6 +121,9 @@ def _read_file(entry: Entry, filesystem):
     return pq.ParquetFile(entry.path, filesystem=filesystem, page_checksum_verification=True).read()
 
 
+BASELINES_FILE = "baselines.json"
+
+
 class ResultStore:
     """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
@@ -156,6 +159,20 @@ class ResultStore:
 
     def write_run(self, run_id: str, row: dict) -> None:
         self._write_parquet(f"runs/{run_id}.parquet", pd.DataFrame([row]))
+
+    def write_baselines(self, named: dict[str, str], first_listed: dict[str, str] | None = None) -> None:
+        """Per factor, the reference level the experiment named (``baseline:``) and its first level as
+        the experiment lists it, for the report to read: beside the runs, not in them, so run ids and
+        rows stay as they were."""
+        self._write_json(BASELINES_FILE, {
+            "named": {str(factor): str(level) for factor, level in named.items()},
+            "first_listed": {str(factor): str(level) for factor, level in (first_listed or {}).items()},
+        })
+
+    def read_baselines(self) -> dict[str, dict[str, str]]:
+        """``{"named": {factor: level}, "first_listed": {factor: level}}``, empty without the file."""
+        stored = json.loads(self.files.read_bytes(BASELINES_FILE)) if self.files.exists(BASELINES_FILE) else {}
+        return {part: {str(k): str(v) for k, v in stored.get(part, {}).items()} for part in ("named", "first_listed")}
 
     def write_questions(self, questions_key: str, frame: pd.DataFrame) -> None:
         """The question set's ``questions`` rows, one file per question set."""

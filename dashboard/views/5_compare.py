@@ -1,5 +1,6 @@
-"""Compare: first what each factor does (each level against the factor's best level, paired over
-the other factors), then metric means with 95% CIs, answer quality beside recall@k and latency,
+"""Compare: first what each factor does (each level against the factor's reference level, named in
+the experiment or its first level, paired over the other factors; the strict difference leads
+where questions failed), then metric means with 95% CIs, answer quality beside recall@k and latency,
 curves over k, latency, Pareto front, judge on/off pairs, single-factor pairs (when there are
 more than PAIRS_SHOWN_UNASKED, only when asked), LLM calls and tokens (pipeline and evaluation
 apart), each judge's share of invalid replies, the recommendation (`ragkit best`) and why
@@ -22,7 +23,9 @@ import streamlit as st
 from dashboard import state
 from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis import charts, failures, judges, recommend
-from ragkit.analysis.report import CUT_RULE, factor_table, pair_table
+from ragkit.analysis.comparison import holm_family
+from ragkit.analysis.notes import failure_note, holm_note, reference_line
+from ragkit.analysis.report import CUT_RULE, factor_table, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.analysis.views import PAIRS_SHOWN_UNASKED
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, HEADLINE_METRICS, better_direction
@@ -60,13 +63,17 @@ if chosen:
         st.caption("No two levels of a factor could be compared on these metrics: a level lacks them (a cut-off "
                    "beyond its top_k, or a metric it does not score).")
     else:
-        st.plotly_chart(charts.forest_chart(effects, runs).update_layout(title="Best level - level (95% CI)"),
-                        key="factor_chart")
+        strict = has_failures(effects)  # then the strict difference leads, in the chart and the table
+        st.plotly_chart(charts.forest_chart(effects, runs, strict=strict).update_layout(
+            title=("Strict: " if strict else "") + "level - reference (95% CI)"), key="factor_chart")
         st.dataframe(factor_table(effects), hide_index=True, key="factor_table")
-        st.caption("Each level against the best level of its factor, paired over every matched setting of the other "
-                   "factors (settings). " + describe_method(results.unit) + f" p (Holm): over the {len(effects)} "
-                   "rows shown. strict Δ scores a failed question 0. A judge that changes how many chunks reach "
-                   "the generator is compared at the common depth ('at ...').")
+        references = state.view("factor_references", experiment, run_ids)
+        st.caption(reference_line(references.itertuples()) + " Each level against its factor's reference, paired "
+                   "over every matched setting of the other factors (settings). " + describe_method(results.unit)
+                   + " " + holm_note(holm_family(effects)) + " strict Δ: over every question both sides were "
+                   f"asked, {failure_note(chosen)}; signs DISAGREE: it and Δ over scored point opposite ways. A "
+                   "judge that changes how many chunks reach the generator is compared at the common depth "
+                   "('at ...').")
 
 if chosen:
     means = state.view("means", experiment, run_ids, chosen)
@@ -156,7 +163,8 @@ else:
                         key="judge_chart")
         st.dataframe(judges.judge_table(judged, runs), hide_index=True, key="judge_table", column_config={
             name: st.column_config.NumberColumn(format="%.3f")
-            for name in ("Δ mean", "CI low", "CI high", "p", "p (Holm)", "strict Δ")
+            for name in ("Δ mean", "CI low", "CI high", "p", "p (Holm)", "strict Δ", "strict CI low",
+                         "strict CI high", "strict p (Holm)")
         })
         st.caption(judges.judge_table_note(judged))
 
@@ -171,8 +179,9 @@ with st.expander("Single-factor pairs (detail)"):
         st.caption("No two selected runs differ in exactly one factor.")
     else:
         st.dataframe(pair_table(pairs, runs), hide_index=True, key="pairs_table")
-        st.caption(f"{quality}(b) - {quality}(a) over the questions both runs scored. " + describe_method(results.unit)
-                   + f" p (Holm): over the {len(pairs)} rows of this table. W/T/L: questions where b won, tied, lost.")
+        st.caption(f"{quality}(b) - {quality}(a) over the questions both runs scored, and strictly over every "
+                   f"question both were asked ({failure_note([quality])}). " + describe_method(results.unit)
+                   + " " + holm_note(holm_family(pairs)) + " W/T/L: questions where b won, tied, lost.")
 
 st.subheader("Runs x metrics")
 st.dataframe(state.view("runs_by_metrics", experiment, run_ids, chosen or metrics), hide_index=True,

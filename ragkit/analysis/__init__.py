@@ -5,7 +5,7 @@ is computed.
 - ``statistics``: cluster-robust means, intervals and p-values over the resampling unit; Holm.
 - ``pairing``: factors, each run's level of them, fair single-factor pairs.
 - ``comparison``: the engine: paired differences at a common depth with failures counted, and
-  each factor's effect against its best level.
+  each factor's effect against its reference level (fixed before the data).
 - ``means``, ``latency``, ``failures``, ``judges``: per-run means, costs, failure accounting and
   judge on/off effects.
 - ``summary``, ``report``, ``export``, ``charts``: the outputs.

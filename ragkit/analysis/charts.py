@@ -77,7 +77,7 @@ def metric_bar_chart(means: pd.DataFrame, runs: pd.DataFrame, kind: str = "dot")
     order = _run_order(frame)
     figure = go.Figure(_mean_traces(frame, kind))
     figure.update_layout(
-        barmode="group", xaxis_title="mean over questions (95% bootstrap CI)" if not frame.empty else None,
+        barmode="group", xaxis_title="mean over questions (95% CI: cluster-robust t)" if not frame.empty else None,
         xaxis_range=_unit_range(pd.concat([frame["ci_low"], frame["ci_high"]])) if not frame.empty else None,
         yaxis={"categoryorder": "array", "categoryarray": order}, height=max(300, 28 * len(order) + 120),
         margin={"l": 10, "r": 10, "t": 40, "b": 40}, legend_title_text="metric",
@@ -193,10 +193,15 @@ def pair_names(effects: pd.DataFrame) -> pd.Series:
     return pd.Series([lookup[key] for key in keys], index=effects.index, dtype="string")
 
 
-def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
+def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame, strict: bool = False) -> go.Figure:
     """Forest plot of comparisons, one panel per metric, one row per comparison: the difference
     b - a with its 95% CI, a dotted line at no difference. `effects`: rows of the comparison
-    engine (ragkit.analysis.comparison), pairs of runs or factor levels."""
+    engine (ragkit.analysis.comparison), pairs of runs or factor levels; ``strict``: draw the strict
+    difference (failures at the failure value) with its own CI and p instead."""
+    if strict:
+        effects = effects.assign(**{name: effects[f"strict_{name}"] for name in ("diff", "ci_low", "ci_high",
+                                                                                  "p", "p_holm")},
+                                 n=effects["n_strict"])
     metrics = list(dict.fromkeys(effects["metric"]))
     labels = _labels(runs)
     data = effects.assign(pair=pair_names(effects), label_a=effects["run_a"].map(labels).fillna(effects["level_a"]),
@@ -224,7 +229,7 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame) -> go.Figure:
         if pd.notna(reach) and reach > 0:
             figure.update_xaxes(range=[-1.15 * reach, 1.15 * reach], row=1, col=column)
     figure.update_yaxes(categoryorder="array", categoryarray=pairs[::-1])
-    figure.update_xaxes(title_text="b - a (95% CI)")
+    figure.update_xaxes(title_text=("strict " if strict else "") + "b - a (95% CI)")
     # The dotted lines at no difference, one per panel, as shapes on its axes: add_vline per panel
     # took 0.1 s (it searches the figure for each panel's axes).
     suffixes = [str(column) if column > 1 else "" for column in range(1, max(1, len(metrics)) + 1)]

@@ -12,20 +12,32 @@ Report, summary, export and dashboard all call this module; what makes its numbe
   (``recall@10`` -> ``recall@5``, ``mrr`` -> ``mrr@5``): ``metric_compared`` and ``depth`` say so.
   With ``depth_rule="asked"`` the metric is compared as asked.
 - **Failures are data.** ``n_failed_a`` / ``n_failed_b`` count the questions each side was asked
-  but could not score; ``diff`` is over the questions both scored, and ``strict_diff`` over every
-  question both were asked, a failure scoring 0, so nothing gets better by crashing.
+  but could not score, ``n_only_a`` / ``n_only_b`` those asked of one side only; ``diff`` is over
+  the questions both scored, and ``strict_diff`` over every question both were asked, a failure
+  scoring the failure value, each with its own CI, p and Holm p (``differences``), so nothing gets
+  better by crashing; ``signs_disagree`` flags a row whose two differences point opposite ways.
 - **The unit is named.** Intervals and p-values treat the question's source document as the
   independent draw (``unit``), see ``statistics``.
-- **One family.** ``p_holm`` is Holm over every row returned: ask for exactly the rows shown.
-- **One answer per factor.** ``marginal`` rows compare each level of a factor with its best level
-  (``level_b``, the level with the best mean, failures as the worst value; for descriptive metrics such as
-  ``final_tokens``, the baseline level), paired over every matched setting of the other factors:
-  a question's difference is its mean over the matched pairs, so each question counts once.
+- **One family each.** ``p_holm`` is Holm over the ``p`` of every row returned, ``strict_p_holm``
+  over their ``strict_p``: ask for exactly the rows shown (``holm_family`` describes it).
+- **One answer per factor, against a reference fixed in advance.** ``factor`` rows compare each
+  level (``level_b``) with the factor's *reference* (``level_a``): the baseline the experiment
+  names (``baseline:`` in its YAML, or ``ragkit report --baseline``), else the factor's first
+  level as the experiment lists it (both stored beside the results, ``baselines.json``), else (a
+  folder without that file) the first in the order the pairs use (component absent first, off <
+  heuristic < llm, smaller numbers first, other names alphabetically). Never the level that scored
+  best: testing every level against the best one picks the comparison from the same data and inflates false positives
+  (13% instead of 5% with 8 levels, tests/analysis/test_reference.py). The best level only orders
+  the rows (best first). Each row is paired over every matched setting of the other factors
+  (``settings``: those where either run has the metric); a question's difference is its mean over
+  the matched pairs, so each question counts once (``n``), while the ``n_scored_*`` /
+  ``n_failed_*`` / ``n_only_*`` of a factor row count (question, setting) cases.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,10 +46,11 @@ import pandas as pd
 
 from ragkit.analysis import matrices as score_matrices
 from ragkit.analysis import statistics
+from ragkit.analysis.differences import CASE_COUNTS, pair_differences, question_means, with_stats
 from ragkit.analysis.loading import Results
-from ragkit.analysis.matrices import ScoreMatrices, nanmean_columns
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
 from ragkit.metrics.names import better_direction, failure_value, parse_metric
+from ragkit.registry import ConfigError
 
 DepthRule = Literal["common", "asked"]
 DEPTH_RULES = ("common", "asked")
@@ -46,10 +59,47 @@ PAIR = "pair"
 PAIR_BLOCK = 512
 MARGINAL = "factor"
 COLUMNS = [
-    "kind", "factor", "level_a", "level_b", "run_a", "run_b", "pairs", "metric", "metric_compared", "depth",
-    "unit", "n", "n_units", "n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b", "diff", "ci_low", "ci_high",
-    "p", "p_holm", "strict_diff", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
+    "kind", "factor", "level_a", "level_b", "run_a", "run_b", "settings", "metric", "metric_compared", "depth",
+    "unit", "n", "n_units", *CASE_COUNTS, "diff", "ci_low", "ci_high", "p", "p_holm", "p_note",
+    "n_strict", "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_holm", "strict_p_note",
+    "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
 ]
+# Why a factor's reference level is what it is (``Reference.source``).
+NAMED = "named in the experiment"
+NAMED_HERE = "named with --baseline"
+FIRST_LISTED = "first level listed in the experiment, no baseline named"
+FIRST_LEVEL = ("first level in the pairs' order (off first, smaller numbers first, names alphabetically), "
+               "no baseline named")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A factor's reference level and why it is the reference (fixed before any score is read)."""
+
+    factor: str
+    level: str
+    source: str
+
+
+def resolve_level(factor: str, named: object, levels: list[str]) -> str | None:
+    """The level of ``levels`` (in order) that ``named`` names: the level itself, or the first level
+    whose main value it is (``token`` names ``token(chunk_size=256)``); None when none matches."""
+    text = str(named)
+    if text in levels:
+        return text
+    return next((level for level in levels if level.split("(", 1)[0] == text), None)
+
+
+def check_baselines(named: Mapping[str, object], runs: pd.DataFrame) -> None:
+    """A ConfigError naming the first baseline whose factor or level these runs do not have."""
+    levels = factor_levels(runs)
+    for factor, level in named.items():
+        if factor not in levels.columns:
+            raise ConfigError(f"baseline: unknown factor '{factor}'. Valid factors: {', '.join(levels.columns)}")
+        order = level_order(runs.reset_index(drop=True), levels.reset_index(drop=True), factor)
+        choices = sorted(order, key=order.__getitem__)
+        if resolve_level(factor, level, choices) is None:
+            raise ConfigError(f"baseline: unknown level '{level}' of {factor}. Valid levels: {', '.join(choices)}")
 
 
 @functools.lru_cache(maxsize=4096)  # called per pair: a thousand runs have tens of thousands
@@ -74,105 +124,24 @@ def run_depths(runs: pd.DataFrame) -> dict[str, int | None]:
     return {run_id: (None if pd.isna(value) else int(value)) for run_id, value in zip(runs["run_id"], depth)}
 
 
-@dataclass(frozen=True)
-class _Block:
-    """The pairs compared on one metric (``columns`` of the pairs given), questions x pairs:
-    each side's value, whether both were asked, whether each side scored, and the strict
-    difference (a failure as the metric's worst value, ``names.failure_value``: 0, or 1 for a
-    lower-is-better rate)."""
-
-    columns: np.ndarray
-    value_a: np.ndarray
-    value_b: np.ndarray
-    both_asked: np.ndarray
-    scored_a: np.ndarray
-    scored_b: np.ndarray
-    strict: np.ndarray
-
-
-def _blocks(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray, compared: np.ndarray):
-    """One ``_Block`` per metric compared (``runs_a`` and ``runs_b`` are positions in the
-    matrices' runs, ``compared`` each pair's metric)."""
-    for metric in dict.fromkeys(compared.tolist()):
-        columns = np.flatnonzero(compared == metric)
-        values, asked = matrices.get(str(metric))
-        a, b = runs_a[columns], runs_b[columns]
-        value_a, value_b = values[:, a], values[:, b]
-        both_asked = asked[:, a] & asked[:, b]
-        scored_a, scored_b = ~np.isnan(value_a) & both_asked, ~np.isnan(value_b) & both_asked
-        failed = failure_value(str(metric))
-        strict = np.where(scored_b, value_b, failed) - np.where(scored_a, value_a, failed)
-        yield _Block(columns, value_a, value_b, both_asked, scored_a, scored_b, strict)
-
-
-def _pair_differences(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
-                      compared: np.ndarray) -> dict[str, np.ndarray]:
-    """Per pair (columns, in order): per-question differences b - a over questions both scored
-    (NaN elsewhere), strict differences over questions both were asked, and the counts of
-    scored and failed questions per side (``_blocks``)."""
-    n_questions, n_pairs = len(matrices.question_ids), len(runs_a)
-    out: dict[str, np.ndarray] = {name: np.full((n_questions, n_pairs), np.nan) for name in ("diff", "strict")}
-    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
-        out[name] = np.zeros(n_pairs, dtype="int64")
-    for block in _blocks(matrices, runs_a, runs_b, compared):
-        columns = block.columns
-        out["diff"][:, columns] = np.where(block.scored_a & block.scored_b, block.value_b - block.value_a, np.nan)
-        out["strict"][:, columns] = np.where(block.both_asked, block.strict, np.nan)
-        out["n_scored_a"][columns], out["n_scored_b"][columns] = block.scored_a.sum(axis=0), block.scored_b.sum(axis=0)
-        out["n_failed_a"][columns] = (block.both_asked & ~block.scored_a).sum(axis=0)
-        out["n_failed_b"][columns] = (block.both_asked & ~block.scored_b).sum(axis=0)
-    return out
-
-
-def _question_means(matrices: ScoreMatrices, runs_a: np.ndarray, runs_b: np.ndarray,
-                    compared: np.ndarray) -> dict[str, np.ndarray]:
-    """What ``_pair_differences`` gives, reduced over the pairs as it goes: per question, the mean
-    difference and strict difference over the pairs it counts in (NaN in none), and the
-    totals of scored and failed questions per side. A level's effect needs no more, and its
-    questions x pairs matrices, each written and then read again, were half its cost."""
-    n_questions = len(matrices.question_ids)
-    sums = {name: np.zeros(n_questions) for name in ("diff", "strict")}
-    counts = {name: np.zeros(n_questions, dtype="int64") for name in ("diff", "strict")}
-    totals = dict.fromkeys(("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"), 0)
-    for block in _blocks(matrices, runs_a, runs_b, compared):
-        both_scored = block.scored_a & block.scored_b
-        sums["diff"] += np.where(both_scored, block.value_b - block.value_a, 0.0).sum(axis=1)
-        counts["diff"] += both_scored.sum(axis=1)
-        sums["strict"] += np.where(block.both_asked, block.strict, 0.0).sum(axis=1)
-        counts["strict"] += block.both_asked.sum(axis=1)
-        n_scored_a, n_scored_b = int(block.scored_a.sum()), int(block.scored_b.sum())
-        n_asked = int(block.both_asked.sum())
-        totals["n_scored_a"] += n_scored_a
-        totals["n_scored_b"] += n_scored_b
-        totals["n_failed_a"] += n_asked - n_scored_a
-        totals["n_failed_b"] += n_asked - n_scored_b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = {name: np.where(counts[name] > 0, sums[name] / np.maximum(counts[name], 1), np.nan)
-                 for name in sums}
-    return {**means, **{name: np.array(total) for name, total in totals.items()}}
-
-
-def _with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units: np.ndarray,
-                unit: str) -> pd.DataFrame:
-    column = statistics.column_stats(diffs, units)
-    present = ~np.isnan(diffs)
-    return rows.assign(
-        unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, ci_low=column.ci_low,
-        ci_high=column.ci_high, p=column.p_value, strict_diff=nanmean_columns(strict),
-        wins=(present & (np.nan_to_num(diffs) > 0)).sum(axis=0), ties=(present & (diffs == 0)).sum(axis=0),
-        losses=(present & (np.nan_to_num(diffs) < 0)).sum(axis=0),
-        units_b_better=column.units_positive, units_b_worse=column.units_negative,
-    )
-
-
 class Comparer:
     """Comparisons over one Results; build once, ask for pairs and factor effects of any metrics."""
 
-    def __init__(self, results: Results, depth_rule: DepthRule = "common") -> None:
+    def __init__(self, results: Results, depth_rule: DepthRule = "common",
+                 baselines: Mapping[str, object] | None = None) -> None:
+        """``baselines``: factor -> the level its others are tested against, named here (``ragkit
+        report --baseline``); they take the place of those the experiment named (the results
+        folder's ``baselines.json``) for the same factor."""
         if depth_rule not in DEPTH_RULES:
             raise ValueError(f"unknown depth rule '{depth_rule}'. Valid rules: {', '.join(DEPTH_RULES)}")
         self.results = results
         self.depth_rule = depth_rule
+        stored = results.baselines
+        self.baselines: dict[str, tuple[object, str]] = {
+            **{factor: (level, FIRST_LISTED) for factor, level in stored.get("first_listed", {}).items()},
+            **{factor: (level, NAMED) for factor, level in stored.get("named", {}).items()},
+            **{factor: (level, NAMED_HERE) for factor, level in (baselines or {}).items()},
+        }
         self.runs = results.runs.reset_index(drop=True)
         # Shared with every other view of these runs (means, curves, the runs table).
         self.matrices = score_matrices.for_results(results)
@@ -199,6 +168,29 @@ class Comparer:
 
             self._latency = latency_per_run(shared_stage_latency(self.results)) * 1000
         return self._latency
+
+    def references(self, factors: list[str] | None = None) -> list[Reference]:
+        """Each factor's reference level (the factors some pair of runs varies, or ``factors``),
+        decided from the runs' configurations and the named baselines alone, never from a score."""
+        levels = factor_levels(self.runs)
+        if factors is None:
+            factors = list(dict.fromkeys(self.pairs["factor"].tolist())) if len(self.pairs) else []
+        references = []
+        for factor in factors:
+            order = level_order(self.runs, levels.reset_index(drop=True), factor)
+            ordered = sorted(order, key=order.__getitem__)
+            if not ordered:
+                continue
+            named, source = self.baselines.get(factor, (None, FIRST_LEVEL))
+            level = None if named is None else resolve_level(factor, named, ordered)
+            if level is not None:
+                references.append(Reference(factor, level, source))
+            elif named is not None:  # e.g. a selection of runs without that level
+                references.append(Reference(factor, ordered[0], f"{FIRST_LEVEL}: '{named}' ({source}) is not "
+                                                                "among these runs"))
+            else:
+                references.append(Reference(factor, ordered[0], FIRST_LEVEL))
+        return references
 
     def _positions(self, run_ids: pd.Series) -> np.ndarray:
         return pd.Index(self.matrices.run_ids).get_indexer(run_ids.astype(str))
@@ -245,17 +237,17 @@ class Comparer:
             for start in range(0, len(pairs), PAIR_BLOCK):
                 block = pairs.iloc[start:start + PAIR_BLOCK].reset_index(drop=True)
                 end = start + len(block)
-                differences = _pair_differences(self.matrices, runs_a[start:end], runs_b[start:end],
+                differences = pair_differences(self.matrices, runs_a[start:end], runs_b[start:end],
                                                 compared[start:end])
                 rows = pd.DataFrame({
                     "kind": PAIR, "factor": block["factor"], "level_a": block["value_a"], "level_b": block["value_b"],
-                    "run_a": block["run_a"], "run_b": block["run_b"], "pairs": 1, "metric": metric,
+                    "run_a": block["run_a"], "run_b": block["run_b"], "settings": 1, "metric": metric,
                     "metric_compared": compared[start:end].tolist(),
                     "depth": pd.array(depths[start:end].tolist(), dtype="Int64"),
-                    **{name: differences[name] for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
+                    **{name: differences[name] for name in CASE_COUNTS},
                     "latency_ms_diff": latency[start:end],
                 })
-                frames.append(_with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit))
+                frames.append(with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit))
         return _finish(frames)
 
     def _level_means(self, runs_a: np.ndarray, runs_b: np.ndarray, levels_a: np.ndarray, levels_b: np.ndarray,
@@ -275,45 +267,48 @@ class Comparer:
         return {level: float(sums[i] / counts[i]) for i, level in enumerate(levels)}
 
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
-        """Per factor, metric and level: the level (a) against the factor's best level (b),
-        paired over every matched setting of the other factors; without p_holm."""
+        """Per factor, metric and level: the level (b) against the factor's reference (a,
+        ``references``), paired over every matched setting of the other factors; rows ordered
+        best level first; without p_holm."""
         pairs = self.pairs
         if pairs.empty:
             return _finish([])
-        levels = factor_levels(self.runs)
         plans = {metric: self._compared(pairs, metric) for metric in metrics}
         self.matrices.load([name for compared, _ in plans.values() for name in dict.fromkeys(compared.tolist())])
         all_a, all_b = self._positions(pairs["run_a"]), self._positions(pairs["run_b"])
         factor_column = pairs["factor"].to_numpy(dtype=object)
+        present = [f for f in dict.fromkeys(factor_column.tolist()) if factors is None or f in factors]
+        references = {reference.factor: reference.level for reference in self.references(present)}
+        levels = factor_levels(self.runs).reset_index(drop=True)
         frames = []
-        for factor in dict.fromkeys(factor_column.tolist()):
-            if factors is not None and factor not in factors:
-                continue
+        for factor in present:
             mine = np.flatnonzero(factor_column == factor)
             runs_a, runs_b = all_a[mine], all_b[mine]
             levels_a = pairs["value_a"].to_numpy(dtype=object)[mine]
             levels_b = pairs["value_b"].to_numpy(dtype=object)[mine]
-            order = level_order(self.runs, levels.reset_index(drop=True), factor)
             for metric in metrics:
                 compared, depths = plans[metric][0][mine], plans[metric][1][mine]
                 means = self._level_means(runs_a, runs_b, levels_a, levels_b, compared, failure_value(metric))
                 if not means:
                     continue
+                order = level_order(self.runs, levels, factor)
                 ranked = sorted(means, key=lambda level: order[level])
                 direction = better_direction(metric)
-                best = max(ranked, key=lambda level: direction * means[level]) if direction else ranked[0]
+                # The best level orders the rows (best first); it does not choose what is tested.
+                if direction:
+                    ranked = sorted(ranked, key=lambda level: -direction * means[level])
                 frames.append(self._against(runs_a, runs_b, levels_a, levels_b, compared, depths, factor, metric,
-                                            best, ranked))
+                                            references[factor], ranked))
         return _finish(frames)
 
     def _against(self, runs_a: np.ndarray, runs_b: np.ndarray, levels_a: np.ndarray, levels_b: np.ndarray,
-                 compared: np.ndarray, depths: np.ndarray, factor: str, metric: str, best: str,
+                 compared: np.ndarray, depths: np.ndarray, factor: str, metric: str, reference: str,
                  levels: list[str]) -> pd.DataFrame:
-        """Rows "level vs best" for every other level that some pair matches with the best one."""
-        # Orient every pair that involves the best level as (other level, best).
-        involves = np.flatnonzero((levels_a == best) | (levels_b == best))
-        flip = levels_a[involves] == best
-        other = np.where(flip, levels_b[involves], levels_a[involves])
+        """Rows "level vs reference" for every other level that some pair matches with the reference."""
+        # Orient every pair that involves the reference as (reference, other level).
+        involves = np.flatnonzero((levels_a == reference) | (levels_b == reference))
+        flip = levels_b[involves] == reference
+        other = np.where(flip, levels_a[involves], levels_b[involves])
         oriented_a = np.where(flip, runs_b[involves], runs_a[involves])
         oriented_b = np.where(flip, runs_a[involves], runs_b[involves])
         compared, depths = compared[involves], depths[involves]
@@ -321,18 +316,19 @@ class Comparer:
         records, diff_columns, strict_columns = [], [], []
         for level in levels:
             mine = np.flatnonzero(other == level)
-            if level == best or not len(mine):
+            if level == reference or not len(mine):
                 continue
             # A question's difference is its mean over the matched settings, so each counts once.
-            differences = _question_means(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
+            differences = question_means(self.matrices, oriented_a[mine], oriented_b[mine], compared[mine])
+            if np.isnan(differences["strict"]).all():  # no question asked of both: nothing to compare
+                continue
             shown_depths = set(depths[mine].tolist())
             records.append({
-                "kind": MARGINAL, "factor": factor, "level_a": level, "level_b": best, "run_a": None, "run_b": None,
-                "pairs": len(mine), "metric": metric,
+                "kind": MARGINAL, "factor": factor, "level_a": reference, "level_b": level, "run_a": None,
+                "run_b": None, "settings": int(differences["settings"]), "metric": metric,
                 "metric_compared": ", ".join(dict.fromkeys(compared[mine].tolist())),
                 "depth": next(iter(shown_depths)) if len(shown_depths) == 1 else None,
-                **{name: int(differences[name].sum())
-                   for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b")},
+                **{name: int(differences[name]) for name in CASE_COUNTS},
                 "latency_ms_diff": float(np.nanmean(latency[mine])) if np.isfinite(latency[mine]).any() else np.nan,
             })
             diff_columns.append(differences["diff"])
@@ -340,8 +336,8 @@ class Comparer:
         if not records:
             return pd.DataFrame(columns=COLUMNS)
         rows = pd.DataFrame.from_records(records).astype({"depth": "Int64"})
-        return _with_stats(rows, np.column_stack(diff_columns), np.column_stack(strict_columns), self.units,
-                           self.results.unit)
+        return with_stats(rows, np.column_stack(diff_columns), np.column_stack(strict_columns), self.units,
+                          self.results.unit)
 
 
 def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -350,19 +346,40 @@ def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
         return pd.DataFrame({column: pd.Series(dtype="object") for column in COLUMNS})
     table = pd.concat(frames, ignore_index=True)
     table["p_holm"] = np.nan
+    table["strict_p_holm"] = np.nan
     return table[COLUMNS]
 
 
 def with_holm(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with p_holm over all its rows: the family is exactly what is shown."""
-    return table.assign(p_holm=statistics.holm(table["p"].to_numpy(dtype="float64")) if len(table) else [])
+    """``table`` with p_holm over the p of all its rows and strict_p_holm over their strict_p: each
+    family is exactly what is shown (``holm_family``)."""
+    if not len(table):
+        return table.assign(p_holm=[], strict_p_holm=[])
+    return table.assign(p_holm=statistics.holm(table["p"].to_numpy(dtype="float64")),
+                        strict_p_holm=statistics.holm(table["strict_p"].to_numpy(dtype="float64")))
+
+
+def holm_family(table: pd.DataFrame) -> dict:
+    """What the Holm correction of ``table`` (``with_holm``) ran over: its rows by kind, metrics,
+    and how many rows had a p (tested; a row without one is not in the count), for the difference
+    over scored questions and for the strict one."""
+    kinds = table["kind"].astype(str).value_counts() if len(table) else pd.Series(dtype="int64")
+    return {
+        "rows": len(table),
+        "rows_by_kind": {str(kind): int(count) for kind, count in kinds.items()},
+        "metrics": [str(m) for m in dict.fromkeys(table["metric"].tolist())] if len(table) else [],
+        "tested": int(table["p"].notna().sum()) if len(table) else 0,
+        "strict_tested": int(table["strict_p"].notna().sum()) if len(table) else 0,
+        "rule": "Holm step-down, p over scored questions and strict p as two separate families, each over the "
+                "rows with a p among the rows listed",
+    }
 
 
 def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair_rows: bool = True,
-            depth_rule: DepthRule = "common") -> pd.DataFrame:
-    """Factor effects (each level vs the best) and/or every single-factor pair, for ``metrics``,
-    Holm-corrected as one family over all rows returned."""
-    comparer = Comparer(results, depth_rule)
+            depth_rule: DepthRule = "common", baselines: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """Factor effects (each level vs its factor's reference) and/or every single-factor pair, for
+    ``metrics``, Holm-corrected as one family over all rows returned (one for p, one for strict_p)."""
+    comparer = Comparer(results, depth_rule, baselines)
     parts = []
     if factor_rows:
         parts.append(comparer.factor_effects(metrics))

@@ -24,7 +24,7 @@ from ragkit.analysis.failure_classes import failure_classes
 from ragkit.analysis.latency import latency_by_stage
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import curve, metric_means
-from ragkit.analysis.report import default_metrics
+from ragkit.analysis.report import default_metrics, json_records
 from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import HEADLINE_METRICS
 from ragkit.metrics.retrieval import CURVE_METRICS
@@ -139,7 +139,7 @@ def _to_xlsx(tables: dict[str, pd.DataFrame]) -> bytes:
 
 
 def _to_json(tables: dict[str, pd.DataFrame]) -> bytes:
-    payload = {name: json.loads(frame.to_json(orient="records")) for name, frame in tables.items()}
+    payload = {name: json_records(frame) for name, frame in tables.items()}  # full precision
     return json.dumps(payload).encode("utf-8")
 
 

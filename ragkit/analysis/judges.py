@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragkit.analysis.comparison import Comparer, with_holm
+from ragkit.analysis.comparison import Comparer, holm_family, with_holm
 from ragkit.analysis.latency import llm_tokens_per_question, pipeline_stages
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import JUDGE_PREFIX, single_factor_pairs
@@ -46,7 +46,9 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "judge pair": pair_names(effects), "metric": effects["metric"], "compared as": effects["metric_compared"],
         "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"], "p": effects["p"],
-        "p (Holm)": effects["p_holm"], "strict Δ": effects["strict_diff"],
+        "p (Holm)": effects["p_holm"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
+        "strict CI high": effects["strict_ci_high"], "strict p (Holm)": effects["strict_p_holm"],
+        "signs disagree": effects["signs_disagree"],
         "failed a/b": [f"{a}/{b}" for a, b in zip(effects["n_failed_a"], effects["n_failed_b"])],
         "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(effects["wins"], effects["ties"], effects["losses"])],
         "n": effects["n"], "Δ ms/question": effects["latency_ms_diff"], "Δ LLM tokens/question": effects["tokens_diff"],
@@ -56,11 +58,15 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def judge_table_note(effects: pd.DataFrame) -> str:
     """What the judge table's columns mean."""
+    from ragkit.analysis.notes import failure_note, holm_note
+
     unit = effects["unit"].iloc[0] if len(effects) else "question"
+    metrics = list(dict.fromkeys(effects["metric"].tolist())) if len(effects) else []
     return ("Δ = b - a over the questions both runs scored, b in the judge's stronger mode (off < heuristic < llm). "
             "When the judge changes how many chunks reach the generator, ranking metrics are compared at the "
-            "common depth ('compared as'). strict Δ counts a failed question as 0; failed a/b: questions each "
-            f"side could not score. {describe_method(unit)} p (Holm): over the {len(effects)} rows shown. "
+            f"common depth ('compared as'). strict Δ: over every question both were asked, {failure_note(metrics)}; "
+            f"failed a/b: questions each side could not score. {describe_method(unit)} "
+            f"{holm_note(holm_family(effects))} "
             "W/T/L: questions where b won, tied, lost. Costs: pipeline ms and LLM tokens per question, "
             "evaluation left out.")
 

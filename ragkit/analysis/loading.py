@@ -250,6 +250,14 @@ class Results:
         known = questions.dropna(subset=["document"]).drop_duplicates("question_id")
         return pd.Series(known["document"].astype("string").to_numpy(), index=known["question_id"].astype("string"))
 
+    @cached_property
+    def baselines(self) -> dict[str, dict[str, str]]:
+        """``named``: factor -> the reference level the experiment named (``baseline:``);
+        ``first_listed``: factor -> its first level as the experiment lists it (empty when unknown)."""
+        if self._source is not None:
+            return self._source.baselines
+        return ResultStore(self.root).read_baselines() if self.root is not None else {"named": {}, "first_listed": {}}
+
     @property
     def unit(self) -> str:
         """What one independent draw is: "document" when questions have a source document, else "question"."""

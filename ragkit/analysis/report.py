@@ -2,15 +2,20 @@
 
 Three parts, in reading order:
 
-1. **What each factor does**: one row per factor level and metric, the level against the best
-   level of its factor, paired over every matched setting of the other factors (the engine's
-   ``factor`` rows). It leads, and for a typical grid fits on one screen.
+1. **What each factor does**: one row per factor level and metric, the level against its factor's
+   reference (named in the experiment or with ``--baseline``, else the first level; never the
+   best-scoring one, which would pick the test from the data), paired over every matched setting
+   of the other factors (the engine's ``factor`` rows), best level first. It leads, and for a
+   typical grid fits on one screen.
 2. **Configurations**: each run's mean per metric with its interval and scored/failed counts.
 3. **Single-factor pairs** (unless ``detail=False``): every pair of runs differing in one factor.
 
-Every comparison shown is in one Holm family. JSON carries the same rows with every number
-unformatted: per comparison factor, level_a, level_b, metric, depth, n_scored_a/b, n_failed_a/b,
-diff, ci_low, ci_high, p, p_holm, strict_diff, unit (and the rest of the engine's columns).
+Every comparison shown is in one Holm family (one for p, one for strict p), described by
+``holm_family``. Where any question failed, the strict difference (a failure scoring the failure
+value) leads. JSON carries the same rows with every number at full precision (no rounding): per
+comparison the engine's columns (``comparison.COLUMNS``), with ``references`` (each factor's
+reference level and why), ``partial_runs`` (runs not asked every question), ``holm_family`` and
+``counts`` (what each count column counts).
 """
 
 from __future__ import annotations
@@ -23,10 +28,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, PAIR, DepthRule, compare
+from ragkit.analysis.comparison import (
+    DEPTH_RULES,
+    MARGINAL,
+    PAIR,
+    Comparer,
+    DepthRule,
+    Reference,
+    check_baselines,
+    compare,
+    holm_family,
+)
+from ragkit.analysis.coverage import partial_runs
 from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
+from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
 from ragkit.analysis.statistics import describe_method
 from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
@@ -51,6 +68,8 @@ class Report:
     runs: pd.DataFrame
     latency_ms: pd.Series = field(default_factory=lambda: pd.Series(dtype="float64"))
     depth_rule: str = "common"
+    references: list[Reference] = field(default_factory=list)
+    partial: pd.DataFrame = field(default_factory=pd.DataFrame)  # coverage.partial_runs
     # Judges against people (ragkit.labels.tables), when the folder has labels: (title, table, note)
     labels: list[tuple[str, pd.DataFrame, str]] = field(default_factory=list)
     labels_json: dict = field(default_factory=dict)
@@ -82,15 +101,32 @@ def _check_metrics(metrics: list[str], scores: pd.DataFrame) -> None:
                           f"Valid metrics: {', '.join(scored) or '(none)'}")
 
 
+def parse_baselines(texts: list[str] | None) -> dict[str, str]:
+    """``--baseline factor=level`` options as a dict; a malformed one is a ConfigError."""
+    baselines = {}
+    for text in texts or []:
+        factor, sep, level = text.partition("=")
+        if not sep or not factor.strip() or not level.strip():
+            raise ConfigError(f"--baseline '{text}': expected factor=level, e.g. chunker=token")
+        baselines[factor.strip()] = level.strip()
+    return baselines
+
+
 def build_report(results: Results, metrics: list[str] | None = None, detail: bool = True,
-                 depth_rule: DepthRule = "common", title: str = "ragkit report") -> Report:
+                 depth_rule: DepthRule = "common", title: str = "ragkit report",
+                 baselines: dict[str, str] | None = None) -> Report:
+    """``baselines``: factor -> reference level named here, in place of the experiment's."""
     if depth_rule not in DEPTH_RULES:
         raise ConfigError(f"unknown depth rule '{depth_rule}'. Valid rules: {', '.join(DEPTH_RULES)}")
     if metrics is None:
         metrics = default_metrics(results.scores)
     else:
         _check_metrics(metrics, results.scores)
-    comparisons = compare(results, metrics, pair_rows=detail, depth_rule=depth_rule)
+    if baselines:
+        check_baselines(baselines, results.runs)
+    comparisons = compare(results, metrics, pair_rows=detail, depth_rule=depth_rule, baselines=baselines)
+    present = list(dict.fromkeys(comparisons.loc[comparisons["kind"] == MARGINAL, "factor"].tolist()))
+    references = Comparer(results, depth_rule, baselines).references(present)
     questions = results.scores["question_id"].nunique()
     units = results.units.reindex(pd.unique(results.scores["question_id"].astype("string"))).nunique()
     overview = (f"{len(results.runs)} runs, {questions} questions"
@@ -98,7 +134,8 @@ def build_report(results: Results, metrics: list[str] | None = None, detail: boo
                 + f". Resampling unit: {results.unit}.")
     return Report(title=title, metrics=metrics, unit=results.unit, overview=overview, comparisons=comparisons,
                   means=metric_means(results.scores, metrics, results.units), runs=results.runs,
-                  latency_ms=run_latency(results.stages) * 1000, depth_rule=depth_rule)
+                  latency_ms=run_latency(results.stages) * 1000, depth_rule=depth_rule, references=references,
+                  partial=partial_runs(results, metrics))
 
 
 # --- text forms ---------------------------------------------------------------------------------
@@ -129,19 +166,37 @@ def _metric_cell(row) -> str:
     return str(row.metric)
 
 
+def has_failures(rows: pd.DataFrame) -> bool:
+    """Some question of these comparisons failed on a side: the strict difference then leads."""
+    return bool(len(rows)) and int(rows["n_failed_a"].sum() + rows["n_failed_b"].sum()) > 0
+
+
+def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str, object]:
+    """The strict and the over-scored difference with interval and Holm p, the strict one first
+    when ``lead_strict``, and whether they disagree in sign."""
+    def cells(prefix: str) -> list[str]:
+        low, high = rows[f"{prefix}ci_low"], rows[f"{prefix}ci_high"]
+        return [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
+                for d, lo, hi in zip(rows[f"{prefix}diff"], low, high)]
+
+    strict = {f"strict Δ ({label})": cells("strict_"), "strict p (Holm)": rows["strict_p_holm"].map(_p)}
+    scored = {f"Δ over scored ({label})": cells(""), "p (Holm)": rows["p_holm"].map(_p)}
+    ordered = {**strict, **scored} if lead_strict else {**scored, **strict}
+    return {**ordered, "signs": np.where(rows["signs_disagree"].astype(bool), "DISAGREE", "")}
+
+
 def factor_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The factor rows as text: level vs best, diff = best - level."""
+    """The factor rows as text: level vs reference, Δ = level - reference."""
     return pd.DataFrame({
         "factor": rows["factor"],
-        "level vs best": rows["level_a"] + " vs " + rows["level_b"],
+        "level vs reference": rows["level_b"] + " vs " + rows["level_a"],
         "metric": [_metric_cell(row) for row in rows.itertuples()],
-        "Δ (best - level)": [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
-                             for d, lo, hi in zip(rows["diff"], rows["ci_low"], rows["ci_high"])],
-        "p (Holm)": rows["p_holm"].map(_p),
-        "units best ahead": [f"{b}/{n}" for b, n in zip(rows["units_b_better"], rows["n_units"])],
-        "failed level/best": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
-        "strict Δ": rows["strict_diff"].map(lambda v: _number(v, signed=True)),
-        "settings": rows["pairs"],
+        **_differences(rows, "level - reference", has_failures(rows)),
+        "units level ahead": [f"{b}/{n}" for b, n in zip(rows["units_b_better"], rows["n_units"])],
+        "questions": rows["n"],
+        "failed ref/level (question x setting)": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
+        "one side only ref/level": [f"{a}/{b}" for a, b in zip(rows["n_only_a"], rows["n_only_b"])],
+        "settings": rows["settings"],
     }).reset_index(drop=True)
 
 
@@ -173,35 +228,36 @@ def pair_table(rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "a -> b": rows["level_a"] + " -> " + rows["level_b"],
         "runs": rows["run_a"] + " -> " + rows["run_b"],
         "metric": [_metric_cell(row) for row in rows.itertuples()],
-        "Δ (b - a)": [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
-                      for d, lo, hi in zip(rows["diff"], rows["ci_low"], rows["ci_high"])],
+        **_differences(rows, "b - a", has_failures(rows)),
         "p": rows["p"].map(_p),
-        "p (Holm)": rows["p_holm"].map(_p),
-        "strict Δ": rows["strict_diff"].map(lambda v: _number(v, signed=True)),
         "scored a/b": [f"{a}/{b}" for a, b in zip(rows["n_scored_a"], rows["n_scored_b"])],
         "failed a/b": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
+        "one side only a/b": [f"{a}/{b}" for a, b in zip(rows["n_only_a"], rows["n_only_b"])],
         "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(rows["wins"], rows["ties"], rows["losses"])],
         "Δ ms/question": rows["latency_ms_diff"].map(lambda v: _number(v, digits=1, signed=True)),
     }).reset_index(drop=True)
 
 
 def _notes(report: Report) -> dict[str, str]:
-    family = len(report.comparisons)
     depth = ("When two runs pass on final contexts of different depth (a judge keeping fewer chunks) a ranking "
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
              if report.depth_rule == "common"
              else "Metrics are compared as asked, whatever the depth of each run's context.")
-    common = (f"{describe_method(report.unit)} p (Holm): corrected over all {family} comparisons in this report. "
-              "A failed question (an error or no value) is never averaged: 'failed' counts them per side, and "
-              f"strict Δ is the difference with each failure scored 0. {depth}")
+    common = (f"{describe_method(report.unit)} {holm_note(holm_family(report.comparisons))} A failed question (an "
+              "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
+              f"over every question both sides were asked, {failure_note(report.metrics)}, with its own CI and p. "
+              + "In a table where some question failed, the strict difference leads. signs DISAGREE: the two "
+              f"differences point opposite ways. {depth}")
     return {
-        "factors": ("Each level against the best level of its factor (highest mean, failures as 0), paired over "
-                    "every matched setting of the other factors (settings); a question's difference is its mean "
-                    "over those settings. units best ahead: units whose mean difference favours the best level. "
-                    + common),
+        "factors": ("Each level against its factor's reference level (see above), paired over every matched "
+                    "setting of the other factors (settings); a question's difference is its mean over those "
+                    "settings, so 'questions' counts each once while the failed and one-side-only counts are "
+                    "(question, setting) cases. Rows ordered best level first. units level ahead: units whose mean "
+                    "difference favours the level. " + common),
         "configurations": ("Mean over the questions a run scored [95% CI] (scored/failed). ms/question: mean time "
                            "of the per-question pipeline stages (one-off builds and evaluation excluded). " + CUT_RULE),
-        "pairs": "b - a over the questions both runs scored; W/T/L: questions where b won, tied, lost.",
+        "pairs": ("Δ over scored: b - a over the questions both runs scored; strict Δ: over every question both "
+                  "were asked; W/T/L: questions where b won, tied, lost."),
     }
 
 
@@ -230,7 +286,8 @@ def _markdown_table(table: pd.DataFrame) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    parts = [f"# {report.title}", report.overview, *(f"> {line}" for line in report.warnings)]
+    parts = [f"# {report.title}", report.overview, *header_lines(report.references, report.partial),
+             *(f"> {line}" for line in report.warnings)]
     for title, table, note in _sections(report):
         parts.append(f"## {title}")
         if not table.empty:
@@ -241,7 +298,8 @@ def to_markdown(report: Report) -> str:
 
 
 def to_html(report: Report) -> str:
-    body = [f"<h1>{html.escape(report.title)}</h1>", f"<p>{html.escape(report.overview)}</p>",
+    lines = [report.overview, *header_lines(report.references, report.partial)]
+    body = [f"<h1>{html.escape(report.title)}</h1>", *(f"<p>{html.escape(line)}</p>" for line in lines),
             *(f'<p class="warning">{html.escape(line)}</p>' for line in report.warnings)]
     for title, table, note in _sections(report):
         body.append(f"<h2>{html.escape(title)}</h2>")
@@ -262,19 +320,41 @@ table.table th, table.table td {{ padding: 4px 8px; border-bottom: 1px solid #dd
 """
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
-    """Rows as JSON-ready dicts: NaN and NA become null, numpy scalars plain numbers."""
-    return json.loads(frame.to_json(orient="records"))
+def _plain(value: object) -> object:
+    """A cell as JSON writes it at full precision: NaN and NA null, numpy scalars plain numbers."""
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts, every float as Python writes it (shortest exact form, no rounding)."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def to_json(report: Report) -> str:
     payload = {
-        "title": report.title, "overview": report.overview, "unit": report.unit, "metrics": report.metrics,
-        "depth_rule": report.depth_rule, "method": describe_method(report.unit), "notes": _notes(report),
-        "warnings": report.warnings,
-        "comparisons": _records(report.comparisons),
-        "configurations": _records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]), on="run_id",
-                                                      how="left")),
+        "title": report.title, "overview": report.overview,
+        "header": header_lines(report.references, report.partial), "unit": report.unit, "metrics": report.metrics,
+        "depth_rule": report.depth_rule, "method": describe_method(report.unit),
+        "notes": _notes(report), "warnings": report.warnings,
+        "holm_family": holm_family(report.comparisons),
+        "references": [{"factor": r.factor, "level": r.level, "source": r.source} for r in report.references],
+        "partial_runs": json_records(report.partial), "counts": COUNTS,
+        "strict_leads": has_failures(report.comparisons),
+        "comparisons": json_records(report.comparisons),
+        "configurations": json_records(report.means.merge(report.runs.reindex(columns=["run_id", "label"]),
+                                                          on="run_id", how="left")),
     }
     if report.labels_json:
         payload["labels"] = report.labels_json
@@ -292,11 +372,11 @@ def _add_labels(report: Report, results_dir: str | Path) -> None:
     report.labels_json = {"agreement": [agreement.as_row() for agreement in tables.agreements],
                           "confusion": {agreement.decision: agreement.confusion.to_dict() for agreement in
                                         tables.agreements},
-                          "prediction_powered": _records(tables.ppi) if not tables.ppi.empty else []}
+                          "prediction_powered": json_records(tables.ppi) if not tables.ppi.empty else []}
 
 
 def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] | None = None, detail: bool = True,
-                  depth_rule: DepthRule = "common") -> str:
+                  depth_rule: DepthRule = "common", baselines: dict[str, str] | None = None) -> str:
     """The report of a results folder as markdown, HTML or JSON text."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown report format '{fmt}'. Valid formats: {', '.join(FORMATS)}")
@@ -306,7 +386,7 @@ def render_report(results_dir: str | Path, fmt: str = "md", metrics: list[str] |
         report = Report(title=title, metrics=[], unit=results.unit, overview="No runs in this results folder yet.",
                         comparisons=compare(results, []), means=metric_means(results.scores, []), runs=results.runs)
     else:
-        report = build_report(results, metrics, detail, depth_rule, title)
+        report = build_report(results, metrics, detail, depth_rule, title, baselines)
         _add_labels(report, results_dir)
     # After every read the report made: what it could not read is named, not fatal.
     report.warnings = ResultStore(as_location(results_dir)).unreadable()

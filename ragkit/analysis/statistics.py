@@ -18,6 +18,15 @@ columns at once. Simulation tests check the coverage (93-97%) and the false-posi
 
 Why not the bootstrap: a percentile bootstrap over G units has no G / (G - 1) small-sample
 correction and under-covers with the 20-40 documents typical of QA sets.
+
+**Zero standard error** (the rule, ``ZERO_SE_RULE``): when every unit's values sum to exactly
+n_g * mean (every document's mean difference equal, while questions inside a document may vary),
+V is 0 and t = mean / 0. That is no certainty: CR1 sees only the spread *between* units and there
+is none to see. Such a column gets no interval and no p (NaN, ``p_note`` says why), unless every
+single value is 0 (two runs that scored identically): then p is 1 and the interval [0, 0], which
+claims no effect. "Zero" allows for rounding (se <= 1e-12 x the largest |value|), so equal document
+means that differ only in the last bit are zero too. A p that underflows to 0 from a finite t is
+reported as the smallest positive double instead: every p is > 0 or NaN with a note.
 """
 
 from __future__ import annotations
@@ -29,6 +38,12 @@ import pandas as pd
 from scipy import sparse, stats
 
 CONFIDENCE = 0.95
+# Relative size below which a standard error is rounding, not spread (see the module docstring).
+ZERO_SE_TOLERANCE = 1e-12
+ZERO_SE_RULE = ("zero standard error (every unit's mean is the same, so CR1 sees no spread between units): no "
+                "interval or p, never p = 0")
+ONE_UNIT_NOTE = "one unit: no spread between units to measure"
+NO_VALUES_NOTE = "no values"
 QUESTION_UNIT = "question"
 DOCUMENT_UNIT = "document"
 
@@ -36,7 +51,8 @@ DOCUMENT_UNIT = "document"
 @dataclass(frozen=True)
 class ColumnStats:
     """Per column of a (questions x columns) matrix: values counted, units, mean, CI, p (H0: mean 0),
-    and how many units had a positive, zero and negative mean."""
+    why p is missing where it is (``p_note``, "" where p is known), and how many units had a
+    positive, zero and negative mean."""
 
     n: np.ndarray
     n_units: np.ndarray
@@ -44,6 +60,7 @@ class ColumnStats:
     ci_low: np.ndarray
     ci_high: np.ndarray
     p_value: np.ndarray
+    p_note: np.ndarray
     units_positive: np.ndarray
     units_zero: np.ndarray
     units_negative: np.ndarray
@@ -72,8 +89,9 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     no value), questions grouped into units by the integer codes ``units``.
 
     A column with no value has NaN everywhere; with one unit, a mean but no interval or p-value;
-    when every unit's values equal the mean exactly (no spread), the interval is the mean and p is
-    1 for a zero mean, 0 otherwise.
+    with a zero standard error, no interval or p either (``ZERO_SE_RULE``), except when every value
+    is 0: p 1 and the interval [0, 0]. ``p_note`` names the reason wherever p is NaN. A p that
+    underflows to 0 is the smallest positive double.
     """
     values = np.asarray(values, dtype="float64")
     if values.ndim == 1:
@@ -98,14 +116,19 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
         t_value = np.abs(mean) / se
         p = 2 * stats.t.sf(t_value, np.maximum(g - 1, 1))
         unit_means = np.where(has_unit, sums / np.where(has_unit, counts, 1), np.nan)
-    # No spread: the t statistic is 0/0 or x/0; say what the data say instead of NaN.
-    flat = (g >= 2) & (se == 0)
-    p = np.where(flat, np.where(mean == 0, 1.0, 0.0), p)
-    low, high = mean - half, mean + half
-    undefined = g < 2
+        largest = np.nanmax(np.where(present, np.abs(values), 0.0), axis=0, initial=0.0)
+    # No spread between units (rounding allowed for): t is 0/0 or x/0, which proves nothing.
+    flat = (g >= 2) & (se <= ZERO_SE_TOLERANCE * largest)
+    all_zero = flat & (largest == 0)
+    p = np.where(flat, np.where(all_zero, 1.0, np.nan), np.maximum(p, np.finfo("float64").tiny))
+    low, high = np.where(all_zero, 0.0, mean - half), np.where(all_zero, 0.0, mean + half)
+    undefined = (g < 2) | (flat & ~all_zero)
     low, high, p = (np.where(undefined, np.nan, column) for column in (low, high, p))
+    note = np.where(n == 0, NO_VALUES_NOTE, np.where(g < 2, ONE_UNIT_NOTE,
+                                                     np.where(flat & ~all_zero, ZERO_SE_RULE, "")))
     return ColumnStats(
         n=n.astype("int64"), n_units=g.astype("int64"), mean=mean, ci_low=low, ci_high=high, p_value=p,
+        p_note=note.astype(object),
         units_positive=(unit_means > 0).sum(axis=0), units_zero=(unit_means == 0).sum(axis=0),
         units_negative=(unit_means < 0).sum(axis=0),
     )
@@ -129,4 +152,4 @@ def holm(p_values) -> np.ndarray:
 def describe_method(unit: str, confidence: float = CONFIDENCE) -> str:
     """One sentence naming the procedure and its unit, for every table that shows its numbers."""
     return (f"{confidence:.0%} CI and p: cluster-robust (CR1) t over {unit}s (each {unit} is one independent "
-            f"draw; df = {unit}s - 1); p tests a zero mean, two-sided.")
+            f"draw; df = {unit}s - 1); p tests a zero mean, two-sided. A {ZERO_SE_RULE}.")

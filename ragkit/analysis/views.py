@@ -31,8 +31,15 @@ def latency_means(results: Results) -> pd.DataFrame:
 
 
 def factor_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Each factor level against the factor's best level, Holm over exactly these rows."""
+    """Each factor level against the factor's reference level, Holm over exactly these rows."""
     return with_holm(Comparer(results).factor_effects(list(metrics)))
+
+
+def factor_references(results: Results) -> pd.DataFrame:
+    """Each factor's reference level and why (factor, level, source): the experiment's named
+    baseline, else the factor's first level."""
+    references = Comparer(results).references()
+    return pd.DataFrame([vars(reference) for reference in references], columns=["factor", "level", "source"])
 
 
 def pair_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -131,8 +138,8 @@ def export(results: Results, fmt: str, name: str) -> tuple[bytes, str, str]:
 
 
 VIEWS: dict[str, Callable[..., object]] = {view.__name__: view for view in (
-    means, latency_means, factor_effects, pair_effects, single_factor_pairs, judge_effects, scored_and_failed,
-    failure_reasons,
+    means, latency_means, factor_effects, factor_references, pair_effects, single_factor_pairs, judge_effects,
+    scored_and_failed, failure_reasons,
     metric_names, read_metrics, curve_points, quality_latency, runs_by_metrics, stage_latency, llm_usage,
     evaluation_cost,
     judge_replies, question_rows, export,

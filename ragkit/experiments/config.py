@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragkit import registry
+from ragkit.experiments.baselines import check_baselines
 from ragkit.experiments.search import SearchConfig
 from ragkit.index import AnnParams
 from ragkit.judges.base import PIPELINE_SLOTS, check_judge_places
@@ -246,6 +247,12 @@ class ExperimentConfig(StrictModel):
         description="Web search provider (entry-point group ragkit.web) for the router's web route and the "
         "quality gate's web_fallback; none by default: a web route is then answered 'not found'.",
     )
+    baseline: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per factor, the level its other levels are tested against in the report's factor table, "
+        "e.g. {chunker: token, judge.rerank: off}; default: the factor's first level (see ragkit.experiments."
+        "baselines). Not part of any run id.",
+    )
     ann: AnnParams = Field(
         default_factory=AnnParams,
         description="Approximate-nearest-neighbour index on the vectors of large indexes (none by default: exact "
@@ -280,6 +287,12 @@ class ExperimentConfig(StrictModel):
     _shorthand_specs = field_validator("chunkers", "retrievers", mode="before")(_specs)
     _embedder_shorthand = field_validator("embedders", mode="before")(_embedder_specs)
 
+    @field_validator("baseline", mode="before")
+    @classmethod
+    def _levels_as_text(cls, value: Any) -> Any:
+        # `top_k: 10` names the level "10"; YAML reads it as a number.
+        return {k: str(v) for k, v in value.items()} if isinstance(value, dict) else value
+
     @field_validator("top_k", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
@@ -296,7 +309,7 @@ class ExperimentConfig(StrictModel):
     @model_validator(mode="after")
     def _components_exist(self) -> ExperimentConfig:
         # Resolving checks names and params now, with messages that list the valid choices.
-        self.resolved_components()
+        check_baselines(self, self.resolved_components())
         if not self.embedders:
             needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
             if needing:

@@ -437,6 +437,7 @@ class LocalExecutor:
         it has not answered at their current content, whatever set it answered before."""
         for run in plan.runs:
             self.store.write_run(run.run_id, run_row(plan, run))
+        self.store.write_baselines(plan.baselines, plan.first_levels)
         questions = pd.DataFrame([question_row(q) for q in plan.questions.questions])
         self.store.write_questions(plan.questions_key, questions)
         done = self.store.completed_keys()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from ragkit import registry
 from ragkit.corpus.model import Corpus
+from ragkit.experiments.baselines import first_listed_levels
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
 from ragkit.index import AnnParams
@@ -98,6 +99,10 @@ class Plan:
     index_steps: tuple[IndexStep, ...]
     runs: tuple[RunStep, ...]
     shard_size: int = 100
+    # The experiment's named reference levels (``baseline:``) and each factor's first listed level,
+    # written beside the results for the report (experiments.baselines).
+    baselines: dict[str, str] = field(default_factory=dict)
+    first_levels: dict[str, str] = field(default_factory=dict)
 
 
 @overload
@@ -225,6 +230,8 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         index_steps=tuple(index_steps.values()),
         runs=tuple(replace(run, plan_depths=depths) for run in runs.values()),
         shard_size=config.shard_size,
+        baselines=dict(config.baseline),
+        first_levels=first_listed_levels(config),
     )
 
 

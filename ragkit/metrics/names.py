@@ -117,7 +117,8 @@ def better_direction(name: str) -> int:
 
 
 def failure_value(name: str) -> float:
-    """What a failed question counts as when levels are ranked: the worst value of the metric."""
+    """What a failed question counts as in a strict difference (and in a level's mean when rows are
+    ordered): the worst value of the metric, 0, or 1 for a lower-is-better rate."""
     return 1.0 if better_direction(name) == -1 else 0.0
 
 

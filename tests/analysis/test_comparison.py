@@ -1,5 +1,5 @@
 """ragkit.analysis.comparison: pairs with failures and strict differences, common depth, factor
-effects against the best level, one Holm family. Hand-computed cases."""
+effects against a reference level, one Holm family. Hand-computed cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ragkit.analysis.comparison import Comparer, compare, compared_metric
+from ragkit.analysis.comparison import Comparer, check_baselines, compare, compared_metric
 from ragkit.analysis.means import metric_means
 from ragkit.analysis.statistics import holm
 from ragkit.metrics.retrieval import run_metrics
@@ -49,12 +49,17 @@ def test_a_judge_that_crashes_on_the_hard_half_cannot_come_out_ahead():
     pair = compare(results, ["recall@5"], factor_rows=False).iloc[0]
     assert pair["diff"] == 0.0 and pair["n"] == 10
     assert pair["strict_diff"] == pytest.approx(-0.2) and pair["n_failed_b"] == 10
+    # Its strict difference has its own interval and test: -0.4 on the ten hard questions, 0 on the rest.
+    strict = stats.ttest_1samp([-0.4] * 10 + [0.0] * 10, 0.0)
+    assert pair["strict_p"] == pytest.approx(strict.pvalue) and pair["strict_p"] < 0.05
+    assert (pair["strict_ci_low"], pair["strict_ci_high"]) == pytest.approx(tuple(strict.confidence_interval()))
+    assert pair["p"] == 1.0  # over the survivors the two runs are identical
     factor = compare(results, ["recall@5"], pair_rows=False).iloc[0]
-    assert factor["level_b"] == "off", "the best level is the one that answers every question"
-    assert factor["strict_diff"] == pytest.approx(0.2)
+    assert (factor["level_a"], factor["level_b"]) == ("off", "llm"), "tested against the reference, judge off"
+    assert factor["strict_diff"] == pytest.approx(-0.2)
 
 
-def test_a_lower_is_better_rate_picks_the_lowest_level_and_counts_a_failure_as_worst():
+def test_a_lower_is_better_rate_counts_a_failure_as_worst():
     # abstention_wrong: 1 when an answerable question was wrongly abstained on. "on" abstains on
     # q0 only; "off" never abstains but crashes on q1-q3: counted as 1 (worst), "off" is worse.
     rows = [("on", "q0", "abstention_wrong", 1.0)] + [("on", f"q{i}", "abstention_wrong", 0.0) for i in range(1, 6)]
@@ -66,12 +71,9 @@ def test_a_lower_is_better_rate_picks_the_lowest_level_and_counts_a_failure_as_w
     assert pair["strict_diff"] == pytest.approx((1.0 - 3.0) / 6)  # on - off with failures as 1
     factor = compare(results, ["abstention_wrong"], pair_rows=False).iloc[0]
     assert factor["level_b"] == "llm" and factor["level_a"] == "off"
-    # Without the failures "off" (0.0) would be the lower, better level.
-    clean = [row for row in rows if len(row) == 4 or row[0] != "off"] + [
-        ("off", f"q{i}", "abstention_wrong", 0.0) for i in range(1, 4)]
-    factor = compare(results_of([judge_run("off", "off"), judge_run("on", "llm")], score_rows(clean)),
-                     ["abstention_wrong"], pair_rows=False).iloc[0]
-    assert factor["level_b"] == "off"
+    assert factor["strict_diff"] == pytest.approx((1.0 - 3.0) / 6)
+    # Over the scored questions "on" is worse (it abstained wrongly on q0), strictly it is better.
+    assert factor["diff"] == pytest.approx(1 / 3) and bool(factor["signs_disagree"])
 
 
 def _truncation_results(n_questions: int = 40):
@@ -128,22 +130,41 @@ def _factor_grid():
 
 
 def test_factor_effects_by_hand():
-    effects = Comparer(_factor_grid()).factor_effects(["ndcg@5"]).set_index(["factor", "level_a"])
-    # Level means: A 0.5, B 0.867, C 0.3 -> best B. A vs B per question, mean over the two k:
-    # (0.4 + 0.4) / 2, (0.4 + 0.4) / 2, (0.4 + 0.2) / 2 = 0.4, 0.4, 0.3.
-    a_vs_b = effects.loc[("chunker", "A")]
+    effects = Comparer(_factor_grid()).factor_effects(["ndcg@5"])
+    # Reference: the first level of each factor (chunker A, top_k 5), whatever scores best.
+    # B vs A per question, mean over the two k: (0.4 + 0.4) / 2, (0.4 + 0.4) / 2, (0.4 + 0.2) / 2.
+    chunker = effects[effects["factor"] == "chunker"]
+    assert chunker["level_a"].tolist() == ["A", "A"]
+    assert chunker["level_b"].tolist() == ["B", "C"]  # best level first: B (0.867), then C (0.3)
+    b_vs_a = chunker.iloc[0]
     per_question = np.array([0.4, 0.4, 0.3])
     interval = stats.ttest_1samp(per_question, 0.0).confidence_interval(0.95)
-    assert a_vs_b["level_b"] == "B" and a_vs_b["pairs"] == 2
-    assert a_vs_b["diff"] == pytest.approx(per_question.mean())
-    assert (a_vs_b["ci_low"], a_vs_b["ci_high"]) == pytest.approx((interval.low, interval.high))
-    assert (a_vs_b["units_b_better"], a_vs_b["n_units"]) == (3, 3)
-    # C vs B: (0.4 + 0.4) / 2, (0.6 + 0.6) / 2, (0.8 + 0.6) / 2
-    assert effects.loc[("chunker", "C"), "diff"] == pytest.approx(np.mean([0.4, 0.6, 0.7]))
-    # top_k: 5 vs 10 over the three chunkers; 10 is better everywhere.
-    top_k = effects.loc[("top_k", "5")]
-    assert top_k["level_b"] == "10" and top_k["pairs"] == 3 and top_k["diff"] > 0
-    assert ("chunker", "B") not in effects.index  # the best level is the reference, not a row
+    assert b_vs_a["settings"] == 2 and b_vs_a["n"] == 3
+    assert b_vs_a["diff"] == pytest.approx(per_question.mean())
+    assert (b_vs_a["ci_low"], b_vs_a["ci_high"]) == pytest.approx((interval.low, interval.high))
+    assert (b_vs_a["units_b_better"], b_vs_a["n_units"]) == (3, 3)
+    # C vs A: (0 + 0) / 2, (-0.2 - 0.2) / 2, (-0.4 - 0.4) / 2
+    assert chunker.iloc[1]["diff"] == pytest.approx(np.mean([0.0, -0.2, -0.4]))
+    # top_k: 10 vs 5 over the three chunkers; 10 is better everywhere.
+    top_k = effects[effects["factor"] == "top_k"].iloc[0]
+    assert (top_k["level_a"], top_k["level_b"]) == ("5", "10") and top_k["settings"] == 3 and top_k["diff"] > 0
+    assert "A" not in set(chunker["level_b"])  # the reference is not a row
+
+
+def test_a_named_baseline_is_the_reference_and_an_unknown_one_is_refused():
+    from ragkit.registry import ConfigError
+
+    results = _factor_grid()
+    named = Comparer(results, baselines={"chunker": "C"}).factor_effects(["ndcg@5"])
+    chunker = named[named["factor"] == "chunker"]
+    assert set(chunker["level_a"]) == {"C"} and chunker["level_b"].tolist() == ["B", "A"]
+    reference = {r.factor: r for r in Comparer(results, baselines={"chunker": "C"}).references()}
+    assert reference["chunker"].level == "C" and "--baseline" in reference["chunker"].source
+    assert reference["top_k"].level == "5" and "first level" in reference["top_k"].source
+    with pytest.raises(ConfigError, match=r"unknown level 'D' of chunker\. Valid levels: A, B, C"):
+        check_baselines({"chunker": "D"}, results.runs)
+    with pytest.raises(ConfigError, match=r"unknown factor 'chunkr'\. Valid factors: .*chunker"):
+        check_baselines({"chunkr": "A"}, results.runs)
 
 
 def test_one_holm_family_over_every_row_returned():
@@ -203,7 +224,7 @@ def test_pairs_compared_in_blocks_are_the_pairs_compared_at_once(monkeypatch):
 def test_question_means_reduce_the_pair_differences_as_they_go():
     """A level's effect is reduced over its pairs while they are compared: the same per-question
     means and totals as the questions x pairs differences averaged afterwards."""
-    from ragkit.analysis import comparison
+    from ragkit.analysis import differences
     from ragkit.analysis.matrices import nanmean_columns
 
     rng = np.random.default_rng(5)
@@ -218,12 +239,26 @@ def test_question_means_reduce_the_pair_differences_as_they_go():
     runs_a, runs_b = rng.integers(1, 10, 40), rng.integers(1, 10, 40)
     assert matrices.run_ids[0] == "r00"
     compared = rng.choice(np.array(metrics, dtype=object), 40)
-    by_pair = comparison._pair_differences(matrices, runs_a, runs_b, compared)
-    reduced = comparison._question_means(matrices, runs_a, runs_b, compared)
+    by_pair = differences.pair_differences(matrices, runs_a, runs_b, compared)
+    reduced = differences.question_means(matrices, runs_a, runs_b, compared)
     for name in ("diff", "strict"):
         expected = nanmean_columns(by_pair[name].T)
         only_r00 = list(matrices.question_ids).index("q-only-r00")
         assert np.isnan(reduced[name][only_r00]) and np.isnan(expected).sum() == 1
         np.testing.assert_allclose(reduced[name], expected, rtol=1e-12)
-    for name in ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b"):
-        assert int(reduced[name]) == int(by_pair[name].sum()) > 0
+    for name in differences.CASE_COUNTS:
+        assert int(reduced[name]) == int(by_pair[name].sum())
+        assert name.startswith("n_only") or int(reduced[name]) > 0
+
+
+def test_a_setting_where_neither_run_has_the_metric_is_not_counted():
+    results = _factor_grid()
+    # mrr only at top_k 5 (and for C at 10 too): B vs A is compared in one setting, not two.
+    rows = [(run, f"q{i}", "mrr", 0.5 + 0.1 * i) for run in ("A5", "B5", "C5", "C10") for i in range(3)]
+    scores = pd.concat([results.scores, score_rows(rows)], ignore_index=True)
+    effects = Comparer(results_of([run_row(r, chunker=r[0], top_k=int(r[1:])) for r in results.runs["run_id"]],
+                                  scores)).factor_effects(["mrr"]).set_index(["factor", "level_b"])
+    assert effects.loc[("chunker", "B"), "settings"] == 1
+    # C vs A at k = 10: only C has mrr there, so the setting counts, its questions as one-sided
+    assert effects.loc[("chunker", "C"), "settings"] == 2
+    assert (effects.loc[("chunker", "C"), "n_only_a"], effects.loc[("chunker", "C"), "n_only_b"]) == (0, 3)

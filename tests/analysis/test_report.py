@@ -68,37 +68,121 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     text = _report(results_dir, capsys, "--metrics", "recall@10,groundedness")
     assert text.index("## What each factor does") < text.index("## Configurations") < text.index(
         "## Single-factor pairs")
-    # off vs llm: per-question differences 1 x 6, 0 x 2 over 8 questions, each its own unit.
+    # The reference of judge.rerank is its first level, off (named by nobody): fixed before the data.
+    assert "judge.rerank: off (first level in the pairs' order" in text
+    # llm vs off: per-question differences 1 x 6, 0 x 2 over 8 questions, each its own unit.
     differences = np.array([1.0] * 6 + [0.0] * 2)
     interval = stats.ttest_1samp(differences, 0.0).confidence_interval(0.95)
     judge = [row for row in _rows(text, "judge.rerank") if row[2] == "recall@10"]
-    assert judge[0][:3] == ["judge.rerank", "off vs llm", "recall@10"]
-    assert judge[0][3] == f"+0.750 [{interval.low:+.3f}, {interval.high:+.3f}]"
-    assert judge[0][5:8] == ["6/8", "0/0", "+0.750"]
-    # groundedness: q8 failed in the judge's run. Scored equally elsewhere, so the judge is not the
-    # best level once its failure counts (0.5 x 7 / 8 < 0.5); compared on the 7 questions both
-    # scored, the failure counted, and the strict difference scoring it 0: 0.5 / 8 over 8 questions.
+    assert judge[0][:3] == ["judge.rerank", "llm vs off", "recall@10"]
+    # A question failed (groundedness), so the strict difference leads; recall has no failure: equal.
+    assert judge[0][3] == judge[0][5] == f"+0.750 [{interval.low:+.3f}, {interval.high:+.3f}]"
+    assert judge[0][8:11] == ["6/8", "8", "0/0"]
+    # groundedness: q8 failed in the judge's run. Equal on the 7 questions both scored (identical:
+    # p 1); the strict difference scores the failure 0: -0.5 on q8, so -0.5 / 8 over 8 questions.
     grounded = next(row for row in _rows(text, "judge.rerank") if row[2] == "groundedness")
-    assert grounded[1] == "llm vs off" and grounded[3].startswith("+0.000")
-    assert grounded[6] == "1/0" and grounded[7] == f"{0.5 / 8:+.3f}"
-    assert "cluster-robust" in text and "over questions" in text
+    strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0).confidence_interval(0.95)
+    assert grounded[1] == "llm vs off" and grounded[5].startswith("+0.000")
+    assert grounded[3] == f"{-0.5 / 8:+.3f} [{strict.low:+.3f}, {strict.high:+.3f}]"
+    assert grounded[9:11] == ["7", "0/1"]
+    assert "cluster-robust" in text and "over questions" in text and "the strict difference leads" in text
 
 
-def test_json_carries_every_comparison_unformatted_in_one_holm_family(results_dir, capsys):
+def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(results_dir, capsys):
     payload = json.loads(_report(results_dir, capsys, "--format", "json", "--metrics", "recall@10,groundedness"))
     comparisons = pd.DataFrame(payload["comparisons"])
     expected = {"factor", "level_a", "level_b", "metric", "depth", "n_scored_a", "n_scored_b", "n_failed_a",
-                "n_failed_b", "diff", "ci_low", "ci_high", "p", "p_holm", "strict_diff", "unit"}
+                "n_failed_b", "n_only_a", "n_only_b", "diff", "ci_low", "ci_high", "p", "p_holm", "p_note",
+                "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_holm", "strict_p_note",
+                "signs_disagree", "settings", "unit"}
     assert expected <= set(comparisons.columns)
     assert set(comparisons["kind"]) == {"factor", "pair"}
     assert comparisons["p_holm"].to_numpy() == pytest.approx(holm(comparisons["p"].to_numpy(dtype=float)),
                                                              nan_ok=True)
-    factor = comparisons[(comparisons["kind"] == "factor") & (comparisons["metric"] == "recall@10")
+    assert comparisons["strict_p_holm"].to_numpy() == pytest.approx(
+        holm(comparisons["strict_p"].to_numpy(dtype=float)), nan_ok=True)
+    for p, note in [*zip(comparisons["p"], comparisons["p_note"]),
+                    *zip(comparisons["strict_p"], comparisons["strict_p_note"])]:
+        assert (p is not None and not np.isnan(p) and p > 0) or note
+    family = payload["holm_family"]
+    assert family["rows"] == len(comparisons) and family["tested"] == comparisons["p"].notna().sum()
+    assert family["metrics"] == ["recall@10", "groundedness"] and set(family["rows_by_kind"]) == {"factor", "pair"}
+    factor = comparisons[(comparisons["kind"] == "factor") & (comparisons["metric"] == "groundedness")
                          & (comparisons["factor"] == "judge.rerank")].iloc[0]
-    assert (factor["level_a"], factor["level_b"], factor["diff"], factor["unit"]) == ("off", "llm", 0.75, "question")
+    assert (factor["level_a"], factor["level_b"], factor["unit"]) == ("off", "llm", "question")
+    # Full precision: -0.5 / 8 and the t interval as Python computes them, not rounded to 10 decimals.
+    strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0)
+    assert factor["strict_diff"] == -0.0625 and factor["strict_p"] == pytest.approx(strict.pvalue, rel=1e-12)
+    assert factor["strict_ci_low"] == pytest.approx(strict.confidence_interval().low, rel=1e-12)
+    default = ("first level in the pairs' order (off first, smaller numbers first, names alphabetically), "
+               "no baseline named")
+    assert sorted(payload["references"], key=lambda r: r["factor"]) == [
+        {"factor": "judge.rerank", "level": "off", "source": default},
+        {"factor": "top_k", "level": "5", "source": default}]
+    assert payload["strict_leads"] is True and payload["partial_runs"] == []
     assert payload["unit"] == "question" and payload["metrics"] == ["recall@10", "groundedness"]
     configurations = pd.DataFrame(payload["configurations"]).set_index(["run_id", "metric"])
     assert configurations.loc[("llm", "groundedness"), ["n", "n_failed"]].tolist() == [7, 1]
+
+
+def test_a_baseline_named_in_the_experiment_or_on_the_command_line_is_the_reference(results_dir, capsys):
+    ResultStore(results_dir).write_baselines({}, {"judge.rerank": "llm"})
+    payload = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))
+    assert {"factor": "judge.rerank", "level": "llm", "source": "first level listed in the experiment, no baseline "
+            "named"} in payload["references"]
+    ResultStore(results_dir).write_baselines({"judge.rerank": "llm"}, {"judge.rerank": "off"})
+    payload = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))
+    rows = pd.DataFrame(payload["comparisons"])
+    judge = rows[rows["factor"] == "judge.rerank"]
+    assert set(judge["level_a"]) == {"llm"} and set(judge["level_b"]) == {"off"}
+    assert {"factor": "judge.rerank", "level": "llm", "source": "named in the experiment"} in payload["references"]
+    payload = json.loads(_report(results_dir, capsys, "--format", "json", "--baseline", "judge.rerank=off"))
+    assert {"factor": "judge.rerank", "level": "off", "source": "named with --baseline"} in payload["references"]
+    assert main(["report", str(results_dir), "--baseline", "judge.rerank=strong"]) == 2
+    assert "unknown level 'strong' of judge.rerank. Valid levels: off, llm" in capsys.readouterr().err
+
+
+@pytest.fixture()
+def stopped_dir(tmp_path):
+    """Judge off answers all 8 questions (0.5 each). The judge's run scores 1.0 on q1-q2, fails
+    q3-q6 and was stopped before q7-q8."""
+    store = ResultStore(tmp_path / "stopped")
+    for run_id, mode in (("off", "off"), ("llm", "llm")):
+        store.write_run(run_id, _run_row(run_id, mode, 5))
+        asked = QUESTIONS if run_id == "off" else QUESTIONS[:6]
+        values = [0.5] * 8 if run_id == "off" else [1.0, 1.0] + [np.nan] * 4
+        errors = [None] * 8 if run_id == "off" else [None, None] + ["RuntimeError: judge crashed"] * 4
+        scores = pd.DataFrame({"run_id": run_id, "question_id": asked, "metric": "mrr",
+                               "value": values[:len(asked)], "error": errors[:len(asked)]})
+        stages = pd.DataFrame({"run_id": run_id, "question_id": asked, "stage": "retrieve", "seconds": 0.01,
+                               "cached": False})
+        store.commit_shard(run_id, asked, {"scores": scores, "stages": stages})
+    return tmp_path / "stopped"
+
+
+def test_strict_statistics_sign_disagreement_and_a_stopped_run_by_hand(stopped_dir, capsys):
+    payload = json.loads(_report(stopped_dir, capsys, "--format", "json", "--metrics", "mrr"))
+    pair = next(row for row in payload["comparisons"] if row["kind"] == "pair")
+    # Over the questions both scored (q1, q2) the judge is +0.5 better; over the six both were asked,
+    # its four failures scoring 0, it is worse: (2 x 0.5 - 4 x 0.5) / 6.
+    strict = np.array([0.5, 0.5, -0.5, -0.5, -0.5, -0.5])
+    test = stats.ttest_1samp(strict, 0.0)
+    assert (pair["diff"], pair["n"]) == (0.5, 2)
+    assert pair["strict_diff"] == pytest.approx(-1 / 6, rel=1e-15) and pair["n_strict"] == 6
+    assert pair["strict_p"] == pytest.approx(test.pvalue, rel=1e-12)
+    assert (pair["strict_ci_low"], pair["strict_ci_high"]) == pytest.approx(tuple(test.confidence_interval()),
+                                                                             rel=1e-12)
+    assert pair["signs_disagree"] is True
+    # Both scored values equal 0.5 - 1.0 per question: no spread, so no p (and no p = 0): a reason instead.
+    assert pair["p"] is None and "zero standard error" in pair["p_note"]
+    assert (pair["n_failed_a"], pair["n_failed_b"], pair["n_only_a"], pair["n_only_b"]) == (0, 4, 2, 0)
+    assert payload["partial_runs"] == [{"run_id": "llm", "label": payload["partial_runs"][0]["label"],
+                                        "asked": 6, "of": 8}]
+    text = _report(stopped_dir, capsys, "--metrics", "mrr")
+    header = next(line for line in text.splitlines() if line.startswith("Runs not asked every question"))
+    assert "(llm): 6 of 8" in header
+    row = _rows(text, "judge.rerank")[-1]  # the pair row; the strict difference leads (failures exist)
+    assert row[4].startswith(f"{-1 / 6:+.3f}") and row[8] == "DISAGREE"
 
 
 def test_no_detail_leaves_out_the_pairs_and_shrinks_the_family(results_dir, capsys):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ragkit.analysis.statistics import column_stats, holm, unit_codes
+from ragkit.analysis.statistics import ONE_UNIT_NOTE, ZERO_SE_RULE, column_stats, holm, unit_codes
 
 pytestmark = pytest.mark.unit
 
@@ -65,9 +65,10 @@ def test_columns_are_independent_and_missing_values_are_skipped():
 @pytest.mark.parametrize(("values", "units", "mean", "low", "high", "p"), [
     # one unit: a mean, but nothing to say how far it could be off
     ([0.2, 0.4], [0, 0], 0.3, np.nan, np.nan, np.nan),
-    # no spread between units: the interval is the mean; p is 1 at zero, 0 elsewhere
+    # every value 0 (two runs scoring identically): nothing to reject, p 1
     ([0.0, 0.0, 0.0], [0, 1, 2], 0.0, 0.0, 0.0, 1.0),
-    ([0.5, 0.5, 0.5], [0, 1, 2], 0.5, 0.5, 0.5, 0.0),
+    # no spread between units but a nonzero mean: a zero standard error proves nothing (not p 0)
+    ([0.5, 0.5, 0.5], [0, 1, 2], 0.5, np.nan, np.nan, np.nan),
     # nothing at all
     ([np.nan, np.nan], [0, 1], np.nan, np.nan, np.nan, np.nan),
 ])
@@ -75,6 +76,33 @@ def test_degenerate_columns(values, units, mean, low, high, p):
     result = column_stats(np.array(values), np.array(units))
     assert (result.mean[0], result.ci_low[0], result.ci_high[0], result.p_value[0]) == pytest.approx(
         (mean, low, high, p), nan_ok=True)
+
+
+def test_equal_document_means_with_varying_questions_give_no_p_of_zero():
+    # Documents {0.0, 0.2}, {0.1, 0.1}, {0.3, -0.1}: every document's mean is 0.1 while questions vary,
+    # so the CR1 variance is 0 and t = 0.1 / 0. The fourth column has mean 0 the same way.
+    units = np.array([0, 0, 1, 1, 2, 2])
+    values = np.array([[0.0, 0.2, 0.1, 0.1, 0.3, -0.1],
+                       # 0.1 + 0.2 is 0.30000000000000004: equal means up to rounding count as equal
+                       [0.1, 0.2, 0.3, 0.0, 0.15, 0.15],
+                       [0.1, 0.2, 0.3, 0.0, 0.15, 0.16],
+                       [0.1, -0.1, 0.2, -0.2, 0.0, 0.0]]).T
+    result = column_stats(values, units)
+    assert result.mean[:2] == pytest.approx([0.1, 0.15])
+    assert np.isnan(result.p_value[[0, 1, 3]]).all() and np.isnan(result.ci_low[[0, 1, 3]]).all()
+    assert list(result.p_note[[0, 1, 3]]) == [ZERO_SE_RULE] * 3
+    # a real (small) spread between documents gives an ordinary, positive p
+    assert 0 < result.p_value[2] < 1 and result.p_note[2] == ""
+    assert column_stats(np.array([0.2, 0.4]), np.array([0, 0])).p_note[0] == ONE_UNIT_NOTE
+
+
+def test_a_p_never_underflows_to_zero():
+    # Mean 1, spread 1e-9 over 60 units: t is about 1e10 with 59 degrees of freedom, so
+    # 2 * P(T_59 > t) is about 1e-590, below the smallest double: it is reported as that, not as 0.
+    values = 1.0 + 1e-9 * np.random.default_rng(1).normal(size=60)
+    result = column_stats(values, np.arange(60))
+    assert stats.t.sf(result.mean[0] / (np.std(values, ddof=1) / np.sqrt(60)), 59) == 0.0
+    assert result.p_value[0] == np.finfo("float64").tiny and result.p_note[0] == ""
 
 
 def test_unit_codes_group_named_questions_and_keep_the_rest_apart():

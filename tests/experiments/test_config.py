@@ -106,3 +106,36 @@ def test_auto_embedder_is_minilm_without_a_server_and_ollama_when_one_answers(mo
     assert spec.type == "ollama" and spec.params["model_name"] == "mxbai"
     with pytest.raises(config_module.ConfigError, match="ollama_model"):
         config_module.config_from_dict({**base, "embedders": [{"type": "auto", "params": {"size": 3}}]})
+
+
+def test_a_baseline_names_a_factor_and_level_of_the_grid_and_is_no_part_of_any_run_id():
+    config = config_from_dict({**BASE, "chunkers": ["recursive", "token"], "top_k": [5, 10],
+                               "baseline": {"chunker": "token", "top_k": 10}})
+    assert config.baseline == {"chunker": "token", "top_k": "10"}  # a level as the runs table names it
+    assert expand_grid(config) == expand_grid(config.model_copy(update={"baseline": {}}))
+    with pytest.raises(ConfigError, match=r"baseline: unknown factor 'chunkers'\. Valid factors: chunker, "
+                                          r"embedder, retriever, top_k"):
+        config_from_dict({**BASE, "baseline": {"chunkers": "token"}})
+    with pytest.raises(ConfigError, match=r"baseline: unknown level 'sentence' of chunker\. Valid levels: "
+                                          r"recursive, token"):
+        config_from_dict({**BASE, "chunkers": ["recursive", "token"], "baseline": {"chunker": "sentence"}})
+
+
+def test_the_named_baselines_are_stored_beside_the_results(tmp_path):
+    from ragkit.results import ResultStore
+
+    store = ResultStore(tmp_path / "results")
+    assert store.read_baselines() == {"named": {}, "first_listed": {}}
+    store.write_baselines({"chunker": "token"}, {"chunker": "recursive", "judge.rerank": "off"})
+    assert ResultStore(tmp_path / "results").read_baselines() == {
+        "named": {"chunker": "token"}, "first_listed": {"chunker": "recursive", "judge.rerank": "off"}}
+
+
+def test_a_factor_not_named_is_tested_against_its_first_level_as_listed():
+    from ragkit.experiments.baselines import first_listed_levels
+
+    config = config_from_dict({**BASE, "chunkers": ["token", "recursive"], "retrievers": ["dense"],
+                               "top_k": [10, 5], "judges": {"rerank": {"mode": ["llm", "off"]}}})
+    # listed order for components; top_k sorted (the smallest first) and judge modes off first;
+    # a factor with one level has no reference to name
+    assert first_listed_levels(config) == {"chunker": "token", "top_k": "5", "judge.rerank": "off"}
