@@ -158,21 +158,6 @@ def _most_important_factor(comparer: Comparer, metric: str) -> dict | None:
     return best
 
 
-def _with_strict_test(comparer: Comparer, rows: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """``rows`` (pairs of the best, a, and a runner-up, b) with the strict difference's own CI and
-    p: per question b - a over the questions both were asked, a failure as the metric's worst
-    value, cluster-robust over the same unit (``statistics.column_stats``)."""
-    matrices = comparer.matrices
-    values, asked = matrices.get(metric)
-    positions = pd.Index(matrices.run_ids)
-    a, b = positions.get_indexer(rows["run_a"].astype(str)), positions.get_indexer(rows["run_b"].astype(str))
-    strict = np.where(asked, np.nan_to_num(values, nan=failure_value(metric)), np.nan)
-    both = asked[:, a] & asked[:, b]
-    column = statistics.column_stats(np.where(both, strict[:, b] - strict[:, a], np.nan), comparer.units)
-    return rows.assign(strict_diff=column.mean, strict_ci_low=column.ci_low, strict_ci_high=column.ci_high,
-                       strict_p=column.p_value)
-
-
 def recommend(results: Results, params: BestParams) -> Recommendation:
     """The recommendation of the module docstring for ``results``' runs."""
     check_metric(params.metric, results)
@@ -189,7 +174,8 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     pairs = pd.DataFrame({"run_a": best, "run_b": others, "factor": CONFIGURATION,
                           "value_a": table.set_index("run_id").at[best, "label"],
                           "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
-    comparisons = _with_strict_test(comparer, comparer.pair_comparisons([params.metric], pairs), params.metric)
+    # The engine gives each pair the strict difference's own CI and p (a failure as the worst value).
+    comparisons = comparer.pair_comparisons([params.metric], pairs)
     p_all = np.concatenate([comparisons["p"].to_numpy(dtype="float64"),
                             comparisons["strict_p"].to_numpy(dtype="float64")])
     adjusted = statistics.holm(p_all)
