@@ -9,11 +9,8 @@ from pathlib import Path
 from ragkit.folders import as_location
 from ragkit.quoting import clipped, one_line
 from ragkit.registry import ConfigError
-from ragkit.settings import TOKEN_ENV
 
 # The dashboard reads files under the server's paths and runs jobs: anything but loopback needs a token.
-LOOPBACK_NAMES = ("localhost",)
-MIN_TOKEN_CHARS = 16
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -207,76 +204,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to any interface
-        return False
-
-
-def _remote_access_token(args: argparse.Namespace) -> str:
-    """The token a dashboard bound beyond loopback requires, after refusing to bind without the
-    explicit flag; printed once when generated, so it never has to go on a command line."""
-    import secrets
-
-    from ragkit.settings import get_settings
-
-    if not args.allow_remote:
-        raise ConfigError(
-            f"--host {args.host} lets other machines reach the dashboard, which reads files on this server and "
-            "runs jobs. Add --allow-remote to do it with a required access token (set it in "
-            f"{TOKEN_ENV}, or one is generated), or keep the default --host 127.0.0.1"
-        )
-    configured = get_settings().dashboard_token
-    token = configured.get_secret_value() if configured else ""
-    if token and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(f"{TOKEN_ENV} is {len(token)} characters: use at least {MIN_TOKEN_CHARS}, "
-                          "or unset it to have a random token generated")
-    if not token:
-        token = secrets.token_urlsafe(24)
-        print(f"access token (shown only now): {token}")
-    print(f"warning: the dashboard listens on {args.host}:{args.port}, reachable from other machines; anyone with "
-          "the access token can read files under this server's paths and run jobs. Use a trusted network.",
-          file=sys.stderr)
-    return token
-
-
-def _cmd_dashboard(args: argparse.Namespace) -> int:
-    import os
-    import subprocess
-
-    from ragkit.settings import get_settings
-
-    environment = dict(os.environ)
-    if not _is_loopback(args.host):
-        environment[TOKEN_ENV] = _remote_access_token(args)
-    if args.demo:
-        # The demo opens on a finished quickstart: run it first (a no-op once it is complete).
-        quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
-        _cmd_run(build_parser().parse_args(["run", str(quickstart)]))
-    app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.address", args.host, "--server.port", str(args.port),
-        "--server.maxUploadSize", str(int(get_settings().max_file_mb)),
-        "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
-        "--server.enableXsrfProtection", "true",
-    ]
-    print(f"dashboard on http://{args.host}:{args.port}")
-    # The token reaches the app through the environment: `ps` shows command lines to every user.
-    return subprocess.call(command, env=environment)
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be a number from 1 to 65535, got {text!r}")
-    return int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -360,14 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_export_pipeline(sub)
 
-    dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
-    dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
-    dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")
-    dashboard.add_argument("--port", type=_port, default=8501)
-    dashboard.add_argument("--allow-remote", action="store_true",
-                           help="allow a --host other machines can reach; requires an access token "
-                                f"({TOKEN_ENV}, or one is generated and printed)")
-    dashboard.set_defaults(func=_cmd_dashboard)
+    from ragkit.cli_dashboard import add_dashboard_parser
+
+    # The demo runs the quickstart first, through the same `run` command.
+    add_dashboard_parser(sub, run_experiment=lambda path: _cmd_run(build_parser().parse_args(["run", path])))
     from ragkit.cli_decide import register as register_decision_commands
 
     register_decision_commands(sub)  # best, failures, compare
