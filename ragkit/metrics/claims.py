@@ -28,9 +28,10 @@ from collections.abc import Callable
 from ragkit.judges.groundedness import SYSTEM, ClaimVerdict, joined_context, split_claims
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
+from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.metrics.ragas_adapter import RagasOutcome
 
-CLAIM_METRICS = ("context_utilization", "noise_sensitivity")
+CLAIM_METRICS = CLAIM_DIAGNOSTICS
 MAX_CLAIMS = 8  # per side: bounds the calls at 2 x 8 per question and metric
 MIN_CLAIM_WORDS = 1
 CONTEXT_CHARS = 4000  # of the joined retrieved chunks shown per check

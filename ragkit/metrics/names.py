@@ -39,13 +39,15 @@ AGENTIC_METRICS = (
     "routing_accuracy", "abstention_correct", "abstention_wrong",
     "answer_relevance", "answer_completeness", "answer_accuracy",
 )
+# RAGChecker's claim-level diagnostics (ragkit.metrics.claims), shown beside the failure classes.
+CLAIM_DIAGNOSTICS = ("context_utilization", "noise_sensitivity")
 # Every generation metric a run can score, in reading order: ragas' LLM-judged metrics, ragas'
 # non-LLM forms, answer overlap, our embedding score, RAGChecker's claim-level diagnostics
 # (ragkit.metrics.generation.METRICS), the pipeline's own groundedness judge.
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
-    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", "context_utilization",
-    "noise_sensitivity", "groundedness", *AGENTIC_METRICS,
+    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", *CLAIM_DIAGNOSTICS, "groundedness",
+    *AGENTIC_METRICS,
 )
 # The generation metrics charted and reported by default, when scored.
 CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness",
