@@ -1,6 +1,8 @@
 """RAGChecker's claim-level diagnostics (Ru et al. 2024), judged by the evaluation LLM.
 
-Both sides are split into claims by the groundedness judge's sentence rule
+The ground truth is the reference answer (the question's first answer, its span text) or, for a
+multi-part answer, its parts (one text each, each one claim). The reference and the response are
+split into claims by the groundedness judge's sentence rule
 (``ragkit.judges.groundedness.split_claims``, at most ``MAX_CLAIMS`` each, fragments of one word
 kept: a ground truth is often a short answer span such as "14 days", which is one claim). Each
 entailment is one LLM call with the groundedness judge's verdict schema (``ClaimVerdict``), the
@@ -59,7 +61,8 @@ class _Unusable(Exception):
 
 
 def claim_score(name: str, *, question: str, answer: str, contexts: list[str], reference: str,
-                llm: LLMClient, max_tokens: int | None = None) -> RagasOutcome:
+                llm: LLMClient, reference_parts: list[str] | None = None,
+                max_tokens: int | None = None) -> RagasOutcome:
     """``name`` (one of ``CLAIM_METRICS``) for one answered question; the inputs are checked
     non-empty by the caller (``ragkit.metrics.generation``)."""
     def entailed(claim: str, text: str) -> bool:
@@ -68,11 +71,13 @@ def claim_score(name: str, *, question: str, answer: str, contexts: list[str], r
     if name not in CLAIM_METRICS:
         raise ValueError(f"unknown claim metric '{name}'. Valid: {', '.join(CLAIM_METRICS)}")
     context = joined_context(contexts, CONTEXT_CHARS)
+    parts = [" ".join(part.split()) for part in reference_parts or [] if part.strip()]
+    truth = parts[:MAX_CLAIMS] if parts else split_claims(reference, MIN_CLAIM_WORDS)[:MAX_CLAIMS]
+    truth_text = "; ".join(parts) if parts else reference
     try:
         if name == "context_utilization":
-            return _context_utilization(split_claims(reference, MIN_CLAIM_WORDS)[:MAX_CLAIMS], context, answer,
-                                        entailed)
-        return _noise_sensitivity(split_claims(answer, MIN_CLAIM_WORDS)[:MAX_CLAIMS], context, reference, entailed)
+            return _context_utilization(truth, context, answer, entailed)
+        return _noise_sensitivity(split_claims(answer, MIN_CLAIM_WORDS)[:MAX_CLAIMS], context, truth_text, entailed)
     except _Unusable as reason:
         return RagasOutcome(math.nan, str(reason))
 

@@ -103,6 +103,10 @@ class GenerationSample(BaseModel):
     reference_contexts: list[str] | None = Field(
         default=None, description="The gold passages (e.g. answer spans' paragraphs), if known."
     )
+    reference_parts: list[str] | None = Field(
+        default=None, description="A multi-part answer's parts (one text each), if it has parts: the "
+        "ground-truth claims of context_utilization and noise_sensitivity.",
+    )
 
 
 class EvaluationParams(BaseModel):
@@ -218,7 +222,8 @@ def _ragas(
     if name in CLAIM_METRICS:  # ours, not ragas': called directly through the client
         assert llm is not None and sample.reference is not None  # _unmet_need checked both
         return claim_score(name, question=sample.question, answer=sample.answer, contexts=sample.contexts,
-                           reference=sample.reference, llm=llm, max_tokens=params.judge_max_tokens)
+                           reference=sample.reference, reference_parts=sample.reference_parts, llm=llm,
+                           max_tokens=params.judge_max_tokens)
     judge = ClientLLM(llm, stage=f"eval:{name}", max_tokens=params.judge_max_tokens) if llm is not None else None
     return ragas_adapter.ragas_score(
         name,

@@ -23,7 +23,8 @@ CONTEXT = "The incubation period is 14 days. The disease is caused by a virus."
 REFERENCE = "The incubation period is 14 days. The disease is caused by a virus. Children are rarely affected."
 ANSWER = "The incubation period is 14 days [1]. The disease is caused by bacteria. Masks help."
 SAMPLE = GenerationSample(question_id="q1", question=QUESTION, answer=ANSWER, contexts=[CONTEXT], reference=REFERENCE)
-TEXTS = {CONTEXT: "context", REFERENCE: "reference", ANSWER: "answer"}
+# "14 days; a virus": a two-part answer's parts joined, the reference its answer claims are checked against.
+TEXTS = {CONTEXT: "context", REFERENCE: "reference", ANSWER: "answer", "14 days; a virus": "reference"}
 
 
 class TableParams(LLMParams):
@@ -107,6 +108,24 @@ def test_nothing_to_measure_or_an_unparseable_verdict_is_nan_with_the_reason(tmp
 def test_an_unparseable_reply_is_quoted(tmp_path):
     value, error, _ = scored({(C1, "context"): "I think so"}, tmp_path, "context_utilization")
     assert math.isnan(value) and "(reply: 'I think so')" in error
+
+
+PARTS = ["14 days", "a virus"]
+
+
+@pytest.mark.unit
+def test_a_multi_part_answer_gives_one_truth_claim_per_part(tmp_path):
+    sample = SAMPLE.model_copy(update={"reference_parts": PARTS})
+    # Both parts are in the context; the answer states the first: 1/2.
+    verdicts = {("14 days", "context"): True, ("a virus", "context"): True, ("14 days", "answer"): True,
+                ("a virus", "answer"): False}
+    value, error, backend = scored(verdicts, tmp_path / "u", "context_utilization", sample)
+    assert value == 0.5 and error is None and len(backend.asked) == 4
+    # Correctness is checked against the parts joined ("14 days; a virus").
+    verdicts = {(R1, "reference"): True, (R2, "reference"): False, (R2, "context"): True,
+                (R3, "reference"): True}
+    value, error, backend = scored(verdicts, tmp_path / "n", "noise_sensitivity", sample)
+    assert value == pytest.approx(1 / 3) and error is None
 
 
 @pytest.mark.unit
