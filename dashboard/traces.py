@@ -89,4 +89,8 @@ def show_failure_class(classes: pd.DataFrame, run_id: str, question_id: str | No
     judge = f" ({escape(found['judge'])})" if pd.notna(found["judge"]) and found["judge"] else ""
     detail = f" · {escape(found['detail'])}" if pd.notna(found["detail"]) and found["detail"] else ""
     colour = "green" if found["failure_class"] == "answered well" else "red"
-    st.markdown(f"Class: :{colour}[{escape(found['failure_class'])}]{judge}{detail}")
+    # RAGChecker's claim-level diagnostics, where the run scored them (columns of the same table).
+    claims = " · ".join(f"{name.replace('_', ' ')} {found[name]:.2f}" for name in
+                        ("context_utilization", "noise_sensitivity") if name in found.index and pd.notna(found[name]))
+    st.markdown(f"Class: :{colour}[{escape(found['failure_class'])}]{judge}{detail}"
+                + (f" · {claims}" if claims else ""))

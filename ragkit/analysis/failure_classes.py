@@ -36,6 +36,10 @@ The first rule that holds gives the class:
 
 Every question a run was asked (has score rows for) gets exactly one class, so a run's classes sum
 to its questions.
+
+Beside the class, where the run scored them (an LLM judged them), RAGChecker's claim-level
+diagnostics of the question (``ragkit.metrics.claims``): ``context_utilization`` and
+``noise_sensitivity`` columns, NaN where the score failed; absent when no run scored them.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from ragkit.analysis.loading import Results
-from ragkit.metrics.names import parse_metric
+from ragkit.metrics.names import CLAIM_DIAGNOSTICS, parse_metric
 
 ERROR, NO_TRUTH = "pipeline error", "no ground truth"
 ANSWERED, INVALID, NOT_USED = "answered well", "judge reply invalid", "retrieved but not used"
@@ -224,7 +228,22 @@ def failure_classes(results: Results, cut: int = DEFAULT_CUT) -> pd.DataFrame:
                   "detail": ""}
         record.update(_classify(summary.get(key), run_cut, depths.get(run_id), trace))
         out.append(record)
-    return pd.DataFrame(out, columns=COLUMNS)
+    return _with_claim_diagnostics(results, pd.DataFrame(out, columns=COLUMNS))
+
+
+def _with_claim_diagnostics(results: Results, classes: pd.DataFrame) -> pd.DataFrame:
+    """The claim-level diagnostics scored in the folder as columns beside the classes."""
+    names = [name for name in CLAIM_DIAGNOSTICS if name in results.metric_names]
+    if not names:
+        return classes
+    scores = results.scores_of(names)
+    valid = scores[scores["error"].isna()]
+    table = pd.DataFrame({"run_id": valid["run_id"].astype(str), "question_id": valid["question_id"].astype(str),
+                          "metric": valid["metric"].astype(str), "value": valid["value"].astype("float64")})
+    wide = table.pivot_table(index=["run_id", "question_id"], columns="metric", values="value", aggfunc="mean")
+    wide = wide.reindex(columns=names).reset_index()
+    wide.columns.name = None
+    return classes.merge(wide, on=["run_id", "question_id"], how="left")
 
 
 def _depth(runs: pd.DataFrame, run_id: str) -> int | None:

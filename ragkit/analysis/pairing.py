@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ragkit.llms.base import DIGEST_PREFIX
+
 # runs columns that identify a run or follow from its configuration rather than configure it:
 # `depth` (the most chunks the final context holds) follows from top_k and the judges.
 NON_CONFIG_COLUMNS = frozenset({"run_id", "label", "experiment", "depth"})
@@ -23,6 +25,13 @@ JUDGE_PREFIX = "judge."
 # Modes a judge can run in, baseline first: a pair reads "off -> heuristic", "heuristic -> llm".
 _MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2, "cross_encoder": 3, "nli": 4}
 PAIR_COLUMNS = ["run_a", "run_b", "factor", "value_a", "value_b"]
+
+
+def is_config_column(column: str) -> bool:
+    """A runs column that configures the run: not an id or key, and not ``llm_digest.<role>``
+    (what a model name pointed at when the run executed, a fact about the models, not a choice)."""
+    return (column not in NON_CONFIG_COLUMNS and not column.endswith("_id") and not column.endswith("_key")
+            and not column.startswith(DIGEST_PREFIX))
 
 
 def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
@@ -35,8 +44,7 @@ def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
     `generator`): it is set exactly when the role calls an LLM, so switching a judge to llm mode
     still pairs as one factor. A dotted column with no such prefix is a factor on its own.
     """
-    config = [c for c in runs.columns
-              if c not in NON_CONFIG_COLUMNS and not c.endswith("_id") and not c.endswith("_key")]
+    config = [c for c in runs.columns if is_config_column(c)]
     names = set(config)
     factors: dict[str, list[str]] = {}
     for column in config:

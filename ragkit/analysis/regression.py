@@ -8,9 +8,10 @@ same questions of the same documents with the same models:
   and those whose content changed are named;
 - corpus: each pair of runs has the same ``corpus_id`` (the hash of the documents' bytes);
 - models: each pair of runs names the same backend and model for every LLM role
-  (``llm.<role>`` of the runs table). The runs table records the backend and model name, not an
-  Ollama model digest (that is part of the LLM cache key only), so a re-pulled tag with the same
-  name is not detected here.
+  (``llm.<role>`` of the runs table), and where both runs recorded the model's digest
+  (``llm_digest.<role>``: Ollama's digest of the tag, sha256 of a local GGUF; "unknown" for an
+  OpenAI-compatible server, and absent in folders written before digests were recorded) the
+  digests are equal, so a tag re-pulled between the two runs is named.
 
 A difference refuses the comparison (``ConfigError``, exit 2) unless ``allow_different``.
 
@@ -43,7 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragkit.analysis import statistics
 from ragkit.analysis.comparison import Comparer
 from ragkit.analysis.loading import Results, load_results
-from ragkit.analysis.pairing import NON_CONFIG_COLUMNS
+from ragkit.analysis.pairing import is_config_column
+from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
 from ragkit.metrics.names import failure_value, sort_key
 from ragkit.registry import ConfigError
 
@@ -73,8 +75,7 @@ class FailIf(BaseModel):
 
 
 def _config_columns(runs: pd.DataFrame) -> list[str]:
-    return sorted(c for c in runs.columns if c not in NON_CONFIG_COLUMNS and not c.endswith("_id")
-                  and not c.endswith("_key") and not c.startswith("llm."))
+    return sorted(c for c in runs.columns if is_config_column(c) and not c.startswith("llm."))
 
 
 def _signature(row: pd.Series, columns: list[str]) -> tuple:
@@ -138,6 +139,7 @@ def differences(baseline: Results, new: Results, pairs: pd.DataFrame) -> list[st
     base_runs = baseline.runs.set_index(baseline.runs["run_id"].astype(str))
     new_runs = new.runs.set_index(new.runs["run_id"].astype(str))
     llm_columns = sorted({c for c in [*base_runs.columns, *new_runs.columns] if str(c).startswith("llm.")})
+    digest_columns = sorted({c for c in [*base_runs.columns, *new_runs.columns] if str(c).startswith(DIGEST_PREFIX)})
     for pair in pairs.itertuples():
         a, b = base_runs.loc[pair.base_run], new_runs.loc[pair.new_run]
         if "corpus_id" in a and "corpus_id" in b and str(a["corpus_id"]) != str(b["corpus_id"]):
@@ -147,7 +149,19 @@ def differences(baseline: Results, new: Results, pairs: pd.DataFrame) -> list[st
             if (pd.isna(before) and pd.isna(after)) or str(before) == str(after):
                 continue
             found.append(f"{pair.label}: {column} differs ({before} -> {after})")
+        for column in digest_columns:
+            before, after = _known_digest(a.get(column)), _known_digest(b.get(column))
+            if before is not None and after is not None and before != after:
+                role = column.removeprefix(DIGEST_PREFIX)
+                found.append(f"{pair.label}: the {role} model's digest differs ({before} -> {after})")
     return found
+
+
+def _known_digest(value: object) -> str | None:
+    """The recorded digest, or None where there is none to compare (not recorded, or "unknown")."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)) or str(value) == UNKNOWN_DIGEST:
+        return None
+    return str(value)
 
 
 @dataclass
@@ -243,13 +257,26 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
 def selection_differences(runs: pd.DataFrame) -> list[str]:
     """What the Compare page warns about in one folder's selected runs: more than one question set
     or corpus (comparisons then use the questions both runs were asked, of different documents),
-    or more than one evaluation model (generation metrics judged by different judges)."""
+    more than one evaluation model (generation metrics judged by different judges), or one model
+    name for a role with more than one recorded digest (a tag re-pulled between runs)."""
     found = []
     for column, what in (("questions_key", "question sets"), ("corpus_id", "corpora"),
                          ("llm.evaluation", "evaluation models")):
         if column in runs.columns and runs[column].dropna().nunique() > 1:
             values = runs[column].dropna().astype(str).unique()
             found.append(f"the selected runs use {len(values)} {what} ({', '.join(values[:SHOWN])})")
+    for column in sorted(c for c in runs.columns if str(c).startswith(DIGEST_PREFIX)):
+        role = column.removeprefix(DIGEST_PREFIX)
+        model_column = f"llm.{role}"
+        if model_column not in runs.columns:
+            continue
+        # Runs naming the same model for a role whose digests differ: the tag was re-pulled
+        # between them. Different models are a factor being compared, not a warning.
+        for model, group in runs.groupby(runs[model_column].astype("string"), dropna=True):
+            digests = sorted({d for d in map(_known_digest, group[column]) if d is not None})
+            if len(digests) > 1:
+                found.append(f"the selected runs' {role} model {model} has {len(digests)} digests "
+                             f"({', '.join(digests[:SHOWN])}): it was re-pulled between runs")
     return found
 
 

@@ -38,6 +38,8 @@ def sample_for(question: Question, trace: Trace, documents: dict[str, Document])
         contexts=[node.node.get_content() for node in trace.nodes],
         reference=question.answers[0] if question.answers else None,
         reference_contexts=reference_contexts(question, documents) or None,
+        # One text per part (its first alternative): a part is one claim of the ground truth.
+        reference_parts=[alternatives[0] for alternatives in question.answer_parts if alternatives] or None,
     )
 
 

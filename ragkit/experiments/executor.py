@@ -55,7 +55,7 @@ from ragkit.index import ChunkIndex, IndexStore
 from ragkit.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
-from ragkit.llms.base import BackendUnavailable
+from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
 from ragkit.locks import content_lock
@@ -150,6 +150,20 @@ class LocalExecutor:
         if key not in self._llm_clients:
             self._llm_clients[key] = LLMClient.for_data_dir(llm_registry.build(spec), self.data_dir)
         return self._llm_clients[key]
+
+    def _llm_digests(self, run: RunStep) -> dict[str, str]:
+        """``llm_digest.<role>`` per role: the digest of the model answering it, "unknown" where the
+        backend cannot tell (OpenAI-compatible) or its server is down (the run then stops on it).
+        Beside the run id, not in it: the run id names the configuration, the digest what a tag
+        pointed at when the run was (last) executed, which the regression gate compares."""
+        digests = {}
+        for role, spec in sorted(run.llms.items()):
+            try:
+                digest = self._llm_client(spec).backend.model_digest()
+            except BackendUnavailable:
+                digest = None
+            digests[f"{DIGEST_PREFIX}{role}"] = digest or UNKNOWN_DIGEST
+        return digests
 
     def _step_record(self, key: str) -> Path:
         return self.derived_dir / "steps" / f"{key}.json"
@@ -436,7 +450,7 @@ class LocalExecutor:
         Results are keyed per (run, question content): a run answers the questions of this set
         it has not answered at their current content, whatever set it answered before."""
         for run in plan.runs:
-            self.store.write_run(run.run_id, run_row(plan, run))
+            self.store.write_run(run.run_id, {**run_row(plan, run), **self._llm_digests(run)})
         self.store.write_baselines(plan.baselines, plan.first_levels)
         questions = pd.DataFrame([question_row(q) for q in plan.questions.questions])
         self.store.write_questions(plan.questions_key, questions)

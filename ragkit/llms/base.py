@@ -65,6 +65,11 @@ class RemoteLLMParams(LLMParams):
     )
 
 
+# The runs table's column of each LLM role's model digest (``llm_digest.generator``), and its value
+# where the backend cannot tell. Analysis code compares these, so they are named once, here.
+DIGEST_PREFIX = "llm_digest."
+UNKNOWN_DIGEST = "unknown"
+
 # Fields that change how a reply is fetched but never which reply: left out of the cache key.
 TRANSPORT_FIELDS = frozenset({"timeout_s", "max_retries", "retry_backoff_s", "threads"})
 
@@ -98,6 +103,12 @@ class LLMBackend(Component):
         """Everything about this backend that can change a reply: part of every cache key."""
         params = self.params.model_dump(mode="json", exclude=set(TRANSPORT_FIELDS))
         return {"backend": self.name, "version": self.version, "model": self.model_name, "params": params}
+
+    def model_digest(self) -> str | None:
+        """A content digest of the model behind this backend (recorded per role in the runs table
+        as ``llm_digest.<role>``, so a model replaced under the same name is noticed); None when
+        the backend cannot know it (an OpenAI-compatible server names models, never hashes them)."""
+        return None
 
     def problem(self) -> str | None:
         """Why this backend cannot answer now (missing package or model, server down), else None.

@@ -6,8 +6,10 @@ never imported: its ``__init__`` imports the ``llm`` CLI framework, which ragkit
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,6 +61,28 @@ def bundled_model_path() -> Path:
     return path
 
 
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+_FILE_DIGESTS_LOCK = threading.Lock()
+_READ_BLOCK = 1 << 20
+
+
+def file_digest(path: Path) -> str:
+    """``sha256:<hex>`` of the file's bytes, computed once per process for a (path, size, mtime):
+    a GGUF is hundreds of megabytes, and every run row of an execution asks for it. A file
+    replaced in place changes size or mtime, so it is hashed again."""
+    resolved = path.resolve()
+    stat = resolved.stat()
+    key = (str(resolved), stat.st_size, stat.st_mtime_ns)
+    with _FILE_DIGESTS_LOCK:  # one hashing at a time: two runs asking at once hash it once
+        if key not in _FILE_DIGESTS:
+            digest = hashlib.sha256()
+            with resolved.open("rb") as handle:
+                for block in iter(lambda: handle.read(_READ_BLOCK), b""):
+                    digest.update(block)
+            _FILE_DIGESTS[key] = "sha256:" + digest.hexdigest()
+        return _FILE_DIGESTS[key]
+
+
 def default_threads() -> int:
     """Half the cores, at most 4: a 135M model gains little from more threads, and llama.cpp's
     threads spin while waiting, so on a busy machine (parallel runs, embedding) using every core
@@ -82,6 +106,13 @@ class LocalLLM(LLMBackend):
         if not path.is_file():
             raise FileNotFoundError(f"llm 'local': model_path {path} does not exist")
         return path
+
+    def model_digest(self) -> str | None:
+        """sha256 of the GGUF file (None if it is not there: the run's pre-check names that)."""
+        try:
+            return file_digest(self.model_path())
+        except (ImportError, OSError):
+            return None
 
     def problem(self) -> str | None:
         if importlib.util.find_spec("llama_cpp") is None:

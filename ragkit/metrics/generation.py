@@ -14,6 +14,8 @@ Metrics (``EvaluationParams.metrics``):
 - ``embedding_groundedness``: the share of answer sentences that some context sentence supports
   by embedding similarity (``ragkit.metrics.grounding``). Not an LLM verdict: it is shown beside
   ``faithfulness``, never as it.
+- ``context_utilization``, ``noise_sensitivity``: RAGChecker's claim-level diagnostics, judged
+  by the evaluation LLM against the reference answer (``ragkit.metrics.claims``).
 
 A value that cannot be computed is NaN and ``error`` says why: a missing input (no reference
 answer, no contexts, empty answer; checked before any LLM call), no LLM or embedder configured,
@@ -50,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ragkit.llms.calls import LLMClient
 from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
+from ragkit.metrics.claims import CLAIM_METRICS, claim_score
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
 from ragkit.results import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
 
@@ -74,6 +77,8 @@ METRICS: dict[str, MetricSpec] = {
     "nonllm_context_recall": MetricSpec(False, False, ("contexts", "reference_contexts")),
     "answer_overlap": MetricSpec(False, False, ("answer", "reference")),
     "embedding_groundedness": MetricSpec(False, True, ("answer", "contexts")),
+    "context_utilization": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
+    "noise_sensitivity": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
 }
 
 _MISSING = {
@@ -97,6 +102,10 @@ class GenerationSample(BaseModel):
     reference: str | None = Field(default=None, description="The reference (gold) answer, if known.")
     reference_contexts: list[str] | None = Field(
         default=None, description="The gold passages (e.g. answer spans' paragraphs), if known."
+    )
+    reference_parts: list[str] | None = Field(
+        default=None, description="A multi-part answer's parts (one text each), if it has parts: the "
+        "ground-truth claims of context_utilization and noise_sensitivity.",
     )
 
 
@@ -210,6 +219,11 @@ def _unmet_need(
 def _ragas(
     name: str, sample: GenerationSample, params: EvaluationParams, llm: LLMClient | None, embed_model: Any | None
 ) -> ragas_adapter.RagasOutcome:
+    if name in CLAIM_METRICS:  # ours, not ragas': called directly through the client
+        assert llm is not None and sample.reference is not None  # _unmet_need checked both
+        return claim_score(name, question=sample.question, answer=sample.answer, contexts=sample.contexts,
+                           reference=sample.reference, reference_parts=sample.reference_parts, llm=llm,
+                           max_tokens=params.judge_max_tokens)
     judge = ClientLLM(llm, stage=f"eval:{name}", max_tokens=params.judge_max_tokens) if llm is not None else None
     return ragas_adapter.ragas_score(
         name,

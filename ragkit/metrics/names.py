@@ -33,18 +33,21 @@ FINAL_CONTEXT_METRICS = (
 DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens")
 # Rates in [0, 1] where less is better: a level with the lowest mean is the best, and when levels are
 # ranked a failed question counts as 1 (the worst), as it counts 0 for every other metric.
-LOWER_IS_BETTER = ("abstention_wrong",)
+LOWER_IS_BETTER = ("abstention_wrong", "noise_sensitivity")
 # Per-question outcomes of the agentic loops (ragkit.metrics.routing, the answer_check judge).
 AGENTIC_METRICS = (
     "routing_accuracy", "abstention_correct", "abstention_wrong",
     "answer_relevance", "answer_completeness", "answer_accuracy",
 )
+# RAGChecker's claim-level diagnostics (ragkit.metrics.claims), shown beside the failure classes.
+CLAIM_DIAGNOSTICS = ("context_utilization", "noise_sensitivity")
 # Every generation metric a run can score, in reading order: ragas' LLM-judged metrics, ragas'
-# non-LLM forms, answer overlap, our embedding score (ragkit.metrics.generation.METRICS), the
-# pipeline's own groundedness judge.
+# non-LLM forms, answer overlap, our embedding score, RAGChecker's claim-level diagnostics
+# (ragkit.metrics.generation.METRICS), the pipeline's own groundedness judge.
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
-    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", "groundedness", *AGENTIC_METRICS,
+    "nonllm_context_recall", "answer_overlap", "embedding_groundedness", *CLAIM_DIAGNOSTICS, "groundedness",
+    *AGENTIC_METRICS,
 )
 # The generation metrics charted and reported by default, when scored.
 CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness",

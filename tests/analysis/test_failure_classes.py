@@ -137,3 +137,20 @@ def test_cli_failures_counts_each_runs_classes(tmp_path, capsys):
     assert {row["question_id"]: row["failure_class"] for row in rows}["drop"] == fc.DROPPED
     assert main(["failures", str(tmp_path), "--run", "nope"]) == 2
     assert "unknown run id(s): nope" in capsys.readouterr().err
+
+
+def test_claim_level_diagnostics_stand_beside_the_classes_where_scored():
+    base = _traces()
+    assert "context_utilization" not in fc.failure_classes(base).columns  # no run scored them
+    extra = score_rows([("g", "ok", "context_utilization", 0.5), ("g", "ok", "noise_sensitivity", 0.25),
+                        ("g", "unused", "context_utilization", np.nan, "unparseable judge reply for claim 'x'"),
+                        ("g", "unused", "noise_sensitivity", 1 / 3)])
+    results = Results(base.runs, pd.concat([base.scores, extra], ignore_index=True), judgements=base.judgements,
+                      answers=base.answers, questions=base.questions, retrievals=base.retrievals)
+    table = fc.failure_classes(results).set_index(["run_id", "question_id"])
+    assert table.loc[("g", "ok"), ["context_utilization", "noise_sensitivity"]].tolist() == [0.5, 0.25]
+    assert np.isnan(table.loc[("g", "unused"), "context_utilization"])  # failed: NaN, never 0
+    assert table.loc[("g", "unused"), "noise_sensitivity"] == pytest.approx(1 / 3)
+    assert table.loc[("r", "ok"), ["context_utilization", "noise_sensitivity"]].isna().all()  # not scored there
+    assert table["failure_class"].to_dict() == fc.failure_classes(base).set_index(
+        ["run_id", "question_id"])["failure_class"].to_dict()  # the classes themselves are unchanged

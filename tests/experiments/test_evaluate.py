@@ -33,3 +33,10 @@ def test_the_sample_holds_the_answer_the_final_chunks_and_the_first_reference_an
     assert (sample.answer, sample.contexts, sample.reference) == ("Here [1].", ["chunk text"], "here")
     assert len(sample.reference_contexts) == 1
     assert sample_for(QUESTION, Trace(question="where?"), DOCS).answer == ""
+
+
+def test_a_multi_part_answer_gives_one_reference_part_each_its_first_alternative():
+    parted = Question(id="q2", text="what and where?", relevant_docs={"d1": 1.0},
+                      answer_parts=[["here", "there"], ["now"]])
+    assert sample_for(parted, Trace(question="what?"), DOCS).reference_parts == ["here", "now"]
+    assert sample_for(QUESTION, Trace(question="where?"), DOCS).reference_parts is None  # one part

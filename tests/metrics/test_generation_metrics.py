@@ -220,11 +220,14 @@ def test_missing_inputs_and_missing_models_are_nan_with_the_reason_and_no_call(t
         "nonllm_context_recall": "no retrieved contexts",
         "answer_overlap": "empty answer",
         "embedding_groundedness": "empty answer",
+        "context_utilization": "empty answer",
+        "noise_sensitivity": "empty answer",
     }
 
     frame = evaluate_generation([SUPPORTED], EvaluationParams(metrics=metrics), llm=None, embed_model=None)
     errors = dict(zip(frame.metric, frame.error))
     assert errors["faithfulness"] == errors["context_precision"] == "no LLM configured for evaluation"
+    assert errors["context_utilization"] == errors["noise_sensitivity"] == "no LLM configured for evaluation"
     assert errors["nonllm_context_recall"] == "no reference contexts"
     assert errors["embedding_groundedness"] == "no embedding model configured"
     assert errors["answer_overlap"] is None  # needs neither a model nor more than the reference
