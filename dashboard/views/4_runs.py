@@ -1,4 +1,5 @@
-"""Runs: start a job from YAML, follow live progress, cancel and resume."""
+"""Runs: start a job from YAML, follow live progress, cancel and resume. Question-generation jobs
+(started on the Question sets page) are listed too, kind "questions", progress in LLM calls."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def jobs_panel() -> None:
     st.dataframe(
         pd.DataFrame(
             [
-                {"job": j.job_id, "experiment": j.experiment, "state": j.state,
+                {"job": j.job_id, "kind": j.kind, "experiment": j.experiment, "state": j.state,
                  "progress": (j.done / j.total) if j.total else 0.0, "done": j.done, "total": j.total,
                  "elapsed": _duration(j.elapsed_s), "ETA": _duration(j.eta_s), "created": j.created}
                 for j in jobs
