@@ -59,7 +59,8 @@ def jobs_panel() -> None:
     job_id = st.selectbox("Job", [j.job_id for j in jobs], key="runs_job")
     info = next(j for j in jobs if j.job_id == job_id)
     fraction = info.done / info.total if info.total else 0.0
-    st.progress(fraction, text=f"{info.state} · {info.done}/{info.total or '?'} questions · "
+    st.progress(fraction, text=f"{info.state} · {info.done}/{info.total or '?'} "
+                               f"{'questions' if info.kind == 'run' else 'LLM calls'} · "
                                f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}")
     if info.error:
         st.error(escape(info.error))
