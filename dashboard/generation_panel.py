@@ -55,7 +55,8 @@ def show() -> None:
                 st.code(shlex.join(command), language="bash")
         if generate.button("Generate", key="gen_start", type="primary"):
             stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
-            out = state.question_sets_dir() / "generated" / f"{state.sanitize_name(str(corpus).split(' ')[0])}-{n}-{stamp}"
+            slug = state.sanitize_name(str(corpus).split(" ")[0])
+            out = state.question_sets_dir() / "generated" / f"{slug}-{n}-{stamp}"
             try:
                 job = state.job_manager().start_generation(
                     argument, out, n=n, types=types or list(QUESTION_TYPES), seed=seed,
