@@ -25,6 +25,7 @@ from tests.dashboard.test_browser_e2e import (  # noqa: F401 (fixtures)
     REPO_ROOT,
     browser_page,
     go_to,
+    playwright_api,
     select_option,
     server,
     set_checkbox,
@@ -60,9 +61,20 @@ def widget(page, test_id: str, label: str):
     return page.get_by_test_id(test_id).filter(has=page.get_by_text(label, exact=True)).first
 
 
-def choose(page, label: str, option: re.Pattern | str) -> None:
-    widget(page, "stSelectbox", label).click()
-    page.get_by_role("option", name=option).first.click()
+def choose(page, label: str, option: re.Pattern | str, attempts: int = 3) -> None:
+    """Pick an option; a rerun that lands while the list is open closes it, so open it again."""
+    for attempt in range(attempts):
+        widget(page, "stSelectbox", label).click()
+        wanted = page.get_by_role("option", name=option).first
+        try:
+            wanted.wait_for(timeout=10_000)
+            wanted.click()
+            break
+        except playwright_api.TimeoutError:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
+            settle(page)
     settle(page)
 
 
@@ -98,9 +110,15 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
     set_checkbox(page, "Also find near-duplicates by embedding (MiniLM)", False)
     page.get_by_role("button", name="Generate", exact=True).click()
     page.get_by_text("Started generation job").wait_for()
-    page.get_by_text(re.compile(rf": done · {PLANNED}/{PLANNED} LLM calls")).wait_for(timeout=JOB_TIMEOUT_MS)
-    settle(page)
+    page.get_by_text(re.compile(rf": done · {PLANNED}/{PLANNED} LLM calls")).first.wait_for(timeout=JOB_TIMEOUT_MS)
     generated = next((isolated_data_dir / "question_sets" / "generated").iterdir())
+    # The page registers the finished set, then reruns: wait for both before choosing it.
+    registered = isolated_data_dir / "question_sets" / f"{generated.name}.json"
+    for _ in range(100):
+        if registered.exists():
+            break
+        page.wait_for_timeout(200)
+    settle(page)
     rows = [json.loads(line) for line in (generated / "questions.jsonl").read_text().splitlines()]
     assert [row["type"] for row in rows] == ["factoid"] * PLANNED
     assert scripted_ollama.chats == PLANNED  # one call per planned question, by the job's child
@@ -173,9 +191,10 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
     heading = page.get_by_test_id("stHeading").filter(has_text="Judges against people")
     table = heading.locator("xpath=following::*[@data-testid='stDataFrame'][1]")
     table.wait_for()
-    # The grid keeps an accessible copy of its cells: five chunks labelled by both, one document.
-    table.get_by_role("gridcell", name="relevance judge (chunk grade 0-2)").wait_for()
-    table.get_by_role("gridcell", name=f"{LABELLED} / 1").wait_for()
+    # The grid draws on a canvas and keeps a hidden accessible copy of its cells: the relevance
+    # judge's row, on the five chunks labelled by both (from one source document).
+    for cell in ("relevance judge (chunk grade 0-2)", f"{LABELLED} / 1"):
+        table.get_by_role("gridcell", name=cell, exact=True, include_hidden=True).wait_for(state="attached")
     page.get_by_text("Confusion: relevance judge (chunk grade 0-2)").wait_for()
     assert page.get_by_text("No item has both a person's label").count() == 0
     assert page.get_by_test_id("stException").count() == 0
