@@ -1,11 +1,13 @@
-"""The question-sets page's generation estimate: what `ragkit questions generate` would cost on a
-corpus (calls exact, tokens estimated), and the command that runs it. Generation itself is long
-LLM work, so the page does not run it inside a rerun; the command does, and its output folder is
-imported above like any set."""
+"""The question-sets page's generation section: what `ragkit questions generate` would cost on a
+corpus (calls exact, tokens estimated), a button that runs that command as a background job
+(ragkit.jobs; a rerun never does LLM work itself), the jobs' progress, and, once a job is done,
+its set registered so it appears in the list and the review below."""
 
 from __future__ import annotations
 
 import shlex
+from datetime import UTC, datetime
+from pathlib import Path
 
 import streamlit as st
 
@@ -14,6 +16,9 @@ from dashboard.safe_text import escape
 from ragkit.registry import ConfigError
 
 BUNDLED = "covidqa_sample (bundled)"
+DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"
+LLM_CHOICES = [DEFAULT_LLM, "local", "ollama"]
+REFRESH_S = 2.0
 
 
 def show() -> None:
@@ -25,26 +30,58 @@ def show() -> None:
         n = int(st.number_input("Questions", min_value=1, max_value=100_000, value=200, key="gen_n"))
         types = st.multiselect("Types", list(QUESTION_TYPES), default=list(QUESTION_TYPES), key="gen_types")
         seed = int(st.number_input("Seed", min_value=0, value=0, key="gen_seed"))
-        if not st.button("Estimate", key="gen_estimate"):
-            return
-        try:
-            params = GenerationParams(n=n, types=types or list(QUESTION_TYPES), seed=seed)
-            if corpus == BUNDLED:
-                documents = list(state._dataset_documents(str(state.SAMPLE_QUESTION_SET)).values())
-                argument = str(state.SAMPLE_QUESTION_SET)
+        llm = st.selectbox("LLM", LLM_CHOICES, key="gen_llm")
+        embeddings = st.checkbox("Also find near-duplicates by embedding (MiniLM)", value=True, key="gen_embeddings")
+        argument = str(state.SAMPLE_QUESTION_SET) if corpus == BUNDLED else str(corpus)
+        estimate, generate = st.columns([1, 1])
+        if estimate.button("Estimate", key="gen_estimate"):
+            try:
+                params = GenerationParams(n=n, types=types or list(QUESTION_TYPES), seed=seed)
+                if corpus == BUNDLED:
+                    documents = list(state._dataset_documents(argument).values())
+                else:
+                    documents = list(state.load_corpus(corpus).documents)
+                counts = dry_run_counts(plan_generation(documents, params), params)
+            except (ConfigError, ValueError) as error:
+                st.error(escape(error))
             else:
-                documents = list(state.load_corpus(corpus).documents)
-                argument = corpus
-            counts = dry_run_counts(plan_generation(documents, params), params)
-        except (ConfigError, ValueError) as error:
-            st.error(escape(error))
-            return
-        cols = st.columns(3)
-        cols[0].metric("LLM calls", counts["calls"])
-        cols[1].metric("Prompt tokens (estimate)", counts["prompt_tokens_estimate"])
-        cols[2].metric("Completion tokens (at most)", counts["completion_tokens_max"])
-        out = state.question_sets_dir() / "generated" / f"{state.sanitize_name(str(corpus).split(' ')[0])}-{n}"
-        command = ["ragkit", "questions", "generate", argument, "--n", str(n), "--types", ",".join(params.types),
-                   "--seed", str(seed), "--out", str(out)]
-        st.caption("Run it (it can take long on a local model), then import the output folder above:")
-        st.code(shlex.join(command), language="bash")
+                cols = st.columns(3)
+                cols[0].metric("LLM calls", counts["calls"])
+                cols[1].metric("Prompt tokens (estimate)", counts["prompt_tokens_estimate"])
+                cols[2].metric("Completion tokens (at most)", counts["completion_tokens_max"])
+                command = ["ragkit", "questions", "generate", argument, "--n", str(n), "--types",
+                           ",".join(params.types), "--seed", str(seed), "--out", "SET_FOLDER"]
+                st.caption("The same on the command line:")
+                st.code(shlex.join(command), language="bash")
+        if generate.button("Generate", key="gen_start", type="primary"):
+            stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
+            slug = state.sanitize_name(str(corpus).split(" ")[0])
+            out = state.question_sets_dir() / "generated" / f"{slug}-{n}-{stamp}"
+            try:
+                job = state.job_manager().start_generation(
+                    argument, out, n=n, types=types or list(QUESTION_TYPES), seed=seed,
+                    llm=None if llm == DEFAULT_LLM else llm, embeddings=embeddings)
+                st.success(f"Started generation job {escape(job.job_id)}; the set appears below when it is done.")
+            except ConfigError as error:
+                st.error(escape(error))
+        _jobs_panel()
+
+
+@st.fragment(run_every=REFRESH_S)
+def _jobs_panel() -> None:
+    jobs = [job for job in state.job_manager().list() if job.kind == "questions"]
+    if not jobs:
+        return
+    known = {Path(entry["path"]) for entry in state.question_sets().values()}
+    for job in jobs[:5]:
+        fraction = job.done / job.total if job.total else 0.0
+        st.progress(fraction, text=f"{escape(job.experiment)}: {job.state} · {job.done}/{job.total or '?'} LLM calls")
+        if job.error:
+            st.error(escape(job.error))
+        elif job.state == "failed":
+            st.code(job.log_tail or "(no output)", language=None)
+        out = Path(job.out_dir)
+        if job.state == "done" and out not in known and (out / "questions.jsonl").is_file():
+            # Registered once, so the set shows in the list and the review like an imported one.
+            state.register_question_set(out.name, out, "squad")
+            st.rerun(scope="app")

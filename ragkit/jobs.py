@@ -1,10 +1,11 @@
-"""Background experiment jobs: `ragkit run` in a detached process the dashboard can follow.
+"""Background jobs: `ragkit run` (an experiment) or `ragkit questions generate` (a question set)
+in a detached process the dashboard can follow.
 
 A Streamlit rerun must never compute an experiment (it would die on the next click), so the
 dashboard hands the config to a JobManager, which starts the CLI in its own session. Everything
 about a job lives in a folder, so a restarted dashboard sees the same jobs:
 
-    jobs/<job_id>/config.yaml   the validated experiment config, paths made absolute
+    jobs/<job_id>/config.yaml   the validated experiment config, paths made absolute (run jobs)
     jobs/<job_id>/job.json      who started what, where the results go, the child's pid
     jobs/<job_id>/status.json   progress, written by the child (--status-file)
     jobs/<job_id>/log.txt       the child's stdout and stderr
@@ -34,6 +35,7 @@ from ragkit.experiments.status import read_status
 from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
 
+JobKind = Literal["run", "questions"]
 JobState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 ACTIVE_STATES = ("queued", "running")
 RESUMABLE_STATES = ("cancelled", "interrupted", "failed")
@@ -47,11 +49,12 @@ class Job(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job_id: str
-    experiment: str
+    experiment: str  # a question-generation job: the set's name
     out_dir: str
     created: datetime
     pid: int
     command: list[str]
+    kind: JobKind = "run"  # job.json files written before generation jobs existed are runs
 
 
 class JobInfo(BaseModel):
@@ -62,6 +65,7 @@ class JobInfo(BaseModel):
     out_dir: str
     created: datetime
     state: JobState
+    kind: JobKind = "run"
     done: int = 0
     total: int | None = None
     elapsed_s: float | None = None
@@ -143,6 +147,38 @@ class JobManager:
         job = Job(job_id=job_id, experiment=validated.name, out_dir=str(out), created=stamp, pid=0, command=command)
         return self._launch(job)
 
+    def start_generation(self, corpus: str, out_dir: Path, *, n: int, types: list[str], seed: int = 0,
+                         llm: str | None = None, embeddings: bool = True) -> Job:
+        """Start ``ragkit questions generate`` on ``corpus`` (a dataset folder or corpus name) into
+        ``out_dir``; its progress is LLM calls made of those planned."""
+        from ragkit.qa.generation import GenerationParams
+        from ragkit.qa.generation.writer import check_out
+        from ragkit.qa.sources import validated
+
+        # Validate before any folder or process exists, as start() does.
+        params = validated(GenerationParams, {"n": n, "types": types, "seed": seed})
+        if llm is not None:
+            from ragkit.llms import llms
+
+            llms.get(llm)  # an unknown name is a one-line ConfigError listing the valid ones
+        out = Path(out_dir).expanduser().resolve()
+        check_out(out)
+        self._refuse_second_writer(out)
+        corpus_path = Path(corpus).expanduser()
+        argument = str(corpus_path.resolve()) if corpus_path.exists() else corpus  # else an ingested corpus name
+        stamp = datetime.now(UTC)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", out.name).strip("-")[:40] or "questions"
+        job_id = f"{stamp:%Y%m%d-%H%M%S}-{slug}-{uuid.uuid4().hex[:6]}"
+        folder = self.jobs_dir / job_id
+        folder.mkdir(parents=True)
+        command = [sys.executable, "-m", "ragkit.cli", "questions", "generate", argument, "--n", str(params.n),
+                   "--types", ",".join(params.types), "--seed", str(params.seed), "--out", str(out),
+                   "--status-file", str(folder / "status.json")]
+        command += (["--llm", llm] if llm else []) + ([] if embeddings else ["--no-embeddings"])
+        job = Job(job_id=job_id, experiment=out.name, out_dir=str(out), created=stamp, pid=0, command=command,
+                  kind="questions")
+        return self._launch(job)
+
     def list(self) -> list[JobInfo]:
         infos = [self.get(p.name) for p in self.jobs_dir.iterdir() if (p / "job.json").exists()]
         return sorted(infos, key=lambda info: info.created, reverse=True)
@@ -154,7 +190,7 @@ class JobManager:
         alive = _process_alive(job.pid)
         log_tail = _tail(folder / "log.txt")
         info = JobInfo(job_id=job.job_id, experiment=job.experiment, out_dir=job.out_dir, created=job.created,
-                       state="queued", log_tail=log_tail)
+                       state="queued", kind=job.kind, log_tail=log_tail)
         if status is None:
             # No status yet: the child is still loading the dataset, or it died before the status
             # writer existed (a bad dataset path exits with code 2), and the log says why.

@@ -29,13 +29,22 @@ def _cmd_generate(args: argparse.Namespace) -> int:
               f"({kinds}); about {counts['prompt_tokens_estimate']} prompt tokens (estimated at 4 characters a "
               f"token), at most {counts['completion_tokens_max']} completion tokens")
         return 0
-    client = build_llm_client(args.llm, args.llm_model)
-    embed = None if args.no_embeddings else minilm_embed()
-    if embed is None and not args.no_embeddings:
-        print("note: the MiniLM embedder could not load; duplicates are found by normalised text only",
-              file=sys.stderr)
-    result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name)
-    path = write_set(Path(args.out), result.rows, result.record, source.corpus_file)
+    status = _status_writer(args.status_file, len(plan_generation(source.documents, params)))
+    try:
+        client = build_llm_client(args.llm, args.llm_model)
+        embed = None if args.no_embeddings else minilm_embed()
+        if embed is None and not args.no_embeddings:
+            print("note: the MiniLM embedder could not load; duplicates are found by normalised text only",
+                  file=sys.stderr)
+        result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name,
+                                    on_call=(lambda done, total: status.advance(1)) if status else None)
+        path = write_set(Path(args.out), result.rows, result.record, source.corpus_file)
+    except Exception as error:
+        if status:  # the dashboard shows why the job stopped
+            status.finish(f"{type(error).__name__}: {error}")
+        raise
+    if status:
+        status.finish()
     record = result.record
     print(f"kept {record['kept']} of {record['planned']} planned questions -> {path}")
     if record["dropped_by_reason"]:
@@ -45,6 +54,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
           f"prompt + {record['completion_tokens']} completion tokens, {record['seconds']:.1f} s; "
           f"model {record['model']['model']}")
     return 0
+
+
+def _status_writer(path: str | None, total: int) -> Any:
+    """The progress file a dashboard job follows (done/total LLM calls), or None."""
+    if not path:
+        return None
+    from ragkit.experiments.status import StatusWriter
+
+    return StatusWriter(Path(path), total)
 
 
 def _load_set(path: str, format: str) -> Any:
@@ -152,6 +170,7 @@ def add_questions_parser(sub: Any) -> None:
     generate.add_argument("--llm-model", help="the backend's model name (ollama, openai)")
     generate.add_argument("--no-embeddings", action="store_true",
                           help="find duplicates by normalised text only (no MiniLM)")
+    generate.add_argument("--status-file", help="keep a JSON progress file here (used by the dashboard)")
     generate.set_defaults(func=_cmd_generate)
 
     check = q_sub.add_parser("check", help="quality report: coverage, types, duplicates, locatable answers, "

@@ -75,3 +75,44 @@ def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
     expected = dry_run_counts(plan_generation(load_dataset_corpus(SAMPLE_DATASET) or [], params), params)
     assert values["LLM calls"] == str(expected["calls"]) == "30"
     assert "ragkit questions generate" in app.code[0].value and "--n 30" in app.code[0].value
+
+
+def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isolated_data_dir, monkeypatch):
+    """The button hands the page's values to a background `ragkit questions generate` (a scripted
+    Ollama-speaking server is the default backend); once done, the set is in the page's list."""
+    import time
+
+    from dashboard import state
+    from tests.llms.fake_ollama import FakeOllama
+    from tests.qa.generation_helpers import ollama_replier
+
+    fake = FakeOllama()
+    fake.replier = ollama_replier()
+    fake.start()
+    monkeypatch.setenv("RAGKIT_OLLAMA_URL", fake.url)
+    monkeypatch.setenv("RAGKIT_OLLAMA_MODEL", "fake-model")
+    try:
+        app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+        app.number_input(key="gen_n").set_value(2)
+        app.multiselect(key="gen_types").set_value(["factoid"])
+        app.checkbox(key="gen_embeddings").uncheck()
+        app.button(key="gen_start").click().run()
+        assert_ok(app)
+        assert "Started generation job" in app.success[0].value
+        [job] = state.job_manager().list()
+        command = state.job_manager()._record(job.job_id).command
+        assert command[command.index("--n") + 1] == "2" and command[command.index("--types") + 1] == "factoid"
+        assert "--no-embeddings" in command and "--llm" not in command
+        deadline = time.monotonic() + 60
+        while state.job_manager().get(job.job_id).state in ("queued", "running"):
+            assert time.monotonic() < deadline, state.job_manager().get(job.job_id).log_tail
+            time.sleep(0.1)
+        assert state.job_manager().get(job.job_id).state == "done"
+        assert Path(job.out_dir).name not in state.question_sets()
+
+        app.run()
+        assert_ok(app)
+        assert state.question_sets()[Path(job.out_dir).name]["format"] == "squad"
+        assert fake.chats == 2
+    finally:
+        fake.stop()

@@ -4,6 +4,7 @@ Tests steer it through attributes, which survive a restart on the same port:
 
 - ``digests``: what ``/api/tags`` lists, name -> digest; change a digest to re-pull a model.
 - ``reply``: the chat answer; a JSON request gets it as ``answer`` when the schema asks for one.
+- ``replier``: if set, ``/api/chat`` answers ``replier(request_body)`` instead (a scripted model).
 - ``delay_s``: seconds each chat waits before answering (slower than a client's timeout).
 - ``chats_before_down``: answer that many chats, then go away: connections are refused after.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,6 +29,7 @@ class FakeOllama:
     def __init__(self) -> None:
         self.digests: dict[str, str] = {"fake-model:latest": FIRST_DIGEST}
         self.reply = "Paris."
+        self.replier: Callable[[dict[str, Any]], str] | None = None
         self.delay_s = 0.0
         self.chats_before_down: int | None = None
         self.requests: list[dict[str, Any]] = []
@@ -110,7 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/api/chat":
             self._send(200, {
                 "model": model, "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
-                "message": {"role": "assistant", "content": _content(fake.reply, body.get("format"), 90)},
+                "message": {"role": "assistant", "content": fake.replier(body) if fake.replier
+                            else _content(fake.reply, body.get("format"), 90)},
                 "prompt_eval_count": 21, "eval_count": 4,
             })
         elif self.path == "/api/embed":

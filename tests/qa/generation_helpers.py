@@ -63,3 +63,22 @@ def rule_llm(rule: Callable[[list[dict[str, str]], int], str]) -> Any:
             return BackendReply(text=rule(messages, len(self.requests)), prompt_tokens=7, completion_tokens=3)
 
     return RuleLLM([])
+
+
+def ollama_replier() -> Callable[[dict[str, Any]], str]:
+    """A scripted model for ``FakeOllama.replier`` (tests/llms/fake_ollama.py), so a child
+    process (``ragkit questions generate``, ``ragkit labels judge``) can be pointed at it:
+    a generation prompt gets a distinct question with its answers copied back, a relevance
+    judge's prompt a grade 0-3 from the prompt's length (some variety for agreement tables)."""
+    rule = reply_copying(distinct_question)
+    calls = 0
+
+    def reply(body: dict[str, Any]) -> str:
+        nonlocal calls
+        calls += 1
+        prompt = body["messages"][-1]["content"]
+        if '"grade"' in prompt:
+            return json.dumps({"grade": len(prompt) % 4, "reason": "scripted"})
+        return rule(body["messages"], calls)
+
+    return reply

@@ -90,7 +90,9 @@ def dry_run_counts(planned: Sequence[PlannedCall], params: GenerationParams) -> 
 
 def generate_questions(documents: Sequence[TextDocument], params: GenerationParams, client: LLMClient, *,
                        embed: Embed | None = None, corpus: str = "",
-                       clock: Callable[[], float] = time.perf_counter) -> GeneratedSet:
+                       clock: Callable[[], float] = time.perf_counter,
+                       on_call: Callable[[int, int], None] | None = None) -> GeneratedSet:
+    """``on_call(done, total)`` follows the calls (a background job's progress file)."""
     started = clock()
     texts = {d.id_: d.text for d in documents}
     planned = plan_generation(documents, params)
@@ -108,6 +110,8 @@ def generate_questions(documents: Sequence[TextDocument], params: GenerationPara
             kept.append((call, verdict, result))
         else:
             dropped.append(_dropped(call, verdict.question, verdict.reason, verdict.detail))
+        if on_call is not None:
+            on_call(len(kept) + len(dropped), len(planned))
     duplicates = find_duplicates([verdict.question for _, verdict, _ in kept], embed, params.duplicate_threshold)
     repeated = {duplicate.index: duplicate for duplicate in duplicates}
     rows = []
