@@ -50,6 +50,9 @@ class Agreement:
     resamples_used: int = 0
     confusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     grades: str = "human vs judge"
+    left_out: int | None = None  # the judge's invalid (unparseable or fallen-back) replies left out, where counted
+    unlocated: int | None = None  # judged chunks whose span the results folder does not hold
+
 
     def as_row(self) -> dict:
         return {"decision": self.decision, "items": self.n_items, "documents": self.n_units,
@@ -58,7 +61,8 @@ class Agreement:
                 "alpha_ci_low": self.alpha_ci[0], "alpha_ci_high": self.alpha_ci[1], "human_alpha": self.human_alpha,
                 "judge_mean": self.judge_mean, "human_mean": self.human_mean, "bias": self.bias,
                 "bias_ci_low": self.bias_ci[0], "bias_ci_high": self.bias_ci[1], "resamples": self.resamples,
-                "resamples_used": self.resamples_used}
+                "resamples_used": self.resamples_used, "invalid_left_out": self.left_out,
+                "unlocated": self.unlocated}
 
 
 def kappa(human: np.ndarray, judge: np.ndarray, categories: list, weights: np.ndarray | None = None) -> float:

@@ -24,7 +24,9 @@ AGREEMENT_NOTE = (
     "cluster bootstrap over the questions' source documents ({resamples} resamples; 'used': those where kappa is "
     "defined). bias: judge mean - human mean on the label's scale (relevance 0-2; answers 0-1). Relevance judge "
     "grades 0-3 map to 0 0 1 2; an answer metric's value is grounded at >= 0.5 and correct/partly/wrong as the "
-    "nearest of 1/0.5/0.")
+    "nearest of 1/0.5/0. judge:rerank / judge:retrieval: the pipeline's LLM rerank and Retrieval Judge, a chunk "
+    "kept (relevant) or dropped against a person's grade partly or relevant (>= 1) or not; chunks matched by span "
+    "through the retrievals table; invalid replies left out and counted.")
 PPI_NOTE = (
     "Means on the people's scale: judge only (the judge's own mean, biased by its bias), human only (the labelled "
     "questions), PPI (judge mean on all questions + mean of human - judge on the labelled ones) and PPI++ (lambda "
@@ -62,9 +64,23 @@ def label_tables(root: str | Path, scores: pd.DataFrame | None = None, resamples
     if relevance is not None:
         agreements.append(relevance)
     agreements += answer_agreements(labels, scores, resamples, seed)
+    agreements += _chunk_judges(store.root, labels, resamples, seed)
     pool = store.latest_pool()
     ppi = prediction_powered(labels, scores, pool)
     return LabelTables(agreements, ppi, len(labels), resamples)
+
+
+def _chunk_judges(root: Path, labels: pd.DataFrame, resamples: int, seed: int) -> list[Agreement]:
+    """The pipeline's rerank and Retrieval Judge decisions against people's chunk grades."""
+    from ragkit.labels.judge_decisions import CHUNK_JUDGES, chunk_judge_agreements
+    from ragkit.results import ResultStore
+
+    results = ResultStore(root)
+    judgements = results.read("judgements", columns=["run_id", "question_id", "judge", "decision", "valid"])
+    if judgements.empty or not judgements["judge"].isin(CHUNK_JUDGES).any():
+        return []
+    retrievals = results.read("retrievals", columns=["chunk_id", "doc_id", "start_char", "end_char"])
+    return chunk_judge_agreements(labels, judgements, retrievals, resamples, seed)
 
 
 def _num(value: float, digits: int = 3, signed: bool = False) -> str:
@@ -85,6 +101,7 @@ def agreement_table(tables: LabelTables) -> pd.DataFrame:
         "people's alpha": _num(a.human_alpha) if a.annotators > 1 else "-",
         "bias [95% CI]": f"{_num(a.bias, signed=True)} {_ci(*a.bias_ci, signed=True)}",
         "resamples used": f"{a.resamples_used}/{a.resamples}",
+        "invalid left out": "-" if a.left_out is None else str(a.left_out),
     } for a in tables.agreements])
 
 

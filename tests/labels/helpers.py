@@ -33,7 +33,8 @@ def retrieval_rows(run: str) -> pd.DataFrame:
                          for rank, (doc, start, end) in enumerate(spans, start=1)])
 
 
-def make_results(folder: Path, scores: pd.DataFrame | None = None) -> ResultStore:
+def make_results(folder: Path, scores: pd.DataFrame | None = None,
+                 judgements: pd.DataFrame | None = None) -> ResultStore:
     store = ResultStore(folder)
     store.write_questions("set1", pd.DataFrame([{"question_id": q, "text": text, "document": doc}
                                                 for q, (text, doc) in QUESTIONS.items()]))
@@ -45,5 +46,7 @@ def make_results(folder: Path, scores: pd.DataFrame | None = None) -> ResultStor
         tables = {"retrievals": retrieval_rows(run), "answers": answers}
         if scores is not None:
             tables["scores"] = scores[scores["run_id"] == run]
+        if judgements is not None:
+            tables["judgements"] = judgements[judgements["run_id"] == run]
         store.commit_shard(run, list(QUESTIONS), tables)
     return store
