@@ -70,7 +70,7 @@ def label_tables(root: str | Path, scores: pd.DataFrame | None = None, resamples
     return LabelTables(agreements, ppi, len(labels), resamples)
 
 
-def _chunk_judges(root: Path, labels: pd.DataFrame, resamples: int, seed: int) -> list[Agreement]:
+def _chunk_judges(root: str | Path, labels: pd.DataFrame, resamples: int, seed: int) -> list[Agreement]:
     """The pipeline's rerank and Retrieval Judge decisions against people's chunk grades."""
     from ragkit.labels.judge_decisions import CHUNK_JUDGES, chunk_judge_agreements
     from ragkit.results import ResultStore
