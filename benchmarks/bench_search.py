@@ -1,7 +1,7 @@
 """Budgeted search against the full grid: per strategy and seed, the share of the grid's best score
 reached at 25% of the grid's cost.
 
-    python benchmarks/bench_search.py covidqa   # the COVID-QA chunk-size grid (needs /work/shared/datasets/covidqa)
+    python benchmarks/bench_search.py covidqa   # the COVID-QA chunk-size grid (needs ../shared/datasets/covidqa)
     python benchmarks/bench_search.py scifact   # SciFact: bm25/dense/hybrid x contextualize x top_k (slow)
     python benchmarks/bench_search.py tiny      # the bundled sample, a tiny bm25 chunk-size grid (seconds)
 
@@ -41,7 +41,7 @@ GRIDS = {
     },
     # SciFact (experiments/scifact.yaml): bm25 / dense / hybrid x contextualized or not x top_k.
     "scifact": {
-        "yaml": "experiments/scifact.yaml", "metric": "ndcg@10", "dataset": "scifact",
+        "yaml": "experiments/scifact.yaml", "metric": "ndcg@10", "dataset": "scifact/beir",
         "set": {"chunkers": [{"type": "document", "params": {"contextualize": flag}} for flag in (True, False)],
                 "top_k": [10, 20]},
     },
@@ -66,7 +66,8 @@ def load_grid(name: str, dataset: str | None):
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data["dataset"]["path"] = str((path.parent / data["dataset"]["path"]).resolve())
     if spec["dataset"] is not None:
-        data["dataset"]["path"] = dataset or f"/work/shared/datasets/{spec['dataset']}"
+        # The shared datasets sit beside the clone (../shared/datasets), as the tests expect them.
+        data["dataset"]["path"] = dataset or str(ROOT.parent / "shared" / "datasets" / spec["dataset"])
     for key, value in spec["set"].items():
         if key.startswith("dataset."):
             data["dataset"][key.split(".", 1)[1]] = value
