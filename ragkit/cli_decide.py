@@ -58,7 +58,11 @@ def _cmd_failures(args: argparse.Namespace) -> int:
         results = results.subset([args.run])
     classes = failure_classes(results, cut=args.cut)
     if args.format == "json":
-        print(classes.to_json(orient="records", indent=1))
+        import json
+
+        from ragkit.analysis.json_rows import json_records
+
+        print(json.dumps(json_records(classes), indent=1))
         return 0
     counts = class_counts(classes)
     labels = dict(zip(results.runs["run_id"].astype(str), results.runs.get("label", results.runs["run_id"])))
@@ -84,6 +88,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_slices(args: argparse.Namespace) -> int:
     import json
 
+    from ragkit.analysis.json_rows import json_records
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.report import default_metrics
     from ragkit.analysis.slices import sliced, to_text
@@ -95,8 +100,8 @@ def _cmd_slices(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({"column": result.column, "sizes": result.sizes.to_dict(),
                           "family": "Holm over every comparison row of every slice",
-                          "means": json.loads(result.means.to_json(orient="records")),
-                          "comparisons": json.loads(result.comparisons.to_json(orient="records"))}, indent=1))
+                          "means": json_records(result.means),
+                          "comparisons": json_records(result.comparisons)}, indent=1))
     else:
         print(to_text(result), end="")
     return 0

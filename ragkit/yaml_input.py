@@ -111,14 +111,24 @@ class BoundedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_yaml(text: str) -> Any:
-    """The YAML document in ``text``, read by ``BoundedLoader`` (PyYAML's errors pass through)."""
-    return yaml.load(text, Loader=BoundedLoader)  # a SafeLoader subclass: as safe as safe_load
+class DocumentLoader(BoundedLoader):
+    """The bounds without the duplicate-key rule, for files someone ingests (a corpus's YAML files
+    and markdown front matter): those are read as YAML reads them, the last value winning, since
+    refusing one would lose the document over a key it is not ragkit's business to police."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        return yaml.SafeLoader.construct_mapping(self, node, deep=deep)
+
+
+def parse_yaml(text: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
+    """The YAML document in ``text``, read by ``loader`` (PyYAML's errors pass through)."""
+    return yaml.load(text, Loader=loader)  # a SafeLoader subclass: as safe as safe_load
 
 
 def parse_yaml_documents(text: str) -> list[Any]:
-    """Every YAML document in ``text`` (a ``---`` separated stream), read by ``BoundedLoader``."""
-    return list(yaml.load_all(text, Loader=BoundedLoader))
+    """Every YAML document in a corpus file's ``text`` (a ``---`` separated stream), read by
+    ``DocumentLoader``."""
+    return list(yaml.load_all(text, Loader=DocumentLoader))
 
 
 def load_yaml(text: str, source: str) -> Any:

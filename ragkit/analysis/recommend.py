@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.analysis import statistics
 from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
+from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
 from ragkit.analysis.loading import Results
 from ragkit.metrics.names import better_direction, failure_value, parse_metric, sort_key
@@ -191,10 +192,6 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
 # --- text and JSON forms --------------------------------------------------------------------------
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return json.loads(frame.to_json(orient="records"))
-
-
 def to_json(rec: Recommendation) -> str:
     payload = {
         "metric": rec.params.metric, "constraints": {"max_latency_ms": rec.params.max_latency_ms,
@@ -205,7 +202,7 @@ def to_json(rec: Recommendation) -> str:
         "not_significantly_worse": rec.not_worse, "family": rec.family,
         "pareto_front": rec.runs.loc[rec.runs["pareto"], "run_id"].tolist(),
         "factor_that_mattered_most": rec.factor,
-        "runs": _records(rec.runs), "comparisons": _records(rec.comparisons),
+        "runs": json_records(rec.runs), "comparisons": json_records(rec.comparisons),
     }
     return json.dumps(payload, indent=1) + "\n"
 

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.analysis import statistics
 from ragkit.analysis.comparison import Comparer
+from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.pairing import is_config_column
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
@@ -299,7 +300,7 @@ def to_json(result: GateResult) -> str:
                 "Holm over every pair and condition",
         "differences_allowed": result.differences, "unpaired_baseline_runs": result.unpaired_base,
         "unpaired_new_runs": result.unpaired_new, "regressed": bool(result.rows["regressed"].any()),
-        "rows": json.loads(result.rows.to_json(orient="records")),
+        "rows": json_records(result.rows),
     }, indent=1) + "\n"
 
 

@@ -40,6 +40,7 @@ from ragkit.analysis.comparison import (
     holm_family,
 )
 from ragkit.analysis.coverage import partial_runs
+from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
@@ -318,28 +319,6 @@ table.table th, table.table td {{ padding: 4px 8px; border-bottom: 1px solid #dd
 {content}
 </body></html>
 """
-
-
-def _plain(value: object) -> object:
-    """A cell as JSON writes it at full precision: NaN and NA null, numpy scalars plain numbers."""
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if np.isnan(value) else float(value)
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    if isinstance(value, (np.ndarray, list, tuple)):
-        return [_plain(item) for item in value]
-    return value
-
-
-def json_records(frame: pd.DataFrame) -> list[dict]:
-    """Rows as JSON-ready dicts, every float as Python writes it (shortest exact form, no rounding)."""
-    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def to_json(report: Report) -> str:

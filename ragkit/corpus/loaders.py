@@ -30,7 +30,7 @@ from ragkit.corpus.model import make_document
 from ragkit.corpus.pdf import PdfError, read_pdf
 from ragkit.corpus.validation import IngestError, file_type_of
 from ragkit.settings import get_settings
-from ragkit.yaml_input import parse_yaml, parse_yaml_documents
+from ragkit.yaml_input import DocumentLoader, parse_yaml, parse_yaml_documents
 
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
 # 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv
@@ -163,7 +163,7 @@ def front_matter(text: str) -> dict[str, Any]:
     if not match:
         return {}
     try:
-        data = parse_yaml(match.group(1))
+        data = parse_yaml(match.group(1), DocumentLoader)
     except (yaml.YAMLError, RecursionError):
         return {}  # not YAML after all: the text is still the document
     if not isinstance(data, dict):

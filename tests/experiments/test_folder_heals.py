@@ -69,7 +69,8 @@ def test_damaged_parts_are_named_recomputed_exactly_and_repaired(tmp_path, capsy
     assert "(missing)" in text and "_merged/scores.parquet could not be read" in text
     rows = {run: next(line for line in text.splitlines() if line.startswith("| recursive") and f"| {run} |" in line)
             for run in runs}
-    assert "| 1.000 [" in rows[runs[3]]  # the intact run's mrr
+    # The intact run's mrr: 1.000 on all 6 questions (no spread, so no interval: statistics' zero-SE rule).
+    assert "| 1.000 - (6/0) |" in rows[runs[3]]
     assert all("| - | - |" in rows[run] for run in runs[:3])
 
     assert main(["export", str(out), "--format", "csv", "--out", str(tmp_path / "heal.zip")]) == 0
