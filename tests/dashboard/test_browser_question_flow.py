@@ -131,7 +131,16 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
     page.get_by_role("button", name="Accept", exact=True).click()
     review_caption(page, 1, 0, 0, PLANNED - 1)
     choose(page, "Question", re.compile(rf"^{re.escape(rows[1]['id'])} "))
+    settle(page)
     page.get_by_test_id("stExpander").filter(has=page.get_by_text("Edit", exact=True)).locator("summary").click()
+    # Type only once the rerun that picked the question has drawn its edit box: under load the box
+    # of the question chosen before (its own key) can still be on the page for a moment.
+    box = page.get_by_role("textbox", name="Question text", exact=True)
+    for _ in range(100):
+        if box.input_value() == rows[1]["question"]:
+            break
+        page.wait_for_timeout(200)
+    assert box.input_value() == rows[1]["question"]
     fill(page, "textbox", "Question text", "Where was the sample of this edited question kept?")
     page.get_by_role("button", name="Save edit", exact=True).click()
     review_caption(page, 1, 1, 0, PLANNED - 2)
