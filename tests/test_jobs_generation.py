@@ -12,8 +12,7 @@ import pytest
 from ragkit.jobs import JobInfo, JobManager
 from ragkit.registry import ConfigError
 from tests.conftest import SAMPLE_DATASET
-from tests.llms.fake_ollama import FakeOllama
-from tests.qa.generation_helpers import ollama_replier
+from tests.qa.generation_helpers import scripted_ollama_server
 
 pytestmark = pytest.mark.integration
 
@@ -21,13 +20,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def scripted_ollama(monkeypatch):
     """The default backend (Ollama when it answers) is this scripted server, for children too."""
-    fake = FakeOllama()
-    fake.replier = ollama_replier()
-    fake.start()
-    monkeypatch.setenv("RAGKIT_OLLAMA_URL", fake.url)
-    monkeypatch.setenv("RAGKIT_OLLAMA_MODEL", "fake-model")
-    yield fake
-    fake.stop()
+    with scripted_ollama_server(monkeypatch) as fake:
+        yield fake
 
 
 def _wait_for(manager: JobManager, job_id: str, timeout: float = 120.0) -> JobInfo:

@@ -32,8 +32,7 @@ from tests.dashboard.test_browser_e2e import (  # noqa: F401 (fixtures)
     settle,
     shot,
 )
-from tests.llms.fake_ollama import FakeOllama
-from tests.qa.generation_helpers import ollama_replier
+from tests.qa.generation_helpers import scripted_ollama_server
 
 pytestmark = [
     pytest.mark.browser,
@@ -48,13 +47,8 @@ JOB_TIMEOUT_MS = 120_000
 @pytest.fixture(autouse=True)
 def scripted_ollama(monkeypatch):
     """Set before the server fixture starts the dashboard, whose environment its children inherit."""
-    fake = FakeOllama()
-    fake.replier = ollama_replier()
-    fake.start()
-    monkeypatch.setenv("RAGKIT_OLLAMA_URL", fake.url)
-    monkeypatch.setenv("RAGKIT_OLLAMA_MODEL", "fake-model")
-    yield fake
-    fake.stop()
+    with scripted_ollama_server(monkeypatch) as fake:
+        yield fake
 
 
 def widget(page, test_id: str, label: str):

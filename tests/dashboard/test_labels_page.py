@@ -8,24 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from ragkit.labels.store import LabelStore
+from tests.dashboard.test_pages import assert_ok, page
 from tests.labels.helpers import DOCS, make_results
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
-TIMEOUT = 30
-
 pytestmark = pytest.mark.integration
-
-
-def page(name: str) -> AppTest:
-    return AppTest.from_file(str(DASHBOARD / "views" / name), default_timeout=TIMEOUT)
-
-
-def assert_ok(app: AppTest) -> None:
-    assert not app.exception, [e.value for e in app.exception]
-    assert not app.error, [e.value for e in app.error]
 
 
 @pytest.fixture

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ragkit.corpus.model import make_document
@@ -82,3 +83,20 @@ def ollama_replier() -> Callable[[dict[str, Any]], str]:
         return rule(body["messages"], calls)
 
     return reply
+
+
+@contextlib.contextmanager
+def scripted_ollama_server(monkeypatch) -> Iterator[Any]:
+    """A FakeOllama answering with ``ollama_replier``, made the default backend through the
+    environment, so child processes (jobs, a dashboard's children) use it too."""
+    from tests.llms.fake_ollama import FakeOllama
+
+    fake = FakeOllama()
+    fake.replier = ollama_replier()
+    fake.start()
+    monkeypatch.setenv("RAGKIT_OLLAMA_URL", fake.url)
+    monkeypatch.setenv("RAGKIT_OLLAMA_MODEL", "fake-model")
+    try:
+        yield fake
+    finally:
+        fake.stop()
