@@ -150,12 +150,12 @@ def _most_important_factor(comparer: Comparer, metric: str) -> dict | None:
         return None
     best: dict | None = None
     for factor, mine in rows.groupby("factor", sort=False):
-        # Each row is a level against the factor's comparison level, which counts as 0.
+        # Each row is a level (level_b) against the factor's reference (level_a), which counts as 0.
         diffs = np.append(mine["diff"].to_numpy(dtype="float64"), 0.0)
         spread = float(diffs.max() - diffs.min())
         if best is None or spread > best["range"]:
-            best = {"factor": str(factor), "range": spread, "comparison_level": str(mine["level_b"].iloc[0]),
-                    "levels": {str(level): float(diff) for level, diff in zip(mine["level_a"], mine["diff"])}}
+            best = {"factor": str(factor), "range": spread, "comparison_level": str(mine["level_a"].iloc[0]),
+                    "levels": {str(level): float(diff) for level, diff in zip(mine["level_b"], mine["diff"])}}
     return best
 
 
@@ -242,7 +242,7 @@ def to_text(rec: Recommendation) -> str:
                  + ", ".join(front["label"].astype(str)))
     if rec.factor is not None:
         reference = rec.factor["comparison_level"]
-        levels = ", ".join(f"{reference} - {level} = {diff:+.3f}" for level, diff in rec.factor["levels"].items())
+        levels = ", ".join(f"{level} - {reference} = {diff:+.3f}" for level, diff in rec.factor["levels"].items())
         lines.append(f"factor that mattered most: {rec.factor['factor']} (range {rec.factor['range']:.3f}; {levels})")
     excluded = rec.runs[~rec.runs["eligible"]]
     if not excluded.empty:

@@ -78,7 +78,11 @@ def test_best_and_its_not_worse_set_are_what_the_pairs_imply_by_hand():
     assert "Holm over the 6 tests" in rec.family
     # The chunker moves ndcg@10 by about 0.5, the retriever by about 0.02.
     assert rec.factor is not None and rec.factor["factor"] == "chunker" and rec.factor["range"] > 0.3
+    # Each level against the factor's reference (no baseline named: the first in name order).
+    assert rec.factor["comparison_level"] == "sentence" and list(rec.factor["levels"]) == ["token"]
+    assert rec.factor["levels"]["token"] == pytest.approx(rec.factor["range"]) and rec.factor["levels"]["token"] > 0
     text = to_text(rec)
+    assert f"token - sentence = +{rec.factor['levels']['token']:.3f}" in text
     assert "not significantly worse" in text and "Holm over the 6 tests" in text
     payload = json.loads(to_json(rec))
     assert payload["best"] == "A" and payload["not_significantly_worse"] == ["B"]
