@@ -37,7 +37,7 @@ lint:
 	mypy
 
 # The suite, in two pytest-xdist processes, a test file each at a time (a file's expensive fixtures
-# are built once); about 26 minutes on 2 cores shared with other work. The full-dataset reproductions (SciFact nDCG against
+# are built once); about 17 minutes on 2 cores. The full-dataset reproductions (SciFact nDCG against
 # plain tools, CovidQA chunk sizes: about 8 minutes, most of it embedding 5,183 abstracts) are
 # deselected here and run by `make test-benchmarks`, which CI runs right after (.ci/run).
 test: install-test lint
