@@ -83,15 +83,9 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
     import time
 
     from dashboard import state
-    from tests.llms.fake_ollama import FakeOllama
-    from tests.qa.generation_helpers import ollama_replier
+    from tests.qa.generation_helpers import scripted_ollama_server
 
-    fake = FakeOllama()
-    fake.replier = ollama_replier()
-    fake.start()
-    monkeypatch.setenv("RAGKIT_OLLAMA_URL", fake.url)
-    monkeypatch.setenv("RAGKIT_OLLAMA_MODEL", "fake-model")
-    try:
+    with scripted_ollama_server(monkeypatch) as fake:
         app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
         app.number_input(key="gen_n").set_value(2)
         app.multiselect(key="gen_types").set_value(["factoid"])
@@ -114,5 +108,3 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
         assert_ok(app)
         assert state.question_sets()[Path(job.out_dir).name]["format"] == "squad"
         assert fake.chats == 2
-    finally:
-        fake.stop()
