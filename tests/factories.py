@@ -52,32 +52,7 @@ def make_pdf(path: Path, pages: list[str], title: str | None = None, author: str
 
 
 def scripted_llm_class():
-    """The ScriptedLLM test backend, built lazily so importing this module stays light."""
-    from typing import Any, ClassVar
-
-    from ragkit.llms import LLMBackend, LLMParams
-    from ragkit.llms.base import BackendReply
-    from ragkit.registry import ComponentParams
-
-    class ScriptedParams(LLMParams):
-        model: str = "scripted"
-
-    class ScriptedLLM(LLMBackend):
-        """Replies from a list in order (the last one repeats) and remembers every request."""
-
-        name: ClassVar[str] = "scripted"
-        Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-        def __init__(self, replies: list[Any], model: str = "scripted") -> None:
-            super().__init__(ScriptedParams(model=model))
-            self.replies = replies
-            self.requests: list[list[dict[str, str]]] = []
-
-        def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-            self.requests.append(messages)
-            text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-            if isinstance(text, Exception):
-                raise text
-            return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
+    """The shared ScriptedLLM (tests/scripted_llm.py), imported lazily so this module stays light."""
+    from tests.scripted_llm import ScriptedLLM
 
     return ScriptedLLM

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.generator import Answer, Generator, GeneratorParams, cited_numbers
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
-from ragkit.registry import ComponentParams
+from ragkit.llms import LLMClient, llms
+from ragkit.llms.base import LLMError
+from tests.scripted_llm import ScriptedLLM
 
 QUERY = "why do cats purr"
 TEXTS = {
@@ -22,29 +22,6 @@ TEXTS = {
     "market": "The stock market fell after the central bank raised interest rates.",
 }
 NODES = [NodeWithScore(node=TextNode(id_=chunk_id, text=text), score=0.5) for chunk_id, text in TEXTS.items()]
-
-
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order (the last one repeats) and remembers every request."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, replies: list[Any]) -> None:
-        super().__init__(ScriptedParams())
-        self.replies = replies
-        self.requests: list[dict[str, Any]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append({"messages": messages, "json_schema": json_schema, "max_tokens": max_tokens})
-        text = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(text, Exception):
-            raise text
-        return BackendReply(text=text, prompt_tokens=1, completion_tokens=1)
 
 
 def generator(replies: list[Any], tmp_path, **params: Any) -> tuple[Generator, ScriptedLLM, LLMClient]:
@@ -64,9 +41,9 @@ def test_citations_map_to_the_chunks_shown(tmp_path):
     answer = gen.generate(QUERY, NODES, trace)
     assert isinstance(answer, Answer)
     assert (answer.text, answer.citations, answer.valid) == ("Cats purr when content [2].", ["cats"], True)
-    assert answer.prompt == backend.requests[0]["messages"][-1]["content"]
+    assert answer.prompt == backend.requests[0][-1]["content"]
     assert "[2] Cats purr" in answer.prompt and f"Question: {QUERY}" in answer.prompt
-    assert backend.requests[0]["json_schema"] is not None
+    assert backend.calls[0]["json_schema"] is not None
     (judgement,) = trace.judgements
     assert judgement.judge == "generator" and judgement.valid and not judgement.fell_back
     assert judgement.decision["prompt"] == answer.prompt and judgement.decision["citations"] == ["cats"]
@@ -96,7 +73,7 @@ def test_free_text_mode_reads_citation_markers_and_sends_no_schema(tmp_path):
     gen, backend, _ = generator(["Cats purr when content [2, 3]. Also [1]."], tmp_path, constrained=False)
     answer = gen.generate(QUERY, NODES, JudgeTrace())
     assert answer.citations == ["cats", "market", "dogs"] and answer.valid
-    assert backend.requests[0]["json_schema"] is None
+    assert backend.calls[0]["json_schema"] is None
     assert "cite sources like [1]" in answer.prompt
 
 
@@ -228,7 +205,7 @@ def test_without_abstain_text_an_empty_context_still_asks_the_model(tmp_path):
 def test_system_prompt_replaces_the_system_message(tmp_path):
     gen, backend, _ = generator([answer_json("Content [2].", [2])], tmp_path, system_prompt="Be terse.")
     gen.generate(QUERY, NODES, JudgeTrace())
-    messages = backend.requests[0]["messages"]
+    messages = backend.requests[0]
     assert messages[0] == {"role": "system", "content": "Be terse."}
 
 
@@ -240,7 +217,7 @@ def test_feedback_and_history_add_their_blocks(tmp_path):
     history = [Turn(role="user", content="Tell me about cats."), Turn(role="assistant", content="Cats are " + "x" * 50)]
     trace = JudgeTrace()
     answer = gen.generate(QUERY, NODES, trace, feedback=["Cats bark."], history=history)
-    prompt = backend.requests[0]["messages"][-1]["content"]
+    prompt = backend.requests[0][-1]["content"]
     assert "Conversation so far:\nassistant: Cats are xxxxxxxxxxx\nSources:" in prompt
     assert "tell me about cats" not in prompt.lower()  # only the last turn is shown
     assert "do not repeat them unless a source states them:\n- Cats bark.\nReply as JSON" in prompt
@@ -253,7 +230,7 @@ def test_converse_answers_without_sources_and_abstain_says_not_found(tmp_path):
     trace = JudgeTrace()
     reply = gen.converse("hi there", [], trace)
     assert reply.text == "Hello! How can I help?" and reply.valid and reply.citations == []
-    assert "Sources" not in backend.requests[0]["messages"][-1]["content"]
+    assert "Sources" not in backend.requests[0][-1]["content"]
     assert trace.judgements[0].decision["route"] == "conversational"
     abstained = gen.abstain("who won the cup", "no web search provider", trace)
     assert (abstained.text, abstained.abstained) == ("not found", True) and len(backend.requests) == 1
@@ -281,11 +258,11 @@ def test_abstain_uses_abstain_text_when_set_and_history_reaches_converse(tmp_pat
     trace = JudgeTrace()
     assert gen.abstain("q", "the gate failed", trace).text == "Not in the documents." and backend.requests == []
     gen.converse("and you?", [Turn("user", "hi"), Turn("assistant", "Hello!")], trace)
-    system, user = backend.requests[0]["messages"]
+    system, user = backend.requests[0]
     assert system == {"role": "system", "content": CONVERSE_SYSTEM}
     assert user["content"] == ("Conversation so far:\nuser: hi\nassistant: Hello!\nuser: and you?\n"
                                "Reply in one or two sentences.")
-    assert backend.requests[0]["json_schema"] is None
+    assert backend.calls[0]["json_schema"] is None
     assert [usage.stage for usage in gen.llm_client().usage_by_stage()] == ["generate"]
 
 

