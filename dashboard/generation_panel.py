@@ -13,9 +13,11 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape
+from ragkit.corpus.validation import sanitize_name
+from ragkit.qa import catalogue
 from ragkit.registry import ConfigError
 
-BUNDLED = "covidqa_sample (bundled)"
+BUNDLED = catalogue.SAMPLE_NAME
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"
 LLM_CHOICES = [DEFAULT_LLM, "local", "ollama"]
 REFRESH_S = 2.0
@@ -32,13 +34,13 @@ def show() -> None:
         seed = int(st.number_input("Seed", min_value=0, value=0, key="gen_seed"))
         llm = st.selectbox("LLM", LLM_CHOICES, key="gen_llm")
         embeddings = st.checkbox("Also find near-duplicates by embedding (MiniLM)", value=True, key="gen_embeddings")
-        argument = str(state.SAMPLE_QUESTION_SET) if corpus == BUNDLED else str(corpus)
+        argument = str(catalogue.SAMPLE_QUESTION_SET) if corpus == BUNDLED else str(corpus)
         estimate, generate = st.columns([1, 1])
         if estimate.button("Estimate", key="gen_estimate"):
             try:
                 params = GenerationParams(n=n, types=types or list(QUESTION_TYPES), seed=seed)
                 if corpus == BUNDLED:
-                    documents = list(state._dataset_documents(argument).values())
+                    documents = list(state.dataset_documents(argument).values())
                 else:
                     documents = list(state.load_corpus(corpus).documents)
                 counts = dry_run_counts(plan_generation(documents, params), params)
@@ -55,8 +57,8 @@ def show() -> None:
                 st.code(shlex.join(command), language="bash")
         if generate.button("Generate", key="gen_start", type="primary"):
             stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
-            slug = state.sanitize_name(str(corpus).split(" ")[0])
-            out = state.question_sets_dir() / "generated" / f"{slug}-{n}-{stamp}"
+            slug = sanitize_name(str(corpus).split(" ")[0])
+            out = catalogue.catalogue_dir() / "generated" / f"{slug}-{n}-{stamp}"
             try:
                 job = state.job_manager().start_generation(
                     argument, out, n=n, types=types or list(QUESTION_TYPES), seed=seed,
@@ -72,7 +74,7 @@ def _jobs_panel() -> None:
     jobs = [job for job in state.job_manager().list() if job.kind == "questions"]
     if not jobs:
         return
-    known = {Path(entry["path"]) for entry in state.question_sets().values()}
+    known = {Path(entry["path"]) for entry in catalogue.question_sets().values()}
     for job in jobs[:5]:
         fraction = job.done / job.total if job.total else 0.0
         st.progress(fraction, text=f"{escape(job.experiment)}: {job.state} · {job.done}/{job.total or '?'} LLM calls")
@@ -83,5 +85,5 @@ def _jobs_panel() -> None:
         out = Path(job.out_dir)
         if job.state == "done" and out not in known and (out / "questions.jsonl").is_file():
             # Registered once, so the set shows in the list and the review like an imported one.
-            state.register_question_set(out.name, out, "squad")
+            catalogue.register_question_set(out.name, out, "squad")
             st.rerun(scope="app")

@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape, html_block
+from ragkit.qa import catalogue
 from ragkit.registry import ConfigError
 
 
@@ -37,7 +38,7 @@ def show(entry: dict[str, str]) -> None:
     except ConfigError as error:
         st.error(escape(error))
         return
-    documents = state._dataset_documents(str(path))
+    documents = state.dataset_documents(str(path))
     texts = {doc_id: document.text for doc_id, document in documents.items()}
     review = load_review(path)
     waiting = pending(rows, review)
@@ -73,9 +74,9 @@ def show(entry: dict[str, str]) -> None:
     leave_out = st.checkbox("Leave out questions not reviewed yet", key="freeze_pending")
     if st.button("Freeze", key="review_freeze", type="primary"):
         try:
-            frozen = freeze(path, state.question_sets_dir() / "frozen", allow_pending=leave_out)
+            frozen = freeze(path, catalogue.catalogue_dir() / "frozen", allow_pending=leave_out)
             name = Path(frozen.path).name
-            state.register_question_set(name, Path(frozen.path), "squad")
+            catalogue.register_question_set(name, Path(frozen.path), "squad")
             st.success(f"Frozen as '{escape(name)}': {frozen.questions} questions; experiments can use it now.")
         except ConfigError as error:
             st.error(escape(error))

@@ -9,8 +9,6 @@ Pages call the plain helpers below, never ``st.cache_*`` themselves.
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +16,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.safe_text import escape
+from ragkit import folder_stamps, folders
+from ragkit.chunkers.preview import chunk_preview
+from ragkit.corpus import listing
 from ragkit.corpus.store import CorpusStore
-from ragkit.corpus.validation import sanitize_name
+from ragkit.folder_stamps import folder_stamp, s3_endpoint
+from ragkit.folders import storage_errors
 from ragkit.jobs import JobManager
-from ragkit.registry import ConfigError
+from ragkit.qa import catalogue
 from ragkit.settings import get_settings
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_QUESTION_SET = REPO_ROOT / "datasets" / "covidqa_sample"
 DATA_TTL_S = 30
 # The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
 PROBE_TIMEOUT_S = 0.3
@@ -43,56 +43,6 @@ def data_dir() -> Path:
 
 def results_root() -> Path:
     return get_settings().results_root()
-
-
-def inside(path: Path, root: Path) -> Path:
-    """``path`` resolved, refusing anything outside ``root`` (uploads never escape the data dir).
-
-    Resolving follows symbolic links, so a link inside ``root`` that points out is refused too.
-    """
-    try:
-        resolved, root = path.resolve(), root.resolve()
-    except (OSError, RuntimeError, ValueError) as error:  # a link loop, a NUL byte in the path
-        raise ConfigError(f"{path!r} cannot be resolved: {error}") from None
-    if resolved != root and root not in resolved.parents:
-        raise ConfigError(f"{path} is outside {root}")
-    return resolved
-
-
-def save_uploads(files: list[Any], *folders: str) -> list[Path]:
-    """Write Streamlit UploadedFiles to <data_dir>/uploads/<folders...>/<sanitized name>.
-
-    Files whose names sanitise alike get a "2-", "3-"... prefix rather than overwrite each
-    other, and a name that is already a symbolic link is refused, never written through.
-    Size limits are checked when the files are ingested (``CorpusStore.ingest``).
-    """
-    root = data_dir() / "uploads"
-    folder = inside(root.joinpath(*(sanitize_name(part) for part in folders)), root)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    taken: set[str] = set()  # casefolded: on macOS and Windows "A.txt" and "a.txt" are one file
-    for uploaded in files:
-        name = sanitize_name(uploaded.name)
-        copy = 1
-        while name.casefold() in taken:
-            copy += 1
-            name = sanitize_name(f"{copy}-{sanitize_name(uploaded.name)}")
-        taken.add(name.casefold())
-        target = folder / name  # not the resolved path: a link at this name must not be written through
-        inside(target, folder)
-        _write_without_following(target, uploaded.getvalue())
-        paths.append(target)
-    return paths
-
-
-def _write_without_following(path: Path, data: bytes) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        descriptor = os.open(path, flags, 0o666)
-    except OSError as error:  # O_NOFOLLOW: the name is a symbolic link
-        raise ConfigError(f"cannot write the upload {path.name}: {error.strerror or error}") from None
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(data)
 
 
 # --- stores (cache_resource) ---------------------------------------------------------------------
@@ -121,30 +71,12 @@ def job_manager() -> JobManager:
 
 @st.cache_data(ttl=DATA_TTL_S)
 def _corpora_table(root: str, stamp: float) -> pd.DataFrame:
-    rows = [
-        {
-            "name": info.name,
-            "documents": info.documents,
-            "files": info.files,
-            "size_mb": round(info.total_bytes / 1024 / 1024, 3),
-            "types": ", ".join(f"{kind} ({count})" for kind, count in sorted(info.file_types.items())),
-            "created": info.created,
-        }
-        for info in _corpus_store(root).list()
-    ]
-    return pd.DataFrame(rows, columns=["name", "documents", "files", "size_mb", "types", "created"])
-
-
-def _folder_stamp(folder: Path) -> float:
-    """Changes whenever a file is added, replaced or removed in ``folder`` (cache key part)."""
-    if not folder.exists():
-        return 0.0
-    return sum(p.stat().st_mtime for p in folder.iterdir()) + len(list(folder.iterdir()))
+    return listing.corpora_table(_corpus_store(root).list())
 
 
 def corpora_table() -> pd.DataFrame:
     root = data_dir()
-    return _corpora_table(str(root), _folder_stamp(root / "corpora"))
+    return _corpora_table(str(root), folder_stamp(root / "corpora"))
 
 
 @st.cache_resource(max_entries=4)
@@ -154,73 +86,24 @@ def _corpus(root: str, name: str, stamp: float):
 
 def load_corpus(name: str):
     root = data_dir()
-    return _corpus(str(root), name, _folder_stamp(root / "corpora"))
+    return _corpus(str(root), name, folder_stamp(root / "corpora"))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=32)
-def chunk_preview(
-    root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str, params_json: str
-) -> pd.DataFrame:
-    """One document's chunks under one chunker: boundaries, breadcrumb, token count, text."""
-    from ragkit import registry
-    from ragkit.chunkers.token import cl100k_tokenizer
-
+def _chunk_preview(root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str,
+                   params_json: str) -> pd.DataFrame:
     document = _corpus(root, corpus, corpus_stamp).by_id()[doc_id]
-    nodes = registry.chunkers.build({"type": chunker, "params": json.loads(params_json)}).chunk([document])
-    tokenizer = cl100k_tokenizer()
-    return pd.DataFrame(
-        [
-            {
-                "chunk": node.metadata.get("chunk_index"),
-                "start_char": node.metadata.get("start_char"),
-                "end_char": node.metadata.get("end_char"),
-                "breadcrumb": node.metadata.get("breadcrumb", ""),
-                "tokens": len(tokenizer(node.text)),
-                "text": node.text,
-            }
-            for node in nodes
-        ]
-    )
+    return chunk_preview(document, chunker, json.loads(params_json))
 
 
 def preview_chunks(corpus: str, doc_id: str, chunker: str, params: dict[str, Any]) -> pd.DataFrame:
+    """ragkit.chunkers.preview.chunk_preview of one document of an ingested corpus."""
     root = data_dir()
-    return chunk_preview(str(root), corpus, _folder_stamp(root / "corpora"), doc_id, chunker,
-                         json.dumps(params, sort_keys=True))
+    return _chunk_preview(str(root), corpus, folder_stamp(root / "corpora"), doc_id, chunker,
+                          json.dumps(params, sort_keys=True))
 
 
 # --- question sets -----------------------------------------------------------------------------
-
-
-def question_sets_dir() -> Path:
-    return data_dir() / "question_sets"
-
-
-def question_sets() -> dict[str, dict[str, str]]:
-    """name -> {name, path, format}: the bundled sample first, then what the user imported."""
-    known: dict[str, dict[str, str]] = {}
-    if SAMPLE_QUESTION_SET.exists():
-        known["covidqa_sample (bundled)"] = {
-            "name": "covidqa_sample (bundled)", "path": str(SAMPLE_QUESTION_SET), "format": "squad",
-        }
-    folder = question_sets_dir()
-    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            known[str(entry["name"])] = {"name": str(entry["name"]), "path": str(entry["path"]),
-                                         "format": str(entry.get("format", "auto"))}
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a hand-edited, broken entry is left out rather than breaking the page
-    return known
-
-
-def register_question_set(name: str, path: Path, format: str) -> dict[str, str]:
-    folder = question_sets_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    entry = {"name": name, "path": str(Path(path).resolve()), "format": format}
-    target = inside(folder / f"{sanitize_name(name)}.json", folder)
-    target.write_text(json.dumps(entry, indent=2), encoding="utf-8")
-    return entry
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)
@@ -230,43 +113,36 @@ def _question_set(path: str, format: str, split: str, mtime: float):
     return load_question_set(path, format=format, split=split)
 
 
-def load_questions(path: str, format: str = "auto", split: str = "test"):
+def _mtime(path: str) -> float:
     target = Path(path)
-    mtime = target.stat().st_mtime if target.exists() else 0.0
-    return _question_set(path, format, split, mtime)
+    return target.stat().st_mtime if target.exists() else 0.0
+
+
+def load_questions(path: str, format: str = "auto", split: str = "test"):
+    return _question_set(path, format, split, _mtime(path))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)
 def _question_quality(path: str, format: str, mtime: float) -> dict[str, Any] | None:
-    from ragkit.qa import load_question_set
-    from ragkit.qa.quality import quality_report
-
-    documents = _dataset_documents(path)
-    if not documents:
-        return None
-    return quality_report(load_question_set(path, format=format), documents).model_dump(mode="json")
+    return catalogue.question_quality(path, format, documents=dataset_documents(path))
 
 
 def question_quality(path: str, format: str = "auto") -> dict[str, Any] | None:
-    """The quality report of a set against its own corpus.jsonl (None when it ships none)."""
-    target = Path(path)
-    return _question_quality(path, format, target.stat().st_mtime if target.exists() else 0.0)
+    """ragkit.qa.catalogue.question_quality of a set, cached until its file changes."""
+    return _question_quality(path, format, _mtime(path))
 
 
 @st.cache_resource(max_entries=4)
-def _dataset_documents(path: str):
-    from ragkit.qa import load_dataset_corpus
-
-    documents = load_dataset_corpus(path)
-    return {d.id_: d for d in documents} if documents else {}
+def dataset_documents(path: str) -> dict[str, Any]:
+    """ragkit.qa.catalogue.dataset_documents, shared by every page and session."""
+    return catalogue.dataset_documents(path)
 
 
 def documents_for(corpus_name: str, corpus_id: str, dataset_path: str | None) -> dict:
     """Documents by id of the corpus a run used: an ingested corpus, else the dataset's own."""
-    store = corpus_store()
-    if any(info.name == corpus_name and info.corpus_id == corpus_id for info in store.list()):
+    if any(info.name == corpus_name and info.corpus_id == corpus_id for info in corpus_store().list()):
         return load_corpus(corpus_name).by_id()
-    return _dataset_documents(dataset_path) if dataset_path else {}
+    return dataset_documents(dataset_path) if dataset_path else {}
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -275,39 +151,18 @@ def documents_for(corpus_name: str, corpus_id: str, dataset_path: str | None) ->
 def experiments() -> list[str]:
     """Results folders under results_root() that hold at least a runs table, by name; then those
     under RAGKIT_REMOTE_RESULTS, by their s3:// location."""
-    root = results_root()
-    local = sorted(p.name for p in root.iterdir() if (p / "runs").is_dir()) if root.exists() else []
     remote = get_settings().remote_results
-    return local + (_remote_experiments(remote, _s3_endpoint()) if remote else [])
-
-
-def _s3_endpoint() -> str | None:
-    # A cache key part: the same s3:// location on another server is other data.
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    local = folders.local_results_folders(results_root())
+    return local + (_remote_experiments(remote, s3_endpoint()) if remote else [])
 
 
 @st.cache_data(ttl=DATA_TTL_S, show_spinner=False)
 def _remote_experiments(root: str, endpoint: str | None) -> list[str]:
-    from ragkit.folders import remote_results_folders
-
     try:
-        return remote_results_folders(root)
-    except _storage_errors() as error:
+        return folders.remote_results_folders(root)
+    except storage_errors() as error:
         st.warning(f"Results on object storage ({escape(root)}) cannot be listed: {escape(error)}")
         return []
-
-
-def _storage_errors() -> tuple[type[Exception], ...]:
-    """What reading object storage raises when it is unreachable or refuses: a user's problem to
-    show, not a traceback. pyarrow's S3 filesystem raises OSError."""
-    errors: tuple[type[Exception], ...] = (ConfigError, OSError)  # no s3 extra: ObjectFolder says which
-    try:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        errors += (BotoCoreError, ClientError)  # no endpoint, no credentials, no such bucket
-    except ImportError:
-        pass
-    return errors
 
 
 def _stop_on_storage_error(folder: str | Path, read: Any) -> Any:
@@ -317,58 +172,35 @@ def _stop_on_storage_error(folder: str | Path, read: Any) -> Any:
         return read()
     try:
         return read()
-    except _storage_errors() as error:
+    except storage_errors() as error:
         st.error(f"Results on object storage ({escape(folder)}) cannot be read: {escape(error)}")
         st.stop()
 
 
+def results_location(experiment: str) -> str | Path:
+    """Where an experiment of ``experiments()`` lives: an s3:// location stays itself."""
+    return folders.results_location(experiment, results_root())
+
+
 def unreadable(experiment: str) -> list[str]:
-    """One line per file of the experiment's results that this process's reads could not use
-    (ragkit.integrity): the page shows what it could read and names the rest."""
+    """ResultStore.unreadable of an experiment (ragkit.integrity): the page shows what it could
+    read and names the rest."""
     from ragkit.results import ResultStore
 
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: ResultStore(folder).unreadable())
 
 
-def results_location(experiment: str) -> str | Path:
-    """Where an experiment of ``experiments()`` lives: an s3:// location stays itself."""
-    from ragkit.folders import is_remote
-
-    return experiment if is_remote(experiment) else results_root() / experiment
-
-
-# A folder whose modification time is older than this is stamped by that time alone.
-QUIET_FOLDER_S = 2.0
-
-
-def _entries_stamp(folder: Path) -> tuple:
-    """Changes whenever a file is added, replaced or removed directly in ``folder``. Results files
-    are written by a rename into their folder (ragkit.atomic), which sets the folder's modification
-    time: one stat, where stamping every file took 0.3 s per page at a thousand runs. The time
-    advances in clock ticks, so two writes within one tick leave it unchanged: while the folder
-    changed in the last QUIET_FOLDER_S, every file's time is added (``_folder_stamp``)."""
-    try:
-        changed = folder.stat().st_mtime_ns
-    except FileNotFoundError:
-        return (0,)
-    if time.time() - changed / 1e9 > QUIET_FOLDER_S:
-        return (changed,)
-    return (changed, _folder_stamp(folder))
-
-
 def _results_stamp(folder: str | Path) -> Any:
     if isinstance(folder, Path):
-        return _entries_stamp(folder / "_commits") + _entries_stamp(folder / "runs")
-    return _remote_stamp(folder, _s3_endpoint())
+        return folder_stamps.local_results_stamp(folder)
+    return _remote_stamp(folder, s3_endpoint())
 
 
 @st.cache_data(ttl=REMOTE_STAMP_TTL_S, show_spinner=False)
 def _remote_stamp(location: str, endpoint: str | None) -> tuple:
     # Two LIST requests: reused for a few seconds, as every chart of a render asks.
-    from ragkit.folders import folder_state
-
-    return endpoint, folder_state(location, "_commits", "runs")
+    return folder_stamps.remote_results_stamp(location)
 
 
 @st.cache_resource(ttl=DATA_TTL_S, max_entries=8)
@@ -416,26 +248,6 @@ def label_tables(experiment: str) -> Any:
     files = LabelStore(folder).files
     labels_stamp = tuple((entry.stem, entry.tag) for entry in files.list(SESSIONS_FOLDER, ".parquet"))
     return _stop_on_storage_error(folder, lambda: _label_tables(str(folder), _results_stamp(folder), labels_stamp))
-
-
-def dataset_of(out_dir: str | Path) -> str | None:
-    """The dataset path of the job that wrote ``out_dir``, when a dashboard job did (dashboard
-    jobs write local folders only)."""
-    import yaml
-
-    if not isinstance(out_dir, Path):
-        return None
-    target = Path(out_dir).resolve()
-    manager = job_manager()
-    for folder in sorted(manager.jobs_dir.iterdir()) if manager.jobs_dir.exists() else []:
-        try:
-            job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
-            if Path(job["out_dir"]).resolve() == target:
-                config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
-                return str(config["dataset"]["path"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return None
 
 
 # --- comparison selection (st.query_params) ------------------------------------------------------

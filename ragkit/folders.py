@@ -208,6 +208,11 @@ class ObjectFolder:
 Folder = LocalFolder | ObjectFolder
 
 
+def local_results_folders(root: Path) -> list[str]:
+    """The names of the folders directly under ``root`` that hold a results folder (a runs table)."""
+    return sorted(p.name for p in root.iterdir() if (p / "runs").is_dir()) if root.exists() else []
+
+
 def remote_results_folders(root: str) -> list[str]:
     """The ``s3://`` locations directly under ``root`` that hold a results folder (a runs table):
     what ``ragkit run --out ROOT/NAME`` wrote."""
@@ -224,3 +229,22 @@ def folder_state(location: str | Path, *folders: str) -> tuple[tuple[str, str], 
 
 def open_folder(location: str | Path) -> Folder:
     return ObjectFolder(str(location)) if is_remote(location) else LocalFolder(Path(location))
+
+
+def results_location(name: str, root: Path) -> str | Path:
+    """Where a results folder of a listing lives: an s3:// location stays itself, a name is a
+    folder under ``root`` (a local listing's root)."""
+    return name if is_remote(name) else root / name
+
+
+def storage_errors() -> tuple[type[Exception], ...]:
+    """What reading object storage raises when it is unreachable or refuses: a user's problem to
+    show, not a traceback. pyarrow's S3 filesystem raises OSError."""
+    errors: tuple[type[Exception], ...] = (ConfigError, OSError)  # no s3 extra: ObjectFolder says which
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        errors += (BotoCoreError, ClientError)  # no endpoint, no credentials, no such bucket
+    except ImportError:
+        pass
+    return errors

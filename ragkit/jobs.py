@@ -14,6 +14,7 @@ about a job lives in a folder, so a restarted dashboard sees the same jobs:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -26,12 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ragkit.atomic import write_json_atomic
 from ragkit.experiments.config import PATH_FIELDS, ExperimentConfig, config_from_dict, config_to_yaml
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.experiments.status import read_status
+from ragkit.folders import is_remote
 from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
 
@@ -242,6 +245,22 @@ class JobManager:
         # The results store skips committed questions, so the same command continues the work.
         self._launch(job)
         return self.get(job_id)
+
+    def dataset_of(self, out_dir: str | Path) -> str | None:
+        """The dataset path of the job that wrote ``out_dir``, when a job of this manager did (jobs
+        write local folders only); None for any other folder."""
+        if is_remote(out_dir):
+            return None
+        target = Path(out_dir).resolve()
+        for folder in sorted(self.jobs_dir.iterdir()) if self.jobs_dir.exists() else []:
+            try:
+                job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+                if Path(job["out_dir"]).resolve() == target:
+                    config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+                    return str(config["dataset"]["path"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a job folder half written or edited by hand
+        return None
 
     def delete(self, job_id: str) -> None:
         if self.get(job_id).state in ACTIVE_STATES:

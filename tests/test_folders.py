@@ -1,5 +1,6 @@
 """A local results folder's listing: sorted by name, temporary files of an atomic write left out,
-a tag that changes with the file, nothing for a folder that does not exist."""
+a tag that changes with the file, nothing for a folder that does not exist; the results folders
+under a root, where a listed name lives, and which errors mean object storage cannot be read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import os
 
 import pytest
 
-from ragkit.folders import LocalFolder
+from ragkit.folders import LocalFolder, local_results_folders, results_location, storage_errors
+from ragkit.registry import ConfigError
 
 pytestmark = pytest.mark.unit
 
@@ -27,3 +29,25 @@ def test_a_listing_is_sorted_skips_temporary_files_and_tags_each_version(tmp_pat
     assert folder.list("scores", ".parquet") == []  # not written yet
     (tmp_path / "runs").write_text("a file where a folder is expected")
     assert folder.list("runs", ".parquet") == []
+
+
+def test_local_results_folders_are_the_subfolders_with_a_runs_table_by_name(tmp_path):
+    assert local_results_folders(tmp_path / "missing") == []
+    for name in ("zeta", "alpha"):
+        (tmp_path / name / "runs").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file-runs").mkdir()
+    (tmp_path / "file-runs" / "runs").write_text("a file, not a table")
+    assert local_results_folders(tmp_path) == ["alpha", "zeta"]
+    assert results_location("alpha", tmp_path) == tmp_path / "alpha"
+    assert results_location("s3://bucket/results/alpha", tmp_path) == "s3://bucket/results/alpha"
+
+
+def test_storage_errors_cover_what_an_unreachable_object_store_raises():
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+    errors = storage_errors()
+    for error in (ConfigError("no s3 extra"), OSError("pyarrow S3"), EndpointConnectionError(endpoint_url="x"),
+                  NoCredentialsError()):
+        assert isinstance(error, errors)
+    assert not issubclass(ValueError, errors)

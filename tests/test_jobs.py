@@ -196,3 +196,23 @@ def test_an_unknown_executor_is_refused_naming_the_valid_ones(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown executor 'spark'\. Valid executors: local, ray"):
         JobManager().start(_config(_write_beir(tmp_path / "beir", questions=1)), executor="spark")
     assert list(JobManager().jobs_dir.iterdir()) == []
+
+
+def _job_folder(jobs_dir: Path, job_id: str, out_dir: Path, dataset: str | None) -> None:
+    folder = jobs_dir / job_id
+    folder.mkdir(parents=True)
+    (folder / "job.json").write_text(json.dumps({"out_dir": str(out_dir)}), encoding="utf-8")
+    if dataset is not None:
+        (folder / "config.yaml").write_text(f"name: x\ndataset:\n  path: {dataset}\n", encoding="utf-8")
+
+
+@pytest.mark.unit
+def test_the_dataset_of_a_results_folder_is_read_from_the_job_that_wrote_it(tmp_path):
+    manager = JobManager(tmp_path / "jobs")
+    _job_folder(manager.jobs_dir, "1-broken", tmp_path / "results" / "a", dataset=None)  # no config.yaml
+    _job_folder(manager.jobs_dir, "2-other", tmp_path / "results" / "b", dataset="/data/other")
+    _job_folder(manager.jobs_dir, "3-written", tmp_path / "results" / "a", dataset="/data/set")
+    assert manager.dataset_of(tmp_path / "results" / "sub" / ".." / "a") == "/data/set"
+    assert manager.dataset_of(tmp_path / "results" / "b") == "/data/other"
+    assert manager.dataset_of(tmp_path / "results" / "c") is None
+    assert manager.dataset_of("s3://bucket/results/a") is None  # jobs write local folders only

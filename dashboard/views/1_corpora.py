@@ -14,6 +14,7 @@ from ragkit import registry
 from ragkit.corpus.validation import IngestError
 from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
+from ragkit.uploads import save_uploads
 
 st.title("Corpora")
 
@@ -38,7 +39,7 @@ if submitted:
     else:
         bar = st.progress(0.0, text="Saving uploads...")
         try:
-            paths = state.save_uploads(files, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+            paths = save_uploads(files, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
             report = state.corpus_store().ingest(
                 paths, name,
                 progress=lambda done, total, doc: bar.progress(done / max(total, 1), text=escape(doc or "done")),

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
-from ragkit.qa import FORMATS
+from ragkit.qa import FORMATS, catalogue
 from ragkit.registry import ConfigError
 
 if TYPE_CHECKING:
@@ -38,19 +38,13 @@ with st.expander("Import a question set", expanded=False):
     if st.button("Import", type="primary"):
         try:
             if files:
-                paths = state.save_uploads(files, "question_sets", name)
-                folder = paths[0].parent
-                for path in paths:  # BEIR keeps judgements under qrels/
-                    if path.suffix == ".tsv":
-                        (folder / "qrels").mkdir(exist_ok=True)
-                        path.replace(folder / "qrels" / path.name)
-                target = paths[0] if len(paths) == 1 else folder
+                target = catalogue.save_question_set_uploads(files, name)
             elif given:
                 target = Path(given).expanduser()
             else:
                 raise ConfigError("upload files or give a path")
             loaded = state.load_questions(str(target), format)
-            state.register_question_set(name, target, format)
+            catalogue.register_question_set(name, target, format)
             st.success(f"Imported '{escape(name)}': {len(loaded.questions)} questions ({loaded.format}).")
         except ConfigError as error:
             st.error(escape(error))
@@ -58,7 +52,7 @@ with st.expander("Import a question set", expanded=False):
 generation_panel.show()
 
 # --- list & preview --------------------------------------------------------------------------------
-known = state.question_sets()
+known = catalogue.question_sets()
 st.dataframe(pd.DataFrame(list(known.values()), columns=["name", "path", "format"]), hide_index=True)
 if not known:
     st.info("No question set yet: import one above.")

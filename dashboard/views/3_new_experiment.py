@@ -14,6 +14,7 @@ from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, c
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.judges.base import judges
+from ragkit.qa import catalogue
 from ragkit.registry import ConfigError
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
@@ -27,7 +28,7 @@ st.title("New experiment")
 
 # --- data ----------------------------------------------------------------------------------------
 name = st.text_input("Experiment name", value="experiment", help="Also the results folder name.")
-sets = state.question_sets()
+sets = catalogue.question_sets()
 if not sets:
     st.info("No question set yet: import one on the Question sets page.")
     st.stop()

@@ -12,7 +12,7 @@ from dashboard.safe_text import escape, html_block
 from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis.failures import question_verdicts
 from ragkit.analysis.ground_truth import MarkedChunk, mark_retrievals
-from ragkit.qa import resolve_answer_spans
+from ragkit.qa import catalogue, resolve_answer_spans
 
 st.title("Question drill-down")
 
@@ -20,8 +20,8 @@ experiment, results, run_ids = pick_results(max_runs=4, default_runs=2)
 unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 
 # Question text and answer spans come from the question set the experiment used.
-sets = state.question_sets()
-used = state.dataset_of(state.results_location(experiment))
+sets = catalogue.question_sets()
+used = state.job_manager().dataset_of(state.results_location(experiment))
 options = list(sets)
 if used and all(entry["path"] != used for entry in sets.values()):
     sets[used] = {"name": used, "path": used, "format": "auto"}

@@ -25,7 +25,7 @@ with st.expander("Make a pool of the selected runs", expanded=not pools):
     k = st.number_input("Top-k chunks of each run", min_value=1, max_value=100, value=10)
     seed = st.number_input("Seed of the shown order (recorded)", min_value=0, value=0)
     corpus = st.text_input("Corpus for the chunks' text (dataset folder or corpus name)",
-                           value=state.dataset_of(root) or "")
+                           value=state.job_manager().dataset_of(root) or "")
     if st.button("Pool", key="make_pool"):
         try:
             pool, texts = make_pool(root, PoolParams(runs=run_ids, k=int(k), seed=int(seed)), corpus or None)

@@ -108,12 +108,12 @@ def tree(folder: Path) -> set[str]:
 
 @pytest.mark.integration
 def test_hostile_uploads_stay_in_the_data_dir_and_ingest_or_are_named(isolated_data_dir: Path) -> None:
-    from dashboard import state
+    from ragkit.uploads import save_uploads
 
     outside = isolated_data_dir.parent
     before = tree(outside) - tree(isolated_data_dir)
     uploads = [Upload(name, f"upload {number}: plain text".encode()) for number, name in enumerate(HOSTILE_NAMES)]
-    paths = state.save_uploads(uploads, "../..", f"/tmp/{CANARY}", "con")
+    paths = save_uploads(uploads, "../..", f"/tmp/{CANARY}", "con")
 
     root = (isolated_data_dir / "uploads").resolve()
     assert len(set(paths)) == len(uploads), "two uploads were written to one file"
@@ -131,7 +131,7 @@ def test_hostile_uploads_stay_in_the_data_dir_and_ingest_or_are_named(isolated_d
 
 @pytest.mark.unit
 def test_inside_refuses_escapes_links_out_and_unresolvable_paths(tmp_path: Path) -> None:
-    from dashboard.state import inside
+    from ragkit.uploads import inside
 
     root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
     (root / "sub").mkdir(parents=True)
@@ -147,7 +147,7 @@ def test_inside_refuses_escapes_links_out_and_unresolvable_paths(tmp_path: Path)
 
 @pytest.mark.integration
 def test_save_uploads_never_writes_through_a_symbolic_link(isolated_data_dir: Path, tmp_path: Path) -> None:
-    from dashboard import state
+    from ragkit.uploads import save_uploads
 
     folder = isolated_data_dir / "uploads" / "batch"
     folder.mkdir(parents=True)
@@ -158,7 +158,7 @@ def test_save_uploads_never_writes_through_a_symbolic_link(isolated_data_dir: Pa
     (folder / "in.txt").symlink_to(target_inside)
     for name in ("out.txt", "in.txt"):
         with pytest.raises(ConfigError):
-            state.save_uploads([Upload(name, b"overwritten")], "batch")
+            save_uploads([Upload(name, b"overwritten")], "batch")
     assert target_outside.read_text(encoding="utf-8") == "outside"
     assert target_inside.read_text(encoding="utf-8") == "inside"
 
@@ -204,9 +204,9 @@ def caps(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.integration
 def test_the_per_file_cap_is_enforced_by_the_library(caps: None, tmp_path: Path) -> None:
-    from dashboard import state
+    from ragkit.uploads import save_uploads
 
-    paths = state.save_uploads([Upload("big.txt", b"x " * 8_000), Upload("small.txt", b"small file")], "capped")
+    paths = save_uploads([Upload("big.txt", b"x " * 8_000), Upload("small.txt", b"small file")], "capped")
     report = CorpusStore().ingest(paths, "capped")
     big, small = report.files
     assert big.status == "skipped" and "over the limit of 0.01 MB" in big.reason and "RAGKIT_MAX_FILE_MB" in big.reason
@@ -215,9 +215,9 @@ def test_the_per_file_cap_is_enforced_by_the_library(caps: None, tmp_path: Path)
 
 @pytest.mark.integration
 def test_the_per_upload_cap_is_enforced_by_the_library_before_parsing(caps: None, tmp_path: Path) -> None:
-    from dashboard import state
+    from ragkit.uploads import save_uploads
 
-    paths = state.save_uploads([Upload(f"part{n}.txt", b"y " * 4_500) for n in range(4)], "capped")
+    paths = save_uploads([Upload(f"part{n}.txt", b"y " * 4_500) for n in range(4)], "capped")
     with pytest.raises(IngestError, match=r"over the limit of 0\.03 MB .*RAGKIT_MAX_TOTAL_MB"):
         CorpusStore().ingest(paths, "capped")
     assert CorpusStore().list() == []

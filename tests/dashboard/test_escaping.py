@@ -165,13 +165,13 @@ def hostile_results(tmp_path, isolated_data_dir) -> Path:
     """Results folder 'hostile': runs r1 and r2 (top_k 3 and 5) over question q1, whose text, the
     answer, the judge's input, raw reply and error, a score's error, and the retrieved documents'
     ids and texts are all hostile."""
-    from dashboard import state
+    from ragkit.qa import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
     docs = {doc_id: f"{doc_id} says: {HOSTILE_TEXT}" for doc_id in DOC_IDS}
     beir = write_beir(tmp_path / "beir", docs=docs, questions={"q1": (f"what purrs? {LINK} {SCRIPT}", LINK)})
-    state.register_question_set("hostile-beir", beir, "beir")
+    catalogue.register_question_set("hostile-beir", beir, "beir")
     out = get_settings().results_root() / "hostile"
     store = ResultStore(out)
     for run_id, top_k in (("r1", 3), ("r2", 5)):

@@ -33,9 +33,9 @@ def assert_ok(app: AppTest) -> None:
 @pytest.fixture
 def with_results(tmp_path, isolated_data_dir) -> Path:
     """A tiny bm25-only experiment 'tiny' (2 runs: top_k 1 and 3) and its question set registered."""
-    from dashboard import state
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.runner import run_experiment
+    from ragkit.qa import catalogue
     from ragkit.settings import get_settings
 
     beir = write_beir(tmp_path / "beir")
@@ -46,7 +46,7 @@ def with_results(tmp_path, isolated_data_dir) -> Path:
     out = get_settings().results_root() / "tiny"
     report = run_experiment(config, out)
     assert not report.errors
-    state.register_question_set("tiny-beir", beir, "beir")
+    catalogue.register_question_set("tiny-beir", beir, "beir")
     return out
 
 
@@ -154,8 +154,8 @@ def test_question_set_import_from_a_path(tmp_path):
     app.button[0].click().run()
     assert_ok(app)
     assert "Imported 'mine': 3 questions" in app.success[0].value
-    from dashboard import state
-    assert state.question_sets()["mine"]["path"] == str(beir.resolve())
+    from ragkit.qa import catalogue
+    assert catalogue.question_sets()["mine"]["path"] == str(beir.resolve())
 
 
 def test_drilldown_shows_runs_side_by_side(with_results):
@@ -279,7 +279,7 @@ def test_run_button_starts_a_job_that_the_runs_page_follows(with_results):
 
 
 def test_uploads_are_sanitised_and_stay_in_the_data_dir(isolated_data_dir):
-    from dashboard import state
+    from ragkit.uploads import save_uploads
 
     class Upload:
         def __init__(self, name: str, data: bytes) -> None:
@@ -288,20 +288,20 @@ def test_uploads_are_sanitised_and_stay_in_the_data_dir(isolated_data_dir):
         def getvalue(self) -> bytes:
             return self._data
 
-    paths = state.save_uploads([Upload("../../evil.txt", b"x"), Upload("a/b/report.md", b"# hi")], "../batch", "x/../y")
+    paths = save_uploads([Upload("../../evil.txt", b"x"), Upload("a/b/report.md", b"# hi")], "../batch", "x/../y")
     root = (isolated_data_dir / "uploads").resolve()
     assert all(root in p.parents for p in paths)
     assert [p.read_bytes() for p in paths] == [b"x", b"# hi"]
 
 
 def test_drilldown_highlights_the_answer_span_of_the_bundled_sample(isolated_data_dir):
-    from dashboard import state
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.runner import run_experiment
+    from ragkit.qa import catalogue
     from ragkit.settings import get_settings
 
     config = config_from_dict({
-        "name": "covid", "dataset": {"path": str(state.SAMPLE_QUESTION_SET), "format": "squad", "limit": 10},
+        "name": "covid", "dataset": {"path": str(catalogue.SAMPLE_QUESTION_SET), "format": "squad", "limit": 10},
         "chunkers": [{"type": "recursive", "params": {"chunk_size": 400, "chunk_overlap": 0}}],
         "retrievers": ["bm25"], "top_k": [5, 10],
     })
@@ -477,12 +477,12 @@ def test_groundedness_needs_generated_answers_and_the_backend_choice_is_written(
 def judged_results(tmp_path, isolated_data_dir) -> Path:
     """A hand-written results folder 'judged': runs r1 (rerank judge in llm mode) and r2 (rerank
     off), both with the Retrieval Judge and generated answers, for question q1."""
-    from dashboard import state
+    from ragkit.qa import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
     beir = write_beir(tmp_path / "beir")
-    state.register_question_set("tiny-beir", beir, "beir")
+    catalogue.register_question_set("tiny-beir", beir, "beir")
     out = get_settings().results_root() / "judged"
     store = ResultStore(out)
     for run_id, rerank in (("r1", "llm"), ("r2", "off")):
@@ -642,13 +642,13 @@ def judge_pair_results(tmp_path, isolated_data_dir) -> Path:
     0.2 s and 86 tokens to the pipeline; evaluation (eval:faithfulness, and 0.5 s of eval) costs
     3.5 s / 550 tokens off and 5.5 s / 750 tokens on, which the pipeline costs must not include.
     """
-    from dashboard import state
+    from ragkit.qa import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
     questions = {f"q{i}": (f"does the cat purr, case {i}", "d1") for i in range(1, QUESTION_COUNT + 1)}
     beir = write_beir(tmp_path / "beir", questions=questions)
-    state.register_question_set("pair-beir", beir, "beir")
+    catalogue.register_question_set("pair-beir", beir, "beir")
     out = get_settings().results_root() / "judge_pair"
     store = ResultStore(out)
     for run_id, rerank, top_k in (("off", "off", 1), ("on", "llm", 1), ("off-k3", "off", 3)):

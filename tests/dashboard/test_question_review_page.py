@@ -15,8 +15,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def generated_set(tmp_path: Path, isolated_data_dir) -> Path:
-    from dashboard import state
     from ragkit.llms import LLMClient
+    from ragkit.qa import catalogue
     from ragkit.qa.generation import GenerationParams, generate_questions, write_set
     from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
@@ -26,7 +26,7 @@ def generated_set(tmp_path: Path, isolated_data_dir) -> Path:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": d.id_, "text": d.text}) + "\n" for d in documents), encoding="utf-8")
     out = write_set(tmp_path / "gen", result.rows, result.record, corpus).parent
-    state.register_question_set("gen", out, "squad")
+    catalogue.register_question_set("gen", out, "squad")
     return out
 
 
@@ -55,9 +55,9 @@ def test_quality_review_and_freeze(generated_set: Path):
     app.button(key="review_freeze").click().run()
     assert_ok(app)
     assert "1 questions" in app.success[0].value
-    from dashboard import state
+    from ragkit.qa import catalogue
 
-    frozen = [name for name in state.question_sets() if name.startswith("gen-")]
+    frozen = [name for name in catalogue.question_sets() if name.startswith("gen-")]
     assert len(frozen) == 1
 
 
@@ -83,6 +83,7 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
     import time
 
     from dashboard import state
+    from ragkit.qa import catalogue
     from tests.qa.generation_helpers import scripted_ollama_server
 
     with scripted_ollama_server(monkeypatch) as fake:
@@ -102,9 +103,9 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
             assert time.monotonic() < deadline, state.job_manager().get(job.job_id).log_tail
             time.sleep(0.1)
         assert state.job_manager().get(job.job_id).state == "done"
-        assert Path(job.out_dir).name not in state.question_sets()
+        assert Path(job.out_dir).name not in catalogue.question_sets()
 
         app.run()
         assert_ok(app)
-        assert state.question_sets()[Path(job.out_dir).name]["format"] == "squad"
+        assert catalogue.question_sets()[Path(job.out_dir).name]["format"] == "squad"
         assert fake.chats == 2

@@ -1,6 +1,6 @@
-"""The dashboard's cache key for a local results folder changes whenever a run row or commit
-marker is added, replaced or removed, both while the folder is busy (writes within one clock
-tick) and once it has been quiet (stamped by the folder's modification time alone)."""
+"""The stamp of a local results folder (the dashboard's cache key for it) changes whenever a run
+row or commit marker is added, replaced or removed, both while the folder is busy (writes within
+one clock tick) and once it has been quiet (stamped by the folder's modification time alone)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dashboard import state
+from ragkit import folder_stamps
 from ragkit.atomic import write_bytes_atomic
 
 pytestmark = pytest.mark.unit
@@ -30,11 +30,11 @@ def test_every_added_replaced_or_removed_file_changes_the_stamp(tmp_path, quiet)
                    lambda: write_bytes_atomic(runs / "r1.parquet", b"one again"),  # replaced
                    lambda: (runs / "r2.parquet").unlink()):  # removed
         if quiet:
-            _age(runs, 10 * state.QUIET_FOLDER_S)
-        before = state._results_stamp(tmp_path)
+            _age(runs, 10 * folder_stamps.QUIET_FOLDER_S)
+        before = folder_stamps.local_results_stamp(tmp_path)
         change()
         stamps.append(before)
-        assert state._results_stamp(tmp_path) != before
+        assert folder_stamps.local_results_stamp(tmp_path) != before
     assert len(set(stamps)) == len(stamps)
 
 
@@ -42,17 +42,17 @@ def test_a_quiet_folder_is_stamped_with_one_stat(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     for i in range(5):
         write_bytes_atomic(runs / f"r{i}.parquet", b"x")
-    _age(runs, 10 * state.QUIET_FOLDER_S)
-    monkeypatch.setattr(state, "_folder_stamp", lambda folder: pytest.fail("every file was stat'ed"))
-    assert state._results_stamp(tmp_path) == state._results_stamp(tmp_path)
+    _age(runs, 10 * folder_stamps.QUIET_FOLDER_S)
+    monkeypatch.setattr(folder_stamps, "folder_stamp", lambda folder: pytest.fail("every file was stat'ed"))
+    assert folder_stamps.local_results_stamp(tmp_path) == folder_stamps.local_results_stamp(tmp_path)
 
 
 def test_a_busy_folder_changed_within_one_tick_still_changes_the_stamp(tmp_path):
     runs = tmp_path / "runs"
     write_bytes_atomic(runs / "r1.parquet", b"one")
-    before = state._results_stamp(tmp_path)
+    before = folder_stamps.local_results_stamp(tmp_path)
     folder_time = runs.stat().st_mtime_ns
     time.sleep(0.01)
     write_bytes_atomic(runs / "r1.parquet", b"one, replaced")
     os.utime(runs, ns=(folder_time, folder_time))  # the replacement fell in the same clock tick
-    assert state._results_stamp(tmp_path) != before
+    assert folder_stamps.local_results_stamp(tmp_path) != before

@@ -1,0 +1,82 @@
+"""The question sets a user has imported: one small JSON entry per set (name, path, format) under
+``<data dir>/question_sets``, with the bundled covidqa sample always listed first.
+
+An entry points at the set where it lives; nothing is copied. A hand-edited, broken entry is
+left out of the listing rather than breaking every page that lists sets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ragkit.corpus.validation import sanitize_name
+from ragkit.qa import load_question_set
+from ragkit.qa.corpus import load_dataset_corpus
+from ragkit.qa.quality import quality_report
+from ragkit.settings import get_settings
+from ragkit.uploads import UploadedFile, inside, save_uploads
+
+SAMPLE_QUESTION_SET = Path(__file__).resolve().parents[2] / "datasets" / "covidqa_sample"
+SAMPLE_NAME = "covidqa_sample (bundled)"
+
+
+def catalogue_dir(data_dir: Path | None = None) -> Path:
+    """Where the entries live (also the parent of generated and frozen sets)."""
+    return (data_dir or get_settings().resolved_data_dir()) / "question_sets"
+
+
+def question_sets(data_dir: Path | None = None) -> dict[str, dict[str, str]]:
+    """name -> {name, path, format}: the bundled sample first, then what the user imported."""
+    known: dict[str, dict[str, str]] = {}
+    if SAMPLE_QUESTION_SET.exists():
+        known[SAMPLE_NAME] = {"name": SAMPLE_NAME, "path": str(SAMPLE_QUESTION_SET), "format": "squad"}
+    folder = catalogue_dir(data_dir)
+    for path in sorted(folder.glob("*.json")) if folder.exists() else []:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            known[str(entry["name"])] = {"name": str(entry["name"]), "path": str(entry["path"]),
+                                         "format": str(entry.get("format", "auto"))}
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return known
+
+
+def register_question_set(name: str, path: Path, format: str, data_dir: Path | None = None) -> dict[str, str]:
+    """Add (or replace) the entry ``name``; its file name is sanitised and kept inside the catalogue."""
+    folder = catalogue_dir(data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {"name": name, "path": str(Path(path).resolve()), "format": format}
+    target = inside(folder / f"{sanitize_name(name)}.json", folder)
+    target.write_text(json.dumps(entry, indent=2), encoding="utf-8")
+    return entry
+
+
+def save_question_set_uploads(files: Iterable[UploadedFile], name: str) -> Path:
+    """Save the uploaded files of one set and return what to load: the file when there is one,
+    else their folder, with BEIR's ``<split>.tsv`` judgements moved under ``qrels/``."""
+    paths = save_uploads(files, "question_sets", name)
+    folder = paths[0].parent
+    for path in paths:
+        if path.suffix == ".tsv":
+            (folder / "qrels").mkdir(exist_ok=True)
+            path.replace(folder / "qrels" / path.name)
+    return paths[0] if len(paths) == 1 else folder
+
+
+def dataset_documents(path: str | Path) -> dict[str, Any]:
+    """The documents a set ships (its corpus.jsonl or SQuAD contexts) by id; empty when none."""
+    documents = load_dataset_corpus(path)
+    return {document.id_: document for document in documents} if documents else {}
+
+
+def question_quality(path: str | Path, format: str = "auto",
+                     documents: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The quality report of a set against its own documents, as JSON-able data; None when it
+    ships none. ``documents`` are the set's documents when the caller already has them."""
+    documents = dataset_documents(path) if documents is None else documents
+    if not documents:
+        return None
+    return quality_report(load_question_set(path, format=format), documents).model_dump(mode="json")
