@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragkit.folders import folder_state
+from ragkit import folders
 
 # A folder whose modification time is older than this is stamped by that time alone.
 QUIET_FOLDER_S = 2.0
@@ -48,7 +48,7 @@ def local_results_stamp(folder: Path) -> tuple:
 def remote_results_stamp(location: str) -> tuple[Any, ...]:
     """A results folder on object storage: its server and every marker's and run's content tag
     (two LIST requests, so a caller reuses it for a few seconds)."""
-    return s3_endpoint(), folder_state(location, "_commits", "runs")
+    return s3_endpoint(), folders.folder_state(location, "_commits", "runs")
 
 
 def s3_endpoint() -> str | None:
