@@ -1,9 +1,12 @@
-"""The one module that owns caching and on-disk dashboard state.
+"""The one module that owns caching: thin ``st.cache_*`` wrappers over ragkit, and the
+query-parameter helpers that make a comparison a link.
 
 Stores are cached with ``st.cache_resource`` and DataFrames with ``st.cache_data(ttl=...)``.
 Every cached function takes the data directory (and whatever else selects its value) as an
-argument, so two data directories (two tests, or a changed RAGKIT_DATA_DIR) never share an entry.
-Pages call the plain helpers below, never ``st.cache_*`` themselves.
+argument, so two data directories (two tests, or a changed RAGKIT_DATA_DIR) never share an entry;
+a stamp of what it read (``ragkit.folder_stamps``) makes it read again once that changed. Pages
+call the plain helpers below, never ``st.cache_*`` themselves. What is cached is computed in
+ragkit (uploads, the question-set catalogue, previews, listings: see docs/architecture.md).
 """
 
 from __future__ import annotations
