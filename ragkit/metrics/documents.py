@@ -31,8 +31,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeGuard
 
-from ragkit.metrics.names import k_name
-from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
+from ragkit.metrics.ranking import (
+    RetrievedSpan,
+    average_precision,
+    check_k,
+    dcg,
+    f1,
+    first_hit_reciprocal_rank,
+    scores_at_every_k,
+)
 
 Qrels = Mapping[str, float]
 
@@ -121,6 +128,5 @@ DOC_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], Qrels, int], float]] = {
 
 def doc_metrics(retrieved: Sequence[RetrievedSpan], relevant_docs: Qrels, ks: Sequence[int]) -> dict[str, float]:
     """Every family at every k, plus the uncut ``mrr``; ``relevant_docs`` must hold a grade > 0."""
-    scores = {k_name(family, k): metric(retrieved, relevant_docs, k) for k in ks for family, metric in DOC_AT_K.items()}
-    scores["mrr"] = reciprocal_rank(retrieved, relevant_docs)
-    return scores
+    return {**scores_at_every_k(DOC_AT_K, retrieved, relevant_docs, ks),
+            "mrr": reciprocal_rank(retrieved, relevant_docs)}

@@ -37,8 +37,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeGuard
 
-from ragkit.metrics.names import k_name
-from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
+from ragkit.metrics.ranking import (
+    RetrievedSpan,
+    average_precision,
+    check_k,
+    dcg,
+    f1,
+    first_hit_reciprocal_rank,
+    scores_at_every_k,
+)
 
 AnswerSpan = tuple[str, int, int]
 AnswerGroups = Sequence[Sequence[AnswerSpan]]
@@ -146,6 +153,5 @@ SPAN_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], AnswerGroups, int], floa
 
 def span_metrics(retrieved: Sequence[RetrievedSpan], groups: AnswerGroups, ks: Sequence[int]) -> dict[str, float]:
     """Every family at every k, plus the uncut ``span_mrr``; some group must hold a span."""
-    scores = {k_name(family, k): metric(retrieved, groups, k) for k in ks for family, metric in SPAN_AT_K.items()}
-    scores["span_mrr"] = span_reciprocal_rank(retrieved, groups)
-    return scores
+    return {**scores_at_every_k(SPAN_AT_K, retrieved, groups, ks),
+            "span_mrr": span_reciprocal_rank(retrieved, groups)}
