@@ -6,6 +6,9 @@ sentence by rule; "top_k" is one BM25 term but two keywords)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from ragkit.text import (
@@ -107,3 +110,40 @@ def test_cited_numbers_in_order_each_once(text, numbers):
 def test_strip_citations_removes_markers_and_the_space_before_them(text, plain, without_ranges):
     assert strip_citations(text) == plain
     assert strip_citations(text, ranges=True) == without_ranges
+
+
+# What a restated rule looks like in source: a citation pattern, a sentence-end rule, a word
+# tokeniser or a stopword set defined outside ragkit/text.py.
+RESTATED = {
+    "citation pattern": re.compile(r"\\\[\(?\\d"),
+    "sentence-end rule": re.compile(r"\(\?<=\[\.!\?\]\)"),
+    "word tokeniser": re.compile(r"""r["'](?:\[\^\\W(?:\\d)?_\]\+|\\w\+)["']"""),
+    "stopword set": re.compile(r"^\s*_?[A-Z_]*(?:STOPWORDS|FUNCTION_WORDS)\s*(?::[^=]*)?=", re.MULTILINE),
+}
+
+
+def test_no_module_but_ragkit_text_defines_a_text_rule():
+    root = Path(__file__).resolve().parents[1]
+    found = [
+        f"{path.relative_to(root)}: {kind}"
+        for folder in ("ragkit", "dashboard")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path != root / "ragkit" / "text.py"
+        for kind, pattern in RESTATED.items()
+        if pattern.search(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize(("source", "kind"), [
+    ('_CITATION = re.compile(r"\\[(\\d+(?:\\s*,\\s*\\d+)*)\\]")', "citation pattern"),
+    ('_CITATION = re.compile(r"\\s*\\[\\d+(?:\\s*[,-]\\s*\\d+)*\\]")', "citation pattern"),
+    ('_END = re.compile(r"(?<=[.!?])\\s+(?=[A-Z])")', "sentence-end rule"),
+    ('_WORD = re.compile(r"[^\\W_]+")', "word tokeniser"),
+    ('_WORD = re.compile(r"[^\\W\\d_]+")', "word tokeniser"),
+    ('_TOKEN = re.compile(r"\\w+")', "word tokeniser"),
+    ("STOPWORDS = frozenset(", "stopword set"),
+    ("    _ALL_STOPWORDS: frozenset[str] = frozenset()", "stopword set"),
+])
+def test_the_restated_rule_check_sees_each_kind_of_copy(source, kind):
+    assert RESTATED[kind].search(source)
