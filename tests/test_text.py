@@ -6,6 +6,7 @@ sentence by rule; "top_k" is one BM25 term but two keywords)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -147,3 +148,11 @@ def test_no_module_but_ragkit_text_defines_a_text_rule():
 ])
 def test_the_restated_rule_check_sees_each_kind_of_copy(source, kind):
     assert RESTATED[kind].search(source)
+
+
+def test_ragkit_text_imports_nothing_of_ragkit():
+    """Components of every layer cut text with it, so it sits at the bottom like ragkit.errors."""
+    tree = ast.parse((Path(__file__).resolve().parents[1] / "ragkit" / "text.py").read_text(encoding="utf-8"))
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert imported and not [name for name in imported if name.split(".")[0] == "ragkit"]
