@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeGuard
 
+from ragkit.metrics.names import SPAN_FAMILIES
 from ragkit.metrics.ranking import (
     RetrievedSpan,
     average_precision,
@@ -139,16 +140,13 @@ def span_reciprocal_rank(retrieved: Sequence[RetrievedSpan], groups: AnswerGroup
     return first_hit_reciprocal_rank([bool(covered_groups(chunk, groups)) for chunk in retrieved])
 
 
-# The families scored at every k (ragkit.metrics.names.SPAN_FAMILIES), each with its function.
-SPAN_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], AnswerGroups, int], float]] = {
-    "span_recall": span_recall_at_k,
-    "span_precision": span_precision_at_k,
-    "span_f1": span_f1_at_k,
-    "span_hit": span_hit_at_k,
-    "span_ndcg": span_ndcg_at_k,
-    "span_map": span_average_precision_at_k,
-    "span_mrr": span_reciprocal_rank_at_k,
-}
+# The families scored at every k, named once in ragkit.metrics.names, each with its function.
+SPAN_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], AnswerGroups, int], float]] = dict(zip(
+    SPAN_FAMILIES,
+    (span_recall_at_k, span_precision_at_k, span_f1_at_k, span_hit_at_k, span_ndcg_at_k,
+     span_average_precision_at_k, span_reciprocal_rank_at_k),
+    strict=True,
+))
 
 
 def span_metrics(retrieved: Sequence[RetrievedSpan], groups: AnswerGroups, ks: Sequence[int]) -> dict[str, float]:
