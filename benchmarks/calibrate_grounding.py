@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.metrics.grounding import MIN_SENTENCE_WORDS, split_sentences
+from ragkit.metrics.grounding import MIN_SENTENCE_WORDS
+from ragkit.text import punkt_sentences
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "covidqa"
 
@@ -55,7 +56,8 @@ def build_cases(dataset: Path, n_questions: int, rng: np.random.Generator) -> tu
         for line in lines:
             total += 1
             question = json.loads(line)
-            sentences = [s for s in split_sentences(question["answer"]) if len(s.split()) >= MIN_SENTENCE_WORDS]
+            sentences = [s for s in punkt_sentences(question["answer"], MIN_SENTENCE_WORDS)
+                         if len(s.split()) >= MIN_SENTENCE_WORDS]
             if sentences:
                 text = articles[question["doc_id"]]
                 paragraph = span_paragraph(text, question["answer_start"], question["answer_end"])
@@ -76,7 +78,8 @@ def similarities(cases: list[Case], embed_model) -> list[tuple[np.ndarray, np.nd
 
     Each distinct sentence is embedded once (a paragraph is one case's own and another's other).
     """
-    paragraphs = {p: split_sentences(p) for case in cases for p in (case.own_paragraph, case.other_paragraph)}
+    paragraphs = {p: punkt_sentences(p, MIN_SENTENCE_WORDS)
+                  for case in cases for p in (case.own_paragraph, case.other_paragraph)}
     sentences = [s for case in cases for s in case.sentences] + [s for v in paragraphs.values() for s in v]
     texts = list(dict.fromkeys(sentences))
     vectors = np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float64)

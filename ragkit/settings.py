@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_MODEL = "llama3.2"
 DEFAULT_ALLOWED_TYPES = ("pdf", "docx", "txt", "md", "html", "htm", "csv", "json", "jsonl", "yaml", "yml",
-                         # source code (ragkit.corpus.loaders.CODE_LANGUAGES)
+                         # source code (ragkit.corpus.parsers.code.CODE_LANGUAGES)
                          "py", "pyi", "js", "ts", "java", "go", "rs", "c", "h", "cpp", "hpp", "rb", "sh", "sql", "toml")
 ENV_PREFIX = "RAGKIT_"
 TOKEN_ENV = f"{ENV_PREFIX}DASHBOARD_TOKEN"

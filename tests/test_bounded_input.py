@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ragkit.cli import main
-from ragkit.corpus.loaders import front_matter
+from ragkit.corpus.parsers.markdown import front_matter
 from ragkit.quoting import QUOTE_CHARS, clipped, quoted
 from ragkit.registry import ConfigError
 from ragkit.yaml_input import MAX_ALIAS_NODES, MAX_DEPTH, load_yaml, parse_yaml

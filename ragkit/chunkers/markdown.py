@@ -13,7 +13,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from ragkit.chunkers.base import Chunker, Span
 from ragkit.chunkers.recursive import RecursiveParams, recursive_spans
-from ragkit.corpus.loaders import atx_heading
+from ragkit.corpus.parsers.markdown import atx_heading
 
 _FENCE = re.compile(r" {0,3}(```|~~~)")
 

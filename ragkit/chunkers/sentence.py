@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from llama_index.core.node_parser import SentenceSplitter
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
-from ragkit.chunkers.base import Chunker, Span
-from ragkit.chunkers.token import TokenWindowParams, cl100k_tokenizer, place_chunks
+from ragkit.chunkers.token import TokenWindowChunker, TokenWindowParams, cl100k_tokenizer
 
 
 class SentenceParams(TokenWindowParams):
@@ -17,13 +15,15 @@ class SentenceParams(TokenWindowParams):
     chunk_overlap: int = Field(default=64, ge=0, le=4096, description="Tokens repeated between consecutive chunks.")
 
 
-class SentenceChunker(Chunker):
-    """Fills each chunk with whole sentences (NLTK punkt); a sentence is cut only if it alone is too long."""
+class SentenceChunker(TokenWindowChunker):
+    """Fills each chunk with whole sentences (NLTK punkt); a sentence is cut only if it alone is too long.
+
+    It takes the same two steps as SentenceSplitter.split_text, keeping the splits to place chunks
+    on (they may drop punctuation runs inside an over-long sentence; place_chunks covers them)."""
 
     name: ClassVar[str] = "sentence"
     Params: ClassVar[type[SentenceParams]] = SentenceParams
     params: SentenceParams
-    _splitter: SentenceSplitter | None = PrivateAttr(default=None)
 
     def _make_splitter(self) -> SentenceSplitter:
         return SentenceSplitter(
@@ -32,12 +32,5 @@ class SentenceChunker(Chunker):
             tokenizer=cl100k_tokenizer(),
         )
 
-    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
-        if self._splitter is None:  # built on first use: construction stays free of tokenizer loading
-            self._splitter = self._make_splitter()
-        # The same two steps as SentenceSplitter.split_text, keeping the splits to place chunks on
-        # (they may drop punctuation runs inside an over-long sentence; place_chunks covers them).
-        size = self.params.chunk_size
-        splits = self._splitter._split(text, size)
-        chunks = self._splitter._merge(splits, size)
-        return place_chunks(text, [(s.text, s.token_size) for s in splits], chunks, self.params.chunk_overlap)
+    def _sized_splits(self, splits: list[Any]) -> list[tuple[str, int]]:
+        return [(split.text, split.token_size) for split in splits]

@@ -159,21 +159,39 @@ class TokenWindowParams(WindowParams):
     chunk_overlap: int = Field(default=32, ge=0, le=4096, description="Tokens repeated between consecutive chunks.")
 
 
-class TokenChunker(Chunker):
-    name: ClassVar[str] = "token"
+class TokenWindowChunker(Chunker):
+    """Runs a LlamaIndex splitter's ``_split`` and ``_merge`` steps and places each chunk on its
+    run of splits (``place_chunks``). The token and sentence chunkers differ only in the splitter
+    and in how a split's size is read."""
+
     Params: ClassVar[type[TokenWindowParams]] = TokenWindowParams
     params: TokenWindowParams
-    _splitter: TokenTextSplitter | None = PrivateAttr(default=None)
+    _splitter: Any = PrivateAttr(default=None)
+
+    def _make_splitter(self) -> Any:
+        raise NotImplementedError(f"chunker '{self.name}' does not define _make_splitter")
+
+    def _sized_splits(self, splits: list[Any]) -> list[tuple[str, int]]:
+        """Each split's text and its length in tokens."""
+        raise NotImplementedError(f"chunker '{self.name}' does not define _sized_splits")
+
+    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
+        if self._splitter is None:  # built on first use: construction stays free of tokenizer loading
+            self._splitter = self._make_splitter()
+        size = self.params.chunk_size
+        splits = self._splitter._split(text, size)
+        chunks = self._splitter._merge(splits, size)
+        return place_chunks(text, self._sized_splits(splits), chunks, self.params.chunk_overlap)
+
+
+class TokenChunker(TokenWindowChunker):
+    name: ClassVar[str] = "token"
 
     def _make_splitter(self) -> TokenTextSplitter:
         return TokenTextSplitter(
             chunk_size=self.params.chunk_size, chunk_overlap=self.params.chunk_overlap, tokenizer=cl100k_tokenizer()
         )
 
-    def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
-        if self._splitter is None:  # built on first use: construction stays free of tokenizer loading
-            self._splitter = self._make_splitter()
-        size, tokenizer = self.params.chunk_size, cl100k_tokenizer()
-        splits = self._splitter._split(text, size)
-        chunks = self._splitter._merge(splits, size)
-        return place_chunks(text, [(s, len(tokenizer(s))) for s in splits], chunks, self.params.chunk_overlap)
+    def _sized_splits(self, splits: list[Any]) -> list[tuple[str, int]]:
+        tokenizer = cl100k_tokenizer()
+        return [(split, len(tokenizer(split))) for split in splits]

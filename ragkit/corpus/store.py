@@ -28,8 +28,9 @@ from llama_index.core.schema import Document
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragkit.atomic import write_json_atomic
-from ragkit.corpus.loaders import LOADER_VERSION, ParsedDocument, label_documents, parse_file
+from ragkit.corpus.loaders import LOADER_VERSION, label_documents, parse_file
 from ragkit.corpus.model import Corpus, document_to_json, make_document
+from ragkit.corpus.parsers.parsed import ParsedDocument
 from ragkit.corpus.validation import IngestError, file_type_of, validate_file, validate_total_size
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
 from ragkit.locks import content_lock

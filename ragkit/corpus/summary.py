@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from ragkit.corpus.model import Corpus
 from ragkit.hashing import content_key
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
+from ragkit.text import content_words
 
 SummaryMethod = Literal["heuristic", "llm"]
 
@@ -46,37 +46,6 @@ DISTINCTIVE_WORDS = 150
 OPENING_CHARS = 160  # llm: characters of each document's opening shown
 PROMPT_CHARS = 4000  # llm: the whole document listing, cut to fit a small model's context
 SUMMARY_MAX_TOKENS = 160
-
-_WORD = re.compile(r"[^\W_]+")
-# Function words, which carry no topic: kept out of the vocabulary on both sides of a comparison.
-FUNCTION_WORDS = frozenset(
-    "a about above after again against all also am an and any are as at be because been before being below "
-    "between both but by can could did do does doing down during each either etc few for from further had has "
-    "have having he her here hers him his how however i if in into is it its itself just me may might more most "
-    "much must my no nor not now of off on once one only or other our ours out over own per same she should so "
-    "some such than that the their theirs them then there these they this those through thus to too under until "
-    "up upon us use used using very via was we were what when where whether which while who whom whose why will "
-    "with within without would yet you your yours".split()
-)
-
-
-def words(text: str) -> list[str]:
-    """Every word of ``text``, lower-cased, in order (letters and digits; punctuation splits)."""
-    return _WORD.findall(text.lower())
-
-
-def content_words(text: str) -> list[str]:
-    """The topic-bearing words of ``text``, lower-cased, in order: no function words, no numbers,
-    nothing shorter than three characters."""
-    return [word for word in words(text) if len(word) > 2 and not word.isdigit() and word not in FUNCTION_WORDS]
-
-
-def word_stem(word: str) -> str:
-    """A plural folded onto its singular ("vaccines" -> "vaccine"), enough to match a question's
-    words against a vocabulary without a stemmer."""
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,7 @@ from typing import Literal
 
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.corpus.summary import word_stem
-from ragkit.judges.keywords import keywords
+from ragkit.text import keywords, word_stem
 
 AttemptScale = Literal["retriever", "question_overlap"]
 SCALES: tuple[str, ...] = ("retriever", "question_overlap")

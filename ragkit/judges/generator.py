@@ -17,7 +17,6 @@ conversational route) and ``abstain`` answers "not found" without asking the mod
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,9 +28,9 @@ from pydantic import BaseModel, Field
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMResult
+from ragkit.text import cited_numbers
 
 STAGE = "generate"
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 class GeneratorParams(JudgeParams):
@@ -137,17 +136,6 @@ def conversation_block(history: Sequence[ConversationTurn], turns: int, chars: i
         return ""
     lines = [f"{turn.role}: {' '.join(turn.content.split())[:chars]}" for turn in list(history)[-turns:]]
     return "Conversation so far:\n" + "\n".join(lines) + "\n"
-
-
-def cited_numbers(text: str) -> list[int]:
-    """Numbers in ``[1]`` or ``[1, 2]`` markers, in order, each once."""
-    numbers: list[int] = []
-    for match in _CITATION.finditer(text):
-        for part in match.group(1).split(","):
-            number = int(part)
-            if number not in numbers:
-                numbers.append(number)
-    return numbers
 
 
 class Generator(Judge):

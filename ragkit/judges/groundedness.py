@@ -20,7 +20,6 @@ synchronous call the pipeline uses, recording one judgement per answer in the tr
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, cast
@@ -33,9 +32,7 @@ from pydantic import BaseModel, Field, model_validator
 from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.llms.base import LLMError
 from ragkit.local_models import entailment_probabilities
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+from ragkit.text import rule_sentences, strip_citations
 
 SUPPORTED, UNSUPPORTED, UNKNOWN = "supported", "unsupported", "unknown"
 
@@ -124,9 +121,7 @@ VERIFY_TEMPLATE = (
 
 def split_claims(answer: str, min_words: int) -> list[str]:
     """Sentences of the answer without citation markers; fragments under ``min_words`` words dropped."""
-    text = " ".join(_CITATION.sub("", answer).split())
-    sentences = [part.strip() for part in _SENTENCE_END.split(text)]
-    return [sentence for sentence in sentences if len(sentence.split()) >= min_words]
+    return [sentence for sentence in rule_sentences(strip_citations(answer)) if len(sentence.split()) >= min_words]
 
 
 def joined_context(contexts: Sequence[str], limit: int) -> str:

@@ -1,18 +1,8 @@
-"""The judges' keywords: a question's or a chunk's words without stopwords, and query expansion with them."""
+"""Query expansion with the judges' keywords (``ragkit.text.keywords``)."""
 
 from __future__ import annotations
 
-import re
-
-_WORD = re.compile(r"[^\W_]+")
-STOPWORDS = frozenset(
-    "a an and are as at be by can did do does for from had has have how i in is it its of on or that the "
-    "their there these this to was were what when where which who whom whose why will with would you".split()
-)
-
-
-def keywords(text: str) -> list[str]:
-    return [word for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
+from ragkit.text import keywords
 
 
 def with_new_keywords(text: str, sources: list[str], exclude: frozenset[str] = frozenset(),

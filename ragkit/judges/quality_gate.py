@@ -63,7 +63,6 @@ from ragkit.judges.attempt_scale import (
     top_variance,
 )
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.judges.keywords import keywords
 from ragkit.judges.quality_gate_prompts import (
     ISSUE_TYPES,
     NO_ISSUE,
@@ -75,6 +74,7 @@ from ragkit.judges.quality_gate_prompts import (
 )
 from ragkit.llms.base import LLMError
 from ragkit.retrievers.switchable import STRATEGIES
+from ragkit.text import keywords
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 Switch = Callable[[str], None]

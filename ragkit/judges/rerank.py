@@ -16,7 +16,6 @@ has one) in the LLM prompt; without it the prompt is the one before the option e
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections import Counter
 from functools import lru_cache
@@ -30,6 +29,7 @@ from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
 from ragkit.llms.base import LLMError
 from ragkit.local_models import cross_encoder_scores
+from ragkit.text import terms
 
 
 class RerankJudgeParams(JudgeParams):
@@ -119,17 +119,6 @@ def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, show_
         f"Rate each of the {len(nodes)} chunks from 0 (useless) to 100 (answers it). "
         "Reply as JSON with scores: one number per chunk, in order."
     )
-
-
-_TOKEN = re.compile(r"\w+")
-_STOPWORDS = frozenset(
-    "a an and are as at be by do does for from how in is it of on or that the this to was what when where which "
-    "who why with".split()
-)
-
-
-def terms(text: str) -> list[str]:
-    return [token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS]
 
 
 def bm25_scores(query: str, texts: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:

@@ -31,8 +31,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeGuard
 
-from ragkit.metrics.names import k_name
-from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
+from ragkit.metrics.names import DOC_FAMILIES
+from ragkit.metrics.ranking import (
+    RetrievedSpan,
+    average_precision,
+    check_k,
+    dcg,
+    f1,
+    first_hit_reciprocal_rank,
+    scores_at_every_k,
+)
 
 Qrels = Mapping[str, float]
 
@@ -107,20 +115,15 @@ def reciprocal_rank(retrieved: Sequence[RetrievedSpan], relevant_docs: Qrels) ->
     return first_hit_reciprocal_rank([doc_id in relevant for doc_id in _dedupe_docs(retrieved)])
 
 
-# The families scored at every k (ragkit.metrics.names.DOC_FAMILIES), each with its function.
-DOC_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], Qrels, int], float]] = {
-    "recall": recall_at_k,
-    "precision": precision_at_k,
-    "f1": f1_at_k,
-    "hit": hit_at_k,
-    "ndcg": ndcg_at_k,
-    "map": average_precision_at_k,
-    "mrr": reciprocal_rank_at_k,
-}
+# The families scored at every k, named once in ragkit.metrics.names, each with its function.
+DOC_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], Qrels, int], float]] = dict(zip(
+    DOC_FAMILIES,
+    (recall_at_k, precision_at_k, f1_at_k, hit_at_k, ndcg_at_k, average_precision_at_k, reciprocal_rank_at_k),
+    strict=True,
+))
 
 
 def doc_metrics(retrieved: Sequence[RetrievedSpan], relevant_docs: Qrels, ks: Sequence[int]) -> dict[str, float]:
     """Every family at every k, plus the uncut ``mrr``; ``relevant_docs`` must hold a grade > 0."""
-    scores = {k_name(family, k): metric(retrieved, relevant_docs, k) for k in ks for family, metric in DOC_AT_K.items()}
-    scores["mrr"] = reciprocal_rank(retrieved, relevant_docs)
-    return scores
+    return {**scores_at_every_k(DOC_AT_K, retrieved, relevant_docs, ks),
+            "mrr": reciprocal_rank(retrieved, relevant_docs)}

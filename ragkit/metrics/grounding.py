@@ -9,8 +9,9 @@ How a score is made:
 
 1. The answer and each context are split into sentences with LlamaIndex's sentence splitting
    (``split_by_sentence_tokenizer_internal``) over NLTK's trained English Punkt model, which
-   LlamaIndex bundles. Citation markers such as ``[1]`` are removed from the answer; fragments
-   shorter than ``min_words`` words ("Fig.", "et al.") are joined to the next sentence.
+   LlamaIndex bundles (``ragkit.text.punkt_sentences``). Citation markers such as ``[1]`` are
+   removed from the answer; fragments shorter than ``min_words`` words ("Fig.", "et al.") are
+   joined to the next sentence.
 2. Every sentence is embedded; each answer sentence's support is its best cosine similarity
    with any context sentence.
 3. A sentence is supported when its support is >= ``threshold``; the score is the supported
@@ -33,18 +34,16 @@ default fits MiniLM; for another embedder, recalibrate.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ragkit.text import punkt_sentences, strip_citations
+
 DEFAULT_THRESHOLD = 0.49
 MIN_SENTENCE_WORDS = 3
-
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,-]\s*\d+)*\]")
 
 
 @dataclass(frozen=True)
@@ -65,40 +64,6 @@ class GroundednessResult:
     @property
     def unsupported(self) -> list[SentenceSupport]:
         return [sentence for sentence in self.sentences if not sentence.supported]
-
-
-@lru_cache(maxsize=1)
-def _punkt() -> Any:
-    from llama_index.core.utils import globals_helper
-    from nltk.tokenize import PunktTokenizer
-
-    # Puts LlamaIndex's bundled NLTK data (which holds the trained punkt_tab) on nltk's path.
-    # LlamaIndex's own default is an untrained Punkt, which splits after every "Dr." and "e.g.".
-    globals_helper.wait_for_nltk_check()
-    return PunktTokenizer("english")
-
-
-def split_sentences(text: str, min_words: int = MIN_SENTENCE_WORDS) -> list[str]:
-    """Sentences of ``text``, whitespace-normalised; fragments under ``min_words`` words are
-    joined to the next sentence (the last one to the previous). No text is dropped: a text of
-    fewer than ``min_words`` words is one short sentence."""
-    from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer_internal
-
-    if min_words < 1:
-        raise ValueError(f"min_words must be >= 1, got {min_words}")
-    pieces = [" ".join(piece.split()) for piece in split_by_sentence_tokenizer_internal(text, _punkt())]
-    sentences: list[str] = []
-    pending = ""
-    for piece in filter(None, pieces):
-        pending = f"{pending} {piece}".strip()
-        if len(pending.split()) >= min_words:
-            sentences.append(pending)
-            pending = ""
-    if pending and sentences:
-        sentences[-1] = f"{sentences[-1]} {pending}"
-    elif pending:
-        sentences.append(pending)
-    return sentences
 
 
 def best_support(
@@ -126,8 +91,9 @@ def embedding_groundedness(
     """Score ``answer`` against ``contexts`` with ``embed_model`` (a LlamaIndex ``BaseEmbedding``)."""
     if not -1.0 <= threshold <= 1.0:
         raise ValueError(f"threshold is a cosine similarity in [-1, 1], got {threshold}")
-    sentences = [s for s in split_sentences(_CITATION.sub("", answer), min_words) if len(s.split()) >= min_words]
-    context_sentences = list(dict.fromkeys(s for context in contexts for s in split_sentences(context, min_words)))
+    answer_text = strip_citations(answer, ranges=True)
+    sentences = [s for s in punkt_sentences(answer_text, min_words) if len(s.split()) >= min_words]
+    context_sentences = list(dict.fromkeys(s for context in contexts for s in punkt_sentences(context, min_words)))
     if not sentences:
         reason = f"no sentence of at least {min_words} words in the answer"
         return GroundednessResult(math.nan, [], threshold, reason)

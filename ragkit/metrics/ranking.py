@@ -7,9 +7,13 @@ A retrieved ranking is a sequence of chunks ``(doc_id, start_char, end_char)`` i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+from ragkit.metrics.names import k_name
 
 RetrievedSpan = tuple[str, int, int]
+Truth = TypeVar("Truth")
 
 
 def check_k(k: int) -> None:
@@ -40,3 +44,10 @@ def first_hit_reciprocal_rank(hits: Sequence[bool]) -> float:
 
 def f1(precision: float, recall: float) -> float:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def scores_at_every_k(families: Mapping[str, Callable[[Sequence[RetrievedSpan], Truth, int], float]],
+                      retrieved: Sequence[RetrievedSpan], truth: Truth, ks: Iterable[int]) -> dict[str, float]:
+    """``family@k`` -> each family's value at each of ``ks`` (k in the outer loop, families in
+    their order), against ``truth`` (relevant documents, or answer groups)."""
+    return {k_name(family, k): metric(retrieved, truth, k) for k in ks for family, metric in families.items()}

@@ -34,8 +34,7 @@ from ragkit.metrics.documents import (
     reciprocal_rank_at_k,
 )
 from ragkit.metrics.final_context import FinalContext, final_context_metrics
-from ragkit.metrics.names import k_name
-from ragkit.metrics.ranking import RetrievedSpan, check_k
+from ragkit.metrics.ranking import RetrievedSpan, check_k, scores_at_every_k
 from ragkit.metrics.spans import (
     SPAN_AT_K,
     AnswerGroups,
@@ -130,11 +129,11 @@ def curve_metrics(
     gives for them, without computing the other families (a grid scores millions of questions)."""
     scores: dict[str, float] = {}
     if has_relevant(relevant_docs):
-        scores.update({k_name(family, k): DOC_AT_K[family](retrieved, relevant_docs, k)
-                       for k in ks for family in CURVE_METRICS if family in DOC_AT_K})
+        doc_curves = {family: DOC_AT_K[family] for family in CURVE_METRICS if family in DOC_AT_K}
+        scores.update(scores_at_every_k(doc_curves, retrieved, relevant_docs, ks))
     if has_spans(answer_groups):
-        scores.update({k_name(family, k): SPAN_AT_K[family](retrieved, answer_groups, k)
-                       for k in ks for family in CURVE_METRICS if family in SPAN_AT_K})
+        span_curves = {family: SPAN_AT_K[family] for family in CURVE_METRICS if family in SPAN_AT_K}
+        scores.update(scores_at_every_k(span_curves, retrieved, answer_groups, ks))
     return scores
 
 

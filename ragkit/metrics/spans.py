@@ -37,8 +37,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeGuard
 
-from ragkit.metrics.names import k_name
-from ragkit.metrics.ranking import RetrievedSpan, average_precision, check_k, dcg, f1, first_hit_reciprocal_rank
+from ragkit.metrics.names import SPAN_FAMILIES
+from ragkit.metrics.ranking import (
+    RetrievedSpan,
+    average_precision,
+    check_k,
+    dcg,
+    f1,
+    first_hit_reciprocal_rank,
+    scores_at_every_k,
+)
 
 AnswerSpan = tuple[str, int, int]
 AnswerGroups = Sequence[Sequence[AnswerSpan]]
@@ -132,20 +140,16 @@ def span_reciprocal_rank(retrieved: Sequence[RetrievedSpan], groups: AnswerGroup
     return first_hit_reciprocal_rank([bool(covered_groups(chunk, groups)) for chunk in retrieved])
 
 
-# The families scored at every k (ragkit.metrics.names.SPAN_FAMILIES), each with its function.
-SPAN_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], AnswerGroups, int], float]] = {
-    "span_recall": span_recall_at_k,
-    "span_precision": span_precision_at_k,
-    "span_f1": span_f1_at_k,
-    "span_hit": span_hit_at_k,
-    "span_ndcg": span_ndcg_at_k,
-    "span_map": span_average_precision_at_k,
-    "span_mrr": span_reciprocal_rank_at_k,
-}
+# The families scored at every k, named once in ragkit.metrics.names, each with its function.
+SPAN_AT_K: dict[str, Callable[[Sequence[RetrievedSpan], AnswerGroups, int], float]] = dict(zip(
+    SPAN_FAMILIES,
+    (span_recall_at_k, span_precision_at_k, span_f1_at_k, span_hit_at_k, span_ndcg_at_k,
+     span_average_precision_at_k, span_reciprocal_rank_at_k),
+    strict=True,
+))
 
 
 def span_metrics(retrieved: Sequence[RetrievedSpan], groups: AnswerGroups, ks: Sequence[int]) -> dict[str, float]:
     """Every family at every k, plus the uncut ``span_mrr``; some group must hold a span."""
-    scores = {k_name(family, k): metric(retrieved, groups, k) for k in ks for family, metric in SPAN_AT_K.items()}
-    scores["span_mrr"] = span_reciprocal_rank(retrieved, groups)
-    return scores
+    return {**scores_at_every_k(SPAN_AT_K, retrieved, groups, ks),
+            "span_mrr": span_reciprocal_rank(retrieved, groups)}

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import sparse
 
-from ragkit.qa.wording import content_words
+from ragkit.text import multilingual_content_words
 
 
 class DocumentBM25:
@@ -25,7 +25,7 @@ class DocumentBM25:
         self._vocabulary: dict[str, int] = {}
         rows, columns = [], []
         for row, text in enumerate(texts):
-            for word in content_words(text):
+            for word in multilingual_content_words(text):
                 rows.append(row)
                 columns.append(self._vocabulary.setdefault(word, len(self._vocabulary)))
         counts = sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
@@ -43,7 +43,7 @@ class DocumentBM25:
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document for the query (each distinct query term counted once)."""
         vocabulary = self._vocabulary
-        columns = sorted({vocabulary[term] for term in content_words(query) if term in vocabulary})
+        columns = sorted({vocabulary[term] for term in multilingual_content_words(query) if term in vocabulary})
         if not columns:
             return np.zeros(len(self.doc_ids))
         return np.asarray(self._weights[:, columns].sum(axis=1)).ravel()

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragkit.corpus.loaders import atx_heading, parse_file
+from ragkit.corpus.loaders import parse_file
 from ragkit.corpus.model import make_document
+from ragkit.corpus.parsers.markdown import atx_heading
 from ragkit.corpus.validation import IngestError
 from ragkit.registry import chunkers
 from tests.corpus import pdf_samples

@@ -10,13 +10,11 @@ import pytest
 
 from ragkit.corpus.model import Corpus, make_document
 from ragkit.corpus.summary import (
-    content_words,
     corpus_summary,
     distinctive_words,
     heuristic_summary,
     summarise_corpus,
     summary_path,
-    word_stem,
 )
 from ragkit.llms import LLMClient
 from ragkit.llms.base import LLMError
@@ -38,25 +36,6 @@ def scripted(replies: list[Any], model: str = "scripted") -> tuple[LLMClient, An
 
 def reply(text: str) -> str:
     return json.dumps({"summary": text})
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(("text", "expected"), [
-    ("The cats are purring, aren't they?", ["cats", "purring", "aren"]),
-    ("COVID-19 vaccines in 2021", ["covid", "vaccines"]),
-    ("a to of it is", []),
-])
-def test_content_words_drop_function_words_numbers_and_short_words(text, expected):
-    assert content_words(text) == expected
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(("word", "stem"), [
-    ("vaccines", "vaccine"), ("cats", "cat"), ("virus", "virus"), ("glass", "glass"), ("analysis", "analysis"),
-    ("gas", "gas"), ("purr", "purr"),
-])
-def test_word_stem_folds_plurals_only(word, stem):
-    assert word_stem(word) == stem
 
 
 @pytest.mark.unit

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness, split_sentences
+from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
+from ragkit.text import punkt_sentences
 
 CONTEXTS = [
     "Cats purr when they are content. A purr is produced by the muscles of the larynx.",
@@ -32,13 +33,13 @@ CONTEXTS = [
     ],
 )
 def test_sentences_come_from_trained_punkt_with_short_fragments_joined(text, min_words, sentences):
-    assert split_sentences(text, min_words) == sentences
+    assert punkt_sentences(text, min_words) == sentences
 
 
 @pytest.mark.unit
 def test_bad_arguments_fail_before_embedding():
     with pytest.raises(ValueError, match="min_words must be >= 1, got 0"):
-        split_sentences("Cats purr.", 0)
+        punkt_sentences("Cats purr.", 0)
     with pytest.raises(ValueError, match=re.escape("threshold is a cosine similarity in [-1, 1], got 1.5")):
         embedding_groundedness("Cats purr when content.", CONTEXTS, embed_model=None, threshold=1.5)
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ragkit.qa.wording import content_words, sentence_spans
 from ragkit.registry import ConfigError
+from ragkit.text import multilingual_content_words, sentence_spans
 
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]]")
@@ -174,7 +174,7 @@ def pick_answer(text: str, passage: Passage, max_words: int, rng: random.Random)
             cursor = match.end() if match else e
         candidates.append(_trim(text, s, e))
     good = [(s, e) for s, e in dict.fromkeys(candidates)
-            if e > s and 2 <= len(text[s:e].split()) <= max_words and content_words(text[s:e])]
+            if e > s and 2 <= len(text[s:e].split()) <= max_words and multilingual_content_words(text[s:e])]
     return rng.choice(good) if good else None
 
 
