@@ -161,8 +161,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ragkit.results.check import check_command
     from ragkit.results import ResultStore
+    from ragkit.results.check import check_command
 
     store = ResultStore(as_location(args.results))
     if not store.exists():

@@ -9,8 +9,8 @@ import os
 import pandas as pd
 import pytest
 
-from ragkit.results.check import check_folder, repair
 from ragkit.results import ResultStore
+from ragkit.results.check import check_folder, repair
 from ragkit.results.integrity import find_damaged, set_aside
 from ragkit.results.schema import COMMITS, DAMAGED
 

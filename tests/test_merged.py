@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragkit.cli import main
-from ragkit.results import ResultStore
-from ragkit.results import staleness, store as part_store
+from ragkit.results import ResultStore, staleness
+from ragkit.results import store as part_store
 from ragkit.results.merged import merged_copy
 from ragkit.results.schema import MERGED
 from ragkit.results.store import PartStore, read_parquet_file

@@ -52,7 +52,6 @@ from ragkit.experiments.plan import (
 )
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
-from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
@@ -66,6 +65,7 @@ from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
+from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings
@@ -89,7 +89,7 @@ class ExecutionReport:
     indexes_built: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
-    # Committed parts found damaged or missing at the start and set aside (ragkit.results.integrity):
+    # Committed parts found damaged or missing at the start and set aside (ragkit.integrity):
     # their questions were uncommitted, so this execution answered them again.
     set_aside: list[DamagedPart] = field(default_factory=list)
 
@@ -432,7 +432,7 @@ class LocalExecutor:
             record_throughput(self.data_dir, "llms", key, label, calls, seconds)
 
     def _merge(self, report: ExecutionReport) -> None:
-        """Write the folder's merged read copies (ragkit.results.merged): one file per table for readers of
+        """Write the folder's merged read copies (ragkit.merged): one file per table for readers of
         the whole folder instead of one per run. Every row is committed by now and a copy is only
         a faster read, so a copy that cannot be written is a warning, not a failed run."""
         import pyarrow as pa

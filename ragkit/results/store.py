@@ -213,7 +213,8 @@ class PartStore:
             if len(run_parts) < 2:
                 continue
             for part in run_parts:
-                if part.rsplit("-", 1)[-1].startswith(COMPACTED) and (record := self.marker_record(part)[0]) is not None:
+                compacted = part.rsplit("-", 1)[-1].startswith(COMPACTED)
+                if compacted and (record := self.marker_record(part)[0]) is not None:
                     replaced.update(record.get("replaces", []))
         return parts - replaced
 

@@ -13,8 +13,8 @@ import yaml
 
 from ragkit.analysis.report import render_report
 from ragkit.cli import main
-from ragkit.results.check import check_folder, orphans
 from ragkit.results import ResultStore
+from ragkit.results.check import check_folder, orphans
 from ragkit.results.schema import COMMITS, DAMAGED
 
 pytestmark = pytest.mark.integration
