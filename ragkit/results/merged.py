@@ -1,11 +1,12 @@
 """Merged read copies of a results folder's part tables: one file to open instead of one per run.
+This module says what a copy is and reads from it; ``ragkit.results.merging`` writes them.
 
 A page over 1,000 finished runs opens 1,000 parts per table and decodes every row of each to find
 the few metrics it shows: 67 million score rows at 1,000 runs x 1,000 questions, about 2.5 s
-before any number is computed. ``ragkit.results.merging`` writes, per table in ``MERGED_TABLES``, one Parquet file
-holding the rows of every committed part, tagged with their part, in row groups of one metric
-each for ``scores``, so that reading a few metrics skips the others' row groups by their
-statistics. The file's metadata names the parts it copied and their tags.
+before any number is computed. A copy holds, per table in ``MERGED_TABLES``, the rows of every
+committed part, tagged with their part, in row groups of one metric each for ``scores``, so that
+reading a few metrics skips the others' row groups by their statistics. The file's metadata
+names the parts it copied and their tags.
 
 The runs table (a file per run) gets a merged copy too, read whole when every run file is still
 the one it copied.
@@ -16,16 +17,11 @@ A merged copy is derived, never the truth (the parts and their commit markers st
 - runs with stale rows (questions edited or removed since, ``ragkit.results.staleness``) are read
   from their parts, which drop those rows; the copy holds no question keys;
 - it is replaced whole (an atomic write locally, one PUT on object storage), so a reader sees
-  the old copy or the new one, and checks once it has opened it that it is the one it listed;
-  it is rebuilt at the end of every executed plan (from ``executor.MERGE_MIN_PARTS`` parts) and
-  by ``ragkit compact``, both holding the folder's writer lock.
+  the old copy or the new one, and checks once it has opened it that it is the one it listed.
 
 ``markers.json`` records the commit markers found current at the merge (``CheckedMarker``), so
 ``stale_keys`` need not read a thousand markers again while they and their question sets are
 unchanged.
-
-
-This module says what a copy is and reads from it; ``ragkit.results.merging`` writes them.
 """
 
 from __future__ import annotations
