@@ -25,7 +25,8 @@ from ragkit.results.store import PartStore
 
 
 class ResultStore(PartStore):
-    """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
+    """A results folder: ``PartStore``'s writes and commits, and its tables as readers see them.
+    ``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
              columns: list[str] | None = None, run_ids: list[str] | None = None,
@@ -69,7 +70,7 @@ class ResultStore(PartStore):
         if not parts:
             table = empty_table(name) if name != "runs" else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             return table if columns is None else table[columns]
-        if name == "runs":
+        if name == "runs":  # one small file per run, whose columns differ by component
             return self.read_runs(parts)
         if name == "questions":  # question sets of several plans may share questions
             frames = [conform(table.to_pandas(), name) for table in self.read_files(name, parts)]

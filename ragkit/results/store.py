@@ -58,7 +58,8 @@ def read_parquet_file(entry: Entry, filesystem):
 
 
 class PartStore:
-    """``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
+    """A results folder's files and commits (``ResultStore`` adds the reads). ``root``: a local
+    folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = as_location(root)
