@@ -43,6 +43,7 @@ class ResultsFolder(Protocol):
 
     def committed_parts(self) -> set[str]: ...
 
+
 # (results location, file path) -> (what was checked: file tag and expected digest, the problem or None)
 _VERIFIED: dict[tuple[str, str], tuple[str, str | None]] = {}
 # results location -> {relative path: (problem, the file's tag then: "" when absent)} met by reads
