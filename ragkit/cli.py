@@ -57,7 +57,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ragkit.experiments.runner import make_executor, prepare
     from ragkit.experiments.status import StatusWriter
     from ragkit.results import ResultStore
-    from ragkit.results_folder import check_output_folder
+    from ragkit.results.output_folder import check_output_folder
     from ragkit.settings import get_settings
 
     config = load_config(args.config, args.overrides)
@@ -161,8 +161,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ragkit.folder_check import check_command
     from ragkit.results import ResultStore
+    from ragkit.results.check import check_command
 
     store = ResultStore(as_location(args.results))
     if not store.exists():

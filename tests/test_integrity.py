@@ -1,5 +1,5 @@
 """Parts are checked when read: a damaged or missing one is left out and named, and set aside
-its questions are uncommitted, exactly those of its shard (ragkit.integrity)."""
+its questions are uncommitted, exactly those of its shard (ragkit.results.integrity)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import os
 import pandas as pd
 import pytest
 
-from ragkit.folder_check import check_folder, repair
-from ragkit.integrity import DAMAGED, find_damaged, set_aside
-from ragkit.results import COMMITS, ResultStore
+from ragkit.results import ResultStore
+from ragkit.results.check import check_folder, repair
+from ragkit.results.integrity import find_damaged, set_aside
+from ragkit.results.schema import COMMITS, DAMAGED
 
 pytestmark = pytest.mark.unit
 

@@ -14,10 +14,10 @@ from ragkit.analysis.report import render_report
 from ragkit.cli import main
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
-from ragkit.folder_check import check_folder
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
-from ragkit.results_folder import check_output_folder
+from ragkit.results.check import check_folder
+from ragkit.results.output_folder import check_output_folder
 from tests.factories import write_beir
 from tests.test_results_s3 import BUCKET, DOCS, KEYS, QUESTIONS, grid, s3, s3_server, table  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""Merged read copies (ragkit.merged): reading through one gives exactly the rows the parts give,
+"""Merged read copies (ragkit.results.merged): reading through one gives exactly the rows the parts give,
 whatever happened to the folder since it was written."""
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragkit.cli import main
-from ragkit.merged import MERGED, merged_copy
-from ragkit.results import ResultStore, _read_file
+from ragkit.results import ResultStore, staleness
+from ragkit.results import store as part_store
+from ragkit.results.merged import merged_copy
+from ragkit.results.schema import MERGED
+from ragkit.results.store import PartStore, read_parquet_file
 
 pytestmark = pytest.mark.unit
 
@@ -182,14 +185,13 @@ def test_ragkit_compact_writes_the_merged_copies(tmp_path, capsys):
 
 
 def test_the_runs_table_is_read_from_its_copy_until_a_run_file_changes(tmp_path, monkeypatch):
-    from ragkit import results
-
     store = _folder(tmp_path)
     expected = store.read("runs")
     store.merge()
-    results._RUNS.clear()
+    part_store._RUNS.clear()
     opened = []
-    monkeypatch.setattr(results, "_read_file", lambda entry, fs: opened.append(entry.stem) or _read_file(entry, fs))
+    monkeypatch.setattr(part_store, "read_parquet_file",
+                        lambda entry, fs: opened.append(entry.stem) or read_parquet_file(entry, fs))
     pd.testing.assert_frame_equal(store.read("runs"), expected)
     assert opened == ["runs"]  # the copy alone
     store.write_run("r1", {"run_id": "r1", "questions_key": "set", "note": "changed"})
@@ -201,15 +203,13 @@ def test_the_runs_table_is_read_from_its_copy_until_a_run_file_changes(tmp_path,
 
 def test_markers_checked_at_the_merge_are_not_read_again_until_they_or_their_question_set_change(tmp_path,
                                                                                              monkeypatch):
-    from ragkit import results
-
     store = _folder(tmp_path)
     store.merge()
     read = []
-    original = ResultStore._read_marker
-    monkeypatch.setattr(ResultStore, "_read_marker", lambda self, part: read.append(part) or original(self, part))
-    results._STALE.clear()
-    results._MARKER_METRICS.clear()
+    original = PartStore.marker_record
+    monkeypatch.setattr(PartStore, "marker_record", lambda self, part: read.append(part) or original(self, part))
+    staleness._STALE.clear()
+    part_store._MARKER_METRICS.clear()
     assert store.stale_keys() == set() and store.metric_names() == sorted(METRICS)
     assert read == []  # every marker checked clean at the merge, none changed
     # A question set rewritten with one question edited: its runs' markers are read and checked again.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from ragkit.results import ResultStore, is_evaluation_stage
+from ragkit.results import ResultStore
+from ragkit.results.schema import is_evaluation_stage
 
 pytestmark = pytest.mark.unit
 

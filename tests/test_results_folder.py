@@ -8,7 +8,7 @@ import yaml
 
 from ragkit.cli import main
 from ragkit.registry import ConfigError
-from ragkit.results_folder import check_output_folder
+from ragkit.results.output_folder import check_output_folder
 from tests.factories import write_beir
 
 

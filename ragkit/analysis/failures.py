@@ -12,7 +12,7 @@ import pandas as pd
 
 from ragkit.analysis.means import valid_mask
 from ragkit.metrics.names import GENERATION_METRICS
-from ragkit.results import JUDGE_SD_SUFFIX
+from ragkit.results.schema import JUDGE_SD_SUFFIX
 
 NO_REASON = "no value"
 # Reasons shown per metric on the Compare page.

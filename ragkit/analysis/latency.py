@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ragkit.analysis.means import valid_mask
-from ragkit.results import USAGE_FIELDS, is_evaluation_stage
+from ragkit.results.schema import USAGE_FIELDS, is_evaluation_stage
 
 if TYPE_CHECKING:
     from ragkit.analysis.loading import Results

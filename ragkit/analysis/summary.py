@@ -9,7 +9,8 @@ import pandas as pd
 from ragkit.analysis.labels import run_labels
 from ragkit.analysis.means import metric_means, valid_mask
 from ragkit.metrics.names import GENERATION_METRICS, HEADLINE_METRICS
-from ragkit.results import ResultStore, is_evaluation_stage
+from ragkit.results import ResultStore
+from ragkit.results.schema import is_evaluation_stage
 
 SUMMARY_METRICS = tuple(dict.fromkeys((*HEADLINE_METRICS, *GENERATION_METRICS)))
 

@@ -13,7 +13,7 @@ from ragkit.analysis.comparison import Comparer, with_holm
 from ragkit.analysis.loading import Results
 from ragkit.analysis.means import matrix_curve, matrix_means, matrix_table, metric_means
 from ragkit.metrics.names import parse_metric, sort_key
-from ragkit.results import JUDGE_SD_SUFFIX
+from ragkit.results.schema import JUDGE_SD_SUFFIX
 
 # The Compare page compares more single-factor pairs than this (its detail table) only when asked:
 # a thousand runs have tens of thousands of pairs, seconds of work before anyone looks.

@@ -13,7 +13,7 @@ from ragkit.llms.calls import LLMClient
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.pipeline import Trace, stage_row
 from ragkit.qa import Question
-from ragkit.results import EVAL_STAGE
+from ragkit.results.schema import EVAL_STAGE
 
 # Characters kept on each side of an answer span for its reference context: about a paragraph.
 SPAN_CONTEXT_CHARS = 300

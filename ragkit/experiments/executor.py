@@ -52,7 +52,6 @@ from ragkit.experiments.plan import (
 )
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
-from ragkit.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
@@ -66,6 +65,7 @@ from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
+from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings

@@ -54,7 +54,7 @@ from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
 from ragkit.metrics.claims import CLAIM_METRICS, claim_score
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
-from ragkit.results import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
+from ragkit.results.schema import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
 
 COLUMNS = ["question_id", "metric", "value", "error"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from ragkit.analysis import latency
 from ragkit.analysis.latency import latency_by_stage, llm_usage, pipeline_stages
-from ragkit.results import USAGE_FIELDS
+from ragkit.results.schema import USAGE_FIELDS
 
 pytestmark = pytest.mark.unit
 

@@ -13,9 +13,9 @@ import yaml
 
 from ragkit.analysis.report import render_report
 from ragkit.cli import main
-from ragkit.folder_check import check_folder, orphans
-from ragkit.integrity import DAMAGED
-from ragkit.results import COMMITS, ResultStore
+from ragkit.results import ResultStore
+from ragkit.results.check import check_folder, orphans
+from ragkit.results.schema import COMMITS, DAMAGED
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def test_damaged_parts_are_named_recomputed_exactly_and_repaired(tmp_path, capsy
     store = ResultStore(out)
     reference = _tables(store)
     store.merge()  # merged read copies, as a folder of 32 parts or more has
-    part_of = {record["run_id"]: part for part, record in store._markers()}
+    part_of = {record["run_id"]: part for part, record in store.committed_markers()}
     runs = list(store.read("runs").sort_values("top_k")["run_id"])
     truncated, random, missing, intact = (part_of[run] for run in runs)
     capsys.readouterr()

@@ -2,12 +2,12 @@
 
 - **damaged**: a committed part that is missing, fails its size or checksum (or, for parts
   committed before checksums, cannot be read by Arrow), or whose commit marker cannot be read;
-  every file is read whole (``ragkit.integrity.find_damaged``). Run and question files Arrow
+  every file is read whole (``ragkit.results.integrity.find_damaged``). Run and question files Arrow
   cannot read are listed too: ``ragkit run`` writes them again.
 - **orphans**: files no reader ever uses: parts written but never committed (a run stopped by a
   full disk or a kill between a part and its marker), parts and markers a compaction replaced
   but did not remove, and temporary files of writes that never finished.
-- **stale copies**: merged read copies (``ragkit.merged``) that do not copy exactly the
+- **stale copies**: merged read copies (``ragkit.results.merged``) that do not copy exactly the
   committed parts, or that cannot be read whole (their page checksums fail).
 
 ``repair`` (under the folder's writer lock) sets damaged parts aside (``_damaged/``, so
@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragkit.folders import LocalFolder
-from ragkit.integrity import DamagedPart, find_damaged, set_aside
-from ragkit.merged import MERGED, MERGED_TABLES, merged_copy
-from ragkit.results import COMMITS, PART_TABLES, ResultStore
+from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
+from ragkit.results.merged import MERGED_TABLES, merged_copy
+from ragkit.results.reading import ResultStore
+from ragkit.results.schema import COMMITS, MERGED, PART_TABLES
 
 # A temporary file of ragkit.atomic: ".<name>.<random>.tmp" beside its target.
 TEMPORARY_SUFFIX = ".tmp"

@@ -12,7 +12,7 @@ the damaged shard aside (``set_aside``): its marker and whatever parts it has mo
 ``_damaged/<time>-<part>/`` with a ``reason.json``, never deleted, so its questions are no longer
 committed and the run recomputes exactly them.
 
-The merged read copies (``ragkit.merged``) are derived: one that cannot be read is ignored
+The merged read copies (``ragkit.results.merged``) are derived: one that cannot be read is ignored
 (its parts are read instead), named, and rebuilt by ``ragkit check --repair``.
 """
 
@@ -21,18 +21,28 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from ragkit.folders import Entry, Folder
 from ragkit.hashing import bytes_sha256
+from ragkit.results.schema import COMMITS, DAMAGED, FILES_KEY, MERGED, PART_TABLES, run_of_part
 
-if TYPE_CHECKING:
-    from ragkit.folders import Entry
-    from ragkit.results import ResultStore
-
-DAMAGED = "_damaged"
 MISSING = "missing"
-# The marker's key holding {table: digest} of the parts it commits.
-FILES_KEY = "files"
+
+
+class ResultsFolder(Protocol):
+    """What the checks need of a results folder (``ragkit.results.store.PartStore`` is one): its
+    location and files, and its commit markers. A protocol, so the store can check its parts
+    with this module without the two importing each other."""
+
+    root: str | Path
+    files: Folder
+
+    def marker_record(self, part: str) -> tuple[dict | None, str | None]: ...
+
+    def committed_parts(self) -> set[str]: ...
+
 
 # (results location, file path) -> (what was checked: file tag and expected digest, the problem or None)
 _VERIFIED: dict[tuple[str, str], tuple[str, str | None]] = {}
@@ -72,7 +82,7 @@ def unreadable_parquet(data: bytes) -> str | None:
     return None
 
 
-def verify_entry(store: ResultStore, entry: Entry, relative: str, expected: dict | None,
+def verify_entry(store: ResultsFolder, entry: Entry, relative: str, expected: dict | None,
                  fresh: bool = False) -> str | None:
     """The problem of one committed part file (``entry``, at ``relative`` in the folder), or None.
     Remembered per file version (its listing tag) and expected digest, so a page reading a table
@@ -95,12 +105,12 @@ def verify_entry(store: ResultStore, entry: Entry, relative: str, expected: dict
     return problem
 
 
-def remember_digests(store: ResultStore, part: str, tag: str, record: dict) -> None:
+def remember_digests(store: ResultsFolder, part: str, tag: str, record: dict) -> None:
     """Keep what a marker read whole (its file ``tag``) records of its parts' digests."""
     _MARKER_FILES[(str(store.root), part)] = (tag, record.get(FILES_KEY) or {})
 
 
-def _expected_files(store: ResultStore, part: str, tag: str) -> tuple[dict | None, str | None]:
+def _expected_files(store: ResultsFolder, part: str, tag: str) -> tuple[dict | None, str | None]:
     """(the digests a part's marker records, None) or (None, why the marker cannot be read);
     remembered per marker tag, so a read does not open a marker per part every time."""
     known = _MARKER_FILES.get((str(store.root), part))
@@ -113,13 +123,11 @@ def _expected_files(store: ResultStore, part: str, tag: str) -> tuple[dict | Non
     return record.get(FILES_KEY) or {}, None
 
 
-def readable_parts(store: ResultStore, name: str, parts: list[Entry], fresh: bool = False) -> list[Entry]:
+def readable_parts(store: ResultsFolder, name: str, parts: list[Entry], fresh: bool = False) -> list[Entry]:
     """``parts`` of table ``name`` less those that fail their check: each one left out is
-    remembered (``note``) for ``ResultStore.unreadable`` instead of stopping the read."""
+    remembered (``note``) for ``PartStore.unreadable`` instead of stopping the read."""
     if not parts:
         return parts
-    from ragkit.results import COMMITS
-
     tags = {entry.stem: entry.tag for entry in store.files.list(COMMITS, ".json")}
     kept = []
     for entry in parts:
@@ -139,7 +147,7 @@ def readable_parts(store: ResultStore, name: str, parts: list[Entry], fresh: boo
     return kept
 
 
-def note(store: ResultStore, relative: str, problem: str | None) -> None:
+def note(store: ResultsFolder, relative: str, problem: str | None) -> None:
     """Remember (or forget, when ``problem`` is None) what a read met at ``relative``, with the
     file's tag: a file replaced since (a part committed again) is no longer that problem."""
     found = _PROBLEMS.setdefault(str(store.root), {})
@@ -149,20 +157,18 @@ def note(store: ResultStore, relative: str, problem: str | None) -> None:
         found[relative] = (problem, _tag_of(store, relative))
 
 
-def _tag_of(store: ResultStore, relative: str) -> str:
+def _tag_of(store: ResultsFolder, relative: str) -> str:
     folder, _, name = relative.rpartition("/")
     stem, _, suffix = name.rpartition(".")
     return next((entry.tag for entry in store.files.list(folder, f".{suffix}") if entry.stem == stem), "")
 
 
-def noted(store: ResultStore) -> dict[str, str]:
+def noted(store: ResultsFolder) -> dict[str, str]:
     """relative path -> problem of what reads in this process could not read, for the parts still
     committed (a part set aside or recommitted since is no longer a problem)."""
     found = dict(_PROBLEMS.get(str(store.root), {}))  # a copy: other threads' reads note too
     if not found:
         return {}
-    from ragkit.results import COMMITS, PART_TABLES
-
     committed = store.committed_parts()
     current = {}
     for relative, (problem, tag) in sorted(found.items()):
@@ -174,11 +180,11 @@ def noted(store: ResultStore) -> dict[str, str]:
     return current
 
 
-def warning_lines(store: ResultStore) -> list[str]:
+def warning_lines(store: ResultsFolder) -> list[str]:
     """One line per file a read could not use, naming it and saying what was done instead."""
     lines = []
     for relative, problem in noted(store).items():
-        derived = relative.startswith("_merged/")
+        derived = relative.startswith(f"{MERGED}/")
         consequence = ("ignored: the parts it copies were read instead; `ragkit check --repair` rebuilds it"
                        if derived else "its rows are left out; `ragkit run` recomputes them")
         lines.append(f"warning: {relative} could not be read ({problem}): {consequence}")
@@ -202,18 +208,16 @@ class DamagedPart:
         return f"{self.part} ({questions}): {what}"
 
 
-def find_damaged(store: ResultStore, fresh: bool = True) -> list[DamagedPart]:
+def find_damaged(store: ResultsFolder, fresh: bool = True) -> list[DamagedPart]:
     """Every committed part whose marker cannot be read, or one of whose files is missing or
     fails its check (each file read whole when ``fresh``)."""
-    from ragkit.results import PART_TABLES
-
     listed = {name: {entry.stem: entry for entry in store.files.list(name, ".parquet")} for name in PART_TABLES}
     damaged = []
     for part in sorted(store.committed_parts()):
         record, problem = store.marker_record(part)
         if record is None:
             if problem is not None:  # removed by a compaction since listed otherwise
-                damaged.append(DamagedPart(part, part.rsplit("-", 1)[0], [], {"marker": problem}))
+                damaged.append(DamagedPart(part, run_of_part(part), [], {"marker": problem}))
             continue
         found = DamagedPart(part, str(record.get("run_id", "")), list(record.get("question_ids", [])))
         expected = record.get(FILES_KEY) or {}
@@ -228,11 +232,9 @@ def find_damaged(store: ResultStore, fresh: bool = True) -> list[DamagedPart]:
     return damaged
 
 
-def set_aside(store: ResultStore, damaged: list[DamagedPart]) -> list[DamagedPart]:
+def set_aside(store: ResultsFolder, damaged: list[DamagedPart]) -> list[DamagedPart]:
     """Move each damaged shard's files and then its marker into ``_damaged/``, with a
     ``reason.json``: its questions are no longer committed. The caller holds ``writer_lock``."""
-    from ragkit.results import COMMITS, PART_TABLES
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for item in damaged:
         folder = f"{DAMAGED}/{stamp}-{item.part}"

@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragkit.folders import open_folder
-from ragkit.integrity import DAMAGED
 from ragkit.registry import ConfigError
-from ragkit.results import COMMITS, TABLES
+from ragkit.results.schema import COMMITS, DAMAGED, MERGED, TABLES
 
 # A results folder has its runs or commit markers; a run stopped before its first file may have
 # left only its lock (and the lock's owner file).
 LAYOUT_MARKS = ("runs", COMMITS)
-RESULTS_NAMES = frozenset({*TABLES, COMMITS, "_merged", DAMAGED, ".lock", ".lock.owner"})
+RESULTS_NAMES = frozenset({*TABLES, COMMITS, MERGED, DAMAGED, ".lock", ".lock.owner"})
 NAMES_SHOWN = 5
 NAME_CHARS = 60
 

@@ -1,0 +1,68 @@
+"""Compaction: a finished run's parts merged into one per table, so a reader opens one file per
+run and table instead of one per shard.
+
+Crash-safe: the compacted parts and their marker (which names the parts it replaces) are written
+first, then the old markers and parts are removed; until then readers skip what the marker
+replaces (``PartStore.committed_parts``).
+"""
+
+from __future__ import annotations
+
+from ragkit.hashing import content_key
+from ragkit.results.integrity import readable_parts
+from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, arrow_schema, run_of_part
+from ragkit.results.store import PartStore
+
+
+def compact_run(store: PartStore, run_id: str) -> bool:
+    """Merge a run's committed parts into one per table (once the run is finished); False when
+    there was nothing to merge."""
+    parts = sorted(part for part in store.committed_parts() if run_of_part(part) == run_id)
+    records = [record for part in parts if (record := store.marker_record(part)[0]) is not None]
+    keyed = {"question_keys" in record for record in records}
+    if len(parts) < 2 or len(records) < len(parts) or len(keyed) > 1:
+        return False  # one part already, one removed meanwhile, or parts from before and after keys
+    for name in PART_TABLES:  # a damaged part stays as it is, for the next run to set aside
+        listed = [entry for entry in store.files.list(name, ".parquet") if entry.stem in set(parts)]
+        if len(listed) < len(parts) or len(readable_parts(store, name, listed)) < len(parts):
+            return False
+    merged = f"{run_id}-{COMPACTED}{content_key(parts, length=12)}"
+    files = {}
+    for name in PART_TABLES:
+        files[name] = store.write_parquet(f"{name}/{merged}.parquet", _read_parts(store, name, parts).to_pandas())
+    # The merged marker says what every part said: parts written before question keys, or before
+    # markers listed metrics (older results), give a marker without them, as theirs are.
+    marker: dict = {"run_id": run_id, "question_ids": [qid for record in records for qid in record["question_ids"]],
+                    FILES_KEY: files}
+    if keyed == {True}:
+        marker["question_keys"] = [key for record in records for key in record["question_keys"]]
+    if all("metrics" in record for record in records):
+        marker["metrics"] = sorted({m for record in records for m in record["metrics"]})
+    store.write_json(f"{COMMITS}/{merged}.json", {**marker, "replaces": parts})
+    for part in parts:
+        store.files.delete(f"{COMMITS}/{part}.json")
+    for part in parts:
+        for name in PART_TABLES:
+            store.files.delete(f"{name}/{part}.parquet")
+    return True
+
+
+def compact(store: PartStore) -> tuple[int, int]:
+    """Compact every run of the folder that has more than one part: what a run that finished
+    compacts itself, for folders written before compaction existed or runs never finished.
+    The caller holds ``writer_lock``. (runs compacted, parts they had)."""
+    parts_of: dict[str, int] = {}
+    for part in store.committed_parts():
+        run_id = run_of_part(part)
+        parts_of[run_id] = parts_of.get(run_id, 0) + 1
+    compacted = [run_id for run_id, count in sorted(parts_of.items()) if count > 1 and compact_run(store, run_id)]
+    return len(compacted), sum(parts_of[run_id] for run_id in compacted)
+
+
+def _read_parts(store: PartStore, name: str, parts: list[str]):
+    """The given parts of a part table as one Arrow table in the table's schema."""
+    import pyarrow.dataset as ds
+
+    paths = [store.files.path(f"{name}/{part}.parquet") for part in parts]
+    dataset = ds.dataset(paths, format="parquet", schema=arrow_schema(name), filesystem=store.files.filesystem)
+    return dataset.to_table()
