@@ -65,7 +65,8 @@ def ingest_seconds(folder: Path, data_dir: Path, workers: int) -> tuple[Try, int
     workers_cpu = sum(cpu - children_before.get(pid, 0.0) for pid, cpu in children_cpu().items())
     skipped = [item for item in report.files if item.status == "skipped"]
     assert not skipped, skipped
-    pages = sum(int(document.metadata.get("pages", 0)) for document in CorpusStore(data_dir).load("bench-parse").documents)
+    documents = CorpusStore(data_dir).load("bench-parse").documents
+    pages = sum(int(document.metadata.get("pages", 0)) for document in documents)
     return Try(seconds, parent_cpu, workers_cpu), pages
 
 

@@ -38,7 +38,8 @@ def filings_folder(folder: Path) -> tuple[Path, set[str]]:
         "truncated.pdf": samples.truncated(real_pdf, 0.5),
         "scan.pdf": samples.image_only_pdf(folder.parent / "scan.pdf").read_bytes(),
     }
-    readable = {"big-array.pdf": samples.with_huge_array(real_pdf), "typo.pdf": samples.with_bad_object_header(real_pdf)}
+    readable = {"big-array.pdf": samples.with_huge_array(real_pdf),
+                "typo.pdf": samples.with_bad_object_header(real_pdf)}
     for name, data in {**hostile, **readable}.items():
         (folder / name).write_bytes(data)
     (folder / "notes.txt").write_text("Plain notes go in too.", encoding="utf-8")
