@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,20 @@ def test_parallel_ingest_gives_the_serial_corpus_and_names_the_bad_files(
     assert len(parallel.documents) == 9  # 6 reports, big-array, typo, notes.txt
     assert parallel.by_id()["typo.pdf"].metadata["parser"] == "pypdf"
     assert parallel.by_id()["report-05.pdf"].metadata["pages"] == 7
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two"])
+def test_a_worker_count_out_of_bounds_is_one_line_naming_the_setting(value: str, monkeypatch) -> None:
+    from ragkit.registry import ConfigError
+
+    monkeypatch.setenv("RAGKIT_PDF_WORKERS", value)
+    get_settings.cache_clear()
+    with pytest.raises(ConfigError, match=rf"^bad environment setting: RAGKIT_PDF_WORKERS: .*\(got '{value}'\)$"):
+        get_settings()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux's CPU affinity")
+def test_the_default_is_one_worker_per_available_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGKIT_PDF_WORKERS", raising=False)
+    get_settings.cache_clear()
+    assert get_settings().pdf_workers == len(os.sched_getaffinity(0))
