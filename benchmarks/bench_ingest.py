@@ -233,8 +233,8 @@ def main() -> None:
         return
 
     if args.parse_only:
-        if args.parse_folder is None:
-            parser.error("--parse-only needs --parse-folder DIR (a folder of PDFs)")
+        if args.parse_folder is None or not any(args.parse_folder.glob("*.pdf")):
+            parser.error("--parse-only needs --parse-folder DIR, a folder of PDFs")
         with tempfile.TemporaryDirectory() as scratch_dir:
             rows, summary = measure_parse_speed(args.parse_folder, Path(scratch_dir), args.repeats)
         print(summary)
@@ -265,7 +265,7 @@ def main() -> None:
               f"ragkit's ingest adds {ragkit_rss - floor_rss:.0f} MB to it, raw encode {raw_rss - floor_rss:.0f} MB")
 
         parse_rows: list[Measurement] = []
-        if args.parse_folder:
+        if args.parse_folder and any(args.parse_folder.glob("*.pdf")):  # #7 is about PDFs
             parse_rows, parse_summary = measure_parse_speed(args.parse_folder, scratch, args.repeats)
             print(parse_summary)
 
