@@ -25,6 +25,10 @@ decide the ratio (it still can: raise --repeats on a busy machine).
   only loads MiniLM as ragkit does, embedding nothing: the floor of any process that embeds. A
   fourth runs ``ragkit ingest`` alone (validate and parse files into a corpus, what the CLI calls
   ingesting) on the same documents written as .txt files, or on ``--parse-folder``.
+- #7: with ``--parse-folder``, the pages per second of parsing the folder's PDFs alone, one PDF
+  worker against the pool (one per core), measured in the same run (``parse_speed.py``; goal:
+  >= 200 pages/s on 2 cores). ``--parse-only`` runs just this. ``standin_filings.py`` writes a
+  stand-in folder of filings.
 
 A script, not a test. The children re-run this file with --child.
 """
@@ -42,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from measure import REPO_ROOT, Measurement, print_table, run_child
+from parse_speed import measure_parse_speed
 
 BUNDLED_CORPUS = REPO_ROOT / "datasets" / "covidqa_sample"
 SHARED_SCIFACT = REPO_ROOT.parent / "shared" / "datasets" / "scifact" / "beir"
@@ -212,6 +217,8 @@ def main() -> None:
     parser.add_argument("--rss-docs", type=int, default=100)
     parser.add_argument("--parse-folder", type=Path, default=None,
                         help="files for the `ragkit ingest` memory child (default: the --rss-docs documents as .txt)")
+    parser.add_argument("--parse-only", action="store_true",
+                        help="only #7: pages/s of parsing --parse-folder, 1 PDF worker against the pool")
     parser.add_argument("--repeats", type=int, default=2, help="tries per side; the fastest counts")
     parser.add_argument("--batch-size", type=int, default=32,
                         help="model batch for raw encode and LlamaIndex; ragkit's minilm encodes in batches of 32")
@@ -223,6 +230,15 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.child:
         child(args.child, args.questions, args.texts_file, args.batch_size)
+        return
+
+    if args.parse_only:
+        if args.parse_folder is None or not any(args.parse_folder.glob("*.pdf")):
+            parser.error("--parse-only needs --parse-folder DIR, a folder of PDFs")
+        with tempfile.TemporaryDirectory() as scratch_dir:
+            rows, summary = measure_parse_speed(args.parse_folder, Path(scratch_dir), args.repeats)
+        print(summary)
+        print_table(rows, baseline_name="1 worker")
         return
 
     rss_corpus = args.rss_corpus or (SHARED_SCIFACT if SHARED_SCIFACT.exists() else args.corpus)
@@ -247,6 +263,11 @@ def main() -> None:
         print(f"memory: {rss_docs} docs of {rss_corpus}: ragkit {json.loads(ragkit_out)}, raw {json.loads(raw_out)}")
         print(f"memory: a child that only loads MiniLM as ragkit does (no text) peaks at {floor_rss:.0f} MB: "
               f"ragkit's ingest adds {ragkit_rss - floor_rss:.0f} MB to it, raw encode {raw_rss - floor_rss:.0f} MB")
+
+        parse_rows: list[Measurement] = []
+        if args.parse_folder and any(args.parse_folder.glob("*.pdf")):  # #7 is about PDFs
+            parse_rows, parse_summary = measure_parse_speed(args.parse_folder, scratch, args.repeats)
+            print(parse_summary)
 
         questions = write_dataset(args.corpus, args.docs, scratch / "dataset")
         n_docs = len((scratch / "dataset" / "corpus.jsonl").read_text().splitlines())
@@ -283,6 +304,7 @@ def main() -> None:
         Measurement("#6 context: MiniLM loaded, no text (vs raw encode)", floor_rss, raw_rss, "MB", "(context)", None),
         Measurement(f"#6 `ragkit ingest` alone, {parsed['documents']} docs (vs raw encode)", parse_rss, raw_rss,
                     "MB", f"< {RSS_GOAL_MB} MB", parse_rss < RSS_GOAL_MB),
+        *parse_rows,
     ])
 
 

@@ -6,6 +6,7 @@ so two configurations never share hidden state.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,6 +20,12 @@ DEFAULT_ALLOWED_TYPES = ("pdf", "docx", "txt", "md", "html", "htm", "csv", "json
                          "py", "pyi", "js", "ts", "java", "go", "rs", "c", "h", "cpp", "hpp", "rb", "sh", "sql", "toml")
 ENV_PREFIX = "RAGKIT_"
 TOKEN_ENV = f"{ENV_PREFIX}DASHBOARD_TOKEN"
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports one), at most 64."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 64))
 
 
 class RagkitSettings(BaseSettings):
@@ -39,6 +46,11 @@ class RagkitSettings(BaseSettings):
     max_total_mb: float = Field(default=2000.0, gt=0, description="Largest total size of one ingestion, in MB.")
     pdf_timeout_s: float = Field(
         default=60.0, gt=0, description="Longest time one PDF may take to parse; a slower file is skipped."
+    )
+    pdf_workers: int = Field(
+        default_factory=available_cores, ge=1, le=64,
+        description="PDFs parsed at once during ingestion, each in its own worker process; default: the cores "
+                    "this process may use.",
     )
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")

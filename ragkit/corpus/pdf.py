@@ -10,6 +10,10 @@ two parsers: PDFium is not thread-safe, and a hostile file can crash a C parser 
 for minutes. Either costs that one file: the parent waits at most ``timeout_s``, then kills the
 worker and starts a fresh one for the next file. The worker is reused between files, so a batch
 pays its start-up once.
+
+Workers are lent out one per caller (``_WorkerPool``): threads that read PDFs at once (an ingest
+parsing ``pdf_workers`` files in parallel) each get a process of their own, so a hostile file
+still costs only its own worker, and serial reads keep reusing the one worker they warmed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -218,13 +223,55 @@ class _Worker:
         return self._process.pid if self._process is not None else None
 
 
-_worker = _Worker()
-atexit.register(_worker.stop)
+class _WorkerPool:
+    """Workers lent one per caller, made when every one is busy; the most recently returned is
+    lent first, so serial reads keep using one warm process."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._every: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(self) -> Iterator[_Worker]:
+        with self._lock:
+            if not self._idle:
+                self._every.append(_Worker())
+                self._idle.append(self._every[-1])
+            worker = self._idle.pop()
+        try:
+            yield worker
+        finally:
+            with self._lock:
+                self._idle.append(worker)
+
+    def count(self) -> int:
+        """Workers made so far: as many as callers have ever read at once."""
+        with self._lock:
+            return len(self._every)
+
+    def idle(self) -> list[_Worker]:
+        """The workers not lent out now, the next one to be lent last."""
+        with self._lock:
+            return list(self._idle)
+
+    def stop(self) -> None:
+        with self._lock:
+            workers = list(self._every)
+        for worker in workers:
+            worker.stop()
+
+
+_pool = _WorkerPool()
+atexit.register(_pool.stop)
 
 
 def read_pdf(path: Path, timeout_s: float) -> PdfText:
-    """The text of each page of ``path``; raises PdfError with the reason when it has none."""
-    reply = _worker.read(Path(path).resolve(), timeout_s)
+    """The text of each page of ``path``; raises PdfError with the reason when it has none.
+
+    Safe to call from several threads at once: each call has a worker process to itself."""
+    with _pool.lend() as worker:
+        reply = worker.read(Path(path).resolve(), timeout_s)
     if "error" in reply:
         raise PdfError(reply["error"])
     return PdfText(pages=reply["pages"], parser=reply["parser"], title=reply["title"], author=reply["author"])

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from ragkit.atomic import write_json_atomic
 from ragkit.corpus.loaders import LOADER_VERSION, label_documents, parse_file
 from ragkit.corpus.model import Corpus, document_to_json, make_document
+from ragkit.corpus.ordered_pool import in_order
 from ragkit.corpus.parsers.parsed import ParsedDocument
 from ragkit.corpus.validation import IngestError, file_type_of, validate_file, validate_total_size
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
@@ -213,7 +214,8 @@ class CorpusStore:
         Raises IngestError only when the files together exceed the total-size limit, before
         anything is parsed. A file whose doc id is already in the corpus replaces it. Ingests
         into one corpus take turns (the corpus's lock spans reading, merging and writing its
-        manifest), so none loses another's files.
+        manifest), so none loses another's files. PDFs are parsed ``pdf_workers`` (setting) at a
+        time, each in its own worker process; the report and the corpus are the same as serial.
         """
         check_corpus_name(name)
         with content_lock(self.data_dir, "corpus", name):
@@ -231,11 +233,17 @@ class CorpusStore:
         entries = {entry.doc_id: entry for entry in manifest.documents} if manifest else {}
         documents = {doc_id: self._entry_documents(entry) for doc_id, entry in entries.items()}
         owner = {document.id_: doc_id for doc_id, docs in documents.items() for document in docs}
-        for done, (index, path, doc_id) in enumerate(accepted):
+        # PDFs are parsed settings.pdf_workers at a time, each in its own worker process; results
+        # still arrive here one file after another, in order, so what follows is a serial merge.
+        parsed_in_order = in_order(
+            accepted, lambda item: self._ingest_file(item[1], item[2]), settings.pdf_workers,
+            on_thread=lambda item: file_type_of(item[1]) == "pdf",
+        )
+        for done, ((index, path, doc_id), ingested) in enumerate(parsed_in_order):
             if progress is not None:
                 progress(done, len(accepted), doc_id)
             try:
-                entry, new_docs = self._ingest_file(path, doc_id)
+                entry, new_docs = ingested()
                 for document in new_docs:  # BEIR-style files name their documents themselves
                     if (other := owner.get(document.id_, doc_id)) != doc_id:
                         raise IngestError(f"document id '{document.id_}' is already in the corpus from '{other}'")

@@ -117,11 +117,12 @@ def test_a_crashed_parser_costs_one_file(
     tmp_path: Path, real_pdf: bytes, endless_pdf: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_file(write(tmp_path / "warm.pdf", real_pdf), "warm.pdf")  # the worker is running
-    pid = pdf_module._worker.pid()
+    worker = pdf_module._pool.idle()[-1]  # the one the next serial read is lent
+    pid = worker.pid()
     assert pid is not None
     # As a segfault in PDFium would: the worker dies once it has the file and the parent waits for
     # its reply (the file never finishes parsing, so this is while it parses), never before.
-    wait_for_reply, killed = pdf_module._worker._next_line, []
+    wait_for_reply, killed = worker._next_line, []
 
     def killed_while_parsing(timeout_s: float) -> str | None:
         if not killed:  # only this file: the next one is read by a new worker
@@ -129,7 +130,7 @@ def test_a_crashed_parser_costs_one_file(
             killed.append(pid)
         return wait_for_reply(timeout_s)
 
-    monkeypatch.setattr(pdf_module._worker, "_next_line", killed_while_parsing)
+    monkeypatch.setattr(worker, "_next_line", killed_while_parsing)
     with pytest.raises(IngestError, match=r"^the PDF parser crashed on this file \(worker exit code -9\)"):
         load_file(write(tmp_path / "slow.pdf", endless_pdf), "slow.pdf")
     assert load_file(write(tmp_path / "after.pdf", real_pdf), "after.pdf")[0].metadata["parser"] == "pypdfium2"
