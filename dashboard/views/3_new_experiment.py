@@ -13,8 +13,8 @@ from ragkit import registry
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
-from ragkit.judges.base import judges
 from ragkit.registry import ConfigError
+from ragkit.stages.base import judges
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
 DEFAULTS = {"chunkers": ("recursive",), "embedders": ("minilm",), "retrievers": ("dense",)}

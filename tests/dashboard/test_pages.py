@@ -406,7 +406,7 @@ def form_config(app: AppTest):
 
 def test_judge_selectors_offer_only_each_judges_modes():
     from ragkit.experiments.config import judge_names
-    from ragkit.judges.base import judges
+    from ragkit.stages.base import judges
 
     app = page("3_new_experiment.py").run()
     assert_ok(app)
