@@ -361,9 +361,9 @@ class ExperimentConfig(StrictModel):
     def resolved_components(self) -> dict[str, Any]:
         unknown = sorted(set(self.judges) - set(judge_names()))
         check_judge_roles(unknown)  # a plugin's stage the pipeline would never run
-        check_single_roles([judge_registry.get(name) for name in sorted(self.judges)], "judges")
         if unknown:
             raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
+        check_single_roles([judge_registry.get(name) for name in sorted(self.judges)], "judges")
         generator = self.generator
         return {
             "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
