@@ -38,36 +38,27 @@ Options added with the agentic loops (each off by default, leaving the above unc
 After ``run``, ``outcome`` says whether an attempt passed, the retrieval quality in [0, 1] (the
 kept attempt's score / 100, or its value on the scale, clipped, for the heuristic; unknown for
 binary llm verdicts), the issue and missing aspects, and the kept attempt's strategy.
+
+This module is the loop; beside it are its parameters (``quality_gate_params``), how an attempt is
+valued and judged without an LLM (``quality_gate_scoring``) and the LLM's prompts
+(``quality_gate_prompts``).
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel
 
 from ragkit.llms.base import LLMError
-from ragkit.retrievers.switchable import STRATEGIES
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
-from ragkit.stages.keywords import keywords
-from ragkit.stages.retrieval.attempt_scale import (
-    SCALE_LABELS,
-    Attempt,
-    AttemptScale,
-    best_attempt,
-    best_scored_attempt,
-    mean_top,
-    mean_top_score,
-    scale_values,
-    top_variance,
-)
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.retrieval import quality_gate_scoring as scoring
+from ragkit.stages.retrieval.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
 from ragkit.stages.retrieval.quality_gate_prompts import (
-    ISSUE_TYPES,
     NO_ISSUE,
     SYSTEM,
     GateVerdict,
@@ -75,120 +66,10 @@ from ragkit.stages.retrieval.quality_gate_prompts import (
     build_prompt,
     build_scored_prompt,
 )
+from ragkit.stages.retrieval.quality_gate_scoring import GateOutcome
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 Switch = Callable[[str], None]
-
-# The published threshold sets: (min_top_score, min_mean_score, max_spread).
-PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
-
-
-class QualityGateParams(JudgeParams):
-    max_retries: int = Field(default=2, ge=1, le=5, description="Most re-retrievals with a reformulated query.")
-    score_top_k: int = Field(
-        default=5, ge=1, le=100,
-        description="The mean of this many top values (on attempt_scale) ranks attempts (and feeds the rule).",
-    )
-    min_top_score: float = Field(
-        default=0.5, ge=-1000.0, le=1000.0,
-        description="heuristic: the best chunk must reach at least this on attempt_scale.",
-    )
-    min_mean_score: float = Field(
-        default=0.3, ge=-1000.0, le=1000.0,
-        description="heuristic: the mean of the top score_top_k values (on attempt_scale) must reach this.",
-    )
-    expansion_terms: int = Field(
-        default=3, ge=1, le=20, description="heuristic: words from the best chunks added per reformulation."
-    )
-    max_chunks: int = Field(default=4, ge=1, le=20, description="llm: chunks shown to the model.")
-    chunk_chars: int = Field(
-        default=250, ge=40, le=4000, description="llm: characters of each chunk shown (small context)."
-    )
-    max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
-    verdict: Literal["binary", "scored"] = Field(
-        default="binary", description="llm: a yes/no verdict, or a 0-100 score with an issue type and missing aspects."
-    )
-    pass_score: int = Field(default=60, ge=0, le=100, description="scored: sufficient from this score.")
-    preset: Literal["custom", "basic", "strict"] = Field(
-        default="custom",
-        description="heuristic thresholds: custom (the fields), basic (top 0.5, mean 0.3), "
-        "strict (top 0.8, mean 0.7, variance <= 0.1).",
-    )
-    max_spread: float | None = Field(
-        default=None, ge=0.0, le=1000.0,
-        description="heuristic: the variance of the top score_top_k values must be at most this (none: no check).",
-    )
-    switch_strategy: dict[str, str] = Field(
-        default_factory=dict,
-        description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt.",
-    )
-    max_attempts: int | None = Field(
-        default=None, ge=1, le=5, description="Most attempts, the first included (none: max_retries + 1)."
-    )
-    web_fallback: bool = Field(default=False, description="Search the web when no attempt passes.")
-    attempt_scale: AttemptScale | None = Field(
-        default=None,
-        description="What ranks attempts and the heuristic thresholds apply to: retriever (the chunks' raw "
-        "scores, one scale only within one strategy) or question_overlap (the share of the question's keywords "
-        "in each chunk, the same for every strategy). none: question_overlap with switch_strategy, else retriever.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
-        "attempt_scale"}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_scale_when_switching(cls, value: Any) -> Any:
-        """A gate that switches strategy compares attempts of different retrievers: it ranks them on
-        question_overlap. Written into the params (not left implicit), so such a gate's resolved spec,
-        run id and cached results differ from those of the gate that ranked raw scores before."""
-        if isinstance(value, dict) and value.get("switch_strategy") and value.get("attempt_scale") is None:
-            value = {**value, "attempt_scale": "question_overlap"}
-        return value
-
-    @model_validator(mode="after")
-    def _no_raw_scores_across_strategies(self) -> QualityGateParams:
-        if self.switch_strategy and self.attempt_scale == "retriever":
-            raise ValueError("attempt_scale 'retriever' cannot rank attempts of different strategies (cosine, BM25 "
-                             "and RRF scores differ in scale): use question_overlap with switch_strategy")
-        return self
-
-    @field_validator("switch_strategy")
-    @classmethod
-    def _known_issues_and_strategies(cls, value: dict[str, str]) -> dict[str, str]:
-        issues = sorted(set(value) - set(ISSUE_TYPES))
-        if issues:
-            raise ValueError(f"unknown issue {issues}. Valid issues: {', '.join(ISSUE_TYPES)}")
-        strategies = sorted(set(value.values()) - set(STRATEGIES))
-        if strategies:
-            raise ValueError(f"unknown strategy {strategies}. Valid strategies: {', '.join(STRATEGIES)}")
-        return value
-
-    def thresholds(self) -> tuple[float, float, float | None]:
-        """(min_top_score, min_mean_score, max_spread) in effect."""
-        if self.preset == "custom":
-            return self.min_top_score, self.min_mean_score, self.max_spread
-        return PRESETS[self.preset]
-
-    def scale(self) -> str:
-        """The scale in effect: retriever unless set (a switching gate has it set by validation)."""
-        return self.attempt_scale or "retriever"
-
-    def rounds(self) -> int:
-        """Most re-retrievals after the first attempt."""
-        return self.max_retries if self.max_attempts is None else self.max_attempts - 1
-
-
-@dataclass
-class GateOutcome:
-    """What the gate concluded, for the pipeline's later steps (web fallback, correction tiers)."""
-
-    passed: bool | None = None  # None: off, or no usable verdict
-    quality: float | None = None  # 0-1 retrieval quality of the kept attempt, when the mode gives one
-    issue: str | None = None
-    missing_aspects: list[str] = field(default_factory=list)
-    strategy: str | None = None  # the kept attempt's strategy; None: the run's own
 
 
 def _normal(query: str) -> str:
@@ -252,7 +133,7 @@ class QualityGate(Judge):
                 nodes = retrieve(next_query)
                 attempts.append(self._attempt(query, next_query, nodes, current))
                 decision.update(action="switch", strategy=current, retry_query=next_query,
-                                retry_mean_score=_finite(attempts[-1].mean_score),
+                                retry_mean_score=scoring.finite(attempts[-1].mean_score),
                                 **self._scale_fields(attempts[-1], "retry_"))
             elif not new_query or (_normal(new_query), current) in tried:
                 stopped = "no new query"
@@ -260,7 +141,7 @@ class QualityGate(Judge):
                 tried.add((_normal(new_query), current))
                 nodes = retrieve(new_query)
                 attempts.append(self._attempt(query, new_query, nodes, current))
-                decision.update(action="retry", retry_mean_score=_finite(attempts[-1].mean_score),
+                decision.update(action="retry", retry_mean_score=scoring.finite(attempts[-1].mean_score),
                                 **self._scale_fields(attempts[-1], "retry_"))
             if decision.get("action") not in ("retry", "switch"):
                 break
@@ -270,44 +151,20 @@ class QualityGate(Judge):
         kept = attempts[chosen]
         trace.judgements[-1].decision.update(
             stopped=stopped, chosen_attempt=chosen, chosen_query=kept.query,
-            attempts=[self._attempt_record(a) for a in attempts],
+            attempts=[scoring.record(self.params, a, self._judges_last_attempt()) for a in attempts],
             kept=[node.node.node_id for node in kept.nodes],
         )
-        self.outcome = self._outcome(attempts, kept)
+        self.outcome = scoring.outcome(self.params, attempts, kept)
         return kept.nodes
-
-    def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> Attempt:
-        """An attempt valued on the gate's scale (``ragkit.stages.retrieval.attempt_scale``), always against
-        the original ``question``, whatever query retrieved it."""
-        k = self.params.score_top_k
-        values = scale_values(self.params.scale(), question, nodes)
-        return Attempt(query, nodes, mean_top_score(nodes, k), values=values, scale_score=mean_top(values, k),
-                       strategy=strategy)
-
-    def _scale_fields(self, attempt: Attempt, prefix: str = "") -> dict[str, float | None]:
-        """The attempt's value on a scale other than the raw scores (already recorded as mean_score)."""
-        scale = self.params.scale()
-        return {} if scale == "retriever" else {f"{prefix}{scale}": _finite(attempt.scale_score)}
 
     def _judges_last_attempt(self) -> bool:
         return (self.params.mode == "llm" and self.params.verdict == "scored") or bool(self.params.switch_strategy)
 
-    def _attempt_record(self, attempt: Attempt) -> dict[str, Any]:
-        record: dict[str, Any] = {"query": attempt.query, "mean_score": _finite(attempt.mean_score),
-                                  **self._scale_fields(attempt)}
-        if self._judges_last_attempt() or attempt.strategy is not None:
-            record.update(strategy=attempt.strategy, score=attempt.verdict_score, issue=attempt.issue,
-                          sufficient=attempt.sufficient)
-        return record
+    def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> Attempt:
+        return scoring.attempt(self.params, question, query, nodes, strategy)
 
-    def _outcome(self, attempts: list[Attempt], kept: Attempt) -> GateOutcome:
-        passed = any(attempt.sufficient for attempt in attempts)
-        if self.params.mode == "heuristic":
-            quality = None if kept.scale_score == float("-inf") else min(max(kept.scale_score, 0.0), 1.0)
-        else:
-            quality = None if kept.verdict_score is None else kept.verdict_score / 100
-        return GateOutcome(passed=passed, quality=quality, issue=kept.issue,
-                           missing_aspects=list(kept.missing_aspects), strategy=kept.strategy)
+    def _scale_fields(self, attempt: Attempt, prefix: str = "") -> dict[str, float | None]:
+        return scoring.scale_fields(self.params, attempt, prefix)
 
     def _assess(self, query: str, latest: Attempt, attempts: list[Attempt], round_number: int,
                 trace: JudgeTrace, final: bool = False) -> bool:
@@ -316,14 +173,14 @@ class QualityGate(Judge):
         started = time.perf_counter()
         summary = f"round {round_number}: {latest.query} | {len(latest.nodes)} chunks"
         decision: dict[str, Any] = {"round": round_number, "query": latest.query,
-                                    "mean_score": _finite(latest.mean_score), **self._scale_fields(latest)}
+                                    "mean_score": scoring.finite(latest.mean_score), **self._scale_fields(latest)}
         if latest.strategy is not None:
             decision["strategy"] = latest.strategy
         if final:
             decision["action"] = "final check"
         result = None
         if self.params.mode == "heuristic":
-            sufficient, new_query, reason, issue = self._heuristic_verdict(query, latest, attempts)
+            sufficient, new_query, reason, issue = scoring.heuristic_verdict(self.params, query, latest, attempts)
         else:
             tried = [attempt.query for attempt in attempts[1:]]
             scored = self.params.verdict == "scored"
@@ -358,39 +215,3 @@ class QualityGate(Judge):
             decision["issue"] = issue
         trace.add(self.judgement(summary, decision, result, started=started))
         return True
-
-    def _heuristic_verdict(self, query: str, latest: Attempt,
-                           attempts: list[Attempt]) -> tuple[bool, str, str, str | None]:
-        # The thresholds apply on the gate's scale: raw scores, or question overlap when switching.
-        values, label = latest.values, SCALE_LABELS[self.params.scale()]
-        min_top, min_mean, max_spread = self.params.thresholds()
-        top = max(values, default=float("-inf"))
-        problems: list[tuple[str, str]] = []
-        if top < min_top:
-            problems.append(("no_coverage", f"top {label} {_finite(top)} < {min_top}"))
-        if latest.scale_score < min_mean:
-            problems.append(("partial", f"mean top-{self.params.score_top_k} {label} {_finite(latest.scale_score)} "
-                                        f"< {min_mean}"))
-        if max_spread is not None:
-            spread = top_variance(values, self.params.score_top_k)
-            if spread > max_spread:
-                problems.append(("too_broad", f"{label} variance {round(spread, 6)} > {max_spread}"))
-        if not problems:
-            passed = f"{label}s pass both thresholds" if max_spread is None else f"{label}s pass every check"
-            return True, "", passed, None
-        return (False, self._expanded_query(query, attempts, len(attempts)), "; ".join(p for _, p in problems),
-                problems[0][0])
-
-    def _expanded_query(self, query: str, attempts: list[Attempt], round_number: int) -> str:
-        """The question's keywords plus ``expansion_terms`` x round frequent new words of the best chunks."""
-        base = keywords(query)
-        best = attempts[best_attempt(attempts)].nodes[: self.params.score_top_k]
-        counts = Counter(word for node in best for word in keywords(node.node.get_content())
-                         if word not in base and len(word) > 2)
-        extra = [word for word, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
-        return " ".join(base + extra[: self.params.expansion_terms * round_number])
-
-
-def _finite(value: float) -> float | None:
-    """JSON-safe score: None instead of -inf (an empty attempt)."""
-    return None if value == float("-inf") else round(value, 6)

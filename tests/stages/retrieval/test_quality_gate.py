@@ -12,7 +12,9 @@ from pydantic import ValidationError
 from ragkit.llms import LLMClient, llms
 from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams, keywords, mean_top_score
+from ragkit.stages.keywords import keywords
+from ragkit.stages.retrieval.attempt_scale import mean_top_score
+from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
