@@ -31,7 +31,8 @@ from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.metrics.ragas_adapter import RagasOutcome
-from ragkit.stages.answer.groundedness import SYSTEM, ClaimVerdict, joined_context, split_claims
+from ragkit.stages.answer.groundedness import SYSTEM, ClaimVerdict, split_claims
+from ragkit.stages.prompts import joined_context
 
 CLAIM_METRICS = CLAIM_DIAGNOSTICS
 MAX_CLAIMS = 8  # per side: bounds the calls at 2 x 8 per question and metric

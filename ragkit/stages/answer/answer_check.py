@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from ragkit.llms.base import LLMError
-from ragkit.stages.answer.groundedness import joined_context
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import joined_context
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)

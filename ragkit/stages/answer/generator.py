@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMResult
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks
 
 STAGE = "generate"
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -76,16 +77,6 @@ class Answer:
     abstained: bool = False
 
 
-class ConversationTurn(Protocol):
-    """One earlier turn of a conversation (``ragkit.qa.Turn``)."""
-
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
-
-
 SYSTEM = "You answer questions using only the numbered sources and cite them like [1]."
 CONVERSE_SYSTEM = "You are a helpful assistant in a conversation. Reply briefly and politely."
 NOT_FOUND = "not found"
@@ -94,22 +85,6 @@ EXAMPLE_SOURCES = "[1] Stocks fell after the rate rise.\n[2] Air scatters blue l
 EXAMPLE_QUESTION = "Why is the sky blue?"
 EXAMPLE_JSON = '{"answer": "Air scatters blue light more than red [2].", "citations": [2]}'
 EXAMPLE_TEXT = "Air scatters blue light more than red [2]."
-
-
-def shown_chunks(nodes: list[NodeWithScore], max_chunks: int, chunk_chars: int,
-                 max_context_chars: int) -> list[tuple[NodeWithScore, str]]:
-    """The chunks shown and their one-line text: at most ``max_chunks``, together within ``max_context_chars``."""
-    shown: list[tuple[NodeWithScore, str]] = []
-    budget = max_context_chars
-    for node in nodes[:max_chunks]:
-        text = " ".join(node.node.get_content().split())[: min(chunk_chars, budget)]
-        if not text:
-            break
-        shown.append((node, text))
-        budget -= len(text)
-        if budget <= 0:
-            break
-    return shown
 
 
 def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequence[str] = (),
@@ -129,14 +104,6 @@ def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequ
         f"Example:\nSources:\n{EXAMPLE_SOURCES}\nQuestion: {EXAMPLE_QUESTION}\n{example}\n\n"
         f"{conversation}Sources:\n{sources}\nQuestion: {query}\n{warning}{ask}"
     )
-
-
-def conversation_block(history: Sequence[ConversationTurn], turns: int, chars: int) -> str:
-    """The last ``turns`` turns, each on one line cut to ``chars``; empty without history."""
-    if not history:
-        return ""
-    lines = [f"{turn.role}: {' '.join(turn.content.split())[:chars]}" for turn in list(history)[-turns:]]
-    return "Conversation so far:\n" + "\n".join(lines) + "\n"
 
 
 def cited_numbers(text: str) -> list[int]:

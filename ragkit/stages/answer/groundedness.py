@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, model_validator
 from ragkit.llms.base import LLMError
 from ragkit.local_models import entailment_probabilities
 from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import joined_context
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
@@ -127,10 +128,6 @@ def split_claims(answer: str, min_words: int) -> list[str]:
     text = " ".join(_CITATION.sub("", answer).split())
     sentences = [part.strip() for part in _SENTENCE_END.split(text)]
     return [sentence for sentence in sentences if len(sentence.split()) >= min_words]
-
-
-def joined_context(contexts: Sequence[str], limit: int) -> str:
-    return " ".join(" ".join(" ".join(context.split()) for context in contexts).split())[:limit]
 
 
 class GroundednessJudge(Judge, BaseEvaluator):

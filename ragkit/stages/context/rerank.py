@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, create_model, model_validator
 from ragkit.llms.base import LLMError
 from ragkit.local_models import cross_encoder_scores
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
-from ragkit.stages.retrieval.retrieval_judge import numbered_chunks
+from ragkit.stages.prompts import numbered_chunks, sourced_chunks
 
 
 class RerankJudgeParams(JudgeParams):
@@ -94,21 +94,6 @@ EXAMPLE = (
 )
 
 
-SUMMARY_CHARS = 200
-
-
-def sourced_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
-    """``[1] (Title > Section) text`` lines: where each chunk comes from, then its text (and its
-    summary, when the chunk has one, instead of nothing more than the cut text)."""
-    lines = []
-    for number, node in enumerate(nodes, start=1):
-        meta = node.node.metadata
-        source = " > ".join(str(part) for part in (meta.get("title"), meta.get("breadcrumb")) if part)
-        summary = " ".join(str(meta.get("summary") or "").split())[:SUMMARY_CHARS]
-        text = " ".join(node.node.get_content().split())[:chunk_chars]
-        lines.append(f"[{number}] " + (f"({source}) " if source else "") + (f"Summary: {summary} Text: " if summary
-                                                                          else "") + text)
-    return "\n".join(lines)
 
 
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, show_source: bool = False) -> str:

@@ -35,8 +35,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragkit.corpus.summary import SummaryMethod, content_words, word_stem, words
 from ragkit.llms.base import LLMError
-from ragkit.stages.answer.generator import ConversationTurn
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import ConversationTurn
 
 Route = Literal["documents", "conversational", "web"]
 Relevance = Literal["yes", "no", "maybe"]

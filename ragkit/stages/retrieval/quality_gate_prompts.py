@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, field_validator
 
-from ragkit.stages.retrieval.retrieval_judge import numbered_chunks
+from ragkit.stages.prompts import numbered_chunks
 
 ISSUE_TYPES = ("off_topic", "too_broad", "missing_aspect", "wrong_entity", "outdated", "partial", "contradictory",
                "no_coverage")

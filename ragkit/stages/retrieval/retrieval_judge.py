@@ -23,8 +23,8 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.llms.base import LLMError
-from ragkit.stages.answer.generator import ConversationTurn, conversation_block
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks
 
 
 class RetrievalJudgeParams(JudgeParams):
@@ -94,18 +94,9 @@ RATED_EXAMPLE = (
 )
 
 
-def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
-    """``[1] text`` lines, each cut to ``chunk_chars`` and kept on one line."""
-    lines = []
-    for number, node in enumerate(nodes, start=1):
-        text = " ".join(node.node.get_content().split())
-        lines.append(f"[{number}] {text[:chunk_chars]}")
-    return "\n".join(lines)
-
-
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "",
                  rated: bool = False) -> str:
-    """``conversation``: the turns before a follow-up (``generator.conversation_block``), or empty;
+    """``conversation``: the turns before a follow-up (``prompts.conversation_block``), or empty;
     ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter)."""
     ratings = f", and ratings (relevance 0 to 1 of each of the {len(nodes)} chunks, in order)" if rated else ""
     return (
