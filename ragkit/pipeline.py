@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.retrievers import BaseRetriever
@@ -180,8 +181,7 @@ class Pipeline:
 
         query = question
         for follow_up in self.roles["follow_up"] if history else ():
-            query = self._step(trace, f"judge:{follow_up.name}",
-                               lambda stage=follow_up, asked=query: stage.rewrite(asked, history, judged))
+            query = self._step(trace, f"judge:{follow_up.name}", partial(follow_up.rewrite, query, history, judged))
         trace.query = query
         if (strategy := self._one("strategy")) is not None and (switchable := self.switchable) is not None:
             chosen = self._step(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, judged))
@@ -196,8 +196,8 @@ class Pipeline:
                 found = self._search_web(trace, query, judged, because="the quality gate failed")
                 nodes = found or nodes  # no provider or no result: the best document attempt stays
         for refine in self.roles["refine"]:
-            nodes = self._step(trace, f"judge:{refine.name}", lambda stage=refine, found=nodes: stage.refine(
-                query, found, self.base_retriever, judged, history=history))
+            nodes = self._step(trace, f"judge:{refine.name}",
+                               partial(refine.refine, query, nodes, self.base_retriever, judged, history=history))
         nodes = self._context(trace, query, nodes, judged)
         trace.nodes = list(nodes)
         self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
@@ -224,8 +224,7 @@ class Pipeline:
                  judged: JudgeTrace) -> list[NodeWithScore]:
         """The context role's stages in order (rerank, then enrichment), each a step of its own."""
         for stage in self.roles["context"]:
-            nodes = self._step(trace, f"judge:{stage.name}",
-                               lambda stage=stage, given=nodes: stage.process(query, given, judged))
+            nodes = self._step(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, judged))
         return nodes
 
     def _search_web(self, trace: Trace, query: str, judged: JudgeTrace, because: str) -> list[NodeWithScore]:

@@ -108,8 +108,8 @@ def check_single_roles(stages: Sequence[type[Judge] | Any], where: str = "judges
             taken.setdefault(role.name, []).append(getattr(stage, "name", "") or type(stage).__name__)
     clashes = {role: names for role, names in taken.items() if len(names) > 1}
     if clashes:
-        role, names = next(iter(sorted(clashes.items())))
-        raise ConfigError(f"{where}: {', '.join(map(repr, names))} all run in role '{role}', which takes one "
+        clash, names = next(iter(sorted(clashes.items())))
+        raise ConfigError(f"{where}: {', '.join(map(repr, names))} all run in role '{clash}', which takes one "
                           "stage; keep one of them")
 
 
