@@ -105,7 +105,13 @@ MODEL_MODES = ("cross_encoder", "nli")
 def judge_names() -> list[str]:
     """The judges an experiment can name: registered stages with a role the pipeline runs (the
     generator's role is configured by ``generator``)."""
-    return [name for name in judge_registry.names() if _role_name(name) not in (None, "generate")]
+    return [name for name in judge_registry.names() if is_judge(name)]
+
+
+def is_judge(name: str) -> bool:
+    """``name`` is one of ``judge_names()``; imports that stage's module only (names are cheap,
+    classes are not: a config names a few of them)."""
+    return name in judge_registry.names() and _role_name(name) not in (None, "generate")
 
 
 def _role_name(name: str) -> str | None:
@@ -222,9 +228,9 @@ class LLMConfig(StrictModel):
         return value
 
     def resolved(self) -> LLMConfig:
-        valid_roles = [*judge_names(), GENERATOR, "evaluation"]
-        unknown = sorted(set(self.roles) - set(valid_roles))
+        unknown = sorted(role for role in self.roles if role not in (GENERATOR, "evaluation") and not is_judge(role))
         if unknown:
+            valid_roles = [*judge_names(), GENERATOR, "evaluation"]
             raise ConfigError(f"llm.roles: unknown role {quoted(unknown)}. Valid roles: {', '.join(valid_roles)}")
         return LLMConfig(
             default=_at("llm.default", llm_registry.resolve, self.default) if self.default is not None else None,
@@ -343,7 +349,7 @@ class ExperimentConfig(StrictModel):
             if needs_answer:
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
         # The router (a conversational route is answered by the generator) and what reads the answer.
-        needs_generator = sorted((name for name in judge_names() if name in self.judges and name != "groundedness"
+        needs_generator = sorted((name for name in self.judges if is_judge(name) and name != "groundedness"
                                   and (_role_name(name) == "route" or "answer" in judge_registry.get(name).inputs)
                                   and any(s.params["mode"] != "off" for s in judge_specs(name, self.judges[name]))),
                                  key=lambda name: position(judge_registry.get(name)))
@@ -359,7 +365,7 @@ class ExperimentConfig(StrictModel):
         return self.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in self.evaluation.metrics)
 
     def resolved_components(self) -> dict[str, Any]:
-        unknown = sorted(set(self.judges) - set(judge_names()))
+        unknown = sorted(name for name in self.judges if not is_judge(name))
         check_judge_roles(unknown)  # a plugin's stage the pipeline would never run
         if unknown:
             raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
