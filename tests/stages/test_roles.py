@@ -136,3 +136,18 @@ def test_ragkit_run_refuses_it_in_one_line_with_exit_code_2(plugin_judge, tmp_pa
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and err.rstrip("\n").endswith(MESSAGE)
+
+
+@pytest.mark.unit
+def test_built_ins_are_registered_in_code_so_a_stale_entry_point_cannot_break_them(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from ragkit.registry import Registry
+    from ragkit.stages.context.rerank import RerankJudge
+
+    # An install made before the move: its entry point names a module that no longer exists.
+    stale = {"rerank": EntryPoint("rerank", "ragkit.judges.rerank:RerankJudge", "ragkit.judges")}
+    monkeypatch.setattr(Registry, "_entry_points", lambda self: stale)
+    monkeypatch.setattr(judges, "_loaded", {})
+    assert judges.get("rerank") is RerankJudge
+    assert set(judges.names()) == set(BUILT_IN_STAGES)
