@@ -30,9 +30,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from ragkit.experiments.config import MODE_ORDER, MODEL_MODES, JudgeChoice, judge_specs
-from ragkit.judges.base import judges
 from ragkit.llms.base import llms
 from ragkit.settings import get_settings
+from ragkit.stages.base import judges
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:

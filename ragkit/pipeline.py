@@ -1,19 +1,22 @@
 """One configuration answering one question: routing, retrieval, the judges, generation, a Trace.
 
-The order follows the architecture:
+The stages are wired by the role each declares (``ragkit.stages.roles``), in role order:
 
-1. router (documents, a conversational answer, or the web);
-2. condense (a follow-up with its conversation becomes a standalone query);
+1. route (the router: documents, a conversational answer, or the web);
+2. follow_up (condense: a follow-up with its conversation becomes a standalone query);
 3. strategy (dense, bm25 or hybrid for this query, over the same index);
-4. query transform (multi-query or HyDE, as a retriever over the base retriever) inside the
-   quality gate (retry with a reformulated query, or switch strategy; web fallback when it fails);
-5. Retrieval Judge (filter, re-rank, ask for more) -> rerank judge -> context enrichment
-   (neighbouring and same-section chunks);
-6. generator -> groundedness judge (with hallucination correction on a failed check) -> answer check.
+4. transform (multi-query or HyDE, as retrievers over the base retriever, built by
+   ``ragkit.stages.wiring``) inside the gate (the quality gate: retry with a reformulated query,
+   or switch strategy; web fallback when it fails);
+5. refine (the Retrieval Judge: filter, re-rank, ask for more) -> context (the rerank judge, then
+   context enrichment: neighbouring and same-section chunks);
+6. generate -> verify (groundedness, with hallucination correction on a failed check) -> check
+   (the answer check).
 
-A judge that is off is simply absent, so a pipeline without judges is exactly plain retrieval,
-and a question without conversation history takes exactly the path it took before follow-ups
-existed.
+A role takes any stage that declares it, a plugin's as well as a built-in; several stages in one
+role run by their ``order``. A stage that is off is simply absent, so a pipeline without judges
+is exactly plain retrieval, and a question without conversation history takes exactly the path
+it took before follow-ups existed.
 
 Each step is timed, and the LLM usage of the calls made during the step is attached to it, so
 the ``stages`` table shows per question what every judge cost in seconds, calls and tokens. A
@@ -25,28 +28,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore
 
-from ragkit.judges.base import Judgement, JudgeTrace
-from ragkit.judges.correction import Attempt, HallucinationCorrector
-from ragkit.judges.generator import Answer, Generator
-from ragkit.judges.groundedness import GroundednessJudge
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
+from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
+from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
+from ragkit.stages.answer.generator import Answer
+from ragkit.stages.base import Judgement, JudgeTrace
+from ragkit.stages.roles import by_role
 from ragkit.web import WebProvider, WebSearchError, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
-    from ragkit.judges.answer_check import AnswerCheckJudge
-    from ragkit.judges.condense import CondenseJudge
-    from ragkit.judges.enrichment import EnrichmentJudge
-    from ragkit.judges.quality_gate import QualityGate
-    from ragkit.judges.rerank import RerankJudge
-    from ragkit.judges.retrieval import RetrievalJudge
-    from ragkit.judges.router import RouterJudge
-    from ragkit.judges.strategy import StrategyJudge
     from ragkit.retrievers.cache import RetrievalCache
     from ragkit.retrievers.switchable import SwitchableRetriever
 
@@ -92,33 +89,42 @@ def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_
     return row
 
 
+# Roles whose stages run outside ``Pipeline.answer``: the chunk step, and the transforms that
+# ``ragkit.stages.wiring`` builds into ``retriever``.
+NOT_PER_QUESTION = ("chunking", "transform")
+
+
 @dataclass
 class Pipeline:
-    """``retriever`` may already be a query-transform judge wrapping the base retriever, which
-    may be a ``SwitchableRetriever`` (``switchable``) when the strategy can change per query."""
+    """``retriever`` may already be a query-transform stage wrapping the base retriever, which
+    may be a ``SwitchableRetriever`` (``switchable``) when the strategy can change per query.
+    ``stages``: the other stages that are on, in any order; each runs in its declared role."""
 
     retriever: BaseRetriever
     base_retriever: BaseRetriever
     retrieve_stage: str = "retrieve"
-    quality_gate: QualityGate | None = None
-    retrieval_judge: RetrievalJudge | None = None
-    rerank: RerankJudge | None = None
-    generator: Generator | None = None
-    groundedness: GroundednessJudge | None = None
-    condense: CondenseJudge | None = None
-    strategy: StrategyJudge | None = None
+    stages: Sequence[Any] = ()
     switchable: SwitchableRetriever | None = None
-    router: RouterJudge | None = None
     web: WebProvider | None = None
     web_results: int = 10
-    answer_check: AnswerCheckJudge | None = None
-    enrichment: EnrichmentJudge | None = None
     # The retrievers that search the index (the base one, or each a switchable one holds): they
     # take the question's scope and report the time their cached searches replayed.
     searchers: tuple[Any, ...] = ()
     retrieval_cache: RetrievalCache | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
+
+    def __post_init__(self) -> None:
+        self.roles = by_role(list(self.stages))
+        misplaced = [stage.name for role in NOT_PER_QUESTION for stage in self.roles[role]]
+        if misplaced:
+            raise ValueError(f"pipeline: {', '.join(misplaced)} do not run per question (chunking runs in the chunk "
+                             "step; a transform is built into the retriever by ragkit.stages.wiring)")
+
+    def _one(self, role: str) -> Any | None:
+        """The stage of a role that takes one (``roles.Role.single``), or None."""
+        stages = self.roles[role]
+        return stages[0] if stages else None
 
     def _drain(self) -> list[StageUsage]:
         return [usage for client in self.clients for usage in client.drain_usage()]
@@ -153,18 +159,17 @@ class Pipeline:
             judged.add(Judgement("scope", question[:500], {
                 "action": "searched every document",
                 "reason": "scope is question_doc but the question names no document"}))
-        for component in (self.retriever, self.rerank):
-            if component is not None and hasattr(component, "use_trace"):
-                component.use_trace(judged)
+        if hasattr(self.retriever, "use_trace"):
+            self.retriever.use_trace(judged)
         if self.switchable is not None:
             self.switchable.reset()
 
-        if (router := self.router) is not None:
-            decision = self._step(trace, "judge:router", lambda: router.route(question, history, judged))
+        if (router := self._one("route")) is not None:
+            decision = self._step(trace, f"judge:{router.name}", lambda: router.route(question, history, judged))
             trace.route = decision.route
             if decision.route == "conversational":
-                if (generator := self.generator) is not None:
-                    trace.answer = self._step(trace, "generate",
+                if (generator := self._one("generate")) is not None:
+                    trace.answer = self._step(trace, GENERATE_STAGE,
                                               lambda: generator.converse(question, history, judged))
                 self._check_answer(trace, judged)
                 return trace
@@ -175,37 +180,37 @@ class Pipeline:
                 return trace
 
         query = question
-        if (condense := self.condense) is not None and history:
-            query = self._step(trace, "judge:condense", lambda: condense.rewrite(question, history, judged))
+        for follow_up in self.roles["follow_up"] if history else ():
+            query = self._step(trace, f"judge:{follow_up.name}", partial(follow_up.rewrite, query, history, judged))
         trace.query = query
-        if (strategy := self.strategy) is not None and (switchable := self.switchable) is not None:
-            chosen = self._step(trace, "judge:strategy", lambda: strategy.choose(query, judged))
+        if (strategy := self._one("strategy")) is not None and (switchable := self.switchable) is not None:
+            chosen = self._step(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, judged))
             if chosen is not None:
                 switchable.use(chosen)
 
         nodes = self._retrieve(trace, query, judged)
         retrieval_quality = None
-        if (gate := self.quality_gate) is not None:
+        if (gate := self._one("gate")) is not None:
             retrieval_quality = gate.outcome.quality
             if gate.outcome.passed is False and gate.params.web_fallback:
                 found = self._search_web(trace, query, judged, because="the quality gate failed")
                 nodes = found or nodes  # no provider or no result: the best document attempt stays
-        if (retrieval_judge := self.retrieval_judge) is not None:
-            nodes = self._step(trace, "judge:retrieval", lambda: retrieval_judge.refine(
-                query, nodes, self.base_retriever, judged, history=history))
-        nodes = self._enrich(trace, query, self._rerank(trace, query, nodes), judged)
+        for refine in self.roles["refine"]:
+            nodes = self._step(trace, f"judge:{refine.name}",
+                               partial(refine.refine, query, nodes, self.base_retriever, judged, history=history))
+        nodes = self._context(trace, query, nodes, judged)
         trace.nodes = list(nodes)
         self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
         return trace
 
     def _retrieve(self, trace: Trace, query: str, judged: JudgeTrace) -> list[NodeWithScore]:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
-        if (gate := self.quality_gate) is not None:
+        if (gate := self._one("gate")) is not None:
             switchable = self.switchable
             # The strategy in use (the run's retriever or the strategy judge's choice) is where the
             # gate starts: a diagnosis mapped to it is a retry, not a switch repeating the search.
             before = switchable.current if switchable is not None else None
-            nodes = self._step(trace, "judge:quality_gate", lambda: gate.run(
+            nodes = self._step(trace, f"judge:{gate.name}", lambda: gate.run(
                 query, self.retriever.retrieve, judged, switch=switchable.use if switchable is not None else None,
                 strategy=before))
             if switchable is not None and before is not None:
@@ -215,16 +220,12 @@ class Pipeline:
             return nodes
         return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
-    def _rerank(self, trace: Trace, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-        if (rerank := self.rerank) is None:
-            return nodes
-        return self._step(trace, "judge:rerank", lambda: rerank.postprocess_nodes(
-            nodes, query_bundle=QueryBundle(query_str=query)))
-
-    def _enrich(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace) -> list[NodeWithScore]:
-        if (enrichment := self.enrichment) is None:
-            return nodes
-        return self._step(trace, "judge:enrichment", lambda: enrichment.enrich(query, nodes, judged))
+    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore],
+                 judged: JudgeTrace) -> list[NodeWithScore]:
+        """The context role's stages in order (rerank, then enrichment), each a step of its own."""
+        for stage in self.roles["context"]:
+            nodes = self._step(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, judged))
+        return nodes
 
     def _search_web(self, trace: Trace, query: str, judged: JudgeTrace, because: str) -> list[NodeWithScore]:
         """Web results as nodes; none, recorded, when no provider is configured or it fails: a
@@ -249,21 +250,21 @@ class Pipeline:
 
     def _generate_and_check(self, trace: Trace, question: str, query: str, history: Sequence[Any],
                             judged: JudgeTrace, retrieval_quality: float | None, can_re_retrieve: bool) -> None:
-        if (generator := self.generator) is None:
+        if (generator := self._one("generate")) is None:
             return
         nodes = trace.nodes
         if not nodes and trace.route == "web":
             reason = "the web route found nothing" if self.web is not None else NO_WEB_PROVIDER
-            trace.answer = self._step(trace, "generate", lambda: generator.abstain(question, reason, judged))
+            trace.answer = self._step(trace, GENERATE_STAGE, lambda: generator.abstain(question, reason, judged))
         else:
-            trace.answer = self._step(trace, "generate",
+            trace.answer = self._step(trace, GENERATE_STAGE,
                                       lambda: generator.generate(question, nodes, judged, history=history))
-        if self.groundedness is not None:
-            self._check_groundedness(trace, self.groundedness, generator, question, query, history, judged,
+        if (verify := self._one("verify")) is not None:
+            self._check_groundedness(trace, verify, generator, question, query, history, judged,
                                      retrieval_quality, can_re_retrieve)
         self._check_answer(trace, judged)
 
-    def _check_groundedness(self, trace: Trace, groundedness: GroundednessJudge, generator: Generator,
+    def _check_groundedness(self, trace: Trace, groundedness: Any, generator: Any,
                             question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
                             retrieval_quality: float | None, can_re_retrieve: bool) -> None:
         answer = trace.answer
@@ -277,7 +278,7 @@ class Pipeline:
 
         def check(candidate: Answer, nodes: list[NodeWithScore]) -> tuple[float | None, Judgement | None]:
             contexts = [node.node.get_content() for node in nodes]
-            return self._step(trace, "judge:groundedness",
+            return self._step(trace, f"judge:{groundedness.name}",
                               lambda: groundedness.judge(question, candidate.text, contexts, judged))
 
         score, judgement = check(answer, trace.nodes)
@@ -287,9 +288,9 @@ class Pipeline:
                     question, nodes, judged, feedback=unsupported, history=history))
 
             def re_retrieve(refined: str) -> list[NodeWithScore]:
-                # The new context goes through the same rerank and enrichment as the first.
-                return self._enrich(trace, refined, self._rerank(trace, refined, self._step(
-                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined))), judged)
+                # The new context goes through the same context stages (rerank, enrichment) as the first.
+                return self._context(trace, refined, self._step(
+                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined)), judged)
 
             result = HallucinationCorrector(groundedness.params).run(
                 query, Attempt(answer, list(trace.nodes), score, judgement), regenerate=regenerate,
@@ -302,7 +303,7 @@ class Pipeline:
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
 
     def _check_answer(self, trace: Trace, judged: JudgeTrace) -> None:
-        if (checker := self.answer_check) is None:
+        if (checker := self._one("check")) is None:
             return
         answer = trace.answer
         if answer is None or not answer.text or answer.abstained:
@@ -310,7 +311,7 @@ class Pipeline:
                 "the generator abstained"
             return
         contexts = [node.node.get_content() for node in trace.nodes]
-        trace.answer_check = self._step(trace, "judge:answer_check",
+        trace.answer_check = self._step(trace, f"judge:{checker.name}",
                                         lambda: checker.check(trace.question, answer.text, contexts, judged))
         if all(value is None for value in trace.answer_check.values()) and judged.judgements:
             trace.answer_check_error = judged.judgements[-1].error  # the reason the reply was unusable

@@ -8,13 +8,13 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ragkit.judges.generator import Generator, GeneratorParams
-from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams
-from ragkit.judges.rerank import RerankJudge, RerankJudgeParams
-from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams
 from ragkit.llms import LLMClient
 from ragkit.llms.calls import StageUsage
 from ragkit.pipeline import Pipeline, stage_row
+from ragkit.stages.answer.generator import Generator, GeneratorParams
+from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
+from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams
+from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge, RetrievalJudgeParams
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit
@@ -57,10 +57,8 @@ def test_judges_run_in_order_and_each_stage_carries_its_llm_usage(tmp_path):
     retriever = TableRetriever()
     pipeline = Pipeline(
         retriever, retriever,
-        retrieval_judge=RetrievalJudge(RetrievalJudgeParams(), llm),
-        rerank=RerankJudge(RerankJudgeParams(top_n=1), llm),
-        generator=Generator(GeneratorParams(), llm),
-        groundedness=GroundednessJudge(GroundednessParams(claim_split="heuristic"), llm),
+        stages=(RetrievalJudge(RetrievalJudgeParams(), llm), RerankJudge(RerankJudgeParams(top_n=1), llm),
+                Generator(GeneratorParams(), llm), GroundednessJudge(GroundednessParams(claim_split="heuristic"), llm)),
         clients=(llm,),
     )
     trace = pipeline.answer("why do cats purr")
@@ -78,8 +76,7 @@ def test_judges_run_in_order_and_each_stage_carries_its_llm_usage(tmp_path):
 def test_a_garbage_reply_falls_back_to_the_judge_off_output_and_is_recorded_invalid(tmp_path):
     llm = LLMClient(ScriptedLLM(["not json at all"]), tmp_path)
     retriever = TableRetriever()
-    pipeline = Pipeline(retriever, retriever, retrieval_judge=RetrievalJudge(RetrievalJudgeParams(), llm),
-                        clients=(llm,))
+    pipeline = Pipeline(retriever, retriever, stages=(RetrievalJudge(RetrievalJudgeParams(), llm),), clients=(llm,))
     trace = pipeline.answer("why do cats purr")
     assert ids(trace.nodes) == ["dogs", "cats", "market"]  # exactly the unjudged retrieval
     (judgement,) = trace.judgements
@@ -91,15 +88,16 @@ def test_usage_left_from_an_earlier_question_is_not_charged_to_the_next(tmp_path
     llm = LLMClient(ScriptedLLM(['{"answer": "x", "citations": []}']), tmp_path)
     llm.call("unrelated", stage="elsewhere")
     retriever = TableRetriever()
-    trace = Pipeline(retriever, retriever, generator=Generator(GeneratorParams(), llm), clients=(llm,)).answer("q")
+    trace = Pipeline(retriever, retriever, stages=(Generator(GeneratorParams(), llm),), clients=(llm,)).answer("q")
     assert sum(row["llm_calls"] for row in trace.stages) == 1
 
 
 def test_an_empty_answer_is_not_checked_for_groundedness_and_says_why(tmp_path):
     llm = LLMClient(ScriptedLLM(['{"answer": "", "citations": []}']), tmp_path)
     retriever = TableRetriever()
-    pipeline = Pipeline(retriever, retriever, generator=Generator(GeneratorParams(), llm),
-                        groundedness=GroundednessJudge(GroundednessParams(), llm), clients=(llm,))
+    pipeline = Pipeline(retriever, retriever,
+                        stages=(Generator(GeneratorParams(), llm), GroundednessJudge(GroundednessParams(), llm)),
+                        clients=(llm,))
     trace = pipeline.answer("q")
     assert trace.groundedness is None and "empty answer" in trace.groundedness_error
     assert [j.judge for j in trace.judgements] == ["generator"]

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ragkit.judges.answer_check import AnswerCheckJudge, AnswerCheckParams
-from ragkit.judges.generator import Generator, GeneratorParams
-from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams
 from ragkit.llms import LLMClient
 from ragkit.pipeline import NO_WEB_PROVIDER, Pipeline
+from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
+from ragkit.stages.answer.generator import Generator, GeneratorParams
+from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
 from ragkit.web import WebResult, WebSearchError
 from tests.factories import scripted_llm_class
 
@@ -51,6 +52,8 @@ class Route:
 
 @dataclass
 class FixedRouter:
+    name: ClassVar[str] = "router"
+    role: ClassVar[str] = "route"
     route_to: str
     seen: list = field(default_factory=list)
 
@@ -96,7 +99,7 @@ def test_conversational_route_answers_without_retrieval(tmp_path):
     retriever = LoggingRetriever()
     router = FixedRouter("conversational")
     history = [Turn("user", "hi")]
-    trace = Pipeline(retriever, retriever, router=router, generator=generator(llm), clients=(llm,)).answer(
+    trace = Pipeline(retriever, retriever, stages=(router, generator(llm)), clients=(llm,)).answer(
         "thanks a lot", history=history)
     assert retriever.queries == [] and trace.nodes == [] and trace.route == "conversational"
     assert trace.answer.text == "Hello there!" and stages(trace) == ["judge:router", "generate"]
@@ -106,8 +109,8 @@ def test_conversational_route_answers_without_retrieval(tmp_path):
 def test_web_route_without_a_provider_is_recorded_and_answered_not_found(tmp_path):
     llm, backend = client(["unused"], tmp_path)
     retriever = LoggingRetriever()
-    trace = Pipeline(retriever, retriever, router=FixedRouter("web"), generator=generator(llm),
-                     clients=(llm,)).answer("who won the cup final")
+    trace = Pipeline(retriever, retriever, stages=(FixedRouter("web"), generator(llm)), clients=(llm,)).answer(
+        "who won the cup final")
     assert retriever.queries == [] and backend.requests == []
     assert (trace.answer.text, trace.abstained) == ("not found", True)
     web = next(j for j in trace.judgements if j.judge == "web")
@@ -119,8 +122,8 @@ def test_web_route_with_a_provider_answers_from_its_results(tmp_path):
     llm, backend = client(["The final was won by A [1]."], tmp_path)
     retriever = LoggingRetriever()
     web = FakeWeb([WebResult(title="Final", url="http://example.test/final", snippet="A won the final.")])
-    trace = Pipeline(retriever, retriever, router=FixedRouter("web"), web=web, web_results=3,
-                     generator=generator(llm), clients=(llm,)).answer("who won the cup final")
+    trace = Pipeline(retriever, retriever, stages=(FixedRouter("web"), generator(llm)), web=web, web_results=3,
+                     clients=(llm,)).answer("who won the cup final")
     assert web.queries == [("who won the cup final", 3)] and retriever.queries == []
     assert [n.node.metadata["doc_id"] for n in trace.nodes] == ["web:http://example.test/final"]
     assert "A won the final." in backend.requests[0][-1]["content"] and not trace.abstained
@@ -130,8 +133,9 @@ def test_web_route_with_a_provider_answers_from_its_results(tmp_path):
 def test_a_failing_provider_is_recorded_invalid_and_nothing_is_made_up(tmp_path):
     llm, _ = client(["unused"], tmp_path)
     retriever = LoggingRetriever()
-    trace = Pipeline(retriever, retriever, router=FixedRouter("web"), web=FakeWeb(error="http://x: refused"),
-                     generator=generator(llm, abstain_text="I could not find it."), clients=(llm,)).answer("q?")
+    trace = Pipeline(retriever, retriever,
+                     stages=(FixedRouter("web"), generator(llm, abstain_text="I could not find it.")),
+                     web=FakeWeb(error="http://x: refused"), clients=(llm,)).answer("q?")
     web = next(j for j in trace.judgements if j.judge == "web")
     assert (web.valid, web.error) == (False, "http://x: refused")
     assert trace.answer.text == "I could not find it." and trace.abstained
@@ -139,12 +143,14 @@ def test_a_failing_provider_is_recorded_invalid_and_nothing_is_made_up(tmp_path)
 
 def test_documents_route_takes_the_plain_path(tmp_path):
     retriever = LoggingRetriever()
-    trace = Pipeline(retriever, retriever, router=FixedRouter("documents")).answer("why do cats purr")
+    trace = Pipeline(retriever, retriever, stages=(FixedRouter("documents"),)).answer("why do cats purr")
     assert retriever.queries == ["why do cats purr"] and stages(trace) == ["judge:router", "retrieve"]
     assert trace.route == "documents"
 
 
 class Condense:
+    name, role = "condense", "follow_up"
+
     def __init__(self) -> None:
         self.calls = []
 
@@ -156,7 +162,7 @@ class Condense:
 def test_a_follow_up_is_condensed_before_retrieval_and_a_question_without_history_is_not(tmp_path):
     retriever = LoggingRetriever()
     condense = Condense()
-    pipeline = Pipeline(retriever, retriever, condense=condense)
+    pipeline = Pipeline(retriever, retriever, stages=(condense,))
     trace = pipeline.answer("and its incubation?", history=[Turn("user", "tell me about covid")])
     assert retriever.queries == ["standalone: and its incubation?"] and trace.query == retriever.queries[0]
     assert stages(trace) == ["judge:condense", "retrieve"]
@@ -187,6 +193,8 @@ class Switchable(BaseRetriever):
 
 
 class Strategy:
+    name, role = "strategy", "strategy"
+
     def __init__(self, choice) -> None:
         self.choice = choice
 
@@ -197,7 +205,7 @@ class Strategy:
 @pytest.mark.parametrize(("choice", "used"), [("bm25", "bm25"), (None, "dense")])
 def test_the_strategy_chosen_per_query_retrieves_and_is_reset_for_the_next(choice, used):
     switchable = Switchable()
-    pipeline = Pipeline(switchable, switchable, strategy=Strategy(choice), switchable=switchable)
+    pipeline = Pipeline(switchable, switchable, stages=(Strategy(choice),), switchable=switchable)
     trace = pipeline.answer("cats")
     assert trace.nodes[0].node.node_id == f"{used}:cats"
     assert switchable.log == (["reset", "use bm25"] if choice else ["reset"])
@@ -215,6 +223,8 @@ class Outcome:
 class Gate:
     """A quality gate that fails or passes, with web_fallback on."""
 
+    name, role = "quality_gate", "gate"
+
     def __init__(self, passed, web_fallback=True) -> None:
         self.outcome = Outcome(passed, 0.2)
         self.params = type("P", (), {"web_fallback": web_fallback})()
@@ -231,14 +241,14 @@ def test_web_fallback_replaces_the_documents_only_after_a_failed_gate(passed, we
     retriever = LoggingRetriever()
     web = FakeWeb([WebResult(title="t", url="http://w.test/1", snippet="cats purr")])
     gate = Gate(passed, web_fallback)
-    trace = Pipeline(retriever, retriever, quality_gate=gate, web=web).answer("cats")
+    trace = Pipeline(retriever, retriever, stages=(gate,), web=web).answer("cats")
     assert trace.nodes[0].node.metadata["doc_id"].startswith("web:") is (source == "web")
     assert gate.switch is None  # no switchable retriever: nothing to switch
 
 
 def test_web_fallback_without_a_provider_keeps_the_documents_and_records_why():
     retriever = LoggingRetriever()
-    trace = Pipeline(retriever, retriever, quality_gate=Gate(False)).answer("cats")
+    trace = Pipeline(retriever, retriever, stages=(Gate(False),)).answer("cats")
     assert trace.nodes[0].node.node_id == "docs:cats"
     (web,) = [j for j in trace.judgements if j.judge == "web"]
     assert web.decision["because"] == "the quality gate failed" and web.decision["action"] == "not searched"
@@ -257,8 +267,7 @@ def test_correction_regenerates_and_every_attempt_is_a_stage_and_a_judgement(tmp
     ], tmp_path)
     retriever = LoggingRetriever()
     grounded = GroundednessJudge(GroundednessParams(on_fail="re_retrieve", regenerate_at=0.5), llm)
-    trace = Pipeline(retriever, retriever, generator=generator(llm), groundedness=grounded,
-                     clients=(llm,)).answer("why do cats purr")
+    trace = Pipeline(retriever, retriever, stages=(generator(llm), grounded), clients=(llm,)).answer("why do cats purr")
     assert stages(trace) == ["retrieve", "generate", "judge:groundedness", "correct:regenerate",
                              "judge:groundedness"]
     assert [row["llm_calls"] for row in trace.stages] == [0, 1, 2, 1, 1]
@@ -273,8 +282,7 @@ def test_a_low_score_re_retrieves_with_the_refined_query(tmp_path):
                      "Cats purr when content.", verdict(True)], tmp_path)
     retriever = LoggingRetriever()
     grounded = GroundednessJudge(GroundednessParams(on_fail="re_retrieve"), llm)
-    trace = Pipeline(retriever, retriever, generator=generator(llm), groundedness=grounded,
-                     clients=(llm,)).answer("why do cats purr")
+    trace = Pipeline(retriever, retriever, stages=(generator(llm), grounded), clients=(llm,)).answer("why do cats purr")
     assert retriever.queries == ["why do cats purr", "why do cats purr glass shatter loudly"]
     assert stages(trace) == ["retrieve", "generate", "judge:groundedness", "correct:re_retrieve",
                              "correct:regenerate", "judge:groundedness"]
@@ -284,8 +292,8 @@ def test_a_low_score_re_retrieves_with_the_refined_query(tmp_path):
 def test_correction_off_checks_once(tmp_path):
     llm, _ = client(["Glass cats shatter loudly.", verdict(False)], tmp_path)
     retriever = LoggingRetriever()
-    trace = Pipeline(retriever, retriever, generator=generator(llm),
-                     groundedness=GroundednessJudge(GroundednessParams(), llm), clients=(llm,)).answer("q cats")
+    trace = Pipeline(retriever, retriever, stages=(generator(llm), GroundednessJudge(GroundednessParams(), llm)),
+                     clients=(llm,)).answer("q cats")
     assert stages(trace) == ["retrieve", "generate", "judge:groundedness"] and trace.groundedness == 0.0
 
 
@@ -294,12 +302,11 @@ def test_answer_check_grades_the_final_answer_and_skips_an_abstention(tmp_path):
                      json.dumps({"relevance": 80, "completeness": 60, "accuracy": 100})], tmp_path)
     retriever = LoggingRetriever()
     checker = AnswerCheckJudge(AnswerCheckParams(), llm)
-    trace = Pipeline(retriever, retriever, generator=generator(llm), answer_check=checker,
-                     clients=(llm,)).answer("why do cats purr")
+    trace = Pipeline(retriever, retriever, stages=(generator(llm), checker), clients=(llm,)).answer("why do cats purr")
     assert trace.answer_check == {"relevance": 0.8, "completeness": 0.6, "accuracy": 1.0}
     assert stages(trace) == ["retrieve", "generate", "judge:answer_check"]
-    trace = Pipeline(retriever, retriever, router=FixedRouter("web"), generator=generator(llm),
-                     answer_check=checker, clients=(llm,)).answer("football")
+    trace = Pipeline(retriever, retriever, stages=(FixedRouter("web"), generator(llm), checker),
+                     clients=(llm,)).answer("football")
     assert trace.answer_check is None and trace.answer_check_error == "the generator abstained"
 
 
@@ -309,8 +316,8 @@ def test_abstain_text_when_a_threshold_left_no_chunk(tmp_path):
             return []
 
     llm, backend = client(["unused"], tmp_path)
-    trace = Pipeline(Empty(), Empty(), generator=generator(llm, abstain_text="Not in the documents."),
-                     groundedness=GroundednessJudge(GroundednessParams(), llm), clients=(llm,)).answer("q")
+    trace = Pipeline(Empty(), Empty(), stages=(generator(llm, abstain_text="Not in the documents."),
+                                              GroundednessJudge(GroundednessParams(), llm)), clients=(llm,)).answer("q")
     assert trace.answer.text == "Not in the documents." and trace.abstained and backend.requests == []
     assert trace.groundedness is None and "abstained" in trace.groundedness_error
 
@@ -329,7 +336,7 @@ def test_after_the_gate_later_searches_use_the_kept_attempts_strategy():
 
     switchable = Switchable()
     gate = SwitchingGate(True, web_fallback=False)
-    trace = Pipeline(switchable, switchable, quality_gate=gate, switchable=switchable).answer("cats")
+    trace = Pipeline(switchable, switchable, stages=(gate,), switchable=switchable).answer("cats")
     assert trace.nodes[0].node.node_id == "bm25:cats" and switchable.current == "bm25"
 
 
@@ -350,7 +357,7 @@ class SwitchableFrom(Switchable):
 def test_the_gate_starts_from_the_strategy_in_use_and_does_not_repeat_its_search(tmp_path, run_retriever, chosen):
     """A no_coverage -> hybrid diagnosis on a search already made with hybrid (the run's retriever,
     or the strategy judge's choice) is no switch: without a new query there is nothing to search."""
-    from ragkit.judges.quality_gate import QualityGate, QualityGateParams
+    from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
 
     no_coverage = json.dumps({"score": 20, "issue": "no_coverage", "missing_aspects": [], "reformulated_query": "",
                               "reason": "r"})
@@ -358,8 +365,8 @@ def test_the_gate_starts_from_the_strategy_in_use_and_does_not_repeat_its_search
     gate = QualityGate(QualityGateParams(verdict="scored", max_attempts=2, switch_strategy={"no_coverage": "hybrid"}),
                        llm)
     switchable = SwitchableFrom(run_retriever)
-    trace = Pipeline(switchable, switchable, quality_gate=gate, switchable=switchable,
-                     strategy=Strategy(chosen) if chosen else None, clients=(llm,)).answer("why do dogs bark")
+    trace = Pipeline(switchable, switchable, stages=(*([Strategy(chosen)] if chosen else []), gate),
+                     switchable=switchable, clients=(llm,)).answer("why do dogs bark")
     assert switchable.parts["hybrid"].queries == ["why do dogs bark"] and len(backend.requests) == 1
     (judgement,) = [j for j in trace.judgements if j.judge == "quality_gate"]
     assert judgement.decision["stopped"] == "no new query" and judgement.decision["strategy"] == "hybrid"

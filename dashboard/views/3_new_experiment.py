@@ -13,9 +13,10 @@ from ragkit import registry
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
-from ragkit.judges.base import judges
 from ragkit.qa import catalogue
 from ragkit.registry import ConfigError
+from ragkit.stages.base import judges
+from ragkit.stages.catalogue import stage_groups
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
 DEFAULTS = {"chunkers": ("recursive",), "embedders": ("minilm",), "retrievers": ("dense",)}
@@ -62,14 +63,17 @@ for column, (kind, reg) in zip(st.columns(3), KINDS.items()):
 
 # --- judges, answers, LLM -------------------------------------------------------------------------
 st.subheader("Judges")
-st.caption("Each mode chosen is a grid point of its own: \"both\" runs the judge off and on, so the results pair them.")
+st.caption("Each mode chosen is a grid point of its own: \"both\" runs the judge off and on, so the results pair them. "
+           "Listed by role, in the order the pipeline runs them.")
 judge_choices: dict[str, dict] = {}
-judge_columns = st.columns(2)
-for position, judge in enumerate(judge_names()):
-    with judge_columns[position % 2]:
-        choice = forms.judge_choice(judge, key=f"judges.{judge}")
-        if choice is not None:
-            judge_choices[judge] = choice
+for group in stage_groups(judge_names()):
+    st.markdown(f"**{group.title}**")
+    judge_columns = st.columns(2)
+    for position, stage in enumerate(group.stages):
+        with judge_columns[position % 2]:
+            choice = forms.judge_choice(stage.name, key=f"judges.{stage.name}")
+            if choice is not None:
+                judge_choices[stage.name] = choice
 
 st.subheader("Answers and LLM")
 left, right = st.columns(2)

@@ -56,7 +56,7 @@ def registry_of(kind: str) -> Any:
     from ragkit import registry
 
     if kind == JUDGE_KIND:
-        from ragkit.judges.base import judges
+        from ragkit.stages.base import judges
 
         return judges
     return {"chunker": registry.chunkers, "embedder": registry.embedders, "retriever": registry.retrievers}[kind]

@@ -14,18 +14,18 @@ from ragkit import registry
 from ragkit.experiments.baselines import check_baselines
 from ragkit.experiments.search import SearchConfig
 from ragkit.index import AnnParams
-from ragkit.judges.base import PIPELINE_SLOTS, check_judge_places
-from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.quoting import clipped, quoted
 from ragkit.registry import ComponentSpec, ConfigError, validation_problems
+from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.roles import check_single_roles, position, role_of
 from ragkit.web import web_providers
 from ragkit.yaml_input import load_yaml
 
 if TYPE_CHECKING:
-    from ragkit.judges.base import Judge
+    from ragkit.stages.base import Judge
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder
 # (values given with --set are resolved against the current directory instead).
@@ -103,8 +103,34 @@ MODEL_MODES = ("cross_encoder", "nli")
 
 
 def judge_names() -> list[str]:
-    """The judges an experiment can name: registered and with a place in the pipeline."""
-    return [name for name in judge_registry.names() if name != GENERATOR and name in PIPELINE_SLOTS]
+    """The judges an experiment can name: registered stages with a role the pipeline runs (the
+    generator's role is configured by ``generator``)."""
+    return [name for name in judge_registry.names() if is_judge(name)]
+
+
+def is_judge(name: str) -> bool:
+    """``name`` is one of ``judge_names()``; imports that stage's module only (names are cheap,
+    classes are not: a config names a few of them)."""
+    return name in judge_registry.names() and _role_name(name) not in (None, "generate")
+
+
+def _role_name(name: str) -> str | None:
+    """The role a registered stage declares, or None when it declares none the pipeline has (or
+    its plugin fails to import: naming it then shows why)."""
+    try:
+        return role_of(judge_registry.get(name)).name
+    except (ConfigError, ImportError, AttributeError):
+        return None
+
+
+def check_judge_roles(names: list[str], where: str = "judges") -> None:
+    """A one-line ConfigError naming the valid roles for a registered stage among ``names`` that
+    declares no role the pipeline has (a plugin's), which would otherwise validate and never run;
+    names nobody registered are left to the caller."""
+    registered = set(judge_registry.names())
+    for name in names:
+        if name in registered:
+            role_of(judge_registry.get(name), where)
 
 
 class JudgeChoice(StrictModel):
@@ -202,9 +228,9 @@ class LLMConfig(StrictModel):
         return value
 
     def resolved(self) -> LLMConfig:
-        valid_roles = [*judge_names(), GENERATOR, "evaluation"]
-        unknown = sorted(set(self.roles) - set(valid_roles))
+        unknown = sorted(role for role in self.roles if role not in (GENERATOR, "evaluation") and not is_judge(role))
         if unknown:
+            valid_roles = [*judge_names(), GENERATOR, "evaluation"]
             raise ConfigError(f"llm.roles: unknown role {quoted(unknown)}. Valid roles: {', '.join(valid_roles)}")
         return LLMConfig(
             default=_at("llm.default", llm_registry.resolve, self.default) if self.default is not None else None,
@@ -322,9 +348,11 @@ class ExperimentConfig(StrictModel):
             needs_answer = [s for s in specs if s.params["mode"] != "off"]
             if needs_answer:
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
-        needs_generator = [name for name in ("router", "answer_check")
-                           if name in self.judges and any(s.params["mode"] != "off"
-                                                          for s in judge_specs(name, self.judges[name]))]
+        # The router (a conversational route is answered by the generator) and what reads the answer.
+        needs_generator = sorted((name for name in self.judges if is_judge(name) and name != "groundedness"
+                                  and (_role_name(name) == "route" or "answer" in judge_registry.get(name).inputs)
+                                  and any(s.params["mode"] != "off" for s in judge_specs(name, self.judges[name]))),
+                                 key=lambda name: position(judge_registry.get(name)))
         if needs_generator and self.generator is None:
             raise ValueError(f"judges {needs_generator} need generated answers: set 'generator: true'")
         if self.evaluation is not None and self.generator is None:
@@ -337,10 +365,11 @@ class ExperimentConfig(StrictModel):
         return self.evaluation is not None and any(GENERATION_METRICS[m].needs_llm for m in self.evaluation.metrics)
 
     def resolved_components(self) -> dict[str, Any]:
-        unknown = sorted(set(self.judges) - set(judge_names()))
-        check_judge_places(unknown)  # a plugin's judge the pipeline would never run
+        unknown = sorted(name for name in self.judges if not is_judge(name))
+        check_judge_roles(unknown)  # a plugin's stage the pipeline would never run
         if unknown:
             raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
+        check_single_roles([judge_registry.get(name) for name in sorted(self.judges)], "judges")
         generator = self.generator
         return {
             "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],

@@ -40,7 +40,6 @@ from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import (
     EVALUATION,
-    TRANSFORMS,
     ChunkStep,
     IndexStep,
     Plan,
@@ -52,8 +51,6 @@ from ragkit.experiments.plan import (
 )
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
-from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
-from ragkit.judges.base import judges as judge_registry
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
@@ -69,6 +66,9 @@ from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings
+from ragkit.stages.answer.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
+from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.wiring import wire_stages
 from ragkit.web import web_providers
 
 Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
@@ -288,43 +288,32 @@ class LocalExecutor:
         clients = {role: self._llm_client(spec) for role, spec in run.llms.items()}
 
         def judge(spec, **deps):
-            return judge_registry.build(spec, llm=clients.get(spec.type), **deps) if spec is not None else None
+            return judge_registry.build(spec, llm=clients.get(spec.type), **deps)
+
+        def summary(spec: ComponentSpec) -> str:
+            # Written once per corpus and model, then read from its file: a one-off cost like an
+            # index build, kept out of the first question's router stage by a client of its own.
+            method = spec.params.get("summary", "heuristic")
+            llm = clients.get(spec.type)
+            return corpus_summary(plan.corpus, self.data_dir / "summaries", method,
+                                  llm.with_own_usage() if llm is not None and method == "llm" else None)
 
         switchable = self._switchable(point, base, index, embedder) if point.switches_strategy() else None
         searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
         for searcher in searchers:
             searcher.use_cache(self._retrieval_cache)
-        retriever, transforms = switchable or base, []
-        for name in TRANSFORMS:
-            if point.judge(name) is not None:
-                retriever = judge(point.judge(name), retriever=retriever)
-                transforms.append(name)
-        router = None
-        if (router_spec := point.judge("router")) is not None:
-            method = router_spec.params.get("summary", "heuristic")
-            # Written once per corpus and model, then read from its file: a one-off cost like an
-            # index build, kept out of the first question's router stage by a client of its own.
-            llm = clients.get("router")
-            summary = corpus_summary(plan.corpus, self.data_dir / "summaries", method,
-                                     llm.with_own_usage() if llm is not None and method == "llm" else None)
-            router = judge(router_spec, summary=summary)
+        # Every stage that is on runs in the role it declares (ragkit.stages.roles).
+        wired = wire_stages([*point.active_judges(), *([point.generator] if point.generator else [])], judge,
+                            switchable or base, {"index": lambda spec: index, "embedder": lambda spec: embedder,
+                                                 "summary": summary})
         return Pipeline(
-            retriever=retriever,
+            retriever=wired.retriever,
             base_retriever=switchable or base,
-            retrieve_stage="judge:" + "+".join(transforms) if transforms else "retrieve",
-            quality_gate=judge(point.judge("quality_gate")),
-            retrieval_judge=judge(point.judge("retrieval")),
-            rerank=judge(point.judge("rerank")),
-            generator=judge(point.generator),
-            groundedness=judge(point.judge("groundedness")),
-            condense=judge(point.judge("condense")),
-            strategy=judge(point.judge("strategy")),
+            retrieve_stage=wired.retrieve_stage,
+            stages=tuple(wired.stages),
             switchable=switchable,
-            router=router,
             web=web_providers.build(point.web) if point.web is not None else None,
             web_results=point.top_k,
-            answer_check=judge(point.judge("answer_check")),
-            enrichment=judge(point.judge("enrichment"), index=index, embedder=embedder),
             searchers=tuple(searchers),
             retrieval_cache=self._retrieval_cache,
             clients=tuple({id(c): c for c in clients.values()}.values()),

@@ -16,24 +16,24 @@ from ragkit.experiments.baselines import first_listed_levels
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
 from ragkit.index import AnnParams
-from ragkit.judges.base import judges as judge_registry
-from ragkit.judges.chunking import judge_choosable_chunkers
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec
+from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.chunking import judge_choosable_chunkers
+from ragkit.stages.roles import position, role_of
+from ragkit.stages.wiring import specs_in_role
 from ragkit.web import web_providers
 
 if TYPE_CHECKING:
-    from ragkit.judges.base import Judge, JudgeParams
+    from ragkit.stages.base import Judge, JudgeParams
 
 CHUNKING = "chunking"
 EVALUATION = "evaluation"
-# Query transforms wrap the retriever, innermost first.
-TRANSFORMS = ("hyde", "multi_query")
-# The judges that shape the final context, in pipeline order (ragkit.pipeline.Pipeline.answer).
-CONTEXT_JUDGES = (*TRANSFORMS, "quality_gate", "retrieval", "rerank", "enrichment")
+# The roles whose stages shape the final context (ragkit.stages.roles), in pipeline order.
+CONTEXT_ROLES = ("transform", "gate", "refine", "context")
 
 
 @dataclass(frozen=True)
@@ -153,13 +153,12 @@ def final_depth(point: GridPoint) -> int:
     """The most chunks the final context can hold: the retriever's top_k, then each judge's own
     rule (``Judge.final_depth``) in pipeline order, e.g. top_k 10 with rerank top_n 5 -> 5."""
     depth = point.top_k
-    for name in CONTEXT_JUDGES:
-        spec = point.judge(name)
-        if spec is not None:
-            # Validated by the judge's own Params model, which every judge derives from JudgeParams.
-            params = cast("JudgeParams", judge_registry.validate_params(name, spec.params))
-            judge_cls: type[Judge] = judge_registry.get(name)
-            depth = judge_cls.final_depth(params, depth, point.top_k)
+    shaping = [spec for spec in point.active_judges() if role_of(judge_registry.get(spec.type)).name in CONTEXT_ROLES]
+    for spec in sorted(shaping, key=lambda spec: position(judge_registry.get(spec.type))):
+        # Validated by the judge's own Params model, which every judge derives from JudgeParams.
+        params = cast("JudgeParams", judge_registry.validate_params(spec.type, spec.params))
+        judge_cls: type[Judge] = judge_registry.get(spec.type)
+        depth = judge_cls.final_depth(params, depth, point.top_k)
     return depth
 
 
@@ -181,12 +180,13 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         if missing:
             raise ValueError(f"no LLM backend resolved for roles {missing}")
         llms = {role: llm_roles[role] for role in roles_calling_llm(point)}
-        chunk_judge = point.judge(CHUNKING)
+        # The stage in the chunking role, if one is on (the Chunking Judge, or a plugin's).
+        chunk_judge = next(iter(specs_in_role(point.active_judges(), CHUNKING)), None)
         # The judge's decisions are a function of the documents (corpus_id), its params, the
         # chunkers it may choose and its model, all in the key; the decisions themselves are
         # made (and cached) when the chunk set is built.
-        judge_part = None if chunk_judge is None else (
-            component_key(judge_registry, chunk_judge), judge_choosable_chunkers(), _llm_key(llms.get(CHUNKING)))
+        judge_part = None if chunk_judge is None else (component_key(judge_registry, chunk_judge),
+                                                       judge_choosable_chunkers(), _llm_key(llms.get(chunk_judge.type)))
         # An LLM chunker's cuts depend on its model too (chunkers without one keep their old keys).
         llm_part = ("llm", _llm_key(llms[CHUNKING])) if chunker_uses_llm(point.chunker) else None
         chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),
@@ -199,7 +199,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
         # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
         pipeline_part: list[tuple[Any, ...]] = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
-                                                for spec in point.active_judges() if spec.type != CHUNKING]
+                                                for spec in point.active_judges() if spec != chunk_judge]
         if point.generator is not None:
             pipeline_part.append((component_key(judge_registry, point.generator), _llm_key(llms[GENERATOR])))
         if point.web is not None:  # only on points that may search the web
@@ -215,7 +215,8 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
             component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
             *([pipeline_part] if pipeline_part else []), *ann_part,
         )
-        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge, llms.get(CHUNKING)))
+        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge,
+                                                      llms.get(chunk_judge.type) if chunk_judge else None))
         index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder, ann, fulltext=False))
         if needs_fulltext(point):
             index_steps[index_id] = replace(index_steps[index_id], fulltext=True)

@@ -3,7 +3,7 @@
 The ground truth is the reference answer (the question's first answer, its span text) or, for a
 multi-part answer, its parts (one text each, each one claim). The reference and the response are
 split into claims by the groundedness judge's sentence rule
-(``ragkit.judges.groundedness.split_claims``, at most ``MAX_CLAIMS`` each, fragments of one word
+(``ragkit.stages.answer.groundedness.split_claims``, at most ``MAX_CLAIMS`` each, fragments of one word
 kept: a ground truth is often a short answer span such as "14 days", which is one claim). Each
 entailment is one LLM call with the groundedness judge's verdict schema (``ClaimVerdict``), the
 question shown beside the statement so that a span reads as an answer to it.
@@ -27,11 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ragkit.judges.groundedness import SYSTEM, ClaimVerdict, joined_context, split_claims
 from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.metrics.ragas_adapter import RagasOutcome
+from ragkit.stages.answer.groundedness import SYSTEM, ClaimVerdict, split_claims
+from ragkit.stages.prompts import joined_context
 
 CLAIM_METRICS = CLAIM_DIAGNOSTICS
 MAX_CLAIMS = 8  # per side: bounds the calls at 2 x 8 per question and metric

@@ -406,7 +406,7 @@ def form_config(app: AppTest):
 
 def test_judge_selectors_offer_only_each_judges_modes():
     from ragkit.experiments.config import judge_names
-    from ragkit.judges.base import judges
+    from ragkit.stages.base import judges
 
     app = page("3_new_experiment.py").run()
     assert_ok(app)
@@ -425,6 +425,23 @@ def test_judge_selectors_offer_only_each_judges_modes():
     assert "judges" not in form_config(app).model_dump(exclude_defaults=True)
 
 
+def test_the_judges_are_listed_by_role_in_pipeline_order():
+    from ragkit.experiments.config import judge_names
+    from ragkit.stages.catalogue import stage_groups
+
+    app = page("3_new_experiment.py").run()
+    assert_ok(app)
+    titles = [group.title for group in stage_groups(judge_names())]
+    assert titles == ["Chunking", "Query: routing and rewriting", "Retrieval and its judges",
+                      "Context: reranking and enrichment", "Answer: generation and its checks"]
+    shown = [element.value.strip("*") for element in app.markdown if element.value.strip("*") in titles]
+    assert shown == titles
+    # Reading each group's two columns row by row gives the pipeline's order, not the alphabet's.
+    assert [stage.name for group in stage_groups(judge_names()) for stage in group.stages] == [
+        "chunking", "router", "condense", "strategy", "hyde", "multi_query", "quality_gate", "retrieval", "rerank",
+        "enrichment", "groundedness", "answer_check"]
+
+
 def test_judge_toggles_multiply_the_grid_and_the_config_round_trips(with_results):
     from ragkit.experiments.config import expand_grid
 
@@ -436,7 +453,8 @@ def test_judge_toggles_multiply_the_grid_and_the_config_round_trips(with_results
     app.number_input(key="judges.rerank.params.top_n").set_value(3).run()
     assert_ok(app)
     assert int(app.metric[0].value) == before * 2 * 3
-    assert any("rerank (off, heuristic, llm) × retrieval (off, llm)" in c.value for c in app.caption)
+    # In pipeline order, as the form lists them: the Retrieval Judge runs before rerank.
+    assert any("retrieval (off, llm) × rerank (off, heuristic, llm)" in c.value for c in app.caption)
 
     config = form_config(app)
     assert len(expand_grid(config)) == before * 6

@@ -85,7 +85,7 @@ def test_run_ids_do_not_depend_on_the_scored_cut_offs() -> None:
 
 
 def test_a_judge_declares_its_depth_on_its_class() -> None:
-    from ragkit.judges.base import judges
+    from ragkit.stages.base import judges
 
     assert judges.get("rerank").final_depth(judges.validate_params("rerank", {"top_n": 3}), 10, 10) == 3
     assert judges.get("rerank").final_depth(judges.validate_params("rerank", {"mode": "off", "top_n": 3}), 10, 10) == 10

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from ragkit.corpus.model import make_document
-from ragkit.judges.rerank import bm25_scores
 from ragkit.qa import QuestionSet
 from ragkit.qa.document_bm25 import DocumentBM25
 from ragkit.qa.quality import format_report, quality_report
 from ragkit.qa.wording import word_overlap
+from ragkit.stages.context.rerank import bm25_scores
 
 pytestmark = pytest.mark.unit
 

@@ -1,1 +1,0 @@
-"""LLM judges inside the pipeline: each a toggleable component that records every decision."""

@@ -1,0 +1,1 @@
+"""Answer stages: the generator, groundedness with its hallucination correction, the answer check."""

@@ -1,0 +1,207 @@
+"""Generator: answer the question from the retrieved chunks, citing them as [1], [2], ...
+
+The chunks are shown numbered (short numbers, not chunk ids, which a small model garbles) and
+cut to fit a small context; each cited number maps back to its chunk id. With ``constrained``
+the reply is JSON ``{answer, citations}``; without it the reply is free text and the citations
+are the ``[n]`` markers in it. A JSON reply that cannot be parsed keeps the raw text as the
+answer (citations from its markers), marked invalid. It is always on when generation is
+configured, so it has no ``off`` mode; its calls are recorded under the stage ``generate``.
+
+Options added with the agentic loops, each off by default (the prompt is then byte-identical to
+the one before them): ``system_prompt`` replaces the system message; ``abstain_text`` is the
+answer when no chunk is left to answer from (no LLM call); ``feedback`` lists claims a
+groundedness check did not find supported, for a regenerated answer; ``history`` shows the
+conversation before a follow-up question. ``converse`` answers without sources (the router's
+conversational route) and ``abstain`` answers "not found" without asking the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from llama_index.core.schema import NodeWithScore
+from pydantic import BaseModel, Field
+
+from ragkit.llms.base import LLMError
+from ragkit.llms.calls import LLMResult
+from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks
+from ragkit.text import cited_numbers
+
+STAGE = "generate"
+
+
+class GeneratorParams(JudgeParams):
+    constrained: bool = Field(
+        default=True, description="Ask for JSON {answer, citations}; off: free text, citations read from [n]."
+    )
+    max_chunks: int = Field(default=5, ge=1, le=50, description="Most chunks shown to the model.")
+    chunk_chars: int = Field(default=400, ge=40, le=8000, description="Characters of each chunk shown.")
+    max_context_chars: int = Field(
+        default=2000, ge=100, le=100_000, description="Characters of all chunks shown together (small context)."
+    )
+    max_tokens: int = Field(default=200, ge=8, le=4096, description="Most tokens in the answer.")
+    system_prompt: str | None = Field(
+        default=None, min_length=1, max_length=4000,
+        description="The system message; default: answer only from the numbered sources and cite them.",
+    )
+    abstain_text: str | None = Field(
+        default=None, min_length=1, max_length=500,
+        description="The answer when no chunk is left to answer from (e.g. none passed the score threshold); "
+        "default: ask the model anyway.",
+    )
+    history_turns: int = Field(default=4, ge=1, le=50, description="Turns of a conversation shown, latest last.")
+    turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "system_prompt", "abstain_text", "history_turns", "turn_chars"}
+
+
+class GeneratorReply(BaseModel):
+    answer: str = Field(description="The answer, citing sources like [1].")
+    citations: list[int] = Field(default_factory=list, description="Numbers of the sources the answer uses.")
+
+
+@dataclass
+class Answer:
+    text: str
+    citations: list[str]  # chunk ids, in the order first cited
+    prompt: str
+    valid: bool
+    error: str | None = None
+    cited_numbers: list[int] = field(default_factory=list)
+    abstained: bool = False
+
+
+SYSTEM = "You answer questions using only the numbered sources and cite them like [1]."
+CONVERSE_SYSTEM = "You are a helpful assistant in a conversation. Reply briefly and politely."
+NOT_FOUND = "not found"
+
+EXAMPLE_SOURCES = "[1] Stocks fell after the rate rise.\n[2] Air scatters blue light more than red light."
+EXAMPLE_QUESTION = "Why is the sky blue?"
+EXAMPLE_JSON = '{"answer": "Air scatters blue light more than red [2].", "citations": [2]}'
+EXAMPLE_TEXT = "Air scatters blue light more than red [2]."
+
+
+def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequence[str] = (),
+                 conversation: str = "") -> str:
+    """The answer prompt; ``feedback`` (unsupported claims) and ``conversation`` (earlier turns,
+    see ``conversation_block``) add a block each, and without them the prompt is as it always was."""
+    sources = "\n".join(f"[{number}] {text}" for number, text in enumerate(texts, start=1)) or "(no sources)"
+    example = EXAMPLE_JSON if constrained else EXAMPLE_TEXT
+    ask = ("Reply as JSON with answer and citations." if constrained
+           else "Answer in one or two sentences and cite sources like [1].")
+    warning = ""
+    if feedback:
+        listed = "\n".join(f"- {claim}" for claim in feedback)
+        warning = ("These statements were not supported by the sources; do not repeat them unless a source "
+                   f"states them:\n{listed}\n")
+    return (
+        f"Example:\nSources:\n{EXAMPLE_SOURCES}\nQuestion: {EXAMPLE_QUESTION}\n{example}\n\n"
+        f"{conversation}Sources:\n{sources}\nQuestion: {query}\n{warning}{ask}"
+    )
+
+
+
+
+class Generator(Judge):
+    name: ClassVar[str] = "generator"
+    role: ClassVar[str] = "generate"
+    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "nodes")
+    outputs: ClassVar[tuple[str, ...]] = ("answer",)
+    Params: ClassVar[type[GeneratorParams]] = GeneratorParams
+    params: GeneratorParams
+    modes: ClassVar[tuple[str, ...]] = ("llm",)
+
+    def __init__(self, params: GeneratorParams, llm: Any = None, **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+
+    def generate(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace, *,
+                 feedback: Sequence[str] | None = None, history: Sequence[ConversationTurn] = ()) -> Answer:
+        """The answer with its citations mapped to chunk ids; recorded in ``trace`` as judge ``generator``.
+
+        With ``abstain_text`` set and no chunk to show, the answer is that text and no call is made."""
+        started = time.perf_counter()
+        p = self.params
+        shown = shown_chunks(nodes, p.max_chunks, p.chunk_chars, p.max_context_chars)
+        if not shown and p.abstain_text is not None:
+            return self.abstain(query, "no chunk left to answer from", trace)
+        conversation = conversation_block(history, p.history_turns, p.turn_chars)
+        prompt = build_prompt(query, [text for _, text in shown], p.constrained, feedback or (), conversation)
+        summary = f"{query} | {len(shown)} chunks"
+        decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown]}
+        if feedback:
+            decision["feedback"] = list(feedback)
+        try:
+            result = self.llm_client().call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
+                                            system=p.system_prompt or SYSTEM, max_tokens=p.max_tokens,
+                                            cache_salt=self.cache_salt())
+        except LLMError as call_error:
+            trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
+                                     fell_back=True, error=str(call_error)))
+            return Answer("", [], prompt, valid=False, error=str(call_error))
+
+        text, numbers, error = self._read(result)
+        cited = [n for n in numbers if 1 <= n <= len(shown)]
+        answer = Answer(
+            text=text,
+            citations=[shown[n - 1][0].node.node_id for n in cited],
+            prompt=prompt,
+            valid=error is None,
+            error=error,
+            cited_numbers=cited,
+        )
+        decision.update(answer=text, citations=answer.citations,
+                        dropped_citations=[n for n in numbers if n not in cited])
+        judgement = self.judgement(summary, decision, result, started=started, fell_back=error is not None,
+                                   error=error)
+        judgement.valid = answer.valid
+        trace.add(judgement)
+        return answer
+
+    def abstain(self, query: str, reason: str, trace: JudgeTrace) -> Answer:
+        """``abstain_text`` (or "not found") as the answer, without asking the model; recorded."""
+        started = time.perf_counter()
+        text = self.params.abstain_text or NOT_FOUND
+        trace.add(self.judgement(f"{query} | abstained", {"action": "abstained", "reason": reason, "answer": text},
+                                 started=started))
+        return Answer(text, [], prompt="", valid=True, abstained=True)
+
+    def converse(self, query: str, history: Sequence[ConversationTurn], trace: JudgeTrace) -> Answer:
+        """A conversational reply without sources (the router's conversational route): free text."""
+        started = time.perf_counter()
+        p = self.params
+        prompt = (f"{conversation_block(history, p.history_turns, p.turn_chars)}user: {' '.join(query.split())}\n"
+                  "Reply in one or two sentences.")
+        summary = f"{query} | conversational"
+        decision: dict[str, Any] = {"prompt": prompt, "route": "conversational"}
+        try:
+            result = self.llm_client().call(prompt, stage=STAGE, system=CONVERSE_SYSTEM, max_tokens=p.max_tokens,
+                                            cache_salt=self.cache_salt())
+        except LLMError as call_error:
+            trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
+                                     fell_back=True, error=str(call_error)))
+            return Answer("", [], prompt, valid=False, error=str(call_error))
+        text = result.text.strip()
+        error = None if text else "empty reply"
+        trace.add(self.judgement(summary, {**decision, "answer": text}, result, started=started,
+                                 fell_back=error is not None, error=error))
+        return Answer(text, [], prompt, valid=error is None, error=error)
+
+    def _read(self, result: LLMResult) -> tuple[str, list[int], str | None]:
+        """``(answer text, cited numbers, error)`` of a reply; an error marks the answer invalid."""
+        if self.params.constrained and isinstance(result.parsed, GeneratorReply):
+            reply = result.parsed
+            text = reply.answer.strip()
+            if not text:
+                return "", [], "empty answer"
+            return text, list(dict.fromkeys(reply.citations + cited_numbers(text))), None
+        text = result.text.strip()
+        if not text:
+            return "", [], "empty reply"
+        if self.params.constrained:  # unparseable JSON: keep the raw text, marked invalid
+            return text, cited_numbers(text), result.parse_error
+        return text, cited_numbers(text), None

@@ -1,0 +1,240 @@
+"""Chunking Judge: pick a registered chunker and its parameters for one document.
+
+``llm`` mode shows the model a sample of the document (its beginning, middle and end, about
+``sample_chars`` in all) and the registered chunkers, and asks for ``{chunker, params,
+justification}``. The choice is validated through ``chunkers.resolve``: an unknown chunker,
+a disallowed one (semantic, unless ``allow_semantic``) or bad params fall back to the
+configured ``default`` spec, recorded as invalid with the reason. ``heuristic`` mode profiles
+the text instead: a short document is one chunk (``document``), Python source goes to
+``code``, text with markdown headers to ``markdown``, anything else to ``recursive``.
+
+Decisions are cached by the LLM cache (the prompt holds the sample, so an identical
+document sends nothing to the model twice); ``decision_key`` names a decision without making
+it, so a plan can put it into the chunk set's content key before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+
+from llama_index.core.schema import Document
+from pydantic import BaseModel, Field
+
+from ragkit.hashing import content_key, text_sha256
+from ragkit.llms.base import LLMError
+from ragkit.registry import ComponentSpec, ConfigError, chunkers
+from ragkit.stages.base import Judge, Judgement, JudgeParams
+
+SEMANTIC = "semantic"
+_PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+_MARKDOWN_HEADER = re.compile(r"^ {0,3}#{1,6}[ \t]+\S", re.MULTILINE)
+_FENCED_BLOCK = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1", re.MULTILINE | re.DOTALL)
+
+# One line per built-in chunker for the prompt; a plugin is shown with its parameter names.
+CHUNKER_HINTS = {
+    "recursive": "plain prose; params chunk_size, chunk_overlap (characters)",
+    "markdown": "text with # headers, one chunk per section; params chunk_size, chunk_overlap",
+    "code": "Python source, one chunk per function or class; params max_chars",
+    "document": "one chunk for the whole document (short documents)",
+    "sentence": "sentence-aligned windows; params chunk_size, chunk_overlap (tokens)",
+    "token": "fixed token windows; params chunk_size, chunk_overlap (tokens)",
+    "semantic": "splits where the topic changes (uses the embedder)",
+}
+
+
+def judge_choosable_chunkers() -> list[str]:
+    """The registered chunkers the judge may name: not those that call an LLM themselves (the
+    judge's choice would start a second LLM pass per document)."""
+    return [name for name in chunkers.names() if not getattr(chunkers.get(name), "uses_llm", False)]
+
+
+class ChunkingJudgeParams(JudgeParams):
+    default: ComponentSpec = Field(
+        default=ComponentSpec(type="recursive"),
+        description="The chunker used when the judge is off or its choice is unusable.",
+    )
+    allow_semantic: bool = Field(default=False, description="Let the judge choose the semantic chunker (embeds).")
+    sample_chars: int = Field(
+        default=5000, ge=300, le=50_000,
+        description="Characters of the document shown to the model: its beginning, middle and end.",
+    )
+    short_doc_chars: int = Field(
+        default=2000, ge=0, le=100_000, description="heuristic: documents shorter than this stay one chunk."
+    )
+    min_markdown_headers: int = Field(
+        default=2, ge=1, le=100, description="heuristic: markdown header lines that make a document markdown."
+    )
+    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
+
+
+class ChunkingReply(BaseModel):
+    chunker: str = Field(description="Name of one of the listed chunkers.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of that chunker.")
+    justification: str = Field(default="", description="Why this chunker suits the document.")
+
+
+SYSTEM = "You choose how to split a document into chunks for search. Reply with one JSON object only."
+
+EXAMPLE = (
+    "Example:\n"
+    "Document:\n# Install\nRun pip install tool.\n## Usage\nCall tool --help.\n"
+    '{"chunker": "markdown", "params": {"chunk_size": 800, "chunk_overlap": 100}, '
+    '"justification": "The text is split by markdown headers."}'
+)
+
+
+def document_sample(text: str, sample_chars: int) -> str:
+    """The whole text if it fits, else its beginning, middle and end (a third of the budget each)."""
+    if len(text) <= sample_chars:
+        return text
+    part = sample_chars // 3
+    middle = (len(text) - part) // 2
+    return "\n[...]\n".join((text[:part], text[middle : middle + part], text[-part:]))
+
+
+def build_prompt(sample: str, names: list[str]) -> str:
+    choices = "\n".join(f"- {name}: {CHUNKER_HINTS.get(name) or _param_hint(name)}" for name in names)
+    return (
+        f"{EXAMPLE}\n\nChunkers:\n{choices}\n\nDocument:\n{sample}\n\n"
+        "Which chunker suits this document? Reply as JSON with chunker, params and justification."
+    )
+
+
+def _param_hint(name: str) -> str:
+    try:
+        fields = sorted(chunkers.params_model(name).model_fields)
+    except (ConfigError, ImportError) as error:  # a broken plugin is listed, not fatal
+        return f"(unavailable: {error})"
+    return "params " + ", ".join(fields) if fields else "no params"
+
+
+def profile(document: Document) -> dict[str, Any]:
+    """What the heuristic looks at: length, file suffix, Python definitions, markdown headers."""
+    text = document.text
+    suffix = PurePosixPath(str(document.metadata.get("file_name") or document.metadata.get("doc_id") or "")).suffix
+    outside_fences = _FENCED_BLOCK.sub("", text)
+    return {
+        "chars": len(text.strip()),
+        "suffix": suffix.lower(),
+        "python": suffix.lower() in _PYTHON_SUFFIXES or _looks_like_python(text),
+        "markdown_headers": len(_MARKDOWN_HEADER.findall(outside_fences)),
+    }
+
+
+def _looks_like_python(text: str) -> bool:
+    """Parses as Python and defines or imports something (prose rarely does both)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return any(isinstance(statement, kinds) for statement in tree.body)
+
+
+class ChunkingJudge(Judge):
+    name: ClassVar[str] = "chunking"
+    role: ClassVar[str] = "chunking"
+    inputs: ClassVar[tuple[str, ...]] = ("document",)
+    outputs: ClassVar[tuple[str, ...]] = ("chunker",)
+    Params: ClassVar[type[ChunkingJudgeParams]] = ChunkingJudgeParams
+    params: ChunkingJudgeParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+
+    def __init__(self, params: ChunkingJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+        chunkers.resolve(params.default)  # a bad default is a config error now, not a fallback later
+        self._allowed: list[str] | None = None
+
+    def allowed_chunkers(self) -> list[str]:
+        """The registered chunkers it may choose; read once (scanning entry points takes milliseconds)."""
+        if self._allowed is None:
+            self._allowed = [name for name in judge_choosable_chunkers()
+                             if name != SEMANTIC or self.params.allow_semantic]
+        return list(self._allowed)
+
+    def default_spec(self) -> ComponentSpec:
+        return chunkers.resolve(self.params.default)
+
+    def decision_key(self, document: Document) -> str | None:
+        """Content key of this judge's decision for ``document``; None when off (the default is used).
+
+        It covers the text, the file name (the heuristic reads its suffix), the judge's params
+        (mode, prompt_version, sample size...), the registered chunkers and the judge model.
+        """
+        if not self.enabled:
+            return None
+        model = self.llm.backend.cache_identity() if self.params.mode == "llm" and self.llm is not None else None
+        return content_key(
+            "chunking-judge", self.version, self.params.model_dump(mode="json"), self.allowed_chunkers(), model,
+            text_sha256(document.text), document.metadata.get("file_name"), length=32,
+        )
+
+    def decide(self, document: Document) -> tuple[ComponentSpec, Judgement | None]:
+        """The chunker spec for ``document`` (defaults filled in) and the recorded decision.
+
+        Off: the default spec and no judgement, exactly as if the judge did not exist.
+        """
+        if not self.enabled:
+            return self.default_spec(), None
+        if self.params.mode == "heuristic":
+            return self._heuristic(document)
+        return self._llm(document)
+
+    def _heuristic(self, document: Document) -> tuple[ComponentSpec, Judgement]:
+        started = time.perf_counter()
+        facts = profile(document)
+        if facts["chars"] < self.params.short_doc_chars:
+            name, why = "document", f"short document ({facts['chars']} < {self.params.short_doc_chars} chars)"
+        elif facts["python"]:
+            name, why = "code", "Python source"
+        elif facts["markdown_headers"] >= self.params.min_markdown_headers:
+            name, why = "markdown", f"{facts['markdown_headers']} markdown headers"
+        else:
+            name, why = "recursive", "plain text without headers"
+        decision = {"method": "heuristic", "profile": facts, "justification": why}
+        return self._validated(document, {"type": name}, decision, None, started)
+
+    def _llm(self, document: Document) -> tuple[ComponentSpec, Judgement]:
+        started = time.perf_counter()
+        names = self.allowed_chunkers()
+        prompt = build_prompt(document_sample(document.text, self.params.sample_chars), names)
+        try:
+            result = self.ask(prompt, ChunkingReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            return self._fallback(document, {"method": "llm"}, None, started, str(error))
+        reply = result.parsed
+        if reply is None:
+            return self._fallback(document, {"method": "llm"}, result, started, result.parse_error)
+        decision = {"method": "llm", "proposed": reply.model_dump(mode="json"), "justification": reply.justification}
+        return self._validated(document, {"type": reply.chunker.strip(), "params": reply.params}, decision,
+                               result, started)
+
+    def _validated(self, document: Document, proposed: dict[str, Any], decision: dict[str, Any],
+                   result: Any, started: float) -> tuple[ComponentSpec, Judgement]:
+        name, allowed = proposed["type"], self.allowed_chunkers()
+        if name not in allowed:
+            return self._fallback(document, decision, result, started,
+                                  f"chunker '{name}' is not one of the allowed chunkers: {', '.join(allowed)}")
+        try:
+            spec = chunkers.resolve(proposed)
+        except (ValueError, ImportError) as error:  # ConfigError (unknown name, bad params) is a ValueError
+            return self._fallback(document, decision, result, started, str(error))
+        decision.update(chunker=spec.type, params=spec.params)
+        return spec, self.judgement(_summary(document), decision, result, started=started)
+
+    def _fallback(self, document: Document, decision: dict[str, Any], result: Any, started: float,
+                  error: str | None) -> tuple[ComponentSpec, Judgement]:
+        spec = self.default_spec()
+        decision = {**decision, "action": "fell back", "chunker": spec.type, "params": spec.params}
+        judgement = self.judgement(_summary(document), decision, result, started=started, fell_back=True,
+                                   error=error)
+        judgement.valid = False
+        return spec, judgement
+
+
+def _summary(document: Document) -> str:
+    return f"{document.id_} ({len(document.text)} chars)"

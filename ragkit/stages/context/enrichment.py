@@ -1,0 +1,169 @@
+"""Context enrichment: each final chunk brings its neighbours and the best chunks of its section.
+
+A hit cut from the middle of a passage often lacks the sentence before or after it. After
+reranking, each hit is replaced by the chunks of its document within ``window`` of it (in
+document order, the hit among them), followed by up to ``max_related`` other chunks of the same
+section (``breadcrumb``) whose similarity to the query exceeds ``related_min_score``. A chunk
+appears once, where it first comes. Added chunks carry the hit's score (so a threshold or a
+later cut treats them like their hit) and ``enriched_from`` in their metadata.
+
+It is a judge with modes off / heuristic (no LLM), so the grid pairs the context before (off)
+with the context after (heuristic) over the same retrieval, and every ranking metric compares
+them; ``recall@{n}tok`` compares them at equal context size.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar, cast
+
+import numpy as np
+from llama_index.core.schema import NodeWithScore
+from pydantic import Field
+
+from ragkit.index import ChunkIndex, Hit, doc_filter
+from ragkit.retrievers.base import hit_to_node
+from ragkit.stages.base import Judge, JudgeMode, JudgeParams, JudgeTrace
+
+
+class EnrichmentParams(JudgeParams):
+    mode: JudgeMode = Field(default="heuristic", description="off: the reranked chunks as they are; heuristic: "
+                            "add neighbours and same-section chunks.")
+    window: int = Field(default=1, ge=0, le=5, description="Chunks before and after each hit added (0: none).")
+    max_related: int = Field(default=3, ge=0, le=20,
+                             description="Most other chunks of the hit's section added (0: none).")
+    related_min_score: float = Field(
+        default=0.7, ge=0.0, le=1.0,
+        description="A same-section chunk is added when its cosine similarity to the query exceeds this.",
+    )
+
+
+class EnrichmentJudge(Judge):
+    name: ClassVar[str] = "enrichment"
+    role: ClassVar[str] = "context"
+    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
+    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
+    order: ClassVar[int] = 20
+    needs: ClassVar[tuple[str, ...]] = ("index", "embedder")
+    Params: ClassVar[type[EnrichmentParams]] = EnrichmentParams
+    params: EnrichmentParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic")
+
+    def __init__(self, params: EnrichmentParams, llm: Any = None, index: ChunkIndex | None = None,
+                 embedder: Any = None, **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+        if self.enabled and index is None:
+            raise ValueError("judge 'enrichment' needs the run's index")
+        self.index = index
+        self.embedder = embedder
+
+    @classmethod
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(EnrichmentParams, params)  # final_depth checked it is cls.Params
+        return depth * (1 + 2 * own.window + own.max_related)
+
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+        """The context role's call (``enrich``)."""
+        return self.enrich(query, nodes, trace)
+
+    def enrich(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+        if not self.enabled or not nodes:
+            return list(nodes)
+        started = time.perf_counter()
+        index = cast(ChunkIndex, self.index)  # __init__ made sure an enabled judge has one
+        doc_ids = sorted({str(node.node.metadata["doc_id"]) for node in nodes if "doc_id" in node.node.metadata})
+        related_note = self._related_problem(index)
+        chunks = index.chunks(doc_filter(doc_ids), with_vectors=related_note is None) if doc_ids else []
+        by_doc: dict[str, dict[int, Hit]] = {}
+        for chunk in chunks:
+            by_doc.setdefault(str(chunk.row["doc_id"]), {})[int(chunk.row["chunk_index"])] = chunk
+        query_vector = self.embedder.embed_query(query) if related_note is None else None
+
+        result: list[NodeWithScore] = []
+        seen: set[str] = set()
+        # A neighbour that is itself a hit goes in as that hit (its own score, not "added").
+        originals = {node.node.node_id: node for node in nodes}
+        added: dict[str, list[str]] = {}
+
+        def emit(node: NodeWithScore, source: str | None) -> None:
+            node_id = node.node.node_id
+            if node_id in seen:
+                return
+            seen.add(node_id)
+            result.append(node)
+            if source is not None:
+                added.setdefault(source, []).append(node_id)
+
+        for hit in nodes:
+            metadata = hit.node.metadata
+            document = by_doc.get(str(metadata.get("doc_id")), {})
+            position = metadata.get("chunk_index")
+            if position is None or not document:  # not an index chunk (a web result): kept as it is
+                emit(hit, None)
+                continue
+            position = int(position)
+            for offset in range(-self.params.window, self.params.window + 1):
+                if offset == 0:
+                    emit(hit, None)
+                elif (neighbour := document.get(position + offset)) is not None:
+                    original = originals.get(str(neighbour.row["chunk_id"]))
+                    if original is not None:
+                        emit(original, None)
+                    else:
+                        emit(self._added(neighbour, hit), hit.node.node_id)
+            if query_vector is not None:
+                for chunk in self._related(hit, document, position, query_vector, seen, originals):
+                    emit(self._added(chunk, hit), hit.node.node_id)
+
+        before = sum(len(node.node.get_content()) for node in nodes)
+        after = sum(len(node.node.get_content()) for node in result)
+        decision: dict[str, Any] = {"hits": [node.node.node_id for node in nodes], "added": added,
+                                    "chunks_before": len(nodes), "chunks_after": len(result),
+                                    "chars_before": before, "chars_after": after}
+        if related_note is not None and self.params.max_related:
+            decision["related_skipped"] = related_note
+        trace.add(self.judgement(f"{query} | {len(nodes)} chunks", decision, started=started))
+        return result
+
+    def _related_problem(self, index: ChunkIndex) -> str | None:
+        """Why same-section chunks cannot be scored, or None when they can."""
+        if not self.params.max_related:
+            return "max_related is 0"
+        if not index.has_vectors or self.embedder is None:
+            return "the index holds no vectors (a bm25-only run): same-section chunks are not scored"
+        return None
+
+    def _related(self, hit: NodeWithScore, document: dict[int, Hit], position: int, query_vector: np.ndarray,
+                 seen: set[str], originals: dict[str, NodeWithScore]) -> list[Hit]:
+        """The best ``max_related`` chunks of the hit's section above the score, outside its window."""
+        section = hit.node.metadata.get("breadcrumb")
+        if not section:
+            return []
+        scored = []
+        for chunk_index, chunk in document.items():
+            chunk_id = str(chunk.row["chunk_id"])
+            if abs(chunk_index - position) <= self.params.window or chunk_id in seen or chunk_id in originals:
+                continue
+            if _breadcrumb(chunk) != section or chunk.vector is None:
+                continue
+            similarity = float(chunk.vector @ query_vector)
+            if similarity > self.params.related_min_score:
+                scored.append((similarity, chunk_index, chunk))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [chunk for _, _, chunk in scored[: self.params.max_related]]
+
+    @staticmethod
+    def _added(chunk: Hit, hit: NodeWithScore) -> NodeWithScore:
+        node = hit_to_node(Hit(chunk.row, hit.score or 0.0))
+        node.metadata["enriched_from"] = hit.node.node_id
+        return NodeWithScore(node=node, score=hit.score)
+
+
+def _breadcrumb(chunk: Hit) -> str | None:
+    raw = chunk.row.get("metadata")
+    try:
+        metadata = json.loads(raw) if raw else {}
+    except ValueError:
+        return None
+    return metadata.get("breadcrumb") if isinstance(metadata, dict) else None

@@ -1,0 +1,219 @@
+"""Router: decides per question whether the documents, a conversational answer or the web should reply.
+
+The router compares the question with the corpus summary (``ragkit.corpus.summary``, written once
+per corpus and passed in as ``summary``) and gives a route and a relevance verdict (does the
+corpus cover the question: yes / no / maybe).
+
+``heuristic`` mode, no LLM:
+
+1. Small talk: the message holds a greeting, thanks or small-talk word ("hi", "thanks", "you")
+   and no content word besides -> ``conversational``, relevance no.
+2. Otherwise the share of the question's content words (function words and numbers dropped,
+   plurals folded) found in the summary's vocabulary decides: at least ``yes_share`` ->
+   ``documents``, relevance yes; at least ``maybe_share`` -> ``documents``, relevance maybe;
+   below -> ``web``, relevance no.
+3. A question without content words, or an empty summary, cannot be compared: ``documents``
+   (the router-off behaviour), recorded as a fallback.
+
+Confidence says how clear-cut the rule was: the share itself for yes, 0.5 for maybe, one minus
+the share for web, 0.9 for small talk. The heuristic reads the question alone, not the history:
+a follow-up ("and in dogs?") is best made standalone by the condense judge first.
+
+``llm`` mode shows the model the summary (cut to ``summary_chars``), the conversation so far
+when there is one, and the message, and asks for ``{route, relevance, confidence, reason}``.
+A reply that cannot be used routes to ``documents``, recorded invalid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from ragkit.corpus.summary import SummaryMethod
+from ragkit.llms.base import LLMError
+from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import ConversationTurn
+from ragkit.text import content_words, word_stem, words
+
+Route = Literal["documents", "conversational", "web"]
+Relevance = Literal["yes", "no", "maybe"]
+ROUTES: tuple[Route, ...] = ("documents", "conversational", "web")
+
+# Words of greetings, thanks and chat about the assistant itself: a message made only of these
+# (and function words) needs no sources.
+SMALL_TALK_WORDS = frozenset(
+    "hi hello hey hiya howdy greetings morning afternoon evening good night thanks thank thx cheers bye "
+    "goodbye later ok okay great cool nice awesome perfect fine well please sure yes yeah yep nope you your "
+    "yourself doing today help welcome appreciate appreciated lot much name bot assistant".split()
+)
+SMALL_TALK_CONFIDENCE = 0.9
+MAYBE_CONFIDENCE = 0.5
+
+
+class RouterParams(JudgeParams):
+    summary: SummaryMethod = Field(
+        default="heuristic",
+        description="How the corpus summary the router reads is written: heuristic (titles and distinctive "
+                    "words) or llm (the model summarises titles and opening lines). Written once per corpus.",
+    )
+    yes_share: float = Field(
+        default=0.5, gt=0.0, le=1.0,
+        description="heuristic: at least this share of the question's content words in the corpus vocabulary "
+                    "-> documents, relevance yes.",
+    )
+    maybe_share: float = Field(
+        default=0.2, gt=0.0, le=1.0,
+        description="heuristic: at least this share (and below yes_share) -> documents, relevance maybe; "
+                    "below it -> web, relevance no.",
+    )
+    summary_chars: int = Field(
+        default=1200, ge=100, le=20000, description="llm: characters of the corpus summary shown to the model."
+    )
+    history_turns: int = Field(
+        default=4, ge=0, le=50, description="llm: most recent conversation turns shown (0: none)."
+    )
+    turn_chars: int = Field(
+        default=300, ge=20, le=4000, description="llm: characters of each conversation turn shown."
+    )
+    max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
+
+    @model_validator(mode="after")
+    def _shares_in_order(self) -> RouterParams:
+        if self.maybe_share > self.yes_share:
+            raise ValueError(f"maybe_share ({self.maybe_share}) must not exceed yes_share ({self.yes_share})")
+        return self
+
+
+class RouteReply(BaseModel):
+    route: Route = Field(description="documents, conversational or web.")
+    relevance: Relevance = Field(description="Do the documents cover the message: yes, no or maybe.")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="How sure the choice is, 0 to 1.")
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RouteDecision:
+    """The route taken. ``valid`` is False when the router could not decide and ``documents``,
+    the router-off route, was taken instead."""
+
+    route: Route
+    relevance: Relevance
+    confidence: float | None
+    valid: bool
+    reason: str = ""
+
+
+OFF_DECISION = RouteDecision("documents", "maybe", None, True, "router off")
+
+SYSTEM = "You route a user's message to the right source of answers. Reply with one JSON object only."
+
+EXAMPLES = (
+    "Examples:\n"
+    "Documents: Recipes for breads and cakes; baking times, flour, yeast.\n"
+    "Message: Thanks, that helped!\n"
+    '{"route": "conversational", "relevance": "no", "confidence": 0.9, "reason": "thanks, no question"}\n'
+    "Message: Who won the football match last night?\n"
+    '{"route": "web", "relevance": "no", "confidence": 0.8, "reason": "recent sports news, not baking"}\n'
+    "Message: How long should sourdough rise?\n"
+    '{"route": "documents", "relevance": "yes", "confidence": 0.9, "reason": "bread recipes cover rising"}'
+)
+
+
+def build_prompt(question: str, summary: str, history: Sequence[ConversationTurn], turn_chars: int) -> str:
+    """``history``: the turns to show, already cut to the most recent ones."""
+    conversation = ""
+    if history:
+        lines = [f"{turn.role}: {' '.join(turn.content.split())[:turn_chars]}" for turn in history]
+        conversation = "Conversation so far:\n" + "\n".join(lines) + "\n"
+    return (
+        f"{EXAMPLES}\n\nDocuments: {summary or '(no description)'}\n{conversation}Message: {question}\n"
+        "Route: documents if the documents can answer it, conversational for greetings, thanks or small talk "
+        "that needs no sources, web if it needs information the documents do not hold. Reply as JSON with "
+        "route, relevance (yes, no or maybe: do the documents cover it), confidence (0 to 1) and reason."
+    )
+
+
+def vocabulary(summary: str) -> frozenset[str]:
+    return frozenset(word_stem(word) for word in content_words(summary))
+
+
+class RouterJudge(Judge):
+    name: ClassVar[str] = "router"
+    role: ClassVar[str] = "route"
+    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
+    outputs: ClassVar[tuple[str, ...]] = ("route",)
+    needs: ClassVar[tuple[str, ...]] = ("summary",)
+    Params: ClassVar[type[RouterParams]] = RouterParams
+    params: RouterParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+
+    def __init__(self, params: RouterParams, llm: Any = None, *, summary: str = "", **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+        self.summary = summary
+        self._vocabulary = vocabulary(summary)
+
+    def route(self, question: str, history: Sequence[ConversationTurn], trace: JudgeTrace) -> RouteDecision:
+        """Where the question goes; ``documents`` with nothing recorded when off."""
+        if not self.enabled:
+            return OFF_DECISION
+        started = time.perf_counter()
+        seen = question if not history else f"{question} | after {len(history)} turns"
+        if self.params.mode == "heuristic":
+            return self._heuristic(question, seen, started, trace)
+        return self._llm(question, history, seen, started, trace)
+
+    def _heuristic(self, question: str, seen: str, started: float, trace: JudgeTrace) -> RouteDecision:
+        topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
+        if not topical and any(word in SMALL_TALK_WORDS for word in words(question)):
+            decision = RouteDecision("conversational", "no", SMALL_TALK_CONFIDENCE, True, "small talk only")
+            trace.add(self.judgement(seen, self._record(decision, method="heuristic"), started=started))
+            return decision
+        stems = list(dict.fromkeys(word_stem(word) for word in topical))
+        problem = ("the question has no content words" if not stems
+                   else "no corpus summary to compare with" if not self._vocabulary else None)
+        if problem is not None:
+            decision = RouteDecision("documents", "maybe", None, False, problem)
+            trace.add(self.judgement(seen, self._record(decision, method="heuristic", action="fell back"),
+                                     started=started, fell_back=True, error=problem))
+            return decision
+        matched = [stem for stem in stems if stem in self._vocabulary]
+        share = len(matched) / len(stems)
+        reason = f"{len(matched)}/{len(stems)} content words in the corpus vocabulary"
+        if share >= self.params.yes_share:
+            decision = RouteDecision("documents", "yes", round(share, 4), True, reason)
+        elif share >= self.params.maybe_share:
+            decision = RouteDecision("documents", "maybe", MAYBE_CONFIDENCE, True, reason)
+        else:
+            decision = RouteDecision("web", "no", round(1.0 - share, 4), True, reason)
+        record = self._record(decision, method="heuristic", share=round(share, 4), matched=matched,
+                              unmatched=[stem for stem in stems if stem not in matched])
+        trace.add(self.judgement(seen, record, started=started))
+        return decision
+
+    def _llm(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
+             trace: JudgeTrace) -> RouteDecision:
+        shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
+        prompt = build_prompt(question, self.summary[: self.params.summary_chars], shown, self.params.turn_chars)
+        unusable = RouteDecision("documents", "maybe", None, False, "unusable reply")
+        base = self._record(unusable, method="llm")
+        try:
+            result = self.ask(prompt, RouteReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            trace.add(self.fallback(seen, base, None, started, str(error)))
+            return unusable
+        if result.parsed is None:
+            trace.add(self.fallback(seen, base, result, started, result.parse_error))
+            return unusable
+        reply = result.parsed
+        decision = RouteDecision(reply.route, reply.relevance, reply.confidence, True, reply.reason)
+        trace.add(self.judgement(seen, self._record(decision, method="llm"), result, started=started))
+        return decision
+
+    @staticmethod
+    def _record(decision: RouteDecision, **extra: Any) -> dict[str, Any]:
+        return {"route": decision.route, "relevance": decision.relevance, "confidence": decision.confidence,
+                "reason": decision.reason, **extra}

@@ -1,0 +1,111 @@
+"""Strategy judge: pick dense, bm25 or hybrid retrieval per query, over the same index.
+
+- ``heuristic``: a query with a quoted phrase, a code-like token (digits, inner capitals,
+  underscores or hyphens: "IL-6", "ACE2", "H1N1") or at most 3 words is a lexical lookup -> bm25
+  (confidence 0.9 for a quote or code, 0.7 for a short query); a natural-language question of 8
+  words or more without such tokens -> dense (0.7); anything between -> hybrid (0.5). A strategy
+  outside ``strategies`` gives way to the first listed, with confidence 0.3.
+- ``llm``: the model answers ``{strategy, confidence, reason}``; a reply that cannot be used
+  keeps the run's own retriever (returns None), recorded invalid.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from ragkit.llms.base import LLMError
+from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+
+Strategy = Literal["dense", "bm25", "hybrid"]
+ALL_STRATEGIES: tuple[Strategy, ...] = ("dense", "bm25", "hybrid")
+_QUOTED = re.compile(r"[\"“][^\"”]+[\"”]")
+_CODE = re.compile(r"\b(?=\w*[A-Za-z])(?:\w*\d\w*|\w+[-_]\w+|\w*[a-z][A-Z]\w*|[A-Z]{2,}\d*)\b")
+
+
+class StrategyParams(JudgeParams):
+    strategies: list[Strategy] = Field(
+        default_factory=lambda: list(ALL_STRATEGIES), min_length=1,
+        description="The strategies the judge may pick from.",
+    )
+    max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
+
+    @field_validator("strategies")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"strategies must not repeat, got {value}")
+        return value
+
+
+class StrategyReply(BaseModel):
+    strategy: Strategy
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = ""
+
+
+SYSTEM = "You choose a search strategy for a query. Reply with one JSON object only."
+
+EXAMPLE = (
+    "Strategies: dense (meaning), bm25 (exact words, names, codes), hybrid (both).\n"
+    "Example:\nQuery: IL-6 levels\n"
+    '{"strategy": "bm25", "confidence": 0.8, "reason": "a code-like term"}'
+)
+
+
+def heuristic_choice(query: str) -> tuple[str, float, str]:
+    words = query.split()
+    if _QUOTED.search(query):
+        return "bm25", 0.9, "a quoted phrase"
+    if _CODE.search(query):
+        return "bm25", 0.9, "a code-like token"
+    if len(words) <= 3:
+        return "bm25", 0.7, "a short keyword query"
+    if len(words) >= 8:
+        return "dense", 0.7, "a long natural-language question"
+    return "hybrid", 0.5, "neither clearly lexical nor clearly semantic"
+
+
+class StrategyJudge(Judge):
+    name: ClassVar[str] = "strategy"
+    role: ClassVar[str] = "strategy"
+    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    outputs: ClassVar[tuple[str, ...]] = ("strategy",)
+    Params: ClassVar[type[StrategyParams]] = StrategyParams
+    params: StrategyParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+
+    def __init__(self, params: StrategyParams, llm: Any = None, **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+
+    def choose(self, query: str, trace: JudgeTrace) -> str | None:
+        """The strategy for ``query``; None (keep the run's own retriever) when off or on a bad reply."""
+        if not self.enabled:
+            return None
+        started = time.perf_counter()
+        allowed = list(self.params.strategies)
+        if self.params.mode == "heuristic":
+            strategy, confidence, reason = heuristic_choice(query)
+            if strategy not in allowed:
+                strategy, confidence, reason = allowed[0], 0.3, f"{reason}, but {strategy} is not allowed"
+            trace.add(self.judgement(query, {"strategy": strategy, "confidence": confidence, "reason": reason},
+                                     started=started))
+            return strategy
+        prompt = f"{EXAMPLE}\n\nAllowed: {', '.join(allowed)}\nQuery: {' '.join(query.split())}\n" \
+                 "Reply as JSON with strategy, confidence and reason."
+        try:
+            result = self.ask(prompt, StrategyReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            trace.add(self.fallback(query, {}, None, started, str(error)))
+            return None
+        reply = result.parsed
+        if reply is None or reply.strategy not in allowed:
+            problem = None if reply is None else f"strategy '{reply.strategy}' is not allowed ({', '.join(allowed)})"
+            trace.add(self.fallback(query, {}, result, started, problem))
+            return None
+        trace.add(self.judgement(query, {"strategy": reply.strategy, "confidence": reply.confidence,
+                                         "reason": reply.reason}, result, started=started))
+        return reply.strategy

@@ -1,0 +1,275 @@
+"""Query transforms: multi-query and HyDE, each a retriever wrapping a base retriever.
+
+Multi-query asks the LLM for rewrites of the question, retrieves each through the base
+retriever and fuses the rankings with reciprocal rank fusion (RRF, k=60 by default). HyDE asks
+the LLM for a passage that would answer the question and retrieves with that passage, alone or
+together with the question. Off, or on a reply that cannot be used, both retrieve with the
+question alone: exactly the base retriever.
+
+LanceDB's RRFReranker fuses a vector and a full-text result table of one query; here the
+inputs are several lists of LlamaIndex nodes, so a small RRF function does it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar, Literal, cast
+
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import BaseModel, Field
+
+from ragkit.llms.base import LLMError
+from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+
+
+def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithScore]:
+    """Nodes of all rankings by the sum of 1 / (k + rank) (rank from 1), best first; ties keep first-seen order."""
+    fused: dict[str, float] = {}
+    nodes: dict[str, NodeWithScore] = {}
+    for ranking in rankings:
+        seen: set[str] = set()
+        for rank, node in enumerate(ranking, start=1):
+            node_id = node.node.node_id
+            if node_id in seen:  # a ranking votes once per node
+                continue
+            seen.add(node_id)
+            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (k + rank)
+            nodes.setdefault(node_id, node)
+    order = sorted(fused, key=lambda node_id: -fused[node_id])
+    return [NodeWithScore(node=nodes[node_id].node, score=fused[node_id]) for node_id in order]
+
+
+class _TransformRetriever(Judge, BaseRetriever):
+    """A judge that is also a LlamaIndex retriever over ``retriever``; decisions go to ``trace``."""
+
+    def __init__(self, params: JudgeParams, llm: Any = None, *, retriever: BaseRetriever | None = None,
+                 trace: JudgeTrace | None = None, **_dependencies: Any) -> None:
+        Judge.__init__(self, params, llm)
+        BaseRetriever.__init__(self)
+        if retriever is None:
+            raise ValueError(f"judge '{self.name}' needs a base retriever (retriever=...)")
+        self.retriever = retriever
+        self.trace = trace if trace is not None else JudgeTrace()
+
+    def use_trace(self, trace: JudgeTrace) -> None:
+        """Record the next decisions into ``trace`` (one per question)."""
+        self.trace = trace
+
+    def _base(self, query: str) -> list[NodeWithScore]:
+        return self.retriever.retrieve(query)
+
+
+class MultiQueryParams(JudgeParams):
+    num_queries: int = Field(default=3, ge=1, le=5, description="Rewrites of the question the LLM writes.")
+    include_original: bool = Field(default=True, description="Also retrieve with the question itself.")
+    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank).")
+    top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned after fusion.")
+    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
+    style: Literal["generic", "typed"] = Field(
+        default="generic",
+        description="generic: num_queries rewrites; typed: three variants, technical, simple and "
+        "aspect-focused (num_queries is then ignored).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style"}
+
+
+class MultiQueryReply(BaseModel):
+    queries: list[str] = Field(description="Search queries that ask the same thing in other words.")
+
+
+MULTI_QUERY_SYSTEM = "You rewrite a question as search queries. Reply with one JSON object only."
+VARIANT_TYPES = ("technical", "simple", "aspect")
+
+
+class TypedQueries(BaseModel):
+    technical: str = Field(description="The question in the field's technical terms.")
+    simple: str = Field(description="The question in plain everyday words.")
+    aspect: str = Field(description="A query about the question's most specific aspect.")
+
+
+def typed_query_prompt(query: str) -> str:
+    return (
+        "Example:\n"
+        "Question: Why do cats purr?\n"
+        '{"technical": "feline purring mechanism laryngeal muscles", "simple": "why does my cat purr", '
+        '"aspect": "purring when cats are injured"}\n\n'
+        f"Question: {query}\n"
+        "Write three search queries: technical (expert terms), simple (plain words) and aspect (one specific "
+        "aspect). Reply as JSON with technical, simple and aspect."
+    )
+
+
+def multi_query_prompt(query: str, count: int) -> str:
+    return (
+        "Example:\n"
+        "Question: Why do cats purr?\n"
+        '{"queries": ["reasons cats purr", "what makes a cat purr", "cat purring causes"]}\n\n'
+        f"Question: {query}\n"
+        f"Write {count} different search queries for this question. Reply as JSON with queries."
+    )
+
+
+class MultiQueryRetriever(_TransformRetriever):
+    name: ClassVar[str] = "multi_query"
+    role: ClassVar[str] = "transform"
+    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
+    order: ClassVar[int] = 20
+    needs: ClassVar[tuple[str, ...]] = ("retriever",)
+    Params: ClassVar[type[MultiQueryParams]] = MultiQueryParams
+    params: MultiQueryParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    @classmethod
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(MultiQueryParams, params)  # final_depth checked it is cls.Params
+        variants = len(VARIANT_TYPES) if own.style == "typed" else own.num_queries
+        queries = variants + int(own.include_original)
+        return min(own.top_k, queries * depth)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = query_bundle.query_str
+        if not self.enabled:
+            return self._base(query)
+        started = time.perf_counter()
+        if self.params.style == "typed":
+            return self._typed(query, started)
+        try:
+            result = self.ask(multi_query_prompt(query, self.params.num_queries), MultiQueryReply,
+                              system=MULTI_QUERY_SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            self.trace.add(self.fallback(query, {}, None, started, str(error)))
+            return self._base(query)
+        if result.parsed is None:
+            self.trace.add(self.fallback(query, {}, result, started, None))
+            return self._base(query)
+
+        variants, dropped = self._variants(query, result.parsed.queries)
+        if not variants:
+            self.trace.add(self.fallback(query, {"dropped_queries": dropped}, result, started,
+                                    "no usable query in the reply"))
+            return self._base(query)
+        queries = ([query] if self.params.include_original else []) + variants
+        fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
+        decision = {"queries": queries, "dropped_queries": dropped, "kept": [n.node.node_id for n in fused]}
+        self.trace.add(self.judgement(query, decision, result, started=started))
+        return fused
+
+    def _typed(self, query: str, started: float) -> list[NodeWithScore]:
+        """Three typed variants (technical, simple, aspect) fused with the question by RRF."""
+        try:
+            result = self.ask(typed_query_prompt(query), TypedQueries, system=MULTI_QUERY_SYSTEM,
+                              max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            self.trace.add(self.fallback(query, {"style": "typed"}, None, started, str(error)))
+            return self._base(query)
+        if result.parsed is None:
+            self.trace.add(self.fallback(query, {"style": "typed"}, result, started, None))
+            return self._base(query)
+        typed = {kind: " ".join(getattr(result.parsed, kind).split()) for kind in VARIANT_TYPES}
+        seen = {" ".join(query.lower().split())}
+        kept: dict[str, str] = {}
+        for kind, text in typed.items():
+            if text and text.lower() not in seen:
+                seen.add(text.lower())
+                kept[kind] = text
+        if not kept:
+            self.trace.add(self.fallback(query, {"style": "typed", "variants": typed}, result, started,
+                                         "no usable variant in the reply"))
+            return self._base(query)
+        queries = ([query] if self.params.include_original else []) + list(kept.values())
+        fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
+        decision = {"style": "typed", "variants": kept, "dropped": sorted(set(typed) - set(kept)),
+                    "queries": queries, "kept": [n.node.node_id for n in fused]}
+        self.trace.add(self.judgement(query, decision, result, started=started))
+        return fused
+
+    def _variants(self, query: str, proposed: list[str]) -> tuple[list[str], list[str]]:
+        """Distinct non-empty rewrites other than the question, at most ``num_queries``; and the rest."""
+        seen = {" ".join(query.lower().split())}
+        kept: list[str] = []
+        dropped: list[str] = []
+        for text in proposed:
+            normal = " ".join(text.lower().split())
+            if normal and normal not in seen and len(kept) < self.params.num_queries:
+                seen.add(normal)
+                kept.append(" ".join(text.split()))
+            else:
+                dropped.append(text)
+        return kept, dropped
+
+
+class HyDEParams(JudgeParams):
+    combine: Literal["passage", "concatenate", "rrf"] = Field(
+        default="concatenate",
+        description="passage: retrieve with the hypothetical passage alone; concatenate: with the question "
+        "followed by the passage; rrf: retrieve with each and fuse the two rankings.",
+    )
+    passage_chars: int = Field(default=500, ge=20, le=4000, description="Characters of the passage used.")
+    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k (combine: rrf).")
+    top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned.")
+    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
+
+
+class HyDEReply(BaseModel):
+    passage: str = Field(description="A short passage that answers the question.")
+
+
+HYDE_SYSTEM = "You write a short passage that answers a question. Reply with one JSON object only."
+
+
+def hyde_prompt(query: str) -> str:
+    return (
+        "Example:\n"
+        "Question: Why do cats purr?\n"
+        '{"passage": "Cats purr when they are content, and also to calm themselves when hurt."}\n\n'
+        f"Question: {query}\n"
+        "Write a short passage that answers the question. Reply as JSON with passage."
+    )
+
+
+class HyDERetriever(_TransformRetriever):
+    name: ClassVar[str] = "hyde"
+    role: ClassVar[str] = "transform"
+    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
+    order: ClassVar[int] = 10
+    needs: ClassVar[tuple[str, ...]] = ("retriever",)
+    Params: ClassVar[type[HyDEParams]] = HyDEParams
+    params: HyDEParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    @classmethod
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(HyDEParams, params)  # final_depth checked it is cls.Params
+        fused = 2 if own.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
+        return min(own.top_k, fused * depth)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = query_bundle.query_str
+        if not self.enabled:
+            return self._base(query)
+        started = time.perf_counter()
+        try:
+            result = self.ask(hyde_prompt(query), HyDEReply, system=HYDE_SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as call_error:
+            self.trace.add(self.fallback(query, {}, None, started, str(call_error)))
+            return self._base(query)
+        passage = " ".join(result.parsed.passage.split())[: self.params.passage_chars].strip() if result.parsed else ""
+        if not passage:
+            error = None if result.parsed is None else "empty passage"
+            self.trace.add(self.fallback(query, {}, result, started, error))
+            return self._base(query)
+
+        if self.params.combine == "passage":
+            nodes = self._base(passage)
+        elif self.params.combine == "concatenate":
+            nodes = self._base(f"{query}\n{passage}")
+        else:
+            nodes = rrf_fuse([self._base(query), self._base(passage)], self.params.rrf_k)
+        nodes = nodes[: self.params.top_k]
+        decision = {"passage": passage, "combine": self.params.combine, "kept": [n.node.node_id for n in nodes]}
+        self.trace.add(self.judgement(query, decision, result, started=started))
+        return nodes

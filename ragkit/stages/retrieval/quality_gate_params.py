@@ -1,0 +1,113 @@
+"""The quality gate's parameters: thresholds and presets, the LLM verdict's options, the strategy
+switch map, the scale attempts are ranked on (``ragkit.stages.retrieval.quality_gate``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ragkit.retrievers.switchable import STRATEGIES
+from ragkit.stages.base import JudgeParams
+from ragkit.stages.retrieval.attempt_scale import AttemptScale
+from ragkit.stages.retrieval.quality_gate_prompts import ISSUE_TYPES
+
+# The published threshold sets: (min_top_score, min_mean_score, max_spread).
+PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
+
+
+class QualityGateParams(JudgeParams):
+    max_retries: int = Field(default=2, ge=1, le=5, description="Most re-retrievals with a reformulated query.")
+    score_top_k: int = Field(
+        default=5, ge=1, le=100,
+        description="The mean of this many top values (on attempt_scale) ranks attempts (and feeds the rule).",
+    )
+    min_top_score: float = Field(
+        default=0.5, ge=-1000.0, le=1000.0,
+        description="heuristic: the best chunk must reach at least this on attempt_scale.",
+    )
+    min_mean_score: float = Field(
+        default=0.3, ge=-1000.0, le=1000.0,
+        description="heuristic: the mean of the top score_top_k values (on attempt_scale) must reach this.",
+    )
+    expansion_terms: int = Field(
+        default=3, ge=1, le=20, description="heuristic: words from the best chunks added per reformulation."
+    )
+    max_chunks: int = Field(default=4, ge=1, le=20, description="llm: chunks shown to the model.")
+    chunk_chars: int = Field(
+        default=250, ge=40, le=4000, description="llm: characters of each chunk shown (small context)."
+    )
+    max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
+    verdict: Literal["binary", "scored"] = Field(
+        default="binary", description="llm: a yes/no verdict, or a 0-100 score with an issue type and missing aspects."
+    )
+    pass_score: int = Field(default=60, ge=0, le=100, description="scored: sufficient from this score.")
+    preset: Literal["custom", "basic", "strict"] = Field(
+        default="custom",
+        description="heuristic thresholds: custom (the fields), basic (top 0.5, mean 0.3), "
+        "strict (top 0.8, mean 0.7, variance <= 0.1).",
+    )
+    max_spread: float | None = Field(
+        default=None, ge=0.0, le=1000.0,
+        description="heuristic: the variance of the top score_top_k values must be at most this (none: no check).",
+    )
+    switch_strategy: dict[str, str] = Field(
+        default_factory=dict,
+        description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt.",
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=5, description="Most attempts, the first included (none: max_retries + 1)."
+    )
+    web_fallback: bool = Field(default=False, description="Search the web when no attempt passes.")
+    attempt_scale: AttemptScale | None = Field(
+        default=None,
+        description="What ranks attempts and the heuristic thresholds apply to: retriever (the chunks' raw "
+        "scores, one scale only within one strategy) or question_overlap (the share of the question's keywords "
+        "in each chunk, the same for every strategy). none: question_overlap with switch_strategy, else retriever.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
+        "attempt_scale"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_scale_when_switching(cls, value: Any) -> Any:
+        """A gate that switches strategy compares attempts of different retrievers: it ranks them on
+        question_overlap. Written into the params (not left implicit), so such a gate's resolved spec,
+        run id and cached results differ from those of the gate that ranked raw scores before."""
+        if isinstance(value, dict) and value.get("switch_strategy") and value.get("attempt_scale") is None:
+            value = {**value, "attempt_scale": "question_overlap"}
+        return value
+
+    @model_validator(mode="after")
+    def _no_raw_scores_across_strategies(self) -> QualityGateParams:
+        if self.switch_strategy and self.attempt_scale == "retriever":
+            raise ValueError("attempt_scale 'retriever' cannot rank attempts of different strategies (cosine, BM25 "
+                             "and RRF scores differ in scale): use question_overlap with switch_strategy")
+        return self
+
+    @field_validator("switch_strategy")
+    @classmethod
+    def _known_issues_and_strategies(cls, value: dict[str, str]) -> dict[str, str]:
+        issues = sorted(set(value) - set(ISSUE_TYPES))
+        if issues:
+            raise ValueError(f"unknown issue {issues}. Valid issues: {', '.join(ISSUE_TYPES)}")
+        strategies = sorted(set(value.values()) - set(STRATEGIES))
+        if strategies:
+            raise ValueError(f"unknown strategy {strategies}. Valid strategies: {', '.join(STRATEGIES)}")
+        return value
+
+    def thresholds(self) -> tuple[float, float, float | None]:
+        """(min_top_score, min_mean_score, max_spread) in effect."""
+        if self.preset == "custom":
+            return self.min_top_score, self.min_mean_score, self.max_spread
+        return PRESETS[self.preset]
+
+    def scale(self) -> str:
+        """The scale in effect: retriever unless set (a switching gate has it set by validation)."""
+        return self.attempt_scale or "retriever"
+
+    def rounds(self) -> int:
+        """Most re-retrievals after the first attempt."""
+        return self.max_retries if self.max_attempts is None else self.max_attempts - 1

@@ -1,0 +1,153 @@
+"""Stages declare their role; one a plugin registers (entry-point group ``ragkit.judges``) with no
+role, or a role the pipeline does not have, is refused with one line naming the valid roles, by the
+config loader and by `ragkit run` (issue 26, item 7; issue 30, item 3).
+
+The pipeline runs stages by their declared role; a stage without one would validate and multiply
+the grid while its runs were judge-off runs under another id."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+from ragkit.experiments.config import config_from_dict, judge_names, load_config
+from ragkit.registry import ConfigError
+from ragkit.stages.base import BUILT_IN_STAGES, Judge, judges
+from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, role_of
+
+ROLE_LIST = "chunking, route, follow_up, strategy, transform, gate, refine, context, generate, verify, check"
+MESSAGE = ("judges: 'fact_checker' declares no role, so the pipeline has no place to run it. "
+           f"Valid roles: {ROLE_LIST}")
+CONFIG = {"name": "t", "dataset": {"path": "/data/x"}, "retrievers": ["bm25"], "embedders": [],
+          "judges": {"fact_checker": "both"}}
+
+
+class FactChecker(Judge):
+    """A plugin's judge: valid params and modes, but no role the pipeline could run it in."""
+
+    name: ClassVar[str] = "fact_checker"
+
+
+class PluginEntryPoint:
+    """What ``importlib.metadata`` yields for ``fact_checker = "some_plugin:FactChecker"``."""
+
+    name = "fact_checker"
+
+    def load(self) -> type[Judge]:
+        return FactChecker
+
+
+@pytest.fixture
+def plugin_judge(monkeypatch):
+    """``fact_checker`` installed as if by a plugin package, through the registry's entry points."""
+    installed = judges._entry_points
+
+    def with_plugin() -> dict[str, Any]:
+        return {**installed(), "fact_checker": PluginEntryPoint()}
+
+    monkeypatch.setattr(judges, "_entry_points", with_plugin)
+    monkeypatch.setattr(judges, "_loaded", {})
+    assert "fact_checker" in judges.names() and judges.get("fact_checker") is FactChecker
+
+
+@pytest.mark.unit
+def test_every_built_in_stage_declares_a_role_and_they_run_in_the_old_fixed_order():
+    # The order the pipeline ran its fixed slots in before stages declared roles.
+    slots = ["chunking", "router", "condense", "strategy", "hyde", "multi_query", "quality_gate", "retrieval",
+             "rerank", "enrichment", "generator", "groundedness", "answer_check"]
+    assert set(judges.names()) == set(BUILT_IN_STAGES) == set(slots)
+    assert [cls.name for cls in in_pipeline_order(judges.get(name) for name in judges.names())] == slots
+    assert ", ".join(ROLE_NAMES) == ROLE_LIST
+    # Every role but one has a built-in; each built-in reads and returns what its role has.
+    assert {role_of(judges.get(name)).name for name in slots} == set(ROLE_NAMES)
+    assert all(judges.get(name).inputs and judges.get(name).outputs for name in slots)
+
+
+@pytest.mark.unit
+def test_a_role_the_pipeline_does_not_have_is_one_line_naming_the_valid_roles():
+    class Misplaced(FactChecker):
+        name: ClassVar[str] = "misplaced"
+        role: ClassVar[str] = "postprocess"
+
+    with judges.registered("misplaced", Misplaced), pytest.raises(ConfigError) as error:
+        config_from_dict({**CONFIG, "judges": {"misplaced": "llm"}})
+    assert str(error.value) == ("config: judges: 'misplaced' declares role 'postprocess', so the pipeline has no "
+                                f"place to run it. Valid roles: {ROLE_LIST}")
+    assert "misplaced" not in judge_names()
+
+
+@pytest.mark.unit
+def test_a_stage_reading_what_its_role_does_not_have_is_refused():
+    class Early(FactChecker):
+        name: ClassVar[str] = "early"
+        role: ClassVar[str] = "context"
+        inputs: ClassVar[tuple[str, ...]] = ("query", "answer")
+
+    with pytest.raises(ConfigError) as error:
+        role_of(Early)
+    context = next(role for role in ROLES if role.name == "context")
+    assert str(error.value) == (f"judges: 'early' reads answer, which role 'context' does not have. Role 'context' "
+                                f"reads: {', '.join(context.reads)}")
+
+
+@pytest.mark.unit
+def test_two_stages_in_a_role_that_takes_one_are_refused():
+    class OtherChecker(FactChecker):
+        name: ClassVar[str] = "other_checker"
+        role: ClassVar[str] = "check"
+
+    with judges.registered("other_checker", OtherChecker), pytest.raises(ConfigError) as error:
+        config_from_dict({**CONFIG, "generator": True, "judges": {"other_checker": "llm", "answer_check": "llm"}})
+    assert str(error.value) == ("config: judges: 'answer_check', 'other_checker' all run in role 'check', which "
+                                "takes one stage; keep one of them")
+
+
+@pytest.mark.unit
+def test_the_config_loader_refuses_a_plugin_judge_without_a_place(plugin_judge, tmp_path):
+    with pytest.raises(ConfigError) as error:
+        config_from_dict(CONFIG)
+    assert str(error.value) == f"config: {MESSAGE}"
+    path = tmp_path / "plugin.yaml"
+    path.write_text("name: t\ndataset: {path: /data/x}\nretrievers: [bm25]\nembedders: []\n"
+                    "judges: {fact_checker: llm, rerank: heuristic}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"declares no role") as error:
+        load_config(path)
+    assert "\n" not in str(error.value) and str(error.value).endswith(ROLE_LIST)
+    # Not offered where judges are listed (the dashboard's form), nor as an LLM role.
+    assert "fact_checker" not in judge_names() and "rerank" in judge_names()
+    with pytest.raises(ConfigError, match=r"unknown role \['fact_checker'\]"):
+        config_from_dict({**CONFIG, "judges": {}, "llm": {"roles": {"fact_checker": "local"}}})
+
+
+@pytest.mark.unit
+def test_a_name_nobody_registered_is_still_an_unknown_judge(plugin_judge):
+    with pytest.raises(ConfigError, match=r"unknown judge \['fact_checkr'\]\. Valid judges: answer_check, "):
+        config_from_dict({**CONFIG, "judges": {"fact_checkr": "llm"}})
+
+
+@pytest.mark.integration
+def test_ragkit_run_refuses_it_in_one_line_with_exit_code_2(plugin_judge, tmp_path, capsys):
+    from ragkit.cli import main
+
+    path = tmp_path / "plugin.yaml"
+    path.write_text("name: t\ndataset: {path: questions.jsonl}\nretrievers: [bm25]\nembedders: []\n"
+                    "judges: {fact_checker: both}\n", encoding="utf-8")
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and err.rstrip("\n").endswith(MESSAGE)
+
+
+@pytest.mark.unit
+def test_built_ins_are_registered_in_code_so_a_stale_entry_point_cannot_break_them(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from ragkit.registry import Registry
+    from ragkit.stages.context.rerank import RerankJudge
+
+    # An install made before the move: its entry point names a module that no longer exists.
+    stale = {"rerank": EntryPoint("rerank", "ragkit.judges.rerank:RerankJudge", "ragkit.judges")}
+    monkeypatch.setattr(Registry, "_entry_points", lambda self: stale)
+    monkeypatch.setattr(judges, "_loaded", {})
+    assert judges.get("rerank") is RerankJudge
+    assert set(judges.names()) == set(BUILT_IN_STAGES)
