@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit import registry
-from ragkit.corpus.summary import corpus_summary
+from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
@@ -40,7 +40,7 @@ class PipelineParts:
     searchers: tuple[Any, ...]  # every retriever that searches the index (they share the cache)
     clients: dict[str, LLMClient]  # LLM client per role
     retrieval_cache: RetrievalCache
-    corpus_summary: Callable[[str, LLMClient | None], Any]  # (method, llm) -> the router's summary
+    corpus_summary: Callable[[SummaryMethod, LLMClient | None], Any]  # (method, llm) -> the router's summary
 
 
 def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: SharedComponents,
@@ -57,7 +57,7 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     for searcher in searchers:
         searcher.use_cache(retrieval_cache)
 
-    def summary(method: str, llm: LLMClient | None) -> Any:
+    def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return corpus_summary(plan.corpus, data_dir / "summaries", method, llm)
 
     return wire_pipeline(PipelineParts(
