@@ -186,7 +186,7 @@ def results_location(experiment: str) -> str | Path:
 
 
 def unreadable(experiment: str) -> list[str]:
-    """ResultStore.unreadable of an experiment (ragkit.integrity): the page shows what it could
+    """ResultStore.unreadable of an experiment (ragkit.results.integrity): the page shows what it could
     read and names the rest."""
     from ragkit.results import ResultStore
 

@@ -62,7 +62,7 @@ COLUMNS = ["run_id", "question_id", "failure_class", "judge", "level", "cut", "d
 DEFAULT_CUT = 5
 GROUNDING_VERDICTS = ("groundedness", "faithfulness", "embedding_groundedness")
 USED_THRESHOLD = 0.5
-# The error of the ``retrieval`` row of a question with no ground truth (experiments.executor).
+# The error of the ``retrieval`` row of a question with no ground truth (experiments.rows).
 NOTHING_TO_SCORE = "no relevant documents or answer spans to score against"
 EVIDENCE_FAMILIES = {"span": "span_recall", "document": "recall"}
 

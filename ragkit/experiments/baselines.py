@@ -10,13 +10,20 @@ are the runs table's factors: ``chunker``, ``embedder``, ``retriever``, ``top_k`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.experiments.config import ExperimentConfig
+from typing import Any, Protocol
 
 
-def grid_levels(config: ExperimentConfig, parts: dict[str, Any]) -> dict[str, list[str]]:
+class ExperimentGrid(Protocol):
+    """What these checks read of an ExperimentConfig (a protocol, so the config imports this
+    module and not the other way round)."""
+
+    top_k: list[int]
+    baseline: dict[str, str]
+
+    def resolved_components(self) -> dict[str, Any]: ...
+
+
+def grid_levels(config: ExperimentGrid, parts: dict[str, Any]) -> dict[str, list[str]]:
     """Each factor of the grid and its levels as the runs table names them (``parts``: the
     config's resolved components)."""
     levels = {
@@ -30,13 +37,13 @@ def grid_levels(config: ExperimentConfig, parts: dict[str, Any]) -> dict[str, li
     return {factor: list(dict.fromkeys(names)) for factor, names in levels.items() if names}
 
 
-def first_listed_levels(config: ExperimentConfig) -> dict[str, str]:
+def first_listed_levels(config: ExperimentGrid) -> dict[str, str]:
     """Each factor with more than one level: its first level as the experiment lists it."""
     levels = grid_levels(config, config.resolved_components())
     return {factor: names[0] for factor, names in levels.items() if len(names) > 1}
 
 
-def check_baselines(config: ExperimentConfig, parts: dict[str, Any]) -> None:
+def check_baselines(config: ExperimentGrid, parts: dict[str, Any]) -> None:
     """A ValueError (one line, the valid choices listed) for a baseline naming a factor or a level
     the grid does not have."""
     levels = grid_levels(config, parts)

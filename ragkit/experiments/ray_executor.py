@@ -2,7 +2,7 @@
 
 Each shared artefact is built once: one task per chunk set and one per index, and every shard
 task of a run waits for its index. A shard task answers its questions with the same code as the
-in-process executor (``_answer_shard`` in a worker's own ``LocalExecutor``, which keeps its
+in-process executor (``LocalExecutor.answer_shard`` in a worker's own executor, which keeps its
 models, indexes and LLM clients for the worker's later tasks), and returns its rows; only this
 process writes the results folder, committing each shard as it arrives. So a Ray run and a local
 run of the same experiment write the same tables, and a Ray run killed midway resumes like a
@@ -31,17 +31,11 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ragkit.experiments.executor import (
-    ExecutionReport,
-    LocalExecutor,
-    PendingRun,
-    Progress,
-    ShardInterrupted,
-    _answer_shard,
-    _shards,
-    failure_scores,
-)
+from ragkit.experiments.answering import ShardInterrupted, shard_questions
+from ragkit.experiments.execution_report import ExecutionReport, Progress
+from ragkit.experiments.executor import LocalExecutor, PendingRun
 from ragkit.experiments.plan import Plan
+from ragkit.experiments.rows import failure_scores
 from ragkit.llms.base import BackendUnavailable
 from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
@@ -107,7 +101,7 @@ def build_chunkset_task(handle: PlanHandle, chunkset_id: str, derived_dir: str, 
     plan = _plan(handle)
     executor = _worker_executor(derived_dir, data_dir)
     report = ExecutionReport()
-    executor._chunkset(plan, chunkset_id, report)
+    executor.build_chunkset(plan, chunkset_id, report)
     return report.chunksets_built > 0
 
 
@@ -117,10 +111,10 @@ def build_index_task(handle: PlanHandle, index_id: str, derived_dir: str, data_d
     executor = _worker_executor(derived_dir, data_dir)
     report = ExecutionReport()
     step = next(s for s in plan.index_steps if s.index_id == index_id)
-    before = set(executor._built)
-    executor._index(plan, step, report, lambda event, n: None)
+    before = executor.built_keys
+    executor.open_index(plan, step, report)
     return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
-            "built_keys": sorted(set(executor._built) - before)}
+            "built_keys": sorted(executor.built_keys - before)}
 
 
 def answer_shard_task(handle: PlanHandle, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
@@ -132,13 +126,13 @@ def answer_shard_task(handle: PlanHandle, run_id: str, question_ids: list[str], 
     step = next(s for s in plan.index_steps if s.index_id == run.index_id)
     key = (derived_dir, data_dir, run_id)
     if key not in _WORKER_PIPELINES:  # a worker's later shards of the same run reuse it
-        index = executor._index(plan, step, ExecutionReport(), lambda event, n: None)
-        _WORKER_PIPELINES[key] = (executor._pipeline(plan, run, index), executor._evaluator(plan, run))
+        index = executor.open_index(plan, step, ExecutionReport())
+        _WORKER_PIPELINES[key] = (executor.pipeline_for(plan, run, index), executor.evaluator_for(plan, run))
     pipeline, evaluator = _WORKER_PIPELINES[key]
     by_id = plan.questions.by_id()
     questions = [by_id[qid] for qid in question_ids]
     try:
-        tables = _answer_shard(run, pipeline, questions, evaluator, executor._stop_if_unreachable)
+        tables = executor.answer_shard(run, pipeline, questions, evaluator)
     except ShardInterrupted as interrupted:
         cause = interrupted.cause
         return ShardResult([q.id for q in interrupted.answered], interrupted.tables,
@@ -179,7 +173,7 @@ class RayExecutor(LocalExecutor):
                  **({} if inherited else {"runtime_env": runtime_env}))
         return True
 
-    def _execute(self, plan: Plan, progress: Progress) -> ExecutionReport:
+    def compute(self, plan: Plan, progress: Progress) -> ExecutionReport:
         ray = require_ray()
         started_at = time.perf_counter()
         report = ExecutionReport(runs_total=len(plan.runs))
@@ -219,7 +213,7 @@ class RayExecutor(LocalExecutor):
                       for iid in index_ids}
         shards: dict[Any, tuple[PendingRun, list]] = {}
         for pending in todo:
-            for shard in _shards(pending.questions, plan.shard_size):
+            for shard in shard_questions(pending.questions, plan.shard_size):
                 ref = shard_remote.remote(plan_ref, pending.run.run_id, [q.id for q in shard], *folders,
                                           index_refs[pending.run.index_id])
                 shards[ref] = (pending, shard)
@@ -249,11 +243,11 @@ class RayExecutor(LocalExecutor):
             key, kind = builds[ref]
             if kind == "chunkset":
                 if self._get_build(ray, ref, f"chunk set {key}"):
-                    self._built.add(key)
+                    self.mark_built([key])
                     report.chunksets_built += 1
                 return
             built = self._get_build(ray, ref, f"index {key}")
-            self._built.update(built.get("built_keys", ()))  # the index and its full-text step, if built now
+            self.mark_built(built.get("built_keys", ()))  # the index and its full-text step, if built now
             if built["built"]:
                 report.indexes_built += 1
                 report.chunks_embedded += built["embedded"]
@@ -283,7 +277,7 @@ class RayExecutor(LocalExecutor):
             if result.outage is not None:
                 backend, url, message = result.outage
                 outage = BackendUnavailable(message, backend=backend, url=url)
-                raise self._stopped(plan, sum(p.committed for p in work), outage) from outage
+                raise self.run_stopped(plan, sum(p.committed for p in work), outage) from outage
 
     def _get_build(self, ray: Any, ref: Any, what: str) -> Any:
         """A build task's result; a build that failed every try fails the run, naming it (its

@@ -7,7 +7,8 @@ from pathlib import Path
 from ragkit.corpus.model import Corpus
 from ragkit.corpus.store import CorpusStore
 from ragkit.experiments.config import ExperimentConfig, expand_grid
-from ragkit.experiments.executor import ExecutionReport, LocalExecutor, Progress
+from ragkit.experiments.execution_report import ExecutionReport, Progress
+from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend

@@ -104,7 +104,7 @@ def test_auto_embedder_is_minilm_without_a_server_and_ollama_when_one_answers(mo
                                                                     "params": {"ollama_model": "mxbai"}}]})
     (spec,) = config.embedders
     assert spec.type == "ollama" and spec.params["model_name"] == "mxbai"
-    with pytest.raises(config_module.ConfigError, match="ollama_model"):
+    with pytest.raises(ConfigError, match="ollama_model"):
         config_module.config_from_dict({**base, "embedders": [{"type": "auto", "params": {"size": 3}}]})
 
 

@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from ragkit.experiments.answering import answer_shard
 from ragkit.experiments.config import GridPoint, config_from_dict
 from ragkit.experiments.evaluate import QuestionEvaluator
-from ragkit.experiments.executor import _answer_shard, question_row
 from ragkit.experiments.plan import RunStep
+from ragkit.experiments.rows import question_row
 from ragkit.experiments.runner import run_experiment
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.pipeline import Pipeline
@@ -44,7 +45,7 @@ class StubRetriever:
 
 
 def answer(run: RunStep, questions: list[Question], evaluator: QuestionEvaluator | None = None) -> dict:
-    return _answer_shard(run, Pipeline(StubRetriever(), StubRetriever()), questions, evaluator)
+    return answer_shard(run, Pipeline(StubRetriever(), StubRetriever()), questions, evaluator)
 
 
 @pytest.mark.unit

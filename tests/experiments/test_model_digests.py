@@ -120,6 +120,6 @@ def test_an_openai_compatible_server_records_unknown(tmp_path, monkeypatch):
     executor = LocalExecutor(tmp_path / "derived", ResultStore(tmp_path / "out"), data_dir=tmp_path / "data")
     run = SimpleNamespace(llms={"generator": ComponentSpec(type="openai", params={"model": "m"}),
                                 "evaluation": ComponentSpec(type="local", params={"model_path": str(gguf)})})
-    assert executor._llm_digests(run) == {
+    assert executor.llm_digests(run) == {
         "llm_digest.evaluation": "sha256:" + hashlib.sha256(b"GGUF tiny").hexdigest(),
         "llm_digest.generator": "unknown"}

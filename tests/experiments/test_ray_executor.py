@@ -17,7 +17,7 @@ import pytest
 
 from ragkit.cli import main
 from ragkit.experiments.config import config_from_dict
-from ragkit.experiments.executor import ExecutionReport
+from ragkit.experiments.execution_report import ExecutionReport
 from ragkit.experiments.runner import prepare, run_experiment
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings

@@ -1,0 +1,74 @@
+"""The grid an experiment describes: one fully resolved GridPoint per configuration."""
+
+from __future__ import annotations
+
+import itertools
+
+from pydantic import BaseModel, ConfigDict
+
+from ragkit import registry
+from ragkit.experiments.config.models import ExperimentConfig
+from ragkit.metrics.generation import EvaluationParams
+from ragkit.registry import ComponentSpec
+
+
+class GridPoint(BaseModel):
+    """One configuration of the grid, fully resolved (every default filled in)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunker: ComponentSpec
+    embedder: ComponentSpec | None
+    retriever: ComponentSpec
+    top_k: int
+    # Every judge named in the config, in name order, each with its mode for this point.
+    judges: tuple[ComponentSpec, ...] = ()
+    generator: ComponentSpec | None = None
+    evaluation: EvaluationParams | None = None
+    # The web search provider, on the points whose router or quality gate may search the web.
+    web: ComponentSpec | None = None
+
+    def uses_web(self) -> bool:
+        """The router can route to the web, or the quality gate falls back to it."""
+        gate = self.judge("quality_gate")
+        return self.judge("router") is not None or (gate is not None and bool(gate.params.get("web_fallback")))
+
+    def switches_strategy(self) -> bool:
+        """Retrieval may change strategy per query: the strategy judge, or the gate's switch map."""
+        gate = self.judge("quality_gate")
+        return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy")))
+
+    def active_judges(self) -> tuple[ComponentSpec, ...]:
+        """The judges that do something here: a judge that is off is as if it were not configured."""
+        return tuple(spec for spec in self.judges if spec.params.get("mode") != "off")
+
+    def judge(self, name: str) -> ComponentSpec | None:
+        return next((spec for spec in self.active_judges() if spec.type == name), None)
+
+
+def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
+    """chunkers x embedders x retrievers x top_k x each judge's modes, deduplicated.
+
+    A retriever that ignores vectors (bm25) gets no embedder, so it is not repeated once per
+    embedder in the grid.
+    """
+    parts = config.resolved_components()
+    points: dict[str, GridPoint] = {}
+    judge_options = list(itertools.product(*parts["judges"].values()))
+    for chunker, embedder, retriever, top_k, judges in itertools.product(
+        parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k, judge_options
+    ):
+        retriever_cls = registry.retrievers.get(retriever.type)
+        params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
+        point = GridPoint(
+            chunker=chunker, embedder=embedder, retriever=params, top_k=top_k, judges=tuple(judges),
+            generator=parts["generator"], evaluation=config.evaluation, web=parts["web"],
+        )
+        # Only what a point uses is part of it: a retriever that ignores vectors keeps its
+        # embedder only when retrieval may switch to a strategy that reads them.
+        point = point.model_copy(update={
+            "embedder": embedder if retriever_cls.uses_embedder or point.switches_strategy() else None,
+            "web": parts["web"] if point.uses_web() else None,
+        })
+        points.setdefault(point.model_dump_json(), point)
+    return list(points.values())
