@@ -98,7 +98,7 @@ def test_unknown_doc_is_one_error_naming_the_valid_ones_and_changes_nothing(
         store.delete_documents("camelids", ["a.txt", "nope.txt"])
     assert str(caught.value) == ("corpus 'camelids' has no document 'nope.txt'. "
                                  "Its documents: a.txt, b.md, sub/paper.pdf.")
-    with pytest.raises(ConfigError, match="unknown corpus 'other'. Existing corpora: camelids"):
+    with pytest.raises(ConfigError, match=r"unknown corpus 'other'\. Existing corpora: camelids"):
         store.delete_documents("other", ["a.txt"])
     with pytest.raises(ConfigError, match="leave corpus 'camelids' empty"):
         store.delete_documents("camelids", ["a.txt", "b.md", "sub/paper.pdf"])
