@@ -347,7 +347,8 @@ class CorpusStore:
             known = [entry.doc_id for entry in manifest.documents]
             unknown = [doc_id for doc_id in dict.fromkeys(doc_ids) if doc_id not in known]
             if unknown:
-                shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+                more = f" and {len(known) - 10} more (`ragkit corpus docs {name}`)" if len(known) > 10 else ""
+                shown = ", ".join(known[:10]) + more
                 raise ConfigError(f"corpus '{name}' has no document {', '.join(map(repr, unknown))}. "
                                   f"Its documents: {shown}.")
             doomed = set(doc_ids)
