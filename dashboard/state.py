@@ -82,6 +82,17 @@ def corpora_table() -> pd.DataFrame:
     return _corpora_table(str(root), folder_stamp(root / "corpora"))
 
 
+@st.cache_data(ttl=DATA_TTL_S, max_entries=8)
+def _documents_table(root: str, name: str, stamp: float) -> pd.DataFrame:
+    return listing.documents_table(_corpus_store(root).files(name))
+
+
+def documents_table(name: str) -> pd.DataFrame:
+    """ragkit.corpus.listing.documents_table of one corpus: one row per source file."""
+    root = data_dir()
+    return _documents_table(str(root), name, folder_stamp(root / "corpora"))
+
+
 @st.cache_resource(max_entries=4)
 def _corpus(root: str, name: str, stamp: float):
     return _corpus_store(root).load(name)

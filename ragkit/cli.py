@@ -213,12 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--corpus", required=True, help="corpus name")
     ingest.set_defaults(func=_cmd_ingest)
 
-    corpus = sub.add_parser("corpus", help="list or delete corpora")
+    corpus = sub.add_parser("corpus", help="list or delete corpora, list or delete a corpus's documents")
     corpus_sub = corpus.add_subparsers(dest="corpus_command", required=True)
     corpus_sub.add_parser("list", help="list corpora").set_defaults(func=_cmd_corpus_list)
     delete = corpus_sub.add_parser("delete", help="delete a corpus with its chunk sets and indexes")
     delete.add_argument("name")
     delete.set_defaults(func=_cmd_corpus_delete)
+    from ragkit.corpus.commands import add_document_parsers
+
+    add_document_parsers(corpus_sub)  # docs, delete-doc
 
     run = sub.add_parser("run", help="run an experiment grid (resumes where it stopped)")
     run.add_argument("config", help="experiment YAML file")

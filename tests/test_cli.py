@@ -37,6 +37,32 @@ def test_ingest_reports_each_bad_file_and_exits_zero(tmp_path, capsys):
     assert "no corpora yet" in capsys.readouterr().out
 
 
+
+@pytest.mark.integration
+def test_corpus_docs_lists_files_and_delete_doc_removes_one(tmp_path, capsys):
+    import json
+
+    (tmp_path / "a.txt").write_text("Alpacas are smaller than llamas.", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("Camels store fat.", encoding="utf-8")
+    assert main(["ingest", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--corpus", "camelids"]) == 0
+    capsys.readouterr()
+
+    assert main(["corpus", "docs", "camelids"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split("\t") == ["doc_id", "file_name", "file_type", "size_bytes", "documents", "pages", "chars",
+                                  "ingested"]
+    assert [row.split("\t")[:7] for row in rows] == [["a.txt", "a.txt", "txt", "32", "1", "0", "32"],
+                                                     ["b.txt", "b.txt", "txt", "17", "1", "0", "17"]]
+
+    assert main(["corpus", "delete-doc", "camelids", "nope.txt"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: corpus 'camelids' has no document 'nope.txt'. "
+                                               "Its documents: a.txt, b.txt.")
+    assert main(["corpus", "delete-doc", "camelids", "a.txt"]) == 0
+    assert "deleted 1 file(s) from corpus 'camelids': 1 document(s) left, new corpus id" in capsys.readouterr().out
+    assert main(["corpus", "docs", "camelids", "--format", "json"]) == 0
+    assert [row["doc_id"] for row in json.loads(capsys.readouterr().out)] == ["b.txt"]
+
+
 @pytest.mark.integration
 def test_ingest_of_only_bad_files_exits_non_zero(tmp_path, capsys):
     (tmp_path / "empty.txt").write_bytes(b"")

@@ -1,4 +1,5 @@
-"""Corpora: upload files, see what was ingested or skipped, list, delete, preview chunks."""
+"""Corpora: upload files, see what was ingested or skipped, list, delete corpora or single documents,
+preview chunks."""
 
 from __future__ import annotations
 
@@ -69,6 +70,27 @@ with st.expander("Delete a corpus"):
         state.corpus_store().delete(doomed)
         st.success(f"Deleted corpus '{escape(doomed)}'.")
         st.rerun()
+
+# --- one corpus's documents ---------------------------------------------------------------------
+st.subheader("Documents of a corpus")
+listed = st.selectbox("Corpus", table["name"].tolist(), key="docs_corpus")
+documents = state.documents_table(listed)
+st.dataframe(documents, hide_index=True)
+with st.expander("Delete documents"):
+    st.caption("The remaining documents make a new version of the corpus, with a new corpus id: runs on the "
+               "old version keep their results, and running an experiment again computes new runs.")
+    chosen_docs = st.multiselect("Documents to delete", documents["doc_id"].tolist(), key="delete_docs")
+    confirm_docs = st.checkbox(f"Yes, delete {len(chosen_docs)} document(s) from '{escape(listed)}'",
+                               key="delete_docs_confirm")
+    if st.button("Delete documents", disabled=not (chosen_docs and confirm_docs), type="secondary"):
+        try:
+            new_version = state.corpus_store().delete_documents(listed, chosen_docs)
+        except ConfigError as error:  # every document chosen, or one deleted meanwhile elsewhere
+            st.error(escape(error))
+        else:
+            st.success(f"Deleted {len(chosen_docs)} document(s) from '{escape(listed)}': new corpus id "
+                       f"{new_version.corpus_id}.")
+            st.rerun()
 
 # --- preview -------------------------------------------------------------------------------------
 st.subheader("Preview a document and its chunks")

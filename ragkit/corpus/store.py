@@ -58,6 +58,7 @@ class ManifestEntry(BaseModel):
     loader_version: int
     document_count: int
     modified: str | None = None  # the file's modification time (UTC, ISO 8601) when it was ingested
+    ingested: str | None = None  # when it was ingested (UTC, ISO 8601); None in manifests written before
 
 
 class Manifest(BaseModel):
@@ -103,6 +104,10 @@ class CorpusInfo(BaseModel):
     total_bytes: int
     file_types: dict[str, int]
     created: datetime
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def check_corpus_name(name: str) -> str:
@@ -277,7 +282,7 @@ class CorpusStore:
         modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat(timespec="seconds")
         entry = ManifestEntry(
             doc_id=doc_id, sha256=sha256, file_type=file_type, size_bytes=size_bytes,
-            loader_version=LOADER_VERSION, document_count=len(parsed), modified=modified,
+            loader_version=LOADER_VERSION, document_count=len(parsed), modified=modified, ingested=_now(),
         )
         return entry, label_documents(parsed, doc_id, file_type, size_bytes, modified)
 
@@ -302,7 +307,7 @@ class CorpusStore:
             self._write_parsed(cache, sha256, IMPORTED, parsed)
         entry = ManifestEntry(
             doc_id=f"{IMPORTED}:{name}", sha256=sha256, file_type=IMPORTED, size_bytes=len(serialised),
-            loader_version=LOADER_VERSION, document_count=len(parsed),
+            loader_version=LOADER_VERSION, document_count=len(parsed), ingested=_now(),
         )
         corpus = Corpus.from_documents(name, [make_document(p.own_id or "", p.text, p.metadata) for p in parsed])
         with content_lock(self.data_dir, "corpus", name):
@@ -332,18 +337,54 @@ class CorpusStore:
         documents = [document for entry in manifest.documents for document in self._entry_documents(entry)]
         return Corpus.from_documents(name, documents)
 
-    def delete(self, name: str) -> None:
-        """Remove a corpus, and its derived data and parsed files once no other corpus uses them.
+    def files(self, name: str) -> list[tuple[ManifestEntry, list[Document]]]:
+        """Each source file of corpus ``name`` (its manifest entry, by doc id) with its documents."""
+        return [(entry, self._entry_documents(entry)) for entry in self._require(name).documents]
 
-        Only parsed files this corpus referenced are candidates for removal, so a concurrent
-        ingestion whose manifest is not written yet does not lose its freshly parsed files.
+    def delete_documents(self, name: str, doc_ids: Sequence[str]) -> Corpus:
+        """Remove source files (by doc id, as ``files`` lists them) from corpus ``name``.
+
+        The rest make a new version of the corpus, with a new corpus_id (a content hash). The
+        store keeps one version per name, so the old corpus_id no longer loads; its derived data
+        and the removed files' parsed documents go, as in ``delete``, once no corpus uses them.
+        Runs of the old version keep their results. Under the corpus lock, as ingest: neither
+        loses the other's change.
         """
+        with content_lock(self.data_dir, "corpus", check_corpus_name(name)):
+            manifest = self._require(name)
+            known = [entry.doc_id for entry in manifest.documents]
+            unknown = [doc_id for doc_id in dict.fromkeys(doc_ids) if doc_id not in known]
+            if unknown:
+                more = f" and {len(known) - 10} more (`ragkit corpus docs {name}`)" if len(known) > 10 else ""
+                shown = ", ".join(known[:10]) + more
+                raise ConfigError(f"corpus '{name}' has no document {', '.join(map(repr, unknown))}. "
+                                  f"Its documents: {shown}.")
+            doomed = set(doc_ids)
+            remaining = [entry for entry in manifest.documents if entry.doc_id not in doomed]
+            if not remaining:
+                raise ConfigError(f"that would leave corpus '{name}' empty: delete the corpus itself "
+                                  f"(`ragkit corpus delete {name}`)")
+            corpus = Corpus.from_documents(name, [d for entry in remaining for d in self._entry_documents(entry)])
+            self._write_manifest(name, corpus.corpus_id, remaining, manifest)
+            self._drop_unused(manifest)
+        return corpus
+
+    def delete(self, name: str) -> None:
+        """Remove a corpus, and its derived data and parsed files once no other corpus uses them."""
         manifest = self._require(name)
         self._manifest_path(name).unlink()
-        others = self._manifests()
-        if all(other.corpus_id != manifest.corpus_id for other in others):
+        self._drop_unused(manifest)
+
+    def _drop_unused(self, manifest: Manifest) -> None:
+        """Remove the derived data and parsed files of a manifest no longer written that no corpus uses.
+
+        Only parsed files this manifest referenced are candidates for removal, so a concurrent
+        ingestion whose manifest is not written yet does not lose its freshly parsed files.
+        """
+        current = self._manifests()
+        if all(other.corpus_id != manifest.corpus_id for other in current):
             shutil.rmtree(self.derived_dir(manifest.corpus_id), ignore_errors=True)
-        still_used = {self._entry_parsed_path(entry) for other in others for entry in other.documents}
+        still_used = {self._entry_parsed_path(entry) for other in current for entry in other.documents}
         for entry in manifest.documents:
             if (cache := self._entry_parsed_path(entry)) not in still_used:
                 cache.unlink(missing_ok=True)

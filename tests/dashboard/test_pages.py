@@ -390,6 +390,29 @@ def test_corpus_delete_needs_confirmation(tmp_path):
     assert any("No corpus yet" in i.value for i in app.info)
 
 
+
+def test_corpora_page_lists_documents_and_deletes_the_chosen_after_confirmation(tmp_path):
+    from ragkit.corpus.store import CorpusStore
+
+    for name, text in [("a.txt", "alpacas and llamas"), ("b.txt", "camels in the desert"), ("c.txt", "vicunas")]:
+        (tmp_path / name).write_text(text)
+    old_id = CorpusStore().ingest([tmp_path / n for n in ("a.txt", "b.txt", "c.txt")], "camelids").corpus_id
+    app = page("1_corpora.py").run()
+    assert_ok(app)
+    documents = app.dataframe[1].value
+    assert documents["doc_id"].tolist() == ["a.txt", "b.txt", "c.txt"]
+    assert documents["chars"].tolist() == [18, 20, 7]
+    app.multiselect(key="delete_docs").select("a.txt").select("c.txt").run()
+    delete = next(b for b in app.button if b.label == "Delete documents")
+    assert delete.disabled  # not before the confirmation
+    app.checkbox(key="delete_docs_confirm").check().run()
+    next(b for b in app.button if b.label == "Delete documents").click().run()
+    assert_ok(app)
+    assert [d.id_ for d in CorpusStore().load("camelids").documents] == ["b.txt"]
+    assert CorpusStore().list()[0].corpus_id != old_id
+    assert app.dataframe[1].value["doc_id"].tolist() == ["b.txt"]
+
+
 # --- judges, answers and the LLM backend ---------------------------------------------------------
 
 
