@@ -379,7 +379,10 @@ def _remote_stamp(location: str, endpoint: str | None) -> tuple:
     return endpoint, folder_state(location, "_commits", "runs")
 
 
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=8)
+# Views and loaded results are keyed by the folder's state (its stamp), so an entry past its ttl is
+# most likely still right: it is served at once while one background refresh recomputes it, rather
+# than every session asking in that moment waiting for the recomputation.
+@st.cache_resource(ttl=DATA_TTL_S, max_entries=8, refresh_mode="background")
 def _results(folder: str, stamp: Any):
     """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
@@ -392,7 +395,7 @@ def load_results(experiment: str):
     return _stop_on_storage_error(folder, lambda: _results(str(folder), _results_stamp(folder)))
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=64)
+@st.cache_data(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
 def _view(folder: str, stamp: Any, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from streamlit.runtime.caching import cache_utils
 
 import ragkit.analysis
 from dashboard import state
@@ -38,6 +39,7 @@ class CountingView:
         self.computations = 0
         self.asked = 0
         self.all_asked = threading.Event()
+        self.release = self.all_asked  # what a computation waits for
         self.all_asked_in_time: list[bool] = []
         self._lock = threading.Lock()
         self._sessions = sessions
@@ -51,7 +53,7 @@ class CountingView:
     def __call__(self, results, metric: str) -> pd.DataFrame:
         with self._lock:
             self.computations += 1
-        self.all_asked_in_time.append(self.all_asked.wait(ALL_ASKED_TIMEOUT_S))
+        self.all_asked_in_time.append(self.release.wait(ALL_ASKED_TIMEOUT_S))
         return results.scores[results.scores["metric"] == metric].reset_index(drop=True)
 
 
@@ -113,3 +115,31 @@ def test_sessions_before_and_after_the_folder_turns_quiet_compute_it_once(experi
     ask_at_once(name, counting, clock_of_session)
     assert counting.computations == 1
     assert len(loads) == 1
+
+
+def test_an_expired_view_is_served_at_once_and_refreshed_once_in_the_background(experiment, monkeypatch):
+    """Past its ttl a view of an unchanged folder is still right: every session gets it without
+    waiting, while one refresh (held here until they all have it) recomputes it."""
+    name, counting, _ = experiment
+    # The caches' storage reads the clock it was made with: made here, before the clock is replaced.
+    state.view("metric_names", name, None)
+    clock = [1000.0]
+    monkeypatch.setattr(cache_utils, "TTLCACHE_TIMER", lambda: clock[0])
+    counting.all_asked.set()  # the first computation need not wait
+    first = state.view("counting", name, None, "mrr")
+    counting.release = threading.Event()
+    clock[0] += state.DATA_TTL_S + 1
+    values = ask_at_once(name, counting)  # returns only if no session waited for the held refresh
+    assert all(value.equals(first) for value in values)
+    refresh_started = threading.Event()
+    for _ in range(ALL_ASKED_TIMEOUT_S * 100):  # a guard: the refresh thread starts within milliseconds
+        if counting.computations == 2:
+            refresh_started.set()
+            break
+        refresh_started.wait(0.01)
+    counting.release.set()
+    assert refresh_started.is_set() and counting.computations == 2
+    state.view("counting", name, None, "mrr")  # waits for nothing: fresh, or stale with its refresh under way
+    assert counting.computations == 2
+    # The refresh was let go by the test, after every session had its value (not by the guard's timeout).
+    assert counting.all_asked_in_time[-1] is True
