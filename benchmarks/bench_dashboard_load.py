@@ -291,6 +291,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40, help="lines of the profile")
     parser.add_argument("--child-profile", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # Stopped (timeout, kill): leave through the context managers, which stop the server and the job.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.child_profile:
         profile_child(args.child_profile, args.top)
         return
