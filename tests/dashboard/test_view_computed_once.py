@@ -143,3 +143,22 @@ def test_an_expired_view_is_served_at_once_and_refreshed_once_in_the_background(
     assert counting.computations == 2
     # The refresh was let go by the test, after every session had its value (not by the guard's timeout).
     assert counting.all_asked_in_time[-1] is True
+
+
+def test_sessions_asking_for_one_chart_at_once_build_it_once_and_share_it(experiment, monkeypatch):
+    name, _, _ = experiment
+    from ragkit.analysis import charts
+
+    built: list[str] = []
+    real_chart = charts.metric_bar_chart
+
+    def counting_chart(means, runs):
+        built.append(threading.current_thread().name)
+        return real_chart(means, runs)
+
+    monkeypatch.setattr(charts, "metric_bar_chart", counting_chart)
+    with ThreadPoolExecutor(max_workers=SESSIONS) as sessions:
+        figures = list(sessions.map(lambda _: state.chart("metric_bar_chart", "means", name, None, ["mrr"],
+                                                          title="mrr"), range(SESSIONS)))
+    assert len(built) == 1
+    assert all(figure is figures[0] for figure in figures) and figures[0].layout.title.text == "mrr"
