@@ -7,7 +7,7 @@ apart), each judge's share of invalid replies, the recommendation (`ragkit best`
 questions fail (`ragkit failures`); a warning when the selected runs used different question sets,
 corpora or evaluation models; judges against people when the folder has labels (agreement,
 confusion, prediction-powered means; ragkit.labels.tables). Every number comes from ragkit.analysis
-(through state.view), the same engine as `ragkit report`.
+(through state.view, and its main figures through state.chart), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.
