@@ -217,7 +217,10 @@ def _remote_stamp(location: str, endpoint: str | None) -> tuple:
     return folder_stamps.remote_results_stamp(location)
 
 
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=8)
+# Views and loaded results are keyed by the folder's state (its stamp), so an entry past its ttl is
+# most likely still right: it is served at once while one background refresh recomputes it, rather
+# than every session asking in that moment waiting for the recomputation.
+@st.cache_resource(ttl=DATA_TTL_S, max_entries=8, refresh_mode="background")
 def _results(folder: str, stamp: Any):
     """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
@@ -230,7 +233,7 @@ def load_results(experiment: str):
     return _stop_on_storage_error(folder, lambda: _results(str(folder), _results_stamp(folder)))
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=64)
+@st.cache_data(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
 def _view(folder: str, stamp: Any, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
 
@@ -244,6 +247,29 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
     return _stop_on_storage_error(folder, lambda: _view(
         str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
+
+
+@st.cache_resource(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
+def _chart(folder: str, stamp: Any, chart: str, view_name: str, run_ids: tuple[str, ...] | None, args: tuple,
+           options: tuple, title: str) -> Any:
+    """Shared, not copied: st.plotly_chart only reads the figure (``to_dict``), and no page changes it."""
+    from ragkit.analysis import charts
+
+    runs = _results(folder, stamp).runs
+    selected = runs[runs["run_id"].isin(run_ids)] if run_ids is not None else runs
+    figure = getattr(charts, chart)(_view(folder, stamp, view_name, run_ids, args), selected, **dict(options))
+    return figure.update_layout(title=title) if title else figure
+
+
+def chart(chart: str, view_name: str, experiment: str, run_ids: list[str] | None, *args: Any, title: str = "",
+          **options: Any) -> Any:
+    """``ragkit.analysis.charts.<chart>(view(view_name, ...), the selected runs, **options)`` titled ``title``:
+    built once per results folder state for every session. Building the figures (plotly validates every
+    property) was most of a page run once the views were cached: each session rebuilt them."""
+    folder = results_location(experiment)
+    return _stop_on_storage_error(folder, lambda: _chart(
+        str(folder), _results_stamp(folder), chart, view_name, tuple(run_ids) if run_ids is not None else None,
+        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args), tuple(sorted(options.items())), title))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)

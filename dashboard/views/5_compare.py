@@ -7,7 +7,7 @@ apart), each judge's share of invalid replies, the recommendation (`ragkit best`
 questions fail (`ragkit failures`); a warning when the selected runs used different question sets,
 corpora or evaluation models; judges against people when the folder has labels (agreement,
 confusion, prediction-powered means; ragkit.labels.tables). Every number comes from ragkit.analysis
-(through state.view), the same engine as `ragkit report`.
+(through state.view, and its main figures through state.chart), the same engine as `ragkit report`.
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.
@@ -64,8 +64,9 @@ if chosen:
                    "beyond its top_k, or a metric it does not score).")
     else:
         strict = has_failures(effects)  # then the strict difference leads, in the chart and the table
-        st.plotly_chart(charts.forest_chart(effects, runs, strict=strict).update_layout(
-            title=("Strict: " if strict else "") + "level - reference (95% CI)"), key="factor_chart")
+        st.plotly_chart(state.chart("forest_chart", "factor_effects", experiment, run_ids, chosen, strict=strict,
+                                    title=("Strict: " if strict else "") + "level - reference (95% CI)"),
+                        key="factor_chart")
         st.dataframe(factor_table(effects), hide_index=True, key="factor_table")
         references = state.view("factor_references", experiment, run_ids)
         st.caption(reference_line(references.itertuples()) + " Each level against its factor's reference, paired "
@@ -76,10 +77,8 @@ if chosen:
                    "('at ...').")
 
 if chosen:
-    means = state.view("means", experiment, run_ids, chosen)
-    figure = charts.metric_bar_chart(means, runs)
-    figure.update_layout(title=" · ".join(chosen) + " (95% CI)")
-    st.plotly_chart(figure, key="metric_chart")
+    st.plotly_chart(state.chart("metric_bar_chart", "means", experiment, run_ids, chosen,
+                                title=" · ".join(chosen) + " (95% CI)"), key="metric_chart")
     st.caption(CUT_RULE)
 
 generation = [m for m in GENERATION_METRICS if m in metrics]
@@ -111,15 +110,14 @@ if generation:
 
 # Full width: with a realistic grid (a dozen runs or more) side-by-side charts get unreadable.
 if base:
-    st.plotly_chart(charts.curve_chart(state.view("curve_points", experiment, run_ids, base), runs, base),
+    st.plotly_chart(state.chart("curve_chart", "curve_points", experiment, run_ids, base, base_metric=base),
                     key="curve_chart")
-st.plotly_chart(charts.latency_chart(state.view("stage_latency", experiment, run_ids), runs).update_layout(
-    title="Latency by stage"), key="latency_chart")
+st.plotly_chart(state.chart("latency_chart", "stage_latency", experiment, run_ids, title="Latency by stage"),
+                key="latency_chart")
 
 quality = chosen[0] if chosen else metrics[0]
-frame = state.view("quality_latency", experiment, run_ids, quality)
-st.plotly_chart(charts.pareto_chart(frame, runs, quality_name=quality).update_layout(
-    title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
+st.plotly_chart(state.chart("pareto_chart", "quality_latency", experiment, run_ids, quality, quality_name=quality,
+                            title=f"{quality} vs latency: Pareto front"), key="pareto_chart")
 
 st.subheader("Which configuration to use")
 rankable = [m for m in metrics if better_direction(m) != 0]

@@ -1,0 +1,337 @@
+"""The dashboard under load: the Compare page in concurrent Chromium sessions while a job runs.
+
+    python benchmarks/bench_dashboard_load.py [--sessions 10] [--keep DIR] [--profile]
+    python benchmarks/bench_dashboard_load.py --experiments quickstart --sessions 1   # one session
+
+In one data directory (``--keep DIR`` keeps it, and what it holds is reused): the quickstart's
+results (``ragkit run experiments/quickstart.yaml``, 2-3 minutes the first time) and a synthetic
+folder of ``--runs`` x ``--questions`` (50 x 1,000) written by ragkit's own ResultStore through
+bench_compare.build (seed 0). Starts ``ragkit dashboard`` on 127.0.0.1 and a free port, and the
+dashboard's JobManager running small bm25 experiments one after another for the whole
+measurement (the background job). Then per experiment, each session a fresh Chromium context
+opening ``/compare?exp=NAME``:
+
+- cold: one session, the first to ask (the server computes every view);
+- single: one session alone, views cached, ``--singles`` times: the baseline (its median);
+- concurrent: ``--sessions`` sessions opened at once.
+
+Per session: seconds from navigation to the first chart drawn (a plotly SVG), to the factor
+table drawn, when the server's messages carrying each arrived on the websocket (the rest, up to
+drawn, is the browser's rendering), and errors (a Streamlit exception or error box, a script
+error in the page). Goals (issue 29, item 5): every session without error; p95 to the factor
+table < 3x the single session's; the single session's first chart < 2 s on the quickstart.
+``--profile``: a child renders the Compare page with AppTest (the server's script run without a
+browser) twice, the second with caches warm as a later session finds them, under cProfile
+(pyinstrument is not installed here), and prints where that run's time goes.
+A script, not a test: it needs Debian's chromium and minutes of both cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import REPO_ROOT, Measurement, print_table
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+SYNTHETIC = "bench"
+STARTUP_TIMEOUT_S = 120
+SESSION_TIMEOUT_MS = 300_000
+FIRST_CHART = '[data-testid="stPlotlyChart"] .main-svg'
+FACTOR_TABLE = '.st-key-factor_chart + div [data-testid="stDataFrame"]'  # dataframes carry no st-key class
+ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+RUNNING = '[data-testid="stStatusWidget"]'
+FIRST_CHART_GOAL_S, RATIO_GOAL = 2.0, 3.0
+# The background job: the bundled sample, one chunker, bm25 (no model), run again and again.
+BACKGROUND_CONFIG = {
+    "name": "background", "dataset": {"path": str(REPO_ROOT / "datasets" / "covidqa_sample"), "format": "squad"},
+    "chunkers": [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 32}}], "embedders": [],
+    "retrievers": [{"type": "bm25"}], "top_k": [5],
+}
+
+
+def prepare(data_dir: Path, runs: int, questions: int, experiments: list[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(data_dir)}
+    if "quickstart" in experiments and not (data_dir / "results" / "quickstart" / "runs").exists():
+        print("running the quickstart (2-3 minutes on 2 cores) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(REPO_ROOT / "experiments" / "quickstart.yaml"),
+                        "--quiet"], env=env, check=True, cwd=REPO_ROOT)
+    if SYNTHETIC in experiments and not (data_dir / "results" / SYNTHETIC / "runs").exists():
+        from bench_compare import build
+
+        started = time.perf_counter()
+        build(data_dir / "results" / SYNTHETIC, runs, questions, seed=0)
+        print(f"built {runs} runs x {questions} questions in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def dashboard(data_dir: Path):
+    """``ragkit dashboard`` on 127.0.0.1 and a free port; its URL while it answers."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(data_dir)}
+    log = (data_dir / "dashboard.log").open("w")
+    process = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "dashboard", "--port", str(port)], cwd=REPO_ROOT,
+                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the dashboard exited: {(data_dir / 'dashboard.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the dashboard did not answer /_stcore/health in time") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+@contextmanager
+def background_jobs(data_dir: Path):
+    """Small experiments through the dashboard's JobManager, one after another, until the block ends."""
+    from ragkit.jobs import ACTIVE_STATES, JobManager
+
+    manager, stop, started = JobManager(data_dir / "jobs"), threading.Event(), []
+
+    def keep_one_running() -> None:
+        while not stop.is_set():
+            job = manager.start(BACKGROUND_CONFIG, out_dir=data_dir / "background" / f"run{len(started)}")
+            started.append(job.job_id)
+            while not stop.wait(0.5) and manager.get(job.job_id).state in ACTIVE_STATES:
+                pass
+            if stop.is_set():
+                manager.cancel(job.job_id)
+
+    thread = threading.Thread(target=keep_one_running, daemon=True)
+    thread.start()
+    try:
+        yield started
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None) -> dict:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    page.set_default_timeout(SESSION_TIMEOUT_MS)
+    arrived: dict[str, float] = {}
+    script_errors: list[str] = []
+    page.on("pageerror", lambda error: script_errors.append(str(error)))
+
+    def on_frame(payload) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode()
+        # The factor chart's message names its key; a dataframe's does not, so only the chart is timed.
+        if b"factor_chart" in data and "factor_chart" not in arrived:
+            arrived["factor_chart"] = time.perf_counter()
+
+    page.on("websocket", lambda socket: socket.on("framereceived", on_frame))
+    # The renderer's own CPU (script, layout, style): what drawing the page costs, whatever the load.
+    devtools = await context.new_cdp_session(page)
+    await devtools.send("Performance.enable")
+    if barrier is not None:
+        await barrier.wait()
+    started = time.perf_counter()
+    try:
+        await page.goto(url, wait_until="commit")
+        await page.locator(FIRST_CHART).first.wait_for(state="visible")
+        first_chart = time.perf_counter() - started
+        await page.locator(FACTOR_TABLE).first.wait_for(state="visible")
+        factor_table = time.perf_counter() - started
+        await page.wait_for_timeout(300)
+        await page.locator(RUNNING).wait_for(state="hidden")
+        errors = [await element.inner_text() for element in await page.locator(ERRORS).all()] + script_errors
+        renderer = {m["name"]: m["value"] for m in (await devtools.send("Performance.getMetrics"))["metrics"]}
+    except Exception as error:  # noqa: BLE001  a timeout or a dead page is this session's error, not the run's
+        return {"error": [f"{type(error).__name__}: {str(error)[:300]}"]}
+    finally:
+        await context.close()
+    return {"first_chart": first_chart, "factor_table": factor_table, "error": errors,
+            "renderer_cpu": renderer.get("TaskDuration", float("nan")),
+            "script_cpu": renderer.get("ScriptDuration", float("nan")),
+            **{f"{key}_arrived": arrived[key] - started for key in arrived}}
+
+
+async def measure_experiment(url: str, sessions: int, singles: int) -> dict[str, list[dict]]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            cold = [await one_session(browser, url)]
+            single = [await one_session(browser, url) for _ in range(singles)]
+            barrier = asyncio.Barrier(sessions)
+            concurrent = await asyncio.gather(*(one_session(browser, url, barrier) for _ in range(sessions)))
+        finally:
+            await browser.close()
+    return {"cold": cold, "single": single, "concurrent": list(concurrent)}
+
+
+def summary(name: str, measured: dict[str, list[dict]]) -> tuple[list[Measurement], list[str]]:
+    def values(phase: str, key: str) -> np.ndarray:
+        return np.array([s[key] for s in measured[phase] if key in s], dtype=float)
+
+    def at(phase: str, key: str, q: float = 50) -> float:
+        """The q-th percentile over the sessions of a phase that got that far (nan if none did)."""
+        found = values(phase, key)
+        return float(np.percentile(found, q)) if len(found) else float("nan")
+
+    errors = [f"{phase}: {e}" for phase, group in measured.items() for s in group for e in s["error"]]
+    single_table, single_chart = at("single", "factor_table"), at("single", "first_chart")
+    p50, p95 = at("concurrent", "factor_table"), at("concurrent", "factor_table", 95)
+    lines = [f"{name}: cold first session: first chart {at('cold', 'first_chart'):.2f} s, factor table "
+             f"{at('cold', 'factor_table'):.2f} s; single (median of {len(measured['single'])}): first chart "
+             f"{single_chart:.2f} s, factor table {single_table:.2f} s; {len(measured['concurrent'])} at once: factor "
+             f"table p50 {p50:.2f} s, p95 {p95:.2f} s, first chart p50 {at('concurrent', 'first_chart'):.2f} s; "
+             f"sessions with an error: {sum(bool(s['error']) for g in measured.values() for s in g)}"]
+    for phase in ("single", "concurrent"):
+        drawn, sent = values(phase, "first_chart"), values(phase, "factor_chart_arrived")
+        if len(sent) == len(drawn) and len(sent):
+            lines.append(f"  {phase}: the first chart's message arrived at {np.median(sent):.2f} s (median), drawn "
+                         f"{np.median(drawn - sent):.2f} s later (the browser: loading plotly.js, rendering)")
+    lines.append(f"  browser renderer's task time per session until the page finished (median, s): single "
+                 f"{at('single', 'renderer_cpu'):.2f} (JavaScript {at('single', 'script_cpu'):.2f}), concurrent "
+                 f"{at('concurrent', 'renderer_cpu'):.2f}")
+    rows = [
+        Measurement(f"{name}: p95 to factor table, {len(measured['concurrent'])} at once", p95, single_table, "s",
+                    f"< {RATIO_GOAL:g}x single", p95 < RATIO_GOAL * single_table and not errors),
+        Measurement(f"{name}: p50 to factor table", p50, single_table, "s", "-", None),
+    ]
+    if name == "quickstart":
+        rows.append(Measurement(f"{name}: single session's first chart", single_chart, single_chart, "s",
+                                f"< {FIRST_CHART_GOAL_S:g} s", single_chart < FIRST_CHART_GOAL_S))
+    return rows, lines + errors[:20]
+
+
+PROFILED_PAGE = """
+import cProfile, runpy
+profiler = cProfile.Profile()
+profiler.enable()
+try:
+    runpy.run_path({page!r}, run_name="__main__")
+finally:
+    profiler.disable()
+    profiler.dump_stats({out!r})
+"""
+
+
+def profile_child(experiment: str, top: int, sessions: int) -> None:
+    """The Compare page's script run through AppTest (the server's script run, no browser): cold,
+    then warm as a later session finds the caches, the warm one also under cProfile. AppTest runs
+    the script on a thread of its own, so the profiler is started inside the script. Every AppTest
+    reuses the first one's components registry (a server discovers it once at startup; AppTest at
+    each instance's first run, seconds here: bench_dashboard.py does the same)."""
+    import pstats
+
+    from streamlit.testing.v1 import AppTest
+
+    page = str(REPO_ROOT / "dashboard" / "views" / "5_compare.py")
+    registry: list = []
+
+    def render(app) -> tuple[float, float]:
+        """Wall and CPU seconds of one run (CPU of this process: on a loaded machine wall is mostly waiting)."""
+        app.query_params["exp"] = experiment
+        if registry:
+            app._bidi_component_manager = registry[0]  # private: see the docstring
+        started, cpu = time.perf_counter(), time.process_time()
+        app.run()
+        if app.exception:
+            raise RuntimeError(f"the Compare page failed: {[e.value for e in app.exception]}")
+        registry[:] = [getattr(app, "_bidi_component_manager", None)]
+        return time.perf_counter() - started, time.process_time() - cpu
+
+    render(AppTest.from_string("import streamlit as st\nst.title('another page')"))
+    cold = render(AppTest.from_file(page, default_timeout=600))
+    warm = render(AppTest.from_file(page, default_timeout=600))
+    with tempfile.TemporaryDirectory() as scratch:
+        out = str(Path(scratch) / "page.prof")
+        render(AppTest.from_string(PROFILED_PAGE.format(page=page, out=out), default_timeout=600))
+        # The server's side of concurrent sessions: warm script runs at once in this one process.
+        with ThreadPoolExecutor(max_workers=sessions) as pool:
+            together = [wall for wall, _ in pool.map(lambda _: render(AppTest.from_file(page, default_timeout=600)),
+                                                     range(sessions))]
+        print(f"{experiment}: page script run (wall / CPU s): cold {cold[0]:.2f} / {cold[1]:.2f} (computes the "
+              f"views), warm {warm[0]:.2f} / {warm[1]:.2f}; {sessions} warm runs at once in one process (no "
+              f"browser): p50 {np.percentile(together, 50):.2f} s, p95 {np.percentile(together, 95):.2f} s "
+              f"({np.percentile(together, 95) / warm[0]:.1f}x the single warm run); the profile below is of "
+              "another warm run")
+        pstats.Stats(out).sort_stats("cumulative").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--singles", type=int, default=3, help="single-session measurements (their median)")
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument("--experiments", default=f"quickstart,{SYNTHETIC}")
+    parser.add_argument("--keep", type=Path, help="a data dir to build (or reuse) both results folders in")
+    parser.add_argument("--no-job", action="store_true", help="no background job")
+    parser.add_argument("--profile", action="store_true", help="profile one session's script run (cProfile)")
+    parser.add_argument("--top", type=int, default=40, help="lines of the profile")
+    parser.add_argument("--child-profile", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    # Stopped (timeout, kill): leave through the context managers, which stop the server and the job.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.child_profile:
+        profile_child(args.child_profile, args.top, args.sessions)
+        return
+    experiments = args.experiments.split(",")
+    with tempfile.TemporaryDirectory() as scratch:
+        data_dir = (args.keep or Path(scratch)).resolve()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        prepare(data_dir, args.runs, args.questions, experiments)
+        rows: list[Measurement] = []
+        with dashboard(data_dir) as url, (background_jobs(data_dir) if not args.no_job else _nothing()) as jobs:
+            for name in experiments:
+                measured = asyncio.run(measure_experiment(f"{url}/compare?exp={name}", args.sessions, args.singles))
+                found, said = summary(name, measured)
+                print("\n".join(said), flush=True)  # each experiment as it is done: a run takes minutes
+                rows += found
+            if jobs is not None:
+                print(f"background jobs started during the measurement: {len(jobs)}")
+        print_table(rows, baseline_name="single")
+        if args.profile:
+            env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(data_dir)}
+            for name in experiments:
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child-profile", name, "--top",
+                                str(args.top), "--sessions", str(args.sessions)], env=env, check=True, cwd=REPO_ROOT)
+
+
+@contextmanager
+def _nothing():
+    yield None
+
+
+if __name__ == "__main__":
+    main()
