@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 BUNDLED = "covidqa_sample (bundled)"
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"

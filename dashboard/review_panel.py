@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape, html_block
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 
 def _reviewable(entry: dict[str, str]) -> Path | None:

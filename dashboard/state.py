@@ -20,8 +20,8 @@ import streamlit as st
 from dashboard.safe_text import escape
 from ragkit.corpus.store import CorpusStore
 from ragkit.corpus.validation import sanitize_name
+from ragkit.errors import ConfigError
 from ragkit.jobs import JobManager
-from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -162,11 +162,11 @@ def chunk_preview(
     root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str, params_json: str
 ) -> pd.DataFrame:
     """One document's chunks under one chunker: boundaries, breadcrumb, token count, text."""
-    from ragkit import registry
+    from ragkit.chunkers.base import chunkers
     from ragkit.chunkers.token import cl100k_tokenizer
 
     document = _corpus(root, corpus, corpus_stamp).by_id()[doc_id]
-    nodes = registry.chunkers.build({"type": chunker, "params": json.loads(params_json)}).chunk([document])
+    nodes = chunkers.build({"type": chunker, "params": json.loads(params_json)}).chunk([document])
     tokenizer = cl100k_tokenizer()
     return pd.DataFrame(
         [

@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from ragkit.errors import WebSearchError
 from ragkit.judges.base import Judgement, JudgeTrace
 from ragkit.judges.correction import Attempt, HallucinationCorrector
 from ragkit.judges.generator import Answer, Generator
 from ragkit.judges.groundedness import GroundednessJudge
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
-from ragkit.web import WebProvider, WebSearchError, web_nodes
+from ragkit.web import WebProvider, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.judges.answer_check import AnswerCheckJudge

@@ -28,7 +28,8 @@ from llama_index.core.schema import Document
 
 from ragkit.corpus.model import make_document
 from ragkit.corpus.pdf import PdfError, read_pdf
-from ragkit.corpus.validation import IngestError, file_type_of
+from ragkit.corpus.validation import file_type_of
+from ragkit.errors import IngestError
 from ragkit.settings import get_settings
 from ragkit.yaml_input import DocumentLoader, parse_yaml, parse_yaml_documents
 

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
+from ragkit.embedders.base import embedders
+from ragkit.errors import ConfigError, validation_problems
 from ragkit.experiments.baselines import check_baselines
 from ragkit.experiments.search import SearchConfig
 from ragkit.index import AnnParams
@@ -20,7 +22,8 @@ from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.quoting import clipped, quoted
-from ragkit.registry import ComponentSpec, ConfigError, validation_problems
+from ragkit.registry import ComponentSpec
+from ragkit.retrievers.base import retrievers
 from ragkit.web import web_providers
 from ragkit.yaml_input import load_yaml
 
@@ -311,7 +314,7 @@ class ExperimentConfig(StrictModel):
         # Resolving checks names and params now, with messages that list the valid choices.
         check_baselines(self, self.resolved_components())
         if not self.embedders:
-            needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
+            needing = [s.type for s in self.retrievers if retrievers.get(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
             if any(point_switches(self, name) for name in ("strategy", "quality_gate")):
@@ -343,9 +346,9 @@ class ExperimentConfig(StrictModel):
             raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
         generator = self.generator
         return {
-            "chunkers": [_at(f"chunkers.{i}", registry.chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
-            "embedders": [_at(f"embedders.{i}", registry.embedders.resolve, s) for i, s in enumerate(self.embedders)],
-            "retrievers": [_at(f"retrievers.{i}", registry.retrievers.resolve, s)
+            "chunkers": [_at(f"chunkers.{i}", chunkers.resolve, s) for i, s in enumerate(self.chunkers)],
+            "embedders": [_at(f"embedders.{i}", embedders.resolve, s) for i, s in enumerate(self.embedders)],
+            "retrievers": [_at(f"retrievers.{i}", retrievers.resolve, s)
                            for i, s in enumerate(self.retrievers)],
             "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
             "generator": _at("generator", judge_registry.resolve, generator) if generator is not None else None,
@@ -408,8 +411,8 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
     for chunker, embedder, retriever, top_k, judges in itertools.product(
         parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k, judge_options
     ):
-        retriever_cls = registry.retrievers.get(retriever.type)
-        params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
+        retriever_cls = retrievers.get(retriever.type)
+        params = retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
         point = GridPoint(
             chunker=chunker, embedder=embedder, retriever=params, top_k=top_k, judges=tuple(judges),
             generator=parts["generator"], evaluation=config.evaluation, web=parts["web"],

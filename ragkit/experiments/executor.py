@@ -24,9 +24,9 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit import registry
 from ragkit.artefacts import ArtefactSync, SharedArtefacts
 from ragkit.atomic import write_json_atomic
+from ragkit.chunkers.base import chunkers
 from ragkit.chunksets import (
     chunk_judged,
     chunkset_path,
@@ -35,7 +35,9 @@ from ragkit.chunksets import (
     load_or_build_judged_chunkset,
 )
 from ragkit.corpus.summary import corpus_summary
-from ragkit.embeddings import EmbeddingCache, embed_with_cache
+from ragkit.embedders.base import embedders
+from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
+from ragkit.errors import BackendUnavailable
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import (
@@ -55,7 +57,7 @@ from ragkit.index import ChunkIndex, IndexStore
 from ragkit.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.judges.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 from ragkit.judges.base import judges as judge_registry
-from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
+from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
 from ragkit.locks import content_lock
@@ -66,6 +68,7 @@ from ragkit.pipeline import Pipeline, Trace, stage_row
 from ragkit.qa import Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
+from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.settings import get_settings
@@ -169,9 +172,9 @@ class LocalExecutor:
         return self.derived_dir / "steps" / f"{key}.json"
 
     def _embedder(self, spec: ComponentSpec) -> Any:
-        key = component_key(registry.embedders, spec)
+        key = component_key(embedders, spec)
         if key not in self._embedders:
-            self._embedders[key] = registry.embedders.build(spec)
+            self._embedders[key] = embedders.build(spec)
         return self._embedders[key]
 
     def _chunkset(self, plan: Plan, chunkset_id: str, report: ExecutionReport) -> pd.DataFrame:
@@ -187,10 +190,10 @@ class LocalExecutor:
                 if step.chunker.type == "semantic":
                     # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
                     # which embedder later indexes it.
-                    deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
-                if getattr(registry.chunkers.get(step.chunker.type), "uses_llm", False):
+                    deps["embed_model"] = self._embedder(embedders.resolve("minilm")).embed_model()
+                if getattr(chunkers.get(step.chunker.type), "uses_llm", False):
                     deps["llm"] = llm
-                chunker = registry.chunkers.build(step.chunker, **deps)
+                chunker = chunkers.build(step.chunker, **deps)
                 if chunker_uses_llm(step.chunker):
                     chunker.use_llm(llm)  # chunk summaries
                 return chunker
@@ -242,8 +245,8 @@ class LocalExecutor:
         def build_chunker(spec):
             deps = {}
             if spec.type == "semantic":
-                deps["embed_model"] = self._embedder(registry.embedders.resolve("minilm")).embed_model()
-            return registry.chunkers.build(spec, **deps)
+                deps["embed_model"] = self._embedder(embedders.resolve("minilm")).embed_model()
+            return chunkers.build(spec, **deps)
 
         return load_or_build_judged_chunkset(path, decisions_path(self.derived_dir, step.chunkset_id), plan.corpus,
                                              lambda: chunk_judged(plan.corpus, judge.decide, build_chunker),
@@ -275,7 +278,7 @@ class LocalExecutor:
         llm = self._llm_client(run.llms[EVALUATION]) if EVALUATION in run.llms else None
         # The bundled MiniLM embeds for answer relevancy and embedding groundedness, whatever
         # embedder the run retrieves with, so the metric means the same across runs.
-        embed_model = self._embedder(registry.embedders.resolve("minilm")).embed_model()
+        embed_model = self._embedder(embedders.resolve("minilm")).embed_model()
         return QuestionEvaluator(params, llm, embed_model, plan.corpus.by_id())
 
     def _pipeline(self, plan: Plan, run: RunStep, index: ChunkIndex) -> Pipeline:
@@ -284,7 +287,7 @@ class LocalExecutor:
         if embedder is not None:
             # Batched on first need, in the plan's order: see Embedder.expect_queries.
             embedder.expect_queries([q.text for q in plan.questions.questions])
-        base = registry.retrievers.build(point.retriever, index=index, embedder=embedder)
+        base = retrievers.build(point.retriever, index=index, embedder=embedder)
         clients = {role: self._llm_client(spec) for role, spec in run.llms.items()}
 
         def judge(spec, **deps):
@@ -341,10 +344,10 @@ class LocalExecutor:
         for the strategy judge and the quality gate's switch map to choose from."""
         # The same scope as the grid's retriever: a switch changes the strategy, not the documents.
         scope = point.retriever.params.get("scope", "all")
-        retrievers = {name: registry.retrievers.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
+        others = {name: retrievers.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
                                                       index=index, embedder=embedder)
                       for name in STRATEGIES if name != point.retriever.type}
-        return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)
+        return SwitchableRetriever({point.retriever.type: base, **others}, default=point.retriever.type)
 
     def _index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> ChunkIndex:
         if step.index_id not in self._indexes:
@@ -375,7 +378,7 @@ class LocalExecutor:
         vectors = None
         if step.embedder is not None:
             embedder = self._embedder(step.embedder)
-            embedder_key = component_key(registry.embedders, step.embedder)
+            embedder_key = component_key(embedders, step.embedder)
             cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
             with content_lock(self.data_dir, "embedder", embedder_key):
                 started = time.perf_counter()

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from ragkit.errors import BackendUnavailable, ConfigError
 from ragkit.experiments.executor import (
     ExecutionReport,
     LocalExecutor,
@@ -42,8 +43,6 @@ from ragkit.experiments.executor import (
     failure_scores,
 )
 from ragkit.experiments.plan import Plan
-from ragkit.llms.base import BackendUnavailable
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from ragkit.corpus.model import Corpus
 from ragkit.corpus.store import CorpusStore
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import ExperimentConfig, expand_grid
 from ragkit.experiments.executor import ExecutionReport, LocalExecutor, Progress
 from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend
 from ragkit.qa import QuestionSet, load_dataset_corpus, load_question_set, resolve_answer_spans
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 
 

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.groundedness import joined_context
-from ragkit.llms.base import LLMError
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)

@@ -13,9 +13,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from ragkit.errors import ConfigError
 from ragkit.llms.calls import LLMClient, LLMResult
 from ragkit.llms.parsing import ModelT
-from ragkit.registry import Component, ComponentParams, ConfigError, Registry
+from ragkit.registry import Component, ComponentParams, Registry
 
 # Every mode any judge has; each judge lists the ones it implements in ``modes`` (checked on
 # construction). Model modes run a local model folder instead of asking the LLM.

@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn, conversation_block
 from ragkit.judges.keywords import with_new_keywords
-from ragkit.llms.base import LLMError
 
 
 class CondenseParams(JudgeParams):

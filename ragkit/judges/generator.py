@@ -26,8 +26,8 @@ from typing import Any, ClassVar, Protocol
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMResult
 
 STAGE = "generate"

@@ -30,8 +30,8 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from pydantic import BaseModel, Field, model_validator
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, Judgement, JudgeParams, JudgeTrace
-from ragkit.llms.base import LLMError
 from ragkit.local_models import entailment_probabilities
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")

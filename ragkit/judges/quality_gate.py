@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Literal
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ragkit.errors import LLMError
 from ragkit.judges.attempt_scale import (
     SCALE_LABELS,
     Attempt,
@@ -73,7 +74,6 @@ from ragkit.judges.quality_gate_prompts import (
     build_prompt,
     build_scored_prompt,
 )
-from ragkit.llms.base import LLMError
 from ragkit.retrievers.switchable import STRATEGIES
 
 Retrieve = Callable[[str], list[NodeWithScore]]

@@ -19,8 +19,8 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.llms.base import LLMError
 
 
 def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithScore]:

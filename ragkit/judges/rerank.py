@@ -26,9 +26,9 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field, create_model, model_validator
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.retrieval import numbered_chunks
-from ragkit.llms.base import LLMError
 from ragkit.local_models import cross_encoder_scores
 
 

@@ -22,9 +22,9 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, create_model
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn, conversation_block
-from ragkit.llms.base import LLMError
 
 
 class RetrievalJudgeParams(JudgeParams):

@@ -34,9 +34,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ragkit.corpus.summary import SummaryMethod, content_words, word_stem, words
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
 from ragkit.judges.generator import ConversationTurn
-from ragkit.llms.base import LLMError
 
 Route = Literal["documents", "conversational", "web"]
 Relevance = Literal["yes", "no", "maybe"]

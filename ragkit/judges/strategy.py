@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import Judge, JudgeParams, JudgeTrace
-from ragkit.llms.base import LLMError
 
 Strategy = Literal["dense", "bm25", "hybrid"]
 ALL_STRATEGIES: tuple[Strategy, ...] = ("dense", "bm25", "hybrid")

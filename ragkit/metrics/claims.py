@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ragkit.errors import LLMError
 from ragkit.judges.groundedness import SYSTEM, ClaimVerdict, joined_context, split_claims
-from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.metrics.ragas_adapter import RagasOutcome

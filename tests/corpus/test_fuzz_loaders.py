@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.loaders import atx_heading, parse_file
 from ragkit.corpus.model import make_document
-from ragkit.corpus.validation import IngestError
-from ragkit.registry import chunkers
+from ragkit.errors import IngestError
 from tests.corpus import pdf_samples
 from tests.corpus.fuzzing import (
     fuzz_settings,

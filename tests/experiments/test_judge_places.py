@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, judge_names, load_config
 from ragkit.judges.base import PIPELINE_SLOTS, Judge, judges
-from ragkit.registry import ConfigError
 
 PLACES = ("chunking, router, condense, strategy, hyde, multi_query, quality_gate, retrieval, rerank, enrichment, "
           "groundedness, answer_check")

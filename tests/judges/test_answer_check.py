@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ragkit.errors import LLMError
 from ragkit.judges.answer_check import (
     ANSWER_CHECK_METRICS,
     AnswerCheckJudge,
@@ -15,7 +16,6 @@ from ragkit.judges.answer_check import (
 )
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
+from ragkit.errors import ConfigError, LLMError
 from ragkit.judges.base import judges
 from ragkit.judges.chunking import ChunkingJudge, ChunkingJudgeParams, document_sample
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
-from ragkit.registry import ConfigError, chunkers
 from tests.factories import scripted_llm_class
 
 MARKDOWN = "# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + "Some words about this part. " * 30 for i in range(4))

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace
 from ragkit.judges.condense import CondenseJudge, CondenseParams, heuristic_rewrite
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.qa import Turn
 from tests.factories import scripted_llm_class
 

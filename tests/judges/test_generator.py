@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.generator import Answer, Generator, GeneratorParams, cited_numbers
 from ragkit.llms import LLMBackend, LLMClient, LLMParams, llms
-from ragkit.llms.base import BackendReply, LLMError
+from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 
 QUERY = "why do cats purr"

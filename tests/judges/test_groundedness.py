@@ -11,10 +11,10 @@ import pytest
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import PromptTemplate
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.groundedness import GroundednessJudge, GroundednessParams, split_claims, unsupported_claims
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"

@@ -12,11 +12,11 @@ import json
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from ragkit.errors import ConfigError
 from ragkit.judges.attempt_scale import question_overlaps
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.quality_gate import QualityGate, QualityGateParams
 from ragkit.llms import LLMClient
-from ragkit.registry import ConfigError
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit

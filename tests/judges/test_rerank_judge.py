@@ -11,10 +11,10 @@ import pytest
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.rerank import RerankJudge, RerankJudgeParams, bm25_scores, terms
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 

@@ -10,10 +10,10 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.retrieval import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from ragkit.errors import LLMError
 from ragkit.judges.base import JudgeTrace, judges
 from ragkit.judges.router import RouteDecision, RouterJudge, RouterParams
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
 from tests.factories import scripted_llm_class
 

@@ -8,9 +8,10 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel, Field
 
+from ragkit.errors import ConfigError
 from ragkit.llms import LLMBackend, LLMClient, LLMParams, LLMRoles, llms, parse_json_reply
 from ragkit.llms.base import BackendReply, with_retries
-from ragkit.registry import ComponentParams, ComponentSpec, ConfigError
+from ragkit.registry import ComponentParams, ComponentSpec
 
 pytestmark = pytest.mark.unit
 
@@ -157,7 +158,7 @@ def test_a_cache_hit_reports_the_generation_time_it_saved(tmp_path):
 def test_a_client_with_its_own_usage_keeps_late_calls_out_of_the_parents_stages(tmp_path):
     # An evaluation that timed out keeps calling in ragas' thread while the next question's
     # pipeline runs: its calls must not land in the pipeline's drained usage.
-    from ragkit.llms.base import BackendUnavailable
+    from ragkit.errors import BackendUnavailable
 
     client = LLMClient(scripted(["a", "b"]), tmp_path)
     evaluation = client.with_own_usage()

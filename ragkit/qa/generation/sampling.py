@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ragkit.errors import ConfigError
 from ragkit.qa.wording import content_words, sentence_spans
-from ragkit.registry import ConfigError
 
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]]")
