@@ -5,14 +5,14 @@ module can raise these without an import cycle: the registry, the component base
 corpus, the LLM backends and the command line all meet here instead of importing one another
 to catch each other's errors. Which exception a caller sees decides what a user is told:
 
-| exception | meaning | what the CLI does |
+| exception | meaning | what the user sees |
 |---|---|---|
 | ``ConfigError`` | a value the user wrote is wrong (a message naming it and the valid choices) | one line, exit 2 |
 | ``IngestError`` | one file cannot be ingested (a reason a user can act on) | one line, exit 2; an upload skips it |
 | ``LockTimeout`` | another process holds what we would wait for | one line, exit 2 |
-| ``LLMError`` | one LLM call failed: judges record an invalid reply | recorded per question |
-| ``BackendUnavailable`` | a server is not there at all: the run stops, resumable | one line, exit 2 |
-| ``WebSearchError`` | a web search could not be done | recorded as the route's error |
+| ``LLMError`` | one LLM call failed | judges record an invalid reply and fall back |
+| ``BackendUnavailable`` | a server is not there at all: the run stops, resumable | one line, exit 3 |
+| ``WebSearchError`` | a web search could not be done | an invalid ``web`` judgement, no results |
 
 Exceptions that stay in one package live beside their code (``PdfError`` in ``corpus/pdf.py``,
 ``EmbeddingServerError`` in ``embedders/remote.py``, ``ModelFolderError`` in ``local_models.py``).
