@@ -1,8 +1,8 @@
 """A generic name -> component class registry; each kind's registry lives in its base module.
 
 ``Registry("chunker", builtins={...})`` in ``chunkers/base.py`` (and likewise for embedders,
-retrievers, LLM backends, judges and web providers) knows the kind's built-in classes by their
-import path, in code, so the built-ins work whatever package metadata is installed (an editable
+retrievers, LLM backends and web providers) knows the kind's built-in classes by their import
+path, in code, so the built-ins work whatever package metadata is installed (an editable
 install made before a module moved, or none at all). Third-party components join through the
 kind's entry-point group (``ragkit.chunkers`` and so on; pyproject.toml lists the built-ins there
 too). A name registered in code is never looked up in the entry points, so a stale or broken
@@ -10,7 +10,7 @@ entry point for it changes nothing; a plugin's entry point that fails to load is
 error naming it. A class is imported only when its name is used, so listing names and
 validating configs stays cheap.
 
-This module imports no kind's base (they import it), only ``ragkit.errors`` beneath it.
+This module imports no kind's base (they import it), only ``errors``, ``hashing`` and ``quoting``.
 """
 
 from __future__ import annotations
