@@ -156,7 +156,7 @@ def model_floor() -> float:
     """Seconds to load MiniLM as ragkit's minilm embedder does, embedding nothing: what any
     process that embeds with it holds before its first text (torch, sentence-transformers, the
     weights)."""
-    from ragkit.embeddings import MiniLMEmbedder, MiniLMParams
+    from ragkit.embedders.local import MiniLMEmbedder, MiniLMParams
 
     started = time.perf_counter()
     MiniLMEmbedder(MiniLMParams()).embed_model()

@@ -74,8 +74,8 @@ def hashed_vectors(texts: list[str]) -> np.ndarray:
 def ragkit_child(dataset: Path, data_dir: Path) -> None:
     from typing import Any, ClassVar
 
-    from ragkit import registry
-    from ragkit.embeddings import Embedder, MiniLMParams
+    from ragkit.embedders.base import Embedder, embedders
+    from ragkit.embedders.local import MiniLMParams
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.runner import run_experiment
     from ragkit.settings import get_settings
@@ -104,7 +104,7 @@ def ragkit_child(dataset: Path, data_dir: Path) -> None:
     get_settings.cache_clear()
     out = data_dir / "results" / "bench-scale"
     seconds = []
-    with registry.embedders.registered("hashed", HashedEmbedder):
+    with embedders.registered("hashed", HashedEmbedder):
         config = config_from_dict({
             "name": "bench-scale", "dataset": {"path": str(dataset), "format": "beir"}, "chunkers": ["document"],
             "embedders": ["hashed"], "retrievers": ["dense", "bm25"], "top_k": [10],

@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     args = parser.parse_args()
 
-    from ragkit.registry import embedders
+    from ragkit.embedders.base import embedders
 
     rng = np.random.default_rng(args.seed)
     cases, eligible, total = build_cases(args.dataset, args.questions, rng)

@@ -14,8 +14,8 @@ import streamlit as st
 from dashboard import state
 from dashboard.safe_text import escape
 from ragkit.corpus.validation import sanitize_name
+from ragkit.errors import ConfigError
 from ragkit.qa import catalogue
-from ragkit.registry import ConfigError
 
 BUNDLED = catalogue.SAMPLE_NAME
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"

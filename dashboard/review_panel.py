@@ -11,8 +11,8 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape, html_block
+from ragkit.errors import ConfigError
 from ragkit.qa import catalogue
-from ragkit.registry import ConfigError
 
 
 def _reviewable(entry: dict[str, str]) -> Path | None:

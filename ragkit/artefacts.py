@@ -29,9 +29,9 @@ from pathlib import Path
 
 from ragkit.atomic import make_dirs
 from ragkit.chunksets import chunkset_path, decisions_path
+from ragkit.errors import ConfigError
 from ragkit.folders import ObjectFolder, is_remote
 from ragkit.locks import content_lock
-from ragkit.registry import ConfigError
 
 MARKER = "published.json"
 

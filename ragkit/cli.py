@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ragkit.errors import ConfigError
 from ragkit.folders import as_location
 from ragkit.quoting import clipped, one_line
-from ragkit.registry import ConfigError
 
 # The dashboard reads files under the server's paths and runs jobs: anything but loopback needs a token.
 
@@ -339,8 +339,7 @@ def _say(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ragkit.corpus.validation import IngestError
-    from ragkit.llms.base import BackendUnavailable
+    from ragkit.errors import BackendUnavailable, IngestError
 
     args = build_parser().parse_args(argv)
     try:

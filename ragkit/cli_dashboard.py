@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.settings import TOKEN_ENV
 
 LOOPBACK_NAMES = ("localhost",)

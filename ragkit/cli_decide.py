@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ragkit.errors import ConfigError
 from ragkit.folders import as_location
-from ragkit.registry import ConfigError
 
 
 def _positive_float(text: str) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 REMOTE_SCHEMES = ("s3://",)
 

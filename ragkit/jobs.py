@@ -31,11 +31,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ragkit.atomic import write_json_atomic
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import PATH_FIELDS, ExperimentConfig, config_from_dict, config_to_yaml
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.experiments.status import read_status
 from ragkit.folders import is_remote
-from ragkit.registry import ConfigError
 from ragkit.settings import get_settings
 
 JobKind = Literal["run", "questions"]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ragkit.registry import ConfigError
+from ragkit.errors import LockTimeout
 
 # How long a process waits for another to finish building what it needs. Embedding a large
 # corpus on a CPU takes hours; a lock is never stale (its holder's death releases it), so this
@@ -39,11 +39,6 @@ from ragkit.registry import ConfigError
 BUILD_WAIT_S = 6 * 3600.0
 
 LOCK_KINDS = ("index", "chunkset", "embedder", "corpus")
-
-
-class LockTimeout(ConfigError):
-    """Another process holds a lock we cannot wait for: a one-line user-facing error naming
-    what was waited for and who holds it."""
 
 
 def content_lock(data_dir: Path, kind: str, key: str, timeout: float = BUILD_WAIT_S):

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 
+from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
 from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
@@ -41,7 +42,7 @@ from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.base import Judgement, JudgeTrace
 from ragkit.stages.roles import by_role
-from ragkit.web import WebProvider, WebSearchError, web_nodes
+from ragkit.web import WebProvider, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.retrievers.cache import RetrievalCache

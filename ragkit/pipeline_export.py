@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 # Row columns that describe the experiment or the results, not the pipeline.
 _RECORD_ONLY = ("run_id", "experiment", "corpus", "corpus_id", "questions_key", "chunkset_id", "index_id", "depth",

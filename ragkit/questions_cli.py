@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:

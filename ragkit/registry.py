@@ -1,38 +1,30 @@
-"""Name -> component class registries, one per kind, filled from entry points.
+"""A generic name -> component class registry; each kind's registry lives in its base module.
 
-Built-in components register through the same ``ragkit.<kind>`` entry-point groups as
-third-party plugins (see pyproject.toml). A class is imported only when its name is used,
-so listing names and validating configs stays cheap.
+``Registry("chunker", builtins={...})`` in ``chunkers/base.py`` (and likewise for embedders,
+retrievers, LLM backends and web providers) knows the kind's built-in classes by their import
+path, in code, so the built-ins work whatever package metadata is installed (an editable
+install made before a module moved, or none at all). Third-party components join through the
+kind's entry-point group (``ragkit.chunkers`` and so on; pyproject.toml lists the built-ins there
+too). A name registered in code is never looked up in the entry points, so a stale or broken
+entry point for it changes nothing; a plugin's entry point that fails to load is a one-line
+error naming it. A class is imported only when its name is used, so listing names and
+validating configs stays cheap.
+
+This module imports no kind's base (they import it), only ``errors``, ``hashing`` and ``quoting``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from importlib.metadata import entry_points
-from types import UnionType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ragkit.errors import ConfigError, validation_problems
 from ragkit.hashing import content_key
-from ragkit.quoting import MESSAGE_CHARS, clipped, quoted
-
-if TYPE_CHECKING:  # only for the registries' annotations: these modules import this one
-    from ragkit.chunkers.base import Chunker
-    from ragkit.embeddings import Embedder
-    from ragkit.retrievers.base import Retriever
-
-
-class ConfigError(ValueError):
-    """A user-written value is wrong; the message names it and lists the valid choices.
-
-    The message is clipped to ``MESSAGE_CHARS``: the values it quotes should be clipped where it
-    is written (``ragkit.quoting``), and this is the guard for a place that forgot.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(clipped(message, MESSAGE_CHARS))
+from ragkit.quoting import clipped
 
 
 class ComponentParams(BaseModel):
@@ -95,73 +87,6 @@ class Component:
         return content_key(self.kind, self.name, self.version, self.params.key_dump())
 
 
-# A validation error lists at most this many problems, each location part and message clipped:
-# a list of a million bad items, or a key of 10 MB, still reads as one short line.
-MAX_PROBLEMS = 5
-LOCATION_PART_CHARS = 60
-PROBLEM_CHARS = 300
-
-
-def validation_problems(
-    error: ValidationError, unknown: str, empty_location: str, model: type[BaseModel] | None = None
-) -> str:
-    """A pydantic error as one readable line: each bad field named, with what was wrong.
-
-    ``unknown`` names what an extra key is ("parameter", "field"); given the validated ``model``,
-    an unknown key also lists the valid keys at its place. A ConfigError raised inside a validator
-    keeps its own message (without pydantic's "Value error, " prefix), and one raised by a
-    whole-model validator names its field itself, so it gets no location.
-    """
-    problems = []
-    items = error.errors(include_url=False)
-    for item in items[:MAX_PROBLEMS]:
-        # A key is the user's text too: each part of the location is clipped like a value.
-        where = ".".join(clipped(str(part), LOCATION_PART_CHARS) for part in item["loc"]) or empty_location
-        if item["type"] == "extra_forbidden":
-            valid = _field_names_at(model, item["loc"][:-1]) if model is not None else []
-            choices = f" (valid {unknown}s{_under(item['loc'][:-1])}: {', '.join(valid)})" if valid else ""
-            problems.append(f"unknown {unknown} '{where}'{choices}")
-        elif item["type"] == "value_error":
-            message = clipped(item["msg"].removeprefix("Value error, "), PROBLEM_CHARS)
-            problems.append(f"'{where}': {message}" if item["loc"] else message)
-        elif item["type"] == "missing":
-            problems.append(f"'{where}': {item['msg']}")
-        else:
-            problems.append(f"'{where}': {clipped(item['msg'], PROBLEM_CHARS)} (got {quoted(item['input'])})")
-    if len(items) > MAX_PROBLEMS:
-        problems.append(f"and {len(items) - MAX_PROBLEMS} more problem(s)")
-    return "; ".join(problems).rstrip(".")
-
-
-def _under(loc: tuple[int | str, ...]) -> str:
-    return f" of '{'.'.join(clipped(str(part), LOCATION_PART_CHARS) for part in loc)}'" if loc else " at the top level"
-
-
-def _field_names_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
-    """The field names of the pydantic model reached by following ``loc`` from ``model`` (list
-    indexes and dict keys step into the item type); empty when ``loc`` leaves pydantic models."""
-    annotation: Any = model
-    for part in loc:
-        annotation = _without_none(annotation)
-        origin, arguments = get_origin(annotation), get_args(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and part in annotation.model_fields:
-            annotation = annotation.model_fields[str(part)].annotation
-        elif origin in (list, tuple) and arguments:
-            annotation = arguments[0]
-        elif origin is dict and len(arguments) == 2:
-            annotation = arguments[1]
-        else:
-            return []
-    annotation = _without_none(annotation)
-    return list(annotation.model_fields) if isinstance(annotation, type) and issubclass(annotation, BaseModel) else []
-
-
-def _without_none(annotation: Any) -> Any:
-    """``X`` for ``X | None``; any other annotation unchanged."""
-    arguments = [argument for argument in get_args(annotation) if argument is not type(None)]
-    return arguments[0] if get_origin(annotation) in (Union, UnionType) and len(arguments) == 1 else annotation
-
-
 def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:
     valid = ", ".join(sorted(params_model.model_fields)) or "(none)"
     return f"{kind} '{name}': {validation_problems(error, 'parameter', '(params)')}. Valid parameters: {valid}."
@@ -171,19 +96,27 @@ ComponentT = TypeVar("ComponentT", bound=Component)
 
 
 class Registry(Generic[ComponentT]):
-    """The registered classes of one kind; ``ComponentT`` is that kind's base class."""
+    """The registered classes of one kind; ``ComponentT`` is that kind's base class.
 
-    def __init__(self, kind: str, group: str | None = None) -> None:
+    Lookup order: classes registered at run time (``register``: tests, notebooks), then the
+    built-ins named in code, then the entry points of ``group`` for any other name.
+    """
+
+    def __init__(self, kind: str, group: str | None = None, builtins: Mapping[str, str] | None = None) -> None:
         self.kind = kind
         self.group = group or f"ragkit.{kind}s"
+        # name -> "module:Class", the format of an entry point's value.
+        self.builtins: Mapping[str, str] = dict(builtins or {})
         self._extra: dict[str, type[ComponentT]] = {}
         self._loaded: dict[str, type[ComponentT]] = {}
 
     def _entry_points(self) -> dict[str, Any]:
-        return {ep.name: ep for ep in entry_points(group=self.group)}
+        """The group's entry points for names not built in (those are the code's, whatever the
+        installed metadata says)."""
+        return {ep.name: ep for ep in entry_points(group=self.group) if ep.name not in self.builtins}
 
     def names(self) -> list[str]:
-        return sorted(set(self._entry_points()) | set(self._extra))
+        return sorted(set(self.builtins) | set(self._entry_points()) | set(self._extra))
 
     def register(self, name: str, cls: type[ComponentT]) -> None:
         """Register a class directly (tests and notebooks); packages should use entry points."""
@@ -209,14 +142,30 @@ class Registry(Generic[ComponentT]):
         cls: type[ComponentT]
         if name in self._extra:
             cls = self._extra[name]
+        elif name in self.builtins:
+            # A built-in that does not import is a bug in ragkit, not a user error: let it raise.
+            cls = EntryPoint(name=name, value=self.builtins[name], group=self.group).load()
         else:
             points = self._entry_points()
             if name not in points:
-                choices = ", ".join(self.names()) or "(none registered: is ragkit installed with pip?)"
+                choices = ", ".join(self.names()) or "(none registered)"
                 raise ConfigError(f"unknown {self.kind} '{clipped(name)}'. Valid choices: {choices}.")
-            cls = points[name].load()
+            cls = self._load_plugin(name, points[name])
         self._loaded[name] = cls
         return cls
+
+    def _load_plugin(self, name: str, point: Any) -> type[ComponentT]:
+        """A plugin's class; one that cannot be imported (uninstalled, renamed, broken) is a
+        one-line error naming the entry point, not a traceback from inside the plugin."""
+        try:
+            loaded: type[ComponentT] = point.load()
+        except Exception as error:  # noqa: BLE001 - any failure inside a third-party import
+            where = getattr(point, "value", "?")
+            raise ConfigError(
+                f"{self.kind} '{clipped(name)}' is registered by the entry point '{clipped(where)}' "
+                f"(group {self.group}), which cannot be loaded: {type(error).__name__}: {clipped(str(error))}"
+            ) from None
+        return loaded
 
     def params_model(self, name: str) -> type[ComponentParams]:
         return self.get(name).Params
@@ -249,8 +198,3 @@ def as_spec(value: ComponentSpec | str | dict[str, Any]) -> ComponentSpec:
     if isinstance(value, str):
         return ComponentSpec(type=value)
     return ComponentSpec.model_validate(value)
-
-
-chunkers: Registry[Chunker] = Registry("chunker")
-embedders: Registry[Embedder] = Registry("embedder")
-retrievers: Registry[Retriever] = Registry("retriever")

@@ -84,7 +84,7 @@ class RagkitSettings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> RagkitSettings:
     # Not at module level: the registry sits above settings.
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     try:
         return RagkitSettings()

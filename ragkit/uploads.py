@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ragkit.corpus.validation import sanitize_name
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.settings import get_settings
 
 

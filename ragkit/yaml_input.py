@@ -23,8 +23,8 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from ragkit.errors import ConfigError
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 # Values that aliases may add to one file once expanded: a config that reuses a block of
 # defaults a few dozen times stays far below; a "billion laughs" reaches it within three levels.

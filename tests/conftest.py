@@ -47,9 +47,9 @@ def require_shared_dataset(name: str) -> Path:
 @pytest.fixture(scope="session")
 def minilm_embedder():
     """ragkit's own MiniLM embedder (the model loads once per test session)."""
-    from ragkit import registry
+    from ragkit.embedders.base import embedders
 
-    return registry.embedders.build("minilm")
+    return embedders.build("minilm")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragkit.embeddings import EmbeddingCache
+from ragkit.embedders.cache import EmbeddingCache
 from ragkit.index import IndexStore
 
 pytestmark = pytest.mark.integration
@@ -69,13 +69,13 @@ def test_the_embedding_cache_only_appends_so_a_reader_keeps_its_files(tmp_path):
 
 
 def test_an_embedding_cache_whose_creation_fails_reads_as_empty(tmp_path, monkeypatch):
-    import ragkit.embeddings
+    import ragkit.embedders.cache
 
     def full_disk(built: Path, path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     cache = EmbeddingCache(tmp_path, "minilm")
-    monkeypatch.setattr(ragkit.embeddings, "publish_dir", full_disk)
+    monkeypatch.setattr(ragkit.embedders.cache, "publish_dir", full_disk)
     with pytest.raises(OSError, match="No space left"):
         cache.add(["a"], np.ones((1, 4), dtype=np.float32))
     monkeypatch.undo()
@@ -97,7 +97,7 @@ class _LengthEmbedder:
 
 
 def test_texts_are_embedded_shortest_first_in_batches_and_returned_in_the_callers_order(tmp_path):
-    from ragkit.embeddings import embed_with_cache
+    from ragkit.embedders.cache import embed_with_cache
 
     texts = ["ccc long text", "a", "bbbbb", "a", "dd"]  # "a" twice: embedded once
     keys = [f"k-{t}" for t in texts]

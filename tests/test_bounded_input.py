@@ -17,8 +17,8 @@ import yaml
 
 from ragkit.cli import main
 from ragkit.corpus.parsers.markdown import front_matter
+from ragkit.errors import ConfigError
 from ragkit.quoting import QUOTE_CHARS, clipped, quoted
-from ragkit.registry import ConfigError
 from ragkit.yaml_input import MAX_ALIAS_NODES, MAX_DEPTH, load_yaml, parse_yaml
 from tests.conftest import REPO_ROOT
 from tests.factories import write_beir

@@ -22,13 +22,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from ragkit import registry
 from ragkit.corpus.store import CorpusStore
+from ragkit.embedders.base import embedders
+from ragkit.errors import LockTimeout
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import component_key
 from ragkit.experiments.runner import run_experiment
 from ragkit.jobs import JobManager, _process_alive
-from ragkit.locks import LockTimeout, content_lock
+from ragkit.locks import content_lock
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 from tests.factories import write_beir
@@ -145,7 +146,7 @@ def test_two_experiments_sharing_chunk_sets_and_an_embedder_at_once_equal_one_af
     trace = tmp_path / "lock-waits.log"
     for name, value in child_env(RAGKIT_TEST_LOCK_LOG=str(trace)).items():
         monkeypatch.setenv(name, value)  # for both children: the CLI run and the dashboard's job
-    embedder_key = component_key(registry.embedders, registry.embedders.resolve("minilm"))
+    embedder_key = component_key(embedders, embedders.resolve("minilm"))
     with content_lock(isolated_data_dir, "embedder", embedder_key):
         second = _cli(_config("second", dataset), outs["second"], logs["second"])
         if first_by == "cli":

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import ragkit.llms.base
-from ragkit import registry
-from ragkit.embeddings import EmbeddingServerError
+from ragkit.embedders.base import embedders
+from ragkit.embedders.remote import EmbeddingServerError
+from ragkit.errors import BackendUnavailable, ConfigError
 from ragkit.experiments.plan import component_key
-from ragkit.llms.base import BackendUnavailable, with_retries
-from ragkit.registry import ConfigError
+from ragkit.llms.base import with_retries
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def serve():
 def embedder(kind, url, **params):
     base = url + ("/v1" if kind == "openai" else "")
     spec = {"type": kind, "params": {"model_name": "m", "base_url": base, "backoff_s": 0.05, **params}}
-    return registry.embedders.build(spec)
+    return embedders.build(spec)
 
 
 KINDS = ["ollama", "openai"]
@@ -164,12 +164,12 @@ def test_a_reply_with_the_wrong_number_of_vectors_is_an_error(serve, kind):
 @pytest.mark.unit
 def test_timeouts_and_retries_are_in_no_content_key():
     """They change how a server is reached, not its vectors: the embedding cache and run ids stay."""
-    plain = registry.embedders.resolve({"type": "ollama"})
-    patient = registry.embedders.resolve({"type": "ollama", "params": {"timeout_s": 300, "max_retries": 8}})
+    plain = embedders.resolve({"type": "ollama"})
+    patient = embedders.resolve({"type": "ollama", "params": {"timeout_s": 300, "max_retries": 8}})
     assert patient.params["timeout_s"] == 300  # kept in the spec, so the embedder uses it
-    assert component_key(registry.embedders, plain) == component_key(registry.embedders, patient)
-    other = registry.embedders.resolve({"type": "ollama", "params": {"model_name": "mxbai-embed-large"}})
-    assert component_key(registry.embedders, other) != component_key(registry.embedders, plain)
+    assert component_key(embedders, plain) == component_key(embedders, patient)
+    other = embedders.resolve({"type": "ollama", "params": {"model_name": "mxbai-embed-large"}})
+    assert component_key(embedders, other) != component_key(embedders, plain)
     assert "timeout_s" not in plain.params  # an added option at its default: the old resolved spec
 
 

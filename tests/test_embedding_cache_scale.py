@@ -12,7 +12,7 @@ import pytest
 from lancedb.query import LanceEmptyQueryBuilder, LanceTakeQueryBuilder
 from lancedb.table import LanceTable
 
-from ragkit.embeddings import EmbeddingCache, embed_with_cache
+from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.folders import LocalFolder, local_results_folders, results_location, storage_errors
-from ragkit.registry import ConfigError
 
 pytestmark = pytest.mark.unit
 

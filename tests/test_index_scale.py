@@ -12,8 +12,8 @@ from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
 from lancedb.rerankers import RRFReranker
 from pydantic import ValidationError
 
-from ragkit import registry
 from ragkit.index import CHUNK_COLUMNS, FTS_COLUMN, AnnParams, IndexStore, doc_filter
+from ragkit.retrievers.base import retrievers
 
 pytestmark = pytest.mark.integration
 
@@ -151,7 +151,7 @@ def test_without_fulltext_bm25_and_hybrid_fail_naming_ensure_fulltext(store):
 
     assert _marker(store, "nofts")["fulltext"] is False
     assert [ix.index_type for ix in index._table.list_indices()] == []
-    bm25 = registry.retrievers.build({"type": "bm25", "params": {"top_k": 3}}, index=index)
+    bm25 = retrievers.build({"type": "bm25", "params": {"top_k": 3}}, index=index)
     with pytest.raises(ValueError, match=r"no full-text index.*ensure_fulltext\('nofts'\)"):
         bm25.retrieve("cats purr")
     with pytest.raises(ValueError, match="no full-text index"):

@@ -12,9 +12,9 @@ import pytest
 
 from ragkit.analysis.report import render_report
 from ragkit.cli import main
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 from ragkit.results.check import check_folder
 from ragkit.results.output_folder import check_output_folder

@@ -14,12 +14,13 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import WebSearchError
 from ragkit.llms import LLMClient
 from ragkit.pipeline import NO_WEB_PROVIDER, Pipeline
 from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
 from ragkit.stages.answer.generator import Generator, GeneratorParams
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
-from ragkit.web import WebResult, WebSearchError
+from ragkit.web import WebResult
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit

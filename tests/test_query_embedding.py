@@ -11,12 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragkit import embeddings, registry
-from ragkit.embeddings import SentenceTransformerEmbedder
+from ragkit.embedders import base as embedder_base
+from ragkit.embedders.base import embedders
+from ragkit.embedders.local import SentenceTransformerEmbedder
 from ragkit.hashing import text_sha256
 from ragkit.index import IndexStore
 from ragkit.registry import ComponentParams
 from ragkit.retrievers import base as retriever_base
+from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.cache import RetrievalCache
 
 
@@ -70,7 +72,7 @@ def charged(embedder: FakeEmbedder, clock: FakeClock, text: str) -> float:
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr(embeddings, "time", fake)
+    monkeypatch.setattr(embedder_base, "time", fake)
     monkeypatch.setattr(retriever_base, "time", fake)  # the retriever times its searches on the same clock
     return fake
 
@@ -109,7 +111,7 @@ def test_a_batch_holds_only_the_expected_queries_not_embedded_yet(clock):
 
 
 def test_batched_minilm_query_vectors_equal_single_ones_up_to_float_noise():
-    embedder = registry.embedders.build("minilm")  # not the session's: its expected queries are its own
+    embedder = embedders.build("minilm")  # not the session's: its expected queries are its own
     queries = ["why do cats purr", "What is the incubation period of COVID-19?", "dogs", "a b c d e f g h"]
     single = np.stack([embedder.embed_model().get_query_embedding(q) for q in queries]).astype(np.float32)
     single /= np.linalg.norm(single, axis=1, keepdims=True)
@@ -137,7 +139,7 @@ def test_a_cached_search_replays_the_queries_share_and_two_retrievers_are_charge
     embedder.expect_queries(["q1", "q2"])
 
     def retriever(top_k: int) -> Any:
-        built = registry.retrievers.build({"type": "dense", "params": {"top_k": top_k}}, index=index,
+        built = retrievers.build({"type": "dense", "params": {"top_k": top_k}}, index=index,
                                           embedder=embedder)
         built.use_cache(cache)
         return built

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from ragkit.cli import main
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.results.output_folder import check_output_folder
 from tests.factories import write_beir
 

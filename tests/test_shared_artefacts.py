@@ -115,7 +115,7 @@ def test_artefacts_built_before_sharing_was_on_are_published_when_next_used(tmp_
 
 @pytest.mark.unit
 def test_shared_artefacts_must_be_an_s3_prefix(monkeypatch, tmp_path):
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("RAGKIT_SHARED_ARTEFACTS", "/mnt/shared")

@@ -11,9 +11,8 @@ from streamlit.errors import StreamlitAPIException
 
 from dashboard import forms, state
 from dashboard.safe_text import escape
-from ragkit import registry
-from ragkit.corpus.validation import IngestError
-from ragkit.registry import ConfigError
+from ragkit.chunkers.base import chunkers
+from ragkit.errors import ConfigError, IngestError
 from ragkit.settings import get_settings
 from ragkit.uploads import save_uploads
 
@@ -98,10 +97,10 @@ chosen = st.selectbox("Corpus", table["name"].tolist(), key="preview_corpus")
 corpus = state.load_corpus(chosen)
 doc_ids = [document.id_ for document in corpus.documents]
 doc_id = st.selectbox("Document", doc_ids, key="preview_doc")
-names = registry.chunkers.names()
+names = chunkers.names()
 chunker = st.selectbox("Chunker", names, index=names.index("recursive") if "recursive" in names else 0)
 with st.expander(f"{chunker} parameters"):
-    params = forms.params_form(registry.chunkers.params_model(chunker), key=f"preview.{chunker}")
+    params = forms.params_form(chunkers.params_model(chunker), key=f"preview.{chunker}")
 
 document = corpus.by_id()[doc_id]
 left, right = st.columns(2)

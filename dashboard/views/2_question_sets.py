@@ -10,8 +10,8 @@ import streamlit as st
 
 from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
+from ragkit.errors import ConfigError
 from ragkit.qa import FORMATS, catalogue
-from ragkit.registry import ConfigError
 
 if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile

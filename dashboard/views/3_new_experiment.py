@@ -9,19 +9,22 @@ import streamlit as st
 
 from dashboard import forms, state
 from dashboard.safe_text import escape
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
+from ragkit.embedders.base import embedders
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.qa import catalogue
-from ragkit.registry import ConfigError
+from ragkit.registry import Registry
+from ragkit.retrievers.base import retrievers
 from ragkit.stages.base import judges
 from ragkit.stages.catalogue import stage_groups
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
 DEFAULTS = {"chunkers": ("recursive",), "embedders": ("minilm",), "retrievers": ("dense",)}
-KINDS: dict[str, registry.Registry[Any]] = {
-    "chunkers": registry.chunkers, "embedders": registry.embedders, "retrievers": registry.retrievers,
+KINDS: dict[str, Registry[Any]] = {
+    "chunkers": chunkers, "embedders": embedders, "retrievers": retrievers,
 }
 TOP_K_CHOICES = [1, 3, 5, 10, 20, 50, 100]
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.safe_text import escape
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.yaml_input import load_yaml
 
 REFRESH_S = 2.0

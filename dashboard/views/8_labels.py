@@ -8,11 +8,11 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.selection import pick_results
+from ragkit.errors import ConfigError
 from ragkit.labels.pooling import PoolParams
 from ragkit.labels.sheets import person_labels
 from ragkit.labels.sources import make_pool
 from ragkit.labels.store import CORRECT_NAMES, RELEVANCE_NAMES, LabelStore
-from ragkit.registry import ConfigError
 
 st.title("Label")
 

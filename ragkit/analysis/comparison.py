@@ -49,8 +49,8 @@ from ragkit.analysis import statistics
 from ragkit.analysis.differences import CASE_COUNTS, pair_differences, question_means, with_stats
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
+from ragkit.errors import ConfigError
 from ragkit.metrics.names import better_direction, failure_value, parse_metric
-from ragkit.registry import ConfigError
 
 DepthRule = Literal["common", "asked"]
 DEPTH_RULES = ("common", "asked")

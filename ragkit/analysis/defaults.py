@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 Default = str | bool | int | float
 # kind ("chunker", "embedder", "retriever", "judge") -> type -> added option -> its default; only
@@ -53,13 +53,15 @@ JUDGE_KIND = "judge"
 def registry_of(kind: str) -> Any:
     """The registry of ``kind``'s types (imported on use: the registries' modules are not needed
     for the built-ins)."""
-    from ragkit import registry
+    from ragkit.chunkers.base import chunkers
+    from ragkit.embedders.base import embedders
+    from ragkit.retrievers.base import retrievers
 
     if kind == JUDGE_KIND:
         from ragkit.stages.base import judges
 
         return judges
-    return {"chunker": registry.chunkers, "embedder": registry.embedders, "retriever": registry.retrievers}[kind]
+    return {"chunker": chunkers, "embedder": embedders, "retriever": retrievers}[kind]
 
 
 def registry_added_defaults(kind: str, name: str) -> dict[str, Default] | None:

@@ -21,8 +21,8 @@ import pandas as pd
 from ragkit.analysis.defaults import with_added_defaults
 from ragkit.analysis.labels import run_labels
 from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
+from ragkit.errors import ConfigError
 from ragkit.folders import as_location
-from ragkit.registry import ConfigError
 from ragkit.results import PART_TABLES, SCHEMAS, ResultStore, empty_table
 
 LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")

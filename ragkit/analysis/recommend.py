@@ -41,8 +41,8 @@ from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRul
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
 from ragkit.analysis.loading import Results
+from ragkit.errors import ConfigError
 from ragkit.metrics.names import better_direction, failure_value, parse_metric, sort_key
-from ragkit.registry import ConfigError
 
 # Pairs of arbitrary runs: named so, not after a factor (the engine's depth rule treats every
 # factor but top_k alike).

@@ -46,9 +46,9 @@ from ragkit.analysis.comparison import Comparer
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.pairing import is_config_column
+from ragkit.errors import ConfigError
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
 from ragkit.metrics.names import failure_value, sort_key
-from ragkit.registry import ConfigError
 
 _CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z0-9_@.]+)\s*(?P<op>[<>])\s*(?P<threshold>[-+]?\d*\.?\d+)\s*$")
 SHOWN = 5  # question ids named per kind of difference

@@ -46,9 +46,9 @@ from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
 from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
 from ragkit.analysis.statistics import describe_method
+from ragkit.errors import ConfigError
 from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 
 FORMATS = ("md", "html", "json")

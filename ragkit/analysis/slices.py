@@ -19,7 +19,7 @@ import pandas as pd
 from ragkit.analysis.comparison import Comparer, with_holm
 from ragkit.analysis.loading import Results
 from ragkit.analysis.means import metric_means
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 # Columns that identify a question rather than group questions.
 NOT_SLICES = ("question_id", "text", "question_key")

@@ -19,7 +19,8 @@ from llama_index.core.utils import get_tqdm_iterable
 from pydantic import Field, PrivateAttr, model_validator
 
 from ragkit.corpus.model import POSITIONAL_METADATA
-from ragkit.registry import Component, ComponentParams, ConfigError
+from ragkit.errors import ConfigError
+from ragkit.registry import Component, ComponentParams, Registry
 
 # Bookkeeping keys: useful in tables and traces, noise (or duplicated text) in an LLM prompt.
 SUMMARY_CHARS = 200
@@ -66,6 +67,19 @@ class WindowParams(ChunkerParams):
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
             )
         return self
+
+
+# The built-ins, by import path (loaded on first use); plugins join through entry points.
+chunkers: Registry[Chunker] = Registry("chunker", builtins={
+    "token": "ragkit.chunkers.token:TokenChunker",
+    "sentence": "ragkit.chunkers.sentence:SentenceChunker",
+    "recursive": "ragkit.chunkers.recursive:RecursiveChunker",
+    "markdown": "ragkit.chunkers.markdown:MarkdownChunker",
+    "semantic": "ragkit.chunkers.semantic:SemanticChunker",
+    "code": "ragkit.chunkers.code:CodeChunker",
+    "llm_semantic": "ragkit.chunkers.llm_semantic:LLMSemanticChunker",
+    "document": "ragkit.chunkers.document:DocumentChunker",
+})
 
 
 class Chunker(Component, NodeParser):
@@ -158,7 +172,7 @@ class Chunker(Component, NodeParser):
     def _summary(self, text: str) -> dict[str, Any]:
         """``{"summary": ...}`` of one chunk, or ``{"summary_error": ...}`` when the call failed
         (the chunk is kept without one). Replies are cached by the client."""
-        from ragkit.llms.base import LLMError
+        from ragkit.errors import LLMError
 
         if self._llm is None:
             raise ConfigError(f"chunker '{self.name}': summaries need an LLM (the chunking role's model)")

@@ -26,8 +26,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragkit.chunkers.base import Chunker, ChunkerParams, Span
 from ragkit.chunkers.recursive import recursive_spans
-from ragkit.llms.base import LLMError
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError, LLMError
 
 
 class LLMSemanticParams(ChunkerParams):

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from llama_index.core.schema import Document
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
 from ragkit.chunkers.token import cl100k_tokenizer
 
 PREVIEW_COLUMNS = ["chunk", "start_char", "end_char", "breadcrumb", "tokens", "text"]
@@ -17,7 +17,7 @@ PREVIEW_COLUMNS = ["chunk", "start_char", "end_char", "breadcrumb", "tokens", "t
 def chunk_preview(document: Document, chunker: str, params: dict[str, Any]) -> pd.DataFrame:
     """One row per chunk of ``document`` under the registered chunker ``chunker`` with ``params``;
     tokens are counted with cl100k, the tokenizer chunk sizes are measured in."""
-    nodes = registry.chunkers.build({"type": chunker, "params": params}).chunk([document])
+    nodes = chunkers.build({"type": chunker, "params": params}).chunk([document])
     tokenizer = cl100k_tokenizer()
     return pd.DataFrame(
         [

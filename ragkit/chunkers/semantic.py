@@ -11,7 +11,7 @@ from llama_index.core.schema import Document
 from pydantic import Field, PrivateAttr
 
 from ragkit.chunkers.base import Chunker, ChunkerParams, Span, locate_chunks
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 
 class SemanticParams(ChunkerParams):

@@ -31,7 +31,8 @@ from ragkit.corpus.parsers.pdf_pages import parse_pdf
 from ragkit.corpus.parsers.plain import is_utf8, parse_txt
 from ragkit.corpus.parsers.structured import parse_json, parse_jsonl, parse_yaml
 from ragkit.corpus.parsers.tabular import parse_csv
-from ragkit.corpus.validation import IngestError, file_type_of
+from ragkit.corpus.validation import file_type_of
+from ragkit.errors import IngestError
 
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
 # 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv

@@ -32,10 +32,10 @@ from ragkit.corpus.loaders import LOADER_VERSION, label_documents, parse_file
 from ragkit.corpus.model import Corpus, document_to_json, make_document
 from ragkit.corpus.ordered_pool import in_order
 from ragkit.corpus.parsers.parsed import ParsedDocument
-from ragkit.corpus.validation import IngestError, file_type_of, validate_file, validate_total_size
+from ragkit.corpus.validation import file_type_of, validate_file, validate_total_size
+from ragkit.errors import ConfigError, IngestError
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
 from ragkit.locks import content_lock
-from ragkit.registry import ConfigError
 from ragkit.settings import RagkitSettings, get_settings
 
 _CORPUS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")

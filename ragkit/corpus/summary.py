@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 
 from ragkit.atomic import write_json_atomic
 from ragkit.corpus.model import Corpus
+from ragkit.errors import LLMError
 from ragkit.hashing import content_key
-from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
 from ragkit.text import content_words
 

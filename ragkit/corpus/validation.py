@@ -10,6 +10,7 @@ import re
 import unicodedata
 from pathlib import Path, PurePosixPath
 
+from ragkit.errors import IngestError
 from ragkit.settings import RagkitSettings
 
 MB = 1024 * 1024
@@ -45,14 +46,6 @@ _MAGIC = (
 )
 # Control bytes that do occur in real text files (tab, newlines, form feed, backspace, ANSI escape).
 _TEXT_CONTROL_BYTES = frozenset({8, 9, 10, 12, 13, 27})
-
-
-class IngestError(Exception):
-    """A file cannot be ingested; the message is a reason a user can act on."""
-
-    @property
-    def reason(self) -> str:
-        return str(self)
 
 
 def file_type_of(path: Path | str) -> str:

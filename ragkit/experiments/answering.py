@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from ragkit.errors import BackendUnavailable
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import RunStep
 from ragkit.experiments.rows import evaluation_names, failure_scores, question_rows
-from ragkit.llms.base import BackendUnavailable
 from ragkit.pipeline import Pipeline
 from ragkit.qa import Question
 

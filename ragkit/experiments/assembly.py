@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragkit import registry
 from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.config import GridPoint
@@ -22,6 +21,7 @@ from ragkit.index import ChunkIndex
 from ragkit.llms.calls import LLMClient
 from ragkit.pipeline import Pipeline
 from ragkit.registry import ComponentSpec
+from ragkit.retrievers.base import retrievers as retriever_registry
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
 from ragkit.stages.base import judges as judge_registry
@@ -52,7 +52,7 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     if embedder is not None:
         # Batched on first need, in the plan's order: see Embedder.expect_queries.
         embedder.expect_queries([q.text for q in plan.questions.questions])
-    base = registry.retrievers.build(point.retriever, index=index, embedder=embedder)
+    base = retriever_registry.build(point.retriever, index=index, embedder=embedder)
     switchable = switchable_retriever(point, base, index, embedder) if point.switches_strategy() else None
     searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
     for searcher in searchers:
@@ -106,7 +106,7 @@ def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedde
     for the strategy judge and the quality gate's switch map to choose from."""
     # The same scope as the grid's retriever: a switch changes the strategy, not the documents.
     scope = point.retriever.params.get("scope", "all")
-    retrievers = {name: registry.retrievers.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
+    retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
                                                   index=index, embedder=embedder)
                   for name in STRATEGIES if name != point.retriever.type}
     return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)

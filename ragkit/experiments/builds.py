@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit import registry
 from ragkit.artefacts import ArtefactSync, SharedArtefacts
 from ragkit.atomic import write_json_atomic
+from ragkit.chunkers.base import chunkers
 from ragkit.chunksets import (
     chunk_judged,
     chunkset_path,
@@ -24,7 +24,8 @@ from ragkit.chunksets import (
     load_or_build_chunkset,
     load_or_build_judged_chunkset,
 )
-from ragkit.embeddings import EmbeddingCache, embed_with_cache
+from ragkit.embedders.base import embedders
+from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, chunker_uses_llm, component_key, needs_fulltext
@@ -80,9 +81,9 @@ class ArtefactBuilds:
                     # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
                     # which embedder later indexes it.
                     deps["embed_model"] = self.components.reference_embed_model()
-                if getattr(registry.chunkers.get(step.chunker.type), "uses_llm", False):
+                if getattr(chunkers.get(step.chunker.type), "uses_llm", False):
                     deps["llm"] = llm
-                chunker = registry.chunkers.build(step.chunker, **deps)
+                chunker = chunkers.build(step.chunker, **deps)
                 if chunker_uses_llm(step.chunker):
                     chunker.use_llm(llm)  # chunk summaries
                 return chunker
@@ -135,7 +136,7 @@ class ArtefactBuilds:
             deps = {}
             if spec.type == "semantic":
                 deps["embed_model"] = self.components.reference_embed_model()
-            return registry.chunkers.build(spec, **deps)
+            return chunkers.build(spec, **deps)
 
         return load_or_build_judged_chunkset(path, decisions_path(self.derived_dir, step.chunkset_id), plan.corpus,
                                              lambda: chunk_judged(plan.corpus, judge.decide, build_chunker),
@@ -185,7 +186,7 @@ class ArtefactBuilds:
         vectors = None
         if step.embedder is not None:
             embedder = self.components.embedder(step.embedder)
-            embedder_key = component_key(registry.embedders, step.embedder)
+            embedder_key = component_key(embedders, step.embedder)
             cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
             with content_lock(self.data_dir, "embedder", embedder_key):
                 started = time.perf_counter()

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragkit import registry
+from ragkit.embedders.base import embedders
+from ragkit.errors import BackendUnavailable
 from ragkit.experiments.plan import RunStep, component_key
 from ragkit.experiments.throughput import record_throughput
-from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST, BackendUnavailable
+from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
 from ragkit.llms.base import llms as llm_registry
 from ragkit.llms.calls import LLMClient
 from ragkit.registry import ComponentSpec
@@ -36,14 +37,14 @@ class SharedComponents:
         return self._llm_clients[key]
 
     def embedder(self, spec: ComponentSpec) -> Any:
-        key = component_key(registry.embedders, spec)
+        key = component_key(embedders, spec)
         if key not in self._embedders:
-            self._embedders[key] = registry.embedders.build(spec)
+            self._embedders[key] = embedders.build(spec)
         return self._embedders[key]
 
     def reference_embed_model(self) -> Any:
         """The bundled MiniLM's LlamaIndex embedding model (see REFERENCE_EMBEDDER)."""
-        return self.embedder(registry.embedders.resolve(REFERENCE_EMBEDDER)).embed_model()
+        return self.embedder(embedders.resolve(REFERENCE_EMBEDDER)).embed_model()
 
     def llm_digests(self, run: RunStep) -> dict[str, str]:
         """``llm_digest.<role>`` per role: the digest of the model answering it, "unknown" where the

@@ -28,8 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
 from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
+from ragkit.embedders.base import embedders
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
 from ragkit.experiments.throughput import read_throughput
 from ragkit.index import index_marker
@@ -157,17 +158,17 @@ def _chunk_keys(plan: Plan, derived_dir: Path, chunkset_id: str) -> list[str] | 
         return None
     deps: dict[str, Any] = {}
     if step.chunker.type == "semantic":  # its breakpoints come from the bundled MiniLM, as in the executor
-        deps["embed_model"] = registry.embedders.build(registry.embedders.resolve("minilm")).embed_model()
-    return chunk_corpus(plan.corpus, registry.chunkers.build(step.chunker, **deps))["text_sha"].tolist()
+        deps["embed_model"] = embedders.build(embedders.resolve("minilm")).embed_model()
+    return chunk_corpus(plan.corpus, chunkers.build(step.chunker, **deps))["text_sha"].tolist()
 
 
 def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], measured: dict) -> list[EmbedEstimate]:
-    from ragkit.embeddings import EmbeddingCache
+    from ragkit.embedders.cache import EmbeddingCache
 
     by_embedder: dict[str, list[Any]] = defaultdict(list)
     for step in steps:
         if step.embedder is not None:
-            by_embedder[component_key(registry.embedders, step.embedder)].append(step)
+            by_embedder[component_key(embedders, step.embedder)].append(step)
     out = []
     for key, group in by_embedder.items():
         texts: set[str] | None = set()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragkit.errors import BackendUnavailable
 from ragkit.experiments.answering import ShardInterrupted, answer_shard, shard_questions
 from ragkit.experiments.assembly import assemble_pipeline, question_evaluator
 from ragkit.experiments.builds import ArtefactBuilds
@@ -30,7 +31,6 @@ from ragkit.experiments.execution_report import ExecutionReport, Progress, no_pr
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, run_row
 from ragkit.experiments.rows import judgement_row, question_row
 from ragkit.index import ChunkIndex
-from ragkit.llms.base import BackendUnavailable
 from ragkit.pipeline import Pipeline
 from ragkit.qa import Question
 from ragkit.results import ResultStore

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import Corpus
+from ragkit.embedders.base import embedders
 from ragkit.experiments.baselines import first_listed_levels
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
@@ -20,7 +21,8 @@ from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
-from ragkit.registry import ComponentSpec
+from ragkit.registry import ComponentSpec, Registry
+from ragkit.retrievers.base import retrievers
 from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.chunking import judge_choosable_chunkers
 from ragkit.stages.roles import position, role_of
@@ -106,18 +108,18 @@ class Plan:
 
 
 @overload
-def component_key(kind: registry.Registry, spec: ComponentSpec) -> str: ...
+def component_key(kind: Registry, spec: ComponentSpec) -> str: ...
 
 
 @overload
-def component_key(kind: registry.Registry, spec: None) -> None: ...
+def component_key(kind: Registry, spec: None) -> None: ...
 
 
 @overload
-def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | None: ...
+def component_key(kind: Registry, spec: ComponentSpec | None) -> str | None: ...
 
 
-def component_key(kind: registry.Registry, spec: ComponentSpec | None) -> str | None:
+def component_key(kind: Registry, spec: ComponentSpec | None) -> str | None:
     if spec is None:
         return None
     cls = kind.get(spec.type)
@@ -133,7 +135,7 @@ def questions_key(questions: QuestionSet) -> str:
 def chunker_uses_llm(spec: ComponentSpec) -> bool:
     """A chunker that asks an LLM where to cut (``llm_semantic``) or for chunk summaries: it runs
     on the chunking role's model, and that model is part of its chunk set's key."""
-    return bool(getattr(registry.chunkers.get(spec.type), "uses_llm", False) or spec.params.get("summaries"))
+    return bool(getattr(chunkers.get(spec.type), "uses_llm", False) or spec.params.get("summaries"))
 
 
 def roles_calling_llm(point: GridPoint) -> list[str]:
@@ -189,13 +191,13 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
                                                        judge_choosable_chunkers(), _llm_key(llms.get(chunk_judge.type)))
         # An LLM chunker's cuts depend on its model too (chunkers without one keep their old keys).
         llm_part = ("llm", _llm_key(llms[CHUNKING])) if chunker_uses_llm(point.chunker) else None
-        chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(registry.chunkers, point.chunker),
+        chunkset_id = content_key("chunkset", corpus.corpus_id, component_key(chunkers, point.chunker),
                                   *([judge_part] if judge_part else []), *([llm_part] if llm_part else []))
         # Approximate search changes results: an ANN setting is part of the index and run ids (an
         # index without vectors, or ANN off, keeps the ids it always had).
         ann = config.ann if config.ann.kind != "none" and point.embedder is not None else None
         ann_part = [("ann", ann.model_dump(mode="json"))] if ann is not None else []
-        index_id = content_key("index", chunkset_id, component_key(registry.embedders, point.embedder), *ann_part)
+        index_id = content_key("index", chunkset_id, component_key(embedders, point.embedder), *ann_part)
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
         # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
         pipeline_part: list[tuple[Any, ...]] = [(component_key(judge_registry, spec), _llm_key(llms.get(spec.type)))
@@ -207,12 +209,12 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         if point.evaluation is not None:
             evaluation = point.evaluation.model_dump(mode="json")
             pipeline_part.append(("evaluation", evaluation, _llm_key(llms.get(EVALUATION))))
-        chunking_part = chunkset_id if judge_part or llm_part else component_key(registry.chunkers, point.chunker)
+        chunking_part = chunkset_id if judge_part or llm_part else component_key(chunkers, point.chunker)
         # The question set is not part of the id: results are keyed per (run, question content),
         # so adding questions answers only the new ones and removing some reuses the rest.
         run_id = content_key(
             "run", corpus.corpus_id, chunking_part,
-            component_key(registry.embedders, point.embedder), component_key(registry.retrievers, point.retriever),
+            component_key(embedders, point.embedder), component_key(retrievers, point.retriever),
             *([pipeline_part] if pipeline_part else []), *ann_part,
         )
         chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge,
@@ -253,9 +255,9 @@ def run_row(plan: Plan, step: RunStep) -> dict:
         "top_k": point.top_k,
         "depth": step.depth,
     }
-    for kind, spec, kinds in (("chunker", point.chunker, registry.chunkers),
-                              ("embedder", point.embedder, registry.embedders),
-                              ("retriever", point.retriever, registry.retrievers)):
+    for kind, spec, kinds in (("chunker", point.chunker, chunkers),
+                              ("embedder", point.embedder, embedders),
+                              ("retriever", point.retriever, retrievers)):
         if spec is None:
             continue
         # Every parameter, options added later at their default included (they are left out of

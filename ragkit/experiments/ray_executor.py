@@ -31,13 +31,12 @@ from typing import Any, cast
 
 import pandas as pd
 
+from ragkit.errors import BackendUnavailable, ConfigError
 from ragkit.experiments.answering import ShardInterrupted, shard_questions
 from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.executor import LocalExecutor, PendingRun
 from ragkit.experiments.plan import Plan
 from ragkit.experiments.rows import failure_scores
-from ragkit.llms.base import BackendUnavailable
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ragkit.corpus.model import Corpus
 from ragkit.corpus.store import CorpusStore
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import ExperimentConfig, expand_grid
 from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.executor import LocalExecutor
@@ -13,7 +14,7 @@ from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend
 from ragkit.qa import QuestionSet, load_dataset_corpus, load_question_set, resolve_answer_spans
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 
 

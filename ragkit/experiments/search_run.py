@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 
 from ragkit.atomic import write_json_atomic
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import ExperimentConfig, GridPoint
 from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import Plan, RunStep, questions_key
 from ragkit.experiments.search import SearchConfig, SearchResult, Trial, search
 from ragkit.qa import QuestionSet
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 
 STATE_FILE = "search.json"

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 GRADE_CHOICES = ("human", "judge", "combined")
 

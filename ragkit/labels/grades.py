@@ -15,8 +15,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragkit.errors import ConfigError
 from ragkit.labels.store import HUMAN, JUDGE
-from ragkit.registry import ConfigError
 
 GradeSource = Literal["human", "judge", "combined"]
 GRADE_SOURCES = ("human", "judge", "combined")

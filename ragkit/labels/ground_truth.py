@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragkit.errors import ConfigError
 from ragkit.labels.grades import GradeSource
 from ragkit.labels.pooling import Pool
 from ragkit.labels.qrels import graded_items
 from ragkit.qa import detect_format
 from ragkit.qa.rows import file_in, jsonl_rows
-from ragkit.registry import ConfigError
 
 JSONL_FORMATS = ("squad", "jsonl")
 

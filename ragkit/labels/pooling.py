@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.errors import ConfigError
 from ragkit.hashing import content_key
-from ragkit.registry import ConfigError
 
 POOLS_FOLDER = "labels/pools"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ragkit.errors import ConfigError
 from ragkit.labels.grades import GradeSource, chunk_grades
 from ragkit.labels.pooling import Pool
-from ragkit.registry import ConfigError
 
 LEVELS = ("document", "span")
 

@@ -18,11 +18,10 @@ from collections.abc import Callable
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.errors import ConfigError, LLMError
 from ragkit.labels.pooling import Pool
 from ragkit.labels.store import HUMAN, JUDGE, JUDGE_RELEVANCE_MAX
-from ragkit.llms.base import LLMError
 from ragkit.llms.calls import LLMClient
-from ragkit.registry import ConfigError
 
 PROMPT_VERSION = "pool-relevance-v1"
 STAGE = "labels:relevance"

@@ -12,9 +12,9 @@ import csv
 import io
 from pathlib import Path
 
+from ragkit.errors import ConfigError
 from ragkit.labels.pooling import Pool
 from ragkit.labels.store import CORRECT_NAMES, HUMAN, RELEVANCE_NAMES
-from ragkit.registry import ConfigError
 
 SHEET_COLUMNS = ("pool_id", "question_id", "question", "item_kind", "item_id", "text", "relevance", "correct",
                  "grounded")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragkit.errors import ConfigError
 from ragkit.labels.pooling import Pool, PoolParams, build_pool
-from ragkit.registry import ConfigError
 
 ALL_RUNS = "*"  # PoolParams.runs == ["*"]: every run of the folder
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ragkit.errors import ConfigError
 from ragkit.folders import as_location, open_folder
 from ragkit.hashing import content_key
 from ragkit.labels.pooling import POOLS_FOLDER, Pool
-from ragkit.registry import ConfigError
 
 SESSIONS_FOLDER = "labels/sessions"
 HUMAN, JUDGE = "human", "judge"

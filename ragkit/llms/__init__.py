@@ -5,17 +5,8 @@ through ``LLMClient``, which caches, times and counts it. Importing this package
 model and no HTTP client library.
 """
 
-from ragkit.llms.base import (
-    BackendReply,
-    BackendUnavailable,
-    LLMBackend,
-    LLMError,
-    LLMParams,
-    LLMTimeoutError,
-    Message,
-    RemoteLLMParams,
-    llms,
-)
+from ragkit.errors import BackendUnavailable, LLMError, LLMTimeoutError
+from ragkit.llms.base import BackendReply, LLMBackend, LLMParams, Message, RemoteLLMParams, llms
 from ragkit.llms.calls import CallRecord, LLMCache, LLMClient, LLMResult, StageUsage, summarise
 from ragkit.llms.defaults import LLMRoles, ollama_answers, resolve_default_backend
 from ragkit.llms.parsing import extract_json_text, parse_json_reply

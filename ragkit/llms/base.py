@@ -18,33 +18,15 @@ from pydantic import Field
 
 from ragkit.registry import Component, ComponentParams, Registry
 
-llms: Registry[LLMBackend] = Registry("llm")
+# The built-ins, by import path (loaded on first use); plugins join through entry points.
+llms: Registry[LLMBackend] = Registry("llm", builtins={
+    "local": "ragkit.llms.local:LocalLLM",
+    "ollama": "ragkit.llms.ollama:OllamaLLM",
+    "openai": "ragkit.llms.openai_compat:OpenAICompatibleLLM",
+})
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 T = TypeVar("T")
-
-
-class LLMError(RuntimeError):
-    """A backend could not produce a reply; the message says which backend, where and why."""
-
-
-class BackendUnavailable(RuntimeError):
-    """The backend's server is not there at all: connection refused, unknown host, gone mid-run.
-
-    Deliberately not an ``LLMError``. Judges and metrics turn an ``LLMError`` into an invalid
-    reply recorded against the question, which is right for a call that failed and wrong for a
-    server that is down: that says nothing about the configuration being compared. The executor
-    stops the run on this instead, keeping what it finished, so running it again resumes.
-    """
-
-    def __init__(self, message: str, *, backend: str, url: str) -> None:
-        super().__init__(message)
-        self.backend = backend
-        self.url = url
-
-
-class LLMTimeoutError(LLMError):
-    """The server accepted the request but did not answer in time."""
 
 
 class LLMParams(ComponentParams):

@@ -21,8 +21,9 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic import BaseModel
 
 from ragkit.atomic import write_json_atomic
+from ragkit.errors import BackendUnavailable
 from ragkit.hashing import content_key
-from ragkit.llms.base import BackendUnavailable, LLMBackend, Message
+from ragkit.llms.base import LLMBackend, Message
 from ragkit.llms.parsing import ModelT, parse_json_reply, schema_for
 
 CACHE_FORMAT = 1

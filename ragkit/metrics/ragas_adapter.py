@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 
 if TYPE_CHECKING:
     from ragkit.llms.llamaindex_llm import ClientLLM

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragkit.errors import ConfigError
 from ragkit.qa.beir import load_beir
 from ragkit.qa.corpus import load_dataset_corpus
 from ragkit.qa.model import AnswerSpan, GradedSpan, Question, QuestionSet, Turn
@@ -44,7 +45,6 @@ from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets
 from ragkit.qa.spans import find_answer, resolve_answer_spans, validate_against_corpus
 from ragkit.qa.squad import load_squad_json, load_squad_jsonl
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 __all__ = [
     "FORMATS",

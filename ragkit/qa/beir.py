@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ragkit.errors import ConfigError
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, file_in, jsonl_rows, numbered_lines, parse_row
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 
 class _QueryRow(RowModel):

@@ -8,10 +8,10 @@ from llama_index.core.schema import Document
 from pydantic import Field
 
 from ragkit.corpus.model import make_document
+from ragkit.errors import ConfigError
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.qa.squad import squad_paragraphs
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 
 class _CorpusRow(RowModel):

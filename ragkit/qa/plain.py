@@ -29,10 +29,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ragkit.errors import ConfigError
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 PART_SEPARATOR = "||"
 

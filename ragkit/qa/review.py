@@ -18,9 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.atomic import write_bytes_atomic, write_json_atomic
+from ragkit.errors import ConfigError
 from ragkit.hashing import content_key
 from ragkit.qa.generation.writer import QUESTIONS_FILE, read_rows, write_rows
-from ragkit.registry import ConfigError
 
 Status = Literal["accepted", "rejected", "edited"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ragkit.errors import LOCATION_PART_CHARS, MAX_PROBLEMS, PROBLEM_CHARS, ConfigError
 from ragkit.quoting import clipped
-from ragkit.registry import LOCATION_PART_CHARS, MAX_PROBLEMS, PROBLEM_CHARS, ConfigError
 
 
 class RowModel(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def build_llm_client(llm: str | None, model: str | None) -> Any:
 def minilm_embed() -> Callable[[list[str]], np.ndarray] | None:
     """MiniLM sentence vectors for near-duplicate detection, or None when the model cannot load."""
     try:
-        from ragkit.embeddings import MiniLMEmbedder, MiniLMParams
+        from ragkit.embedders.local import MiniLMEmbedder, MiniLMParams
 
         embedder = MiniLMEmbedder(MiniLMParams())
         embedder.embed_model()

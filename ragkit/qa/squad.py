@@ -30,9 +30,9 @@ from typing import Any
 
 from pydantic import Field
 
+from ragkit.errors import ConfigError
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
-from ragkit.registry import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragkit.errors import ConfigError
 from ragkit.folders import open_folder
-from ragkit.registry import ConfigError
 from ragkit.results.schema import COMMITS, DAMAGED, MERGED, TABLES
 
 # A results folder has its runs or commit markers; a run stopped before its first file may have

@@ -18,10 +18,18 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field
 
-from ragkit.embeddings import Embedder
+from ragkit.embedders.base import Embedder
 from ragkit.index import ChunkIndex, Hit, doc_filter
-from ragkit.registry import Component, ComponentParams
+from ragkit.registry import Component, ComponentParams, Registry
 from ragkit.retrievers.cache import RetrievalCache
+
+# The built-ins, by import path (loaded on first use); plugins join through entry points.
+retrievers: Registry[Retriever] = Registry("retriever", builtins={
+    "dense": "ragkit.retrievers.dense:DenseRetriever",
+    "bm25": "ragkit.retrievers.bm25:BM25Retriever",
+    "hybrid": "ragkit.retrievers.hybrid:HybridRetriever",
+    "mmr": "ragkit.retrievers.mmr:MMRRetriever",
+})
 
 
 class RetrieverParams(ComponentParams):

@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 from llama_index.core.schema import Document
 from pydantic import BaseModel, Field
 
+from ragkit.chunkers.base import chunkers
+from ragkit.errors import ConfigError, LLMError
 from ragkit.hashing import content_key, text_sha256
-from ragkit.llms.base import LLMError
-from ragkit.registry import ComponentSpec, ConfigError, chunkers
+from ragkit.registry import ComponentSpec
 from ragkit.stages.base import Judge, Judgement, JudgeParams
 
 SEMANTIC = "semantic"

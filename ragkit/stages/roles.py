@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragkit.errors import ConfigError
 from ragkit.quoting import clipped
-from ragkit.registry import ConfigError
 
 if TYPE_CHECKING:
     from ragkit.stages.base import Judge

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.errors import ConfigError
+from ragkit.registry import ComponentSpec
 from ragkit.stages.base import Judge, judges
 from ragkit.stages.roles import check_single_roles, position, role_of
 

@@ -15,10 +15,6 @@ from pydantic import Field
 from ragkit.registry import Component, ComponentParams, Registry
 
 
-class WebSearchError(RuntimeError):
-    """A search could not be done; the message names the provider's URL and what went wrong."""
-
-
 @dataclass(frozen=True)
 class WebResult:
     title: str
@@ -54,4 +50,6 @@ class WebProvider(Component):
         raise NotImplementedError
 
 
-web_providers: Registry[WebProvider] = Registry("web", group="ragkit.web")
+# The built-in, by import path (loaded on first use); plugins join through entry points.
+web_providers: Registry[WebProvider] = Registry("web", group="ragkit.web",
+                                                builtins={"http": "ragkit.web.http:HTTPSearchProvider"})

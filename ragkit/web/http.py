@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ragkit.registry import validation_problems
-from ragkit.web.base import WebProvider, WebProviderParams, WebResult, WebSearchError
+from ragkit.errors import WebSearchError, validation_problems
+from ragkit.web.base import WebProvider, WebProviderParams, WebResult
 
 _PREVIEW_CHARS = 120
 

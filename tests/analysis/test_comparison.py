@@ -152,7 +152,7 @@ def test_factor_effects_by_hand():
 
 
 def test_a_named_baseline_is_the_reference_and_an_unknown_one_is_refused():
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     results = _factor_grid()
     named = Comparer(results, baselines={"chunker": "C"}).factor_effects(["ndcg@5"])

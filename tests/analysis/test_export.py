@@ -16,7 +16,7 @@ from ragkit.analysis import charts, curve, load_results, metric_means
 from ragkit.analysis.export import FORMULA_PREFIXES, export_bytes, export_results
 from ragkit.analysis.latency import latency_by_stage, quality_vs_latency
 from ragkit.cli import main
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.results import ResultStore
 
 QUESTIONS = ["q1", "q2", "q3"]

@@ -14,7 +14,7 @@ from scipy import stats
 from ragkit.analysis.latency import pareto_front
 from ragkit.analysis.recommend import BestParams, recommend, to_json, to_text
 from ragkit.cli import main
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.results import ResultStore
 from tests.analysis.helpers import results_of, run_row, score_rows
 

@@ -14,7 +14,7 @@ from scipy import stats
 from ragkit.analysis.loading import load_results
 from ragkit.analysis.regression import FailIf, gate, selection_differences
 from ragkit.cli import main
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.results import ResultStore
 from tests.analysis.helpers import run_row
 

@@ -11,7 +11,7 @@ from ragkit.analysis.comparison import compare
 from ragkit.analysis.loading import Results
 from ragkit.analysis.slices import sliced
 from ragkit.analysis.statistics import holm
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from tests.analysis.helpers import run_row, score_rows
 
 pytestmark = pytest.mark.unit

@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship
 
 from ragkit.chunkers import Chunker, ChunkerParams, Span, clean_spans, close_gaps, locate_chunks
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
-from ragkit.registry import chunkers
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.schema import Document, MetadataMode, TextNode
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
-from ragkit.registry import ConfigError, chunkers
+from ragkit.errors import ConfigError
 
 PROSE = (
     "Retrieval-augmented generation grounds a language model in documents. "

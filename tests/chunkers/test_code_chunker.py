@@ -4,8 +4,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
-from ragkit.registry import ConfigError, chunkers
+from ragkit.errors import ConfigError
 from tests.chunkers.test_chunker_contract import PYTHON, ChunkerContract
 
 pytestmark = pytest.mark.unit

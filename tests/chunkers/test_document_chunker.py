@@ -4,7 +4,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.registry import chunkers
+from ragkit.chunkers.base import chunkers
 from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
 
 pytestmark = pytest.mark.unit

@@ -10,13 +10,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
 from ragkit.chunkers.llm_semantic import LLMSemanticChunker, LLMSemanticParams, locate
 from ragkit.corpus.model import make_document
+from ragkit.errors import ConfigError, LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.llms.local import BUNDLED_PACKAGE
-from ragkit.registry import ConfigError
 from tests.chunkers.test_chunker_contract import ChunkerContract
 from tests.factories import scripted_llm_class
 
@@ -136,9 +135,9 @@ def test_locate(quote, expected):
 
 def test_without_an_llm_it_is_a_clear_error_and_params_are_checked():
     with pytest.raises(ConfigError, match="llm_semantic' needs an LLM"):
-        registry.chunkers.build("llm_semantic")
+        chunkers.build("llm_semantic")
     with pytest.raises(ConfigError, match="window_chars"):
-        registry.chunkers.resolve({"type": "llm_semantic", "params": {"window_chars": 20_000}})
+        chunkers.resolve({"type": "llm_semantic", "params": {"window_chars": 20_000}})
     assert LLMSemanticParams().window_chars == 10_000
 
 
@@ -175,7 +174,7 @@ def test_chunk_summaries_are_cut_to_200_characters_cached_and_embedded_with_cont
     backend = ScriptedLLM([long_reply])
     client = LLMClient(backend, tmp_path)
     document = make_document("doc", TEXT, {"title": "Pets"})
-    plain = registry.chunkers.build({"type": "recursive", "params": {"chunk_size": 300, "chunk_overlap": 0,
+    plain = chunkers.build({"type": "recursive", "params": {"chunk_size": 300, "chunk_overlap": 0,
                                                                      "summaries": True}})
     plain.use_llm(client)
     nodes = plain.chunk([document])
@@ -183,7 +182,7 @@ def test_chunk_summaries_are_cut_to_200_characters_cached_and_embedded_with_cont
     assert all(node.metadata["embed_text"] == node.text for node in nodes)  # not embedded without contextualize
     calls = len(backend.requests)
     assert calls == len(nodes)
-    contextual = registry.chunkers.build({"type": "recursive", "params": {
+    contextual = chunkers.build({"type": "recursive", "params": {
         "chunk_size": 300, "chunk_overlap": 0, "summaries": True, "contextualize": True}})
     contextual.use_llm(client)
     first = contextual.chunk([document])[0]
@@ -192,14 +191,14 @@ def test_chunk_summaries_are_cut_to_200_characters_cached_and_embedded_with_cont
 
 
 def test_a_failed_summary_is_recorded_and_the_chunk_kept(tmp_path):
-    chunker_ = registry.chunkers.build({"type": "recursive", "params": {"summaries": True}})
+    chunker_ = chunkers.build({"type": "recursive", "params": {"summaries": True}})
     chunker_.use_llm(LLMClient(ScriptedLLM([LLMError("down")]), tmp_path))
     (node, *_) = chunker_.chunk([make_document("doc", TEXT, {})])
     assert "summary" not in node.metadata and "down" in node.metadata["summary_error"]
 
 
 def test_summaries_without_an_llm_are_a_clear_error():
-    chunker_ = registry.chunkers.build({"type": "recursive", "params": {"summaries": True}})
+    chunker_ = chunkers.build({"type": "recursive", "params": {"summaries": True}})
     with pytest.raises(ConfigError, match="summaries need an LLM"):
         chunker_.chunk([make_document("doc", TEXT, {})])
 
@@ -207,6 +206,6 @@ def test_summaries_without_an_llm_are_a_clear_error():
 def test_summaries_put_the_chunking_model_in_the_chunk_set_key():
     from ragkit.experiments.plan import chunker_uses_llm
 
-    assert chunker_uses_llm(registry.chunkers.resolve({"type": "recursive", "params": {"summaries": True}}))
-    assert not chunker_uses_llm(registry.chunkers.resolve("recursive"))
-    assert "summaries" not in registry.chunkers.resolve("recursive").params  # an added option at its default
+    assert chunker_uses_llm(chunkers.resolve({"type": "recursive", "params": {"summaries": True}}))
+    assert not chunker_uses_llm(chunkers.resolve("recursive"))
+    assert "summaries" not in chunkers.resolve("recursive").params  # an added option at its default

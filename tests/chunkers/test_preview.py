@@ -7,7 +7,7 @@ import pytest
 from llama_index.core.schema import Document
 
 from ragkit.chunkers.preview import PREVIEW_COLUMNS, chunk_preview
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

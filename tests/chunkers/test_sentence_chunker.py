@@ -5,9 +5,10 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.node_parser import SentenceSplitter
 
+from ragkit.chunkers.base import chunkers
 from ragkit.chunkers.token import cl100k_tokenizer
 from ragkit.corpus.model import make_document
-from ragkit.registry import ConfigError, chunkers
+from ragkit.errors import ConfigError
 from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
 
 pytestmark = pytest.mark.unit

@@ -14,8 +14,8 @@ import ragkit.corpus.store as store_module
 from ragkit.corpus.listing import DOCUMENT_COLUMNS, documents_table
 from ragkit.corpus.model import Corpus, make_document
 from ragkit.corpus.store import CorpusStore, ManifestEntry
-from ragkit.locks import LockTimeout, content_lock
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError, LockTimeout
+from ragkit.locks import content_lock
 from tests.factories import make_pdf
 
 pytestmark = pytest.mark.integration

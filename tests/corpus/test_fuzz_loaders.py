@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.loaders import parse_file
 from ragkit.corpus.model import make_document
 from ragkit.corpus.parsers.markdown import atx_heading
-from ragkit.corpus.validation import IngestError
-from ragkit.registry import chunkers
+from ragkit.errors import IngestError
 from tests.corpus import pdf_samples
 from tests.corpus.fuzzing import (
     fuzz_settings,

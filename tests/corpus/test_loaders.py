@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.corpus.loaders import load_file
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 from tests.factories import make_pdf
 
 PAGE_ONE = "First page says hello."

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.loaders import first_paragraph, load_file, parse_file
-from ragkit.corpus.validation import IngestError, validate_file
+from ragkit.corpus.validation import validate_file
+from ragkit.errors import IngestError
 from ragkit.settings import get_settings
 
 pytestmark = pytest.mark.unit
@@ -98,7 +99,7 @@ def test_invalid_yaml_is_refused_with_the_reason(tmp_path):
 def test_sections_become_chunk_breadcrumbs(tmp_path):
     text = "alpha:\n" + "  x: 1\n" * 10 + "beta:\n" + "  y: 2\n" * 10
     (document,) = load_file(write(tmp_path, "s.yaml", text), "s.yaml")
-    chunker = registry.chunkers.build({"type": "recursive", "params": {"chunk_size": 60, "chunk_overlap": 0}})
+    chunker = chunkers.build({"type": "recursive", "params": {"chunk_size": 60, "chunk_overlap": 0}})
     crumbs = [node.metadata.get("breadcrumb") for node in chunker.chunk([document])]
     assert crumbs[0] == "alpha" and crumbs[-1] == "beta"
 
@@ -148,7 +149,7 @@ async def fetch(url, *, timeout=5):
 def test_python_files_and_chunks_describe_their_definitions(tmp_path):
     (document,) = load_file(write(tmp_path, "pkg/store.py", PYTHON), "pkg/store.py")
     assert document.metadata["language"] == "python" and document.metadata["description"] == "A small module."
-    chunker = registry.chunkers.build({"type": "code", "params": {"max_chars": 200, "chunk_overlap": 20}})
+    chunker = chunkers.build({"type": "code", "params": {"max_chars": 200, "chunk_overlap": 20}})
     chunks = {node.metadata.get("breadcrumb", ""): node.metadata for node in chunker.chunk([document])}
     method = chunks["Store > put"]
     assert (method["function"], method["class"], method["signature"], method["docstring"]) == (
@@ -164,7 +165,7 @@ def test_python_files_and_chunks_describe_their_definitions(tmp_path):
 def test_other_code_files_are_text_without_definitions(tmp_path):
     (document,) = load_file(write(tmp_path, "app.js", "function hello() { return 1; }\n"), "app.js")
     assert document.metadata["language"] == "javascript"
-    (node, *_) = registry.chunkers.build("code").chunk([document])
+    (node, *_) = chunkers.build("code").chunk([document])
     assert "function" not in node.metadata and node.metadata["chunk_fallback"] == "recursive"
 
 
@@ -174,7 +175,7 @@ def test_new_metadata_is_not_embedded_or_shown_to_the_llm(tmp_path):
     (document,) = load_file(write(tmp_path, "a.md", "---\ndescription: d\ntags: [t]\n---\n# A\n\nText to chunk."),
                             "a.md")
     for contextualize in (False, True):
-        chunker = registry.chunkers.build({"type": "markdown", "params": {"contextualize": contextualize}})
+        chunker = chunkers.build({"type": "markdown", "params": {"contextualize": contextualize}})
         for node in chunker.chunk([document]):
             assert node.get_content(MetadataMode.EMBED) == node.get_content()
             context = [part for part in (node.metadata["title"], node.metadata.get("breadcrumb")) if part]

@@ -86,7 +86,7 @@ def test_parallel_ingest_gives_the_serial_corpus_and_names_the_bad_files(
 
 @pytest.mark.parametrize("value", ["0", "65", "two"])
 def test_a_worker_count_out_of_bounds_is_one_line_naming_the_setting(value: str, monkeypatch) -> None:
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     monkeypatch.setenv("RAGKIT_PDF_WORKERS", value)
     get_settings.cache_clear()

@@ -12,7 +12,7 @@ import pytest
 from ragkit.corpus import pdf as pdf_module
 from ragkit.corpus.loaders import load_file
 from ragkit.corpus.store import CorpusStore
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 from ragkit.settings import get_settings
 from tests.corpus import pdf_samples as samples
 

@@ -10,8 +10,7 @@ import pytest
 import ragkit.corpus.store as store_module
 from ragkit.corpus.model import make_document
 from ragkit.corpus.store import CorpusStore, check_corpus_name
-from ragkit.corpus.validation import IngestError
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError, IngestError
 from tests.factories import make_pdf
 
 MB = 1024 * 1024

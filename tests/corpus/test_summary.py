@@ -16,8 +16,8 @@ from ragkit.corpus.summary import (
     summarise_corpus,
     summary_path,
 )
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from tests.factories import TINY_DOCS, scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()

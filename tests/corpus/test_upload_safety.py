@@ -11,13 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragkit.corpus.store import CorpusStore
-from ragkit.corpus.validation import (
-    MAX_NAME_BYTES,
-    MAX_NAME_CHARS,
-    IngestError,
-    sanitize_name,
-)
-from ragkit.registry import ConfigError
+from ragkit.corpus.validation import MAX_NAME_BYTES, MAX_NAME_CHARS, sanitize_name
+from ragkit.errors import ConfigError, IngestError
 from ragkit.settings import get_settings
 from tests.corpus.fuzzing import fuzz_settings
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.corpus.validation import IngestError, sanitize_name, validate_file, validate_total_size
+from ragkit.corpus.validation import sanitize_name, validate_file, validate_total_size
+from ragkit.errors import IngestError
 from ragkit.settings import RagkitSettings
 
 MB = 1024 * 1024

@@ -198,9 +198,9 @@ def test_params_form_uses_field_bounds_and_descriptions():
         import streamlit as st
 
         from dashboard import forms
-        from ragkit import registry
+        from ragkit.retrievers.base import retrievers
 
-        st.session_state["params"] = forms.params_form(registry.retrievers.params_model("mmr"), key="mmr")
+        st.session_state["params"] = forms.params_form(retrievers.params_model("mmr"), key="mmr")
 
     app = AppTest.from_function(script, default_timeout=TIMEOUT).run()
     assert_ok(app)

@@ -68,7 +68,7 @@ def test_unreachable_object_storage_is_a_warning_and_the_local_experiments_still
 
 
 def test_a_remote_results_setting_that_is_not_s3_fails_naming_it(monkeypatch, isolated_data_dir):
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     monkeypatch.setenv("RAGKIT_REMOTE_RESULTS", "/some/local/folder")
     get_settings.cache_clear()

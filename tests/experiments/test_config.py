@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, expand_grid, load_config, parse_override
-from ragkit.registry import ConfigError
 
 pytestmark = pytest.mark.unit
 

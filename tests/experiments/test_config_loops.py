@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from ragkit.corpus.model import Corpus, make_document
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, expand_grid
 from ragkit.experiments.plan import make_plan, run_row
 from ragkit.llms.base import llms
 from ragkit.qa import Question, QuestionSet
-from ragkit.registry import ConfigError
 
 pytestmark = pytest.mark.unit
 

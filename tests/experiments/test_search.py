@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.search import SearchConfig, halving_rungs, search
-from ragkit.registry import ConfigError
 from tests.factories import write_beir
 
 pytestmark = pytest.mark.unit

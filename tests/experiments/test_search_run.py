@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from ragkit.cli import main
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.runner import prepare
 from ragkit.experiments.search import halving_rungs
 from ragkit.experiments.search_run import STATE_FILE, run_search
-from ragkit.registry import ConfigError
 from ragkit.results import ResultStore
 from tests.factories import write_beir
 

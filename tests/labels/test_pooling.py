@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.labels.pooling import PoolParams, build_pool
 from ragkit.labels.store import LabelStore
-from ragkit.registry import ConfigError
 from tests.labels.helpers import ANSWERS, DOCS, RANKED, make_results
 
 

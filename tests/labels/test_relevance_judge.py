@@ -8,13 +8,13 @@ import json
 
 import pytest
 
+from ragkit.errors import LLMError
 from ragkit.labels.grades import chunk_grades, describe_grades
 from ragkit.labels.judge_vs_human import pool_metrics
 from ragkit.labels.pooling import PoolParams, build_pool
 from ragkit.labels.relevance_judge import STAGE, judge_pool
 from ragkit.labels.store import LabelStore
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from tests.factories import scripted_llm_class
 from tests.labels.helpers import DOCS, make_results
 

@@ -10,8 +10,8 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.llms.llamaindex_llm import ClientLLM
 from tests.factories import scripted_llm_class
 

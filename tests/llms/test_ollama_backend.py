@@ -15,8 +15,9 @@ import pytest
 from pydantic import BaseModel
 
 import ragkit.llms.ollama
-from ragkit.embeddings import OllamaEmbedder, OllamaEmbedParams
-from ragkit.llms import BackendUnavailable, LLMClient, LLMError, LLMTimeoutError, resolve_default_backend
+from ragkit.embedders.remote import OllamaEmbedder, OllamaEmbedParams
+from ragkit.errors import BackendUnavailable, LLMError, LLMTimeoutError
+from ragkit.llms import LLMClient, resolve_default_backend
 from ragkit.llms.base import with_retries
 from ragkit.llms.ollama import OllamaLLM, OllamaParams
 from ragkit.llms.openai_compat import OpenAICompatibleLLM, OpenAICompatibleParams

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.metrics.generation import METRICS, EvaluationParams, GenerationSample, evaluate_generation
 from tests.factories import scripted_llm_class
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
 from ragkit.qa import load_dataset_corpus, load_question_set
 from ragkit.qa.generation import GenerationParams, generate_questions, write_set
 from ragkit.qa.interop import export_question_set, import_question_set, ragas_rows, read_trec_qrels
-from ragkit.registry import ConfigError
 from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 

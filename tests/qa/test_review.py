@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
 from ragkit.qa import load_dataset_corpus, load_question_set, validate_against_corpus
 from ragkit.qa.generation import GenerationParams, generate_questions, read_rows, write_set
 from ragkit.qa.review import decide, edit, freeze, load_review, pending, save_review
-from ragkit.registry import ConfigError
 from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
 pytestmark = pytest.mark.unit

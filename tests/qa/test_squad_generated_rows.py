@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.qa import load_question_set
-from ragkit.registry import ConfigError
 from tests.qa.conftest import write_jsonl
 
 pytestmark = pytest.mark.unit

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from llama_index.core.schema import QueryBundle
 
-from ragkit import registry
+from ragkit.errors import ConfigError
 from ragkit.hashing import text_sha256
 from ragkit.index import IndexStore
-from ragkit.registry import ConfigError
+from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.mmr import mmr_order
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ class RetrieverContract:
 
     def build(self, index, embedder, **params):
         spec = {"type": self.name, "params": {**self.params, **params}}
-        return registry.retrievers.build(spec, index=index, embedder=embedder)
+        return retrievers.build(spec, index=index, embedder=embedder)
 
     def test_returns_at_most_top_k_nodes_with_offsets(self, index, minilm_embedder):
         nodes = self.build(index, minilm_embedder, top_k=3).retrieve("why do cats purr")
@@ -82,7 +82,7 @@ class RetrieverContract:
 
     def test_unknown_parameter_is_named(self):
         with pytest.raises(ConfigError, match="unknown parameter 'topk'"):
-            registry.retrievers.resolve({"type": self.name, "params": {"topk": 3}})
+            retrievers.resolve({"type": self.name, "params": {"topk": 3}})
 
 
 class TestDense(RetrieverContract):
@@ -129,7 +129,7 @@ class TestMMR(RetrieverContract):
 
     def test_fetch_k_below_top_k_is_rejected(self):
         with pytest.raises(ConfigError, match=r"fetch_k \(3\) must be >= top_k \(5\)"):
-            registry.retrievers.resolve({"type": "mmr", "params": {"fetch_k": 3, "top_k": 5}})
+            retrievers.resolve({"type": "mmr", "params": {"fetch_k": 3, "top_k": 5}})
 
 
 @pytest.mark.unit

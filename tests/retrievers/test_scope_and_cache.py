@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ragkit import registry
 from ragkit.hashing import text_sha256
 from ragkit.index import IndexStore, doc_filter
+from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.cache import RetrievalCache
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def index(tmp_path_factory, minilm_embedder):
 
 
 def build(name, index, embedder, **params):
-    return registry.retrievers.build({"type": name, "params": {"top_k": 5, **params}}, index=index, embedder=embedder)
+    return retrievers.build({"type": name, "params": {"top_k": 5, **params}}, index=index, embedder=embedder)
 
 
 def doc_ids(retriever, query):

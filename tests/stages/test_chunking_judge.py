@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
+from ragkit.errors import ConfigError, LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
-from ragkit.registry import ConfigError, chunkers
 from ragkit.stages.base import judges
 from ragkit.stages.chunking import ChunkingJudge, ChunkingJudgeParams, document_sample
 from tests.factories import scripted_llm_class

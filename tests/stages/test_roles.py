@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, judge_names, load_config
-from ragkit.registry import ConfigError
 from ragkit.stages.base import BUILT_IN_STAGES, Judge, judges
 from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, role_of
 

@@ -12,8 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ragkit.registry import ConfigError
-from ragkit.web import WebProvider, WebResult, WebSearchError, web_providers
+from ragkit.errors import ConfigError, WebSearchError
+from ragkit.web import WebProvider, WebResult, web_providers
 from ragkit.web.http import HTTPSearchParams, HTTPSearchProvider
 
 RESULTS = [{"title": f"Result {n}", "url": f"https://example.org/{n}", "snippet": f"snippet {n}"} for n in range(5)]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.corpus.parsers.parsed import ParsedDocument, heading_sections, title_author
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 
 _DOCX_HEADING = re.compile(r"^Heading (\d)$")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragkit.corpus.parsers.parsed import ParsedDocument, title_author
 from ragkit.corpus.pdf import PdfError, read_pdf
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 from ragkit.settings import get_settings
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from ragkit.corpus.parsers.parsed import ParsedDocument, title_author
 from ragkit.corpus.parsers.plain import read_text
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 from ragkit.yaml_input import parse_yaml_documents
 
 # A top-level key in json.dumps(indent=2): two spaces, never more (nested keys have four or more).

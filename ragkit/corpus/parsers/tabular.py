@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ragkit.corpus.parsers.parsed import ParsedDocument
 from ragkit.corpus.parsers.plain import read_text
-from ragkit.corpus.validation import IngestError
+from ragkit.errors import IngestError
 
 
 def parse_csv(path: Path) -> list[ParsedDocument]:

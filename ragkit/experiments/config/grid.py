@@ -6,10 +6,10 @@ import itertools
 
 from pydantic import BaseModel, ConfigDict
 
-from ragkit import registry
 from ragkit.experiments.config.models import ExperimentConfig
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec
+from ragkit.retrievers.base import retrievers
 
 
 class GridPoint(BaseModel):
@@ -58,8 +58,8 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
     for chunker, embedder, retriever, top_k, judges in itertools.product(
         parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k, judge_options
     ):
-        retriever_cls = registry.retrievers.get(retriever.type)
-        params = registry.retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
+        retriever_cls = retrievers.get(retriever.type)
+        params = retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
         point = GridPoint(
             chunker=chunker, embedder=embedder, retriever=params, top_k=top_k, judges=tuple(judges),
             generator=parts["generator"], evaluation=config.evaluation, web=parts["web"],

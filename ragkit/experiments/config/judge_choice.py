@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
+from ragkit.errors import ConfigError
 from ragkit.experiments.config.specs import StrictModel, resolve_at
 from ragkit.quoting import clipped
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec
 from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.roles import role_of
 

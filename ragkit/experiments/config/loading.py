@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ragkit.errors import ConfigError, validation_problems
 from ragkit.experiments.config.models import ExperimentConfig
 from ragkit.quoting import clipped, quoted
-from ragkit.registry import ConfigError, validation_problems
 from ragkit.yaml_input import load_yaml
 
 # Fields holding filesystem paths: relative values are resolved against the YAML file's folder

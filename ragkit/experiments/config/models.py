@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from ragkit import registry
+from ragkit.chunkers.base import chunkers as chunker_registry
+from ragkit.embedders.base import embedders as embedder_registry
+from ragkit.errors import ConfigError
 from ragkit.experiments.baselines import check_baselines
 from ragkit.experiments.config.judge_choice import (
     GENERATOR,
@@ -25,7 +27,8 @@ from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.quoting import quoted
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec
+from ragkit.retrievers.base import retrievers as retriever_registry
 from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.roles import check_single_roles, position
 from ragkit.web import web_providers
@@ -181,7 +184,7 @@ class ExperimentConfig(StrictModel):
         # Resolving checks names and params now, with messages that list the valid choices.
         check_baselines(self, self.resolved_components())
         if not self.embedders:
-            needing = [s.type for s in self.retrievers if registry.retrievers.get(s.type).uses_embedder]
+            needing = [s.type for s in self.retrievers if retriever_registry.get(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
             if any(point_switches(self, name) for name in ("strategy", "quality_gate")):
@@ -216,11 +219,11 @@ class ExperimentConfig(StrictModel):
         check_single_roles([judge_registry.get(name) for name in sorted(self.judges)], "judges")
         generator = self.generator
         return {
-            "chunkers": [resolve_at(f"chunkers.{i}", registry.chunkers.resolve, s)
+            "chunkers": [resolve_at(f"chunkers.{i}", chunker_registry.resolve, s)
                          for i, s in enumerate(self.chunkers)],
-            "embedders": [resolve_at(f"embedders.{i}", registry.embedders.resolve, s)
+            "embedders": [resolve_at(f"embedders.{i}", embedder_registry.resolve, s)
                           for i, s in enumerate(self.embedders)],
-            "retrievers": [resolve_at(f"retrievers.{i}", registry.retrievers.resolve, s)
+            "retrievers": [resolve_at(f"retrievers.{i}", retriever_registry.resolve, s)
                            for i, s in enumerate(self.retrievers)],
             "judges": {name: judge_specs(name, choice) for name, choice in sorted(self.judges.items())},
             "generator": resolve_at("generator", judge_registry.resolve, generator) if generator is not None else None,

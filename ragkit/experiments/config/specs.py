@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ragkit.errors import ConfigError
 from ragkit.quoting import quoted
-from ragkit.registry import ComponentSpec, ConfigError
+from ragkit.registry import ComponentSpec
 
 
 class StrictModel(BaseModel):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 from ragkit.text import multilingual_content_words, sentence_spans
 
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")

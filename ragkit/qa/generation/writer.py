@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.atomic import make_dirs, write_bytes_atomic, write_json_atomic
-from ragkit.registry import ConfigError
+from ragkit.errors import ConfigError
 
 QUESTIONS_FILE = "questions.jsonl"
 RECORD_FILE = "generation.json"

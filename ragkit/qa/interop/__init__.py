@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragkit.errors import ConfigError
 from ragkit.qa.interop.beir_trec import read_trec_qrels, write_beir, write_trec_qrels
 from ragkit.qa.interop.llamaindex_format import read_llamaindex, write_llamaindex
 from ragkit.qa.interop.ragas_format import ragas_rows, read_ragas, write_ragas
 from ragkit.qa.model import QuestionSet
-from ragkit.registry import ConfigError
 
 EXPORT_FORMATS = ("ragas", "llamaindex", "beir", "trec")
 IMPORT_FORMATS = ("ragas", "llamaindex")

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragkit.errors import ConfigError
 from ragkit.qa.model import QuestionSet
 from ragkit.qa.rows import numbered_lines
-from ragkit.registry import ConfigError
 
 
 def _grade(score: float) -> str:

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragkit.errors import ConfigError
 from ragkit.qa.interop.contexts import question_contexts, question_fields, reference_text
 from ragkit.qa.model import Question, QuestionSet
 from ragkit.qa.rows import parse_row
-from ragkit.registry import ConfigError
 
 
 def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: Path,

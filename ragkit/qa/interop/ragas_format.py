@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragkit.errors import ConfigError
 from ragkit.qa.interop.contexts import question_contexts, question_fields, reference_text
 from ragkit.qa.model import Question, QuestionSet
 from ragkit.qa.rows import jsonl_rows, parse_row
-from ragkit.registry import ConfigError
 
 
 def ragas_rows(question_set: QuestionSet, texts: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMResult
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks

@@ -29,7 +29,7 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from pydantic import BaseModel, Field, model_validator
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.local_models import entailment_probabilities
 from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import joined_context

@@ -25,7 +25,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field, create_model, model_validator
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.local_models import cross_encoder_scores
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import numbered_chunks, sourced_chunks

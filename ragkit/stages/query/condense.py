@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.keywords import with_new_keywords
 from ragkit.stages.prompts import ConversationTurn, conversation_block

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ragkit.corpus.summary import SummaryMethod
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn
 from ragkit.text import content_words, word_stem, words

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 
 Strategy = Literal["dense", "bm25", "hybrid"]

@@ -19,7 +19,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 
 

@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.retrieval import quality_gate_scoring as scoring
 from ragkit.stages.retrieval.attempt_scale import Attempt, best_attempt, best_scored_attempt

@@ -22,7 +22,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, create_model
 
-from ragkit.llms.base import LLMError
+from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.stages.answer.answer_check import (
     ANSWER_CHECK_METRICS,
     AnswerCheckJudge,

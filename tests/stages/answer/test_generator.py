@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.stages.answer.generator import Answer, Generator, GeneratorParams, cited_numbers
 from ragkit.stages.base import JudgeTrace, judges
 from tests.scripted_llm import ScriptedLLM

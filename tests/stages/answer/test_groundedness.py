@@ -11,8 +11,8 @@ import pytest
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import PromptTemplate
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams, split_claims, unsupported_claims
 from ragkit.stages.base import JudgeTrace, judges
 from tests.factories import scripted_llm_class

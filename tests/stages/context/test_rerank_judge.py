@@ -10,8 +10,8 @@ import pytest
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams, bm25_scores, terms
 from tests.factories import scripted_llm_class

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.qa import Turn
 from ragkit.stages.base import JudgeTrace
 from ragkit.stages.query.condense import CondenseJudge, CondenseParams, heuristic_rewrite

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.query.router import RouteDecision, RouterJudge, RouterParams
 from tests.factories import scripted_llm_class

@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.query.strategy import StrategyJudge, StrategyParams, heuristic_choice
@@ -69,7 +69,7 @@ def test_llm_replies(tmp_path, reply, chosen, valid):
 
 @pytest.mark.unit
 def test_strategies_must_be_distinct_and_known():
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="must not repeat"):
         judges.validate_params("strategy", {"strategies": ["dense", "dense"]})
@@ -104,8 +104,8 @@ def test_switchable_delegates_to_the_current_retriever_and_resets():
 def test_switching_over_a_real_index_returns_each_retrievers_own_results(tmp_path, minilm_embedder):
     import pandas as pd
 
-    from ragkit import registry
     from ragkit.index import IndexStore
+    from ragkit.retrievers.base import retrievers
 
     texts = ["Cats purr when content.", "IL-6 rises in severe COVID-19.", "Dogs bark at night.",
              "The ACE2 receptor binds the spike protein."]
@@ -118,7 +118,7 @@ def test_switching_over_a_real_index_returns_each_retrievers_own_results(tmp_pat
     vectors = minilm_embedder.embed_texts(texts)
     store.build("ix", chunks, vectors, lambda: None)
     index = store.open("ix")
-    built = {name: registry.retrievers.build({"type": name, "params": {"top_k": 3}}, index=index,
+    built = {name: retrievers.build({"type": name, "params": {"top_k": 3}}, index=index,
                                              embedder=minilm_embedder) for name in ("dense", "bm25", "hybrid")}
     switchable = SwitchableRetriever(built, default="dense")
     for name, retriever in built.items():

@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.query.transforms import (
     HyDEParams,
@@ -263,9 +263,9 @@ DOCS = {
 def dense(tmp_path_factory, minilm_embedder):
     import pandas as pd
 
-    from ragkit import registry
     from ragkit.hashing import text_sha256
     from ragkit.index import IndexStore
+    from ragkit.retrievers.base import retrievers
 
     texts = list(DOCS.values())
     chunks = pd.DataFrame({
@@ -274,7 +274,7 @@ def dense(tmp_path_factory, minilm_embedder):
         "text_sha": [text_sha256(text) for text in texts], "metadata": "{}",
     })
     index = IndexStore(tmp_path_factory.mktemp("lancedb")).build("judges", chunks, minilm_embedder.embed_texts(texts))
-    return registry.retrievers.build({"type": "dense", "params": {"top_k": 2}}, index=index, embedder=minilm_embedder)
+    return retrievers.build({"type": "dense", "params": {"top_k": 2}}, index=index, embedder=minilm_embedder)
 
 
 @pytest.mark.integration

@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import ValidationError
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.keywords import keywords
 from ragkit.stages.retrieval.attempt_scale import mean_top_score
@@ -348,7 +348,7 @@ def test_heuristic_quality_is_the_kept_mean_clipped_and_the_switch_map_is_valida
     judge = QualityGate(QualityGateParams(mode="heuristic", score_top_k=2))
     judge.run(QUERY, StubRetrieve({QUERY: STRONG}), JudgeTrace())
     assert judge.outcome.passed is True and judge.outcome.quality == pytest.approx(0.85)
-    from ragkit.registry import ConfigError
+    from ragkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"unknown issue \['vague'\]\. Valid issues: off_topic"):
         judges.validate_params("quality_gate", {"switch_strategy": {"vague": "bm25"}})

@@ -12,8 +12,8 @@ import json
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.registry import ConfigError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.retrieval.attempt_scale import question_overlaps
 from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams

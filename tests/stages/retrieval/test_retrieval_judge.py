@@ -9,8 +9,8 @@ import pytest
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.llms.base import LLMError
 from ragkit.stages.base import JudgeTrace, judges
 from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
 from tests.factories import scripted_llm_class
