@@ -216,7 +216,6 @@ def test_the_registry_is_generic(ragkit_graph):
 
 
 @pytest.mark.unit
-@pytest.mark.xfail(strict=False, reason="until issue-30 splits land (results, executor, config, loaders, state)")
 def test_no_module_is_longer_than_the_limit():
     too_long = {}
     for package in ("ragkit", "dashboard"):

@@ -15,14 +15,12 @@ So the same bytes uploaded under any name, into any corpus, are parsed once.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from llama_index.core.schema import Document
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -32,11 +30,12 @@ from ragkit.corpus.loaders import LOADER_VERSION, label_documents, parse_file
 from ragkit.corpus.model import Corpus, document_to_json, make_document
 from ragkit.corpus.ordered_pool import in_order
 from ragkit.corpus.parsers.parsed import ParsedDocument
-from ragkit.corpus.validation import file_type_of, validate_file, validate_total_size
+from ragkit.corpus.screening import FileStatus, screen, skipped, walk
+from ragkit.corpus.validation import file_type_of, validate_total_size
 from ragkit.errors import ConfigError, IngestError
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
 from ragkit.locks import content_lock
-from ragkit.settings import RagkitSettings, get_settings
+from ragkit.settings import get_settings
 
 _CORPUS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 # file_type of the manifest entry that holds documents given already parsed (dataset corpora).
@@ -69,14 +68,6 @@ class Manifest(BaseModel):
     created: datetime
     documents: list[ManifestEntry]
     total_bytes: int
-
-
-class FileStatus(BaseModel):
-    path: str
-    doc_id: str
-    status: Literal["ingested", "skipped"]
-    reason: str = ""
-    documents: int = 0
 
 
 class IngestReport(BaseModel):
@@ -116,53 +107,6 @@ def check_corpus_name(name: str) -> str:
             f"corpus name {name!r} is invalid: use 1-64 letters, digits, '.', '_' or '-', not starting with '.'"
         )
     return name
-
-
-def _walk(path: Path) -> Iterator[tuple[Path, str]]:
-    """(file, doc_id) for a file given directly or every non-hidden file under a folder, sorted.
-
-    A symbolic link under the folder (to a file or a folder) is listed, not entered, so that
-    screening names it as skipped: it may point outside the folder.
-    """
-    if not path.is_dir():  # a file, or a missing path that screening reports as not found
-        yield path, path.name
-        return
-    found: list[Path] = []
-    for root, dirs, files in os.walk(path):  # does not follow symlinked folders: no cycles
-        linked = [d for d in dirs if os.path.islink(os.path.join(root, d))]
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in linked]
-        found.extend(Path(root) / name for name in files + linked if not name.startswith("."))
-    yield from sorted(((file, file.relative_to(path).as_posix()) for file in found), key=lambda item: item[1])
-
-
-def _skipped(path: Path, doc_id: str, error: IngestError | OSError) -> FileStatus:
-    # An unreadable file (permissions, vanished mid-ingest) is one bad file, not a failed batch.
-    reason = error.reason if isinstance(error, IngestError) else f"cannot read file: {error.strerror or error}"
-    return FileStatus(path=str(path), doc_id=doc_id, status="skipped", reason=reason)
-
-
-def _screen(
-    candidates: list[tuple[Path, str]], settings: RagkitSettings
-) -> tuple[dict[int, FileStatus], list[tuple[int, Path, str]]]:
-    """Statuses of rejected candidates (by position) and (position, path, doc_id) of accepted ones."""
-    statuses: dict[int, FileStatus] = {}
-    accepted: list[tuple[int, Path, str]] = []
-    claimed: dict[str, Path] = {}
-    for index, (path, doc_id) in enumerate(candidates):
-        try:
-            if path.is_symlink():
-                raise IngestError("symbolic link, not followed (it can point outside the folder): ingest its target")
-            if not path.is_file():
-                raise IngestError("not found" if not path.exists() else "not a regular file")
-            if doc_id in claimed:
-                raise IngestError(f"doc id '{doc_id}' is already taken by {claimed[doc_id]} in this batch")
-            validate_file(path, settings)
-        except (IngestError, OSError) as error:
-            statuses[index] = _skipped(path, doc_id, error)
-            continue
-        claimed[doc_id] = path
-        accepted.append((index, path, doc_id))
-    return statuses, accepted
 
 
 class CorpusStore:
@@ -230,8 +174,8 @@ class CorpusStore:
         if isinstance(paths, (str, Path)):  # one path given bare would otherwise iterate its characters
             paths = [Path(paths)]
         settings = get_settings()
-        candidates = [item for given in map(Path, paths) for item in _walk(given)]
-        statuses, accepted = _screen(candidates, settings)
+        candidates = [item for given in map(Path, paths) for item in walk(given)]
+        statuses, accepted = screen(candidates, settings)
         validate_total_size(sum(path.stat().st_size for _, path, _ in accepted), settings)
 
         manifest = self._read_manifest(name)
@@ -253,7 +197,7 @@ class CorpusStore:
                     if (other := owner.get(document.id_, doc_id)) != doc_id:
                         raise IngestError(f"document id '{document.id_}' is already in the corpus from '{other}'")
             except (IngestError, OSError) as error:
-                statuses[index] = _skipped(path, doc_id, error)
+                statuses[index] = skipped(path, doc_id, error)
                 continue
             for document in documents.get(doc_id, []):
                 owner.pop(document.id_, None)
