@@ -46,6 +46,9 @@ def connect(root: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(root / TABLE_FILE, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)  # shared by threads under RetrievalCache's lock
     connection.execute("PRAGMA journal_mode=WAL")
+    # No fsync per commit (WAL stays consistent; a power loss may only drop the last flushes,
+    # which a cache recomputes), as the file-per-search layout did not fsync either.
+    connection.execute("PRAGMA synchronous=NORMAL")
     connection.execute("CREATE TABLE IF NOT EXISTS retrievals "
                        "(key TEXT PRIMARY KEY, entry TEXT NOT NULL, written REAL NOT NULL)")
     return connection
@@ -107,7 +110,8 @@ class RetrievalCache:
         if not pending:
             return 0
         now = time.time()
-        rows = [(key, json.dumps(entry), now) for key, entry in pending.items()]
+        rows = [(key, json.dumps(entry, ensure_ascii=False, default=str, separators=(",", ":")), now)
+                for key, entry in pending.items()]
         with self._lock:
             db = self._db()
             db.execute("BEGIN IMMEDIATE")
