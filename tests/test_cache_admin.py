@@ -135,3 +135,14 @@ def test_two_writer_processes_lose_nothing(tmp_path):
     found = [cache.get(key) for key in keys]
     assert all(entry is not None and entry[0][0].row["text"] == key for entry, key in zip(found, keys))
     assert connect(tmp_path).execute("SELECT COUNT(*) FROM retrievals").fetchone()[0] == 800
+
+
+def test_the_retrieval_cache_travels_to_another_process(tmp_path):
+    """Ray and multiprocessing pickle the executor: the cache goes without its connection."""
+    import pickle
+
+    cache = RetrievalCache(tmp_path)
+    cache.put("k" * 32, [_hit(1)], 0.5)
+    cache.flush()
+    copy = pickle.loads(pickle.dumps(cache))
+    assert copy.get("k" * 32)[1] == 0.5

@@ -23,6 +23,7 @@ cache entries.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -60,15 +61,24 @@ class RetrievalCache:
         self._pending: dict[str, dict[str, Any]] = {}
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # one connection, shared by the executor's threads
+        self._pid = os.getpid()
 
     @staticmethod
     def key(index_id: str, retriever: str, params: dict[str, Any], query: str, where: str | None) -> str:
         return content_key("retrieval", index_id, retriever, params, query, where, length=32)
 
     def _db(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self._connection = connect(self.root)
+        if self._connection is None or self._pid != os.getpid():  # a forked child opens its own
+            self._connection, self._pid = connect(self.root), os.getpid()
         return self._connection
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Sent to another process (Ray, multiprocessing): the folder and pending entries only."""
+        return {"root": self.root, "_pending": dict(self._pending)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["root"])  # type: ignore[misc]
+        self._pending = state["_pending"]
 
     def _legacy_path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
