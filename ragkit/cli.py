@@ -305,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ragkit.questions_cli import add_questions_parser
 
     add_questions_parser(sub)
+
+    from ragkit.cache_cli import add_cache_parser
+
+    add_cache_parser(sub)
     return parser
 
 

@@ -128,6 +128,7 @@ CASES = [
     ("compact: not a results folder", ["compact", "{d}/emptydir"], 2, ["no results folder at", "emptydir"]),
     ("check: missing folder", ["check", "{d}/nowhere"], 2, ["no results folder at", "nowhere"]),
     ("check: not a results folder", ["check", "{d}/emptydir", "--repair"], 2, ["no results folder at", "emptydir"]),
+    ("cache: bad duration", ["cache", "prune", "--older-than", "3x"], 2, ["'3x' is not a duration", "30d"]),
     ("run: --out a folder of other files", ["run", "{d}/good.yaml", "--out", "{d}"], 2,
      ["is not empty and is not a ragkit results folder: it holds", "--force"]),
     ("export: unknown format", ["export", "{results}", "--format", "pdf"], USAGE,

@@ -13,7 +13,7 @@ import pytest
 from ragkit.hashing import text_sha256
 from ragkit.index import IndexStore, doc_filter
 from ragkit.retrievers.base import retrievers
-from ragkit.retrievers.cache import RetrievalCache
+from ragkit.retrievers.cache import RetrievalCache, connect
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +116,7 @@ def test_changing_the_retrievers_params_the_query_or_the_scope_searches_again(in
     assert index.searches == searched + 1
 
 
-# Cut short, or empty: entries are not fsynced, and a power loss may leave an empty file.
+# Cut short, or empty: a damaged entry (a table row, or an old per-search file) is searched again.
 @pytest.mark.parametrize("damaged", ['{"format": 1, "key": "', ""])
 def test_a_corrupt_cache_entry_is_searched_again_and_rewritten(index, minilm_embedder, tmp_path, damaged):
     cache = RetrievalCache(tmp_path / "cache")
@@ -124,13 +124,34 @@ def test_a_corrupt_cache_entry_is_searched_again_and_rewritten(index, minilm_emb
     retriever.use_cache(cache)
     expected = [n.node.node_id for n in retriever.retrieve("cats purr")]
     cache.flush()
-    (entry,) = (tmp_path / "cache").rglob("*.json")
-    entry.write_text(damaged, encoding="utf-8")
+    db = connect(tmp_path / "cache")
+    assert db.execute("UPDATE retrievals SET entry = ?", (damaged,)).rowcount == 1
     searched = index.searches
     assert [n.node.node_id for n in retriever.retrieve("cats purr")] == expected
     assert index.searches == searched + 1
     cache.flush()
-    assert json.loads(entry.read_text(encoding="utf-8"))["hits"]
+    (entry,) = db.execute("SELECT entry FROM retrievals").fetchone()
+    assert json.loads(entry)["hits"]
+
+
+def test_entries_of_the_old_file_per_search_layout_are_still_read(index, tmp_path):
+    """A data dir written before the table: its files answer, and new entries go to the table."""
+    cache = RetrievalCache(tmp_path / "cache")
+    retriever = build("bm25", index, None)
+    retriever.use_cache(cache)
+    expected = [n.node.node_id for n in retriever.retrieve("cats purr")]
+    cache.flush()
+    db = connect(tmp_path / "cache")
+    key, entry = db.execute("SELECT key, entry FROM retrievals").fetchone()
+    db.execute("DELETE FROM retrievals")
+    legacy = tmp_path / "cache" / key[:2] / f"{key}.json"
+    legacy.parent.mkdir()
+    legacy.write_text(entry, encoding="utf-8")
+    fresh = RetrievalCache(tmp_path / "cache")
+    retriever.use_cache(fresh)
+    searched = index.searches
+    assert [n.node.node_id for n in retriever.retrieve("cats purr")] == expected
+    assert index.searches == searched
 
 
 def test_cached_rows_are_plain_json_numbers(tmp_path):
