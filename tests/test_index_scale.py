@@ -309,3 +309,38 @@ def test_a_built_table_holds_the_chunks_and_their_exact_float32_vectors(store):
 def test_an_empty_chunk_set_builds_an_empty_table_with_the_vector_column(store):
     table = store.build("empty", _chunks(0), np.empty((0, DIM), dtype=np.float32), fulltext=False)._table
     assert table.count_rows() == 0 and "vector" in table.schema.names
+
+
+# --- recall on a table with structure -------------------------------------------------------------
+
+CLUSTERED_ROWS, CLUSTERED_DIM = 4000, 64
+
+
+def _clustered(rows: int, seed: int) -> np.ndarray:
+    """Points around 80 random centres (noise of norm 0.3-0.6), unit length: neighbours are a
+    cluster's points, as with real embeddings, rather than the near-ties of uniform noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((80, CLUSTERED_DIM))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    noise = rng.standard_normal((rows, CLUSTERED_DIM))
+    noise *= (rng.uniform(0.3, 0.6, rows) / np.linalg.norm(noise, axis=1))[:, None]
+    points = centres[rng.integers(0, 80, rows)] + noise
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("ann", [
+    AnnParams(kind="ivf_pq", min_rows=1, num_partitions=8, num_sub_vectors=16, nprobes=4, refine_factor=10),
+    AnnParams(kind="ivf_hnsw_sq", min_rows=1, num_partitions=4, nprobes=2),
+], ids=["ivf_pq", "ivf_hnsw_sq"])
+def test_an_ann_index_on_a_few_thousand_clustered_rows_finds_nine_of_the_exact_top_10(store, ann):
+    vectors = _clustered(CLUSTERED_ROWS + 30, seed=5)
+    table, queries = vectors[:CLUSTERED_ROWS], vectors[CLUSTERED_ROWS:]  # held-out points of the same clusters
+    index = store.build(f"clustered-{ann.kind}", _chunks(CLUSTERED_ROWS), table, ann=ann, fulltext=False)
+    exact = store.build("clustered-exact", _chunks(CLUSTERED_ROWS), table, fulltext=False)
+
+    assert index.ann == ann and _vector_indexes(index) == [{"ivf_pq": "IvfPq", "ivf_hnsw_sq": "IvfHnswSq"}[ann.kind]]
+    truth = [{int(hit.row["chunk_id"][1:]) for hit in exact.dense(q, 10)} for q in queries]
+    # LanceDB's exact scan is numpy's top 10 (the reference the recall is measured against).
+    assert truth == [set(np.argsort(-(table @ q))[:10].tolist()) for q in queries]
+    found = [{int(hit.row["chunk_id"][1:]) for hit in index.dense(q, 10)} for q in queries]
+    assert np.mean([len(t & f) / 10 for t, f in zip(truth, found)]) >= 0.9

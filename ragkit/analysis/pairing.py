@@ -22,6 +22,9 @@ from ragkit.llms.base import DIGEST_PREFIX
 NON_CONFIG_COLUMNS = frozenset({"run_id", "label", "experiment", "depth"})
 TOP_K = "top_k"
 JUDGE_PREFIX = "judge."
+# The approximate-search index (``ann.*`` columns): the plan writes them only on runs whose index
+# is approximate; a run with an embedder and no ``ann.kind`` searched exactly, level EXACT_SEARCH.
+ANN_KIND, ANN_PREFIX, EMBEDDER, EXACT_SEARCH = "ann.kind", "ann.", "embedder", "none"
 # Modes a judge can run in, baseline first: a pair reads "off -> heuristic", "heuristic -> llm".
 _MODE_ORDER = {"off": 0, "heuristic": 1, "llm": 2, "cross_encoder": 3, "nli": 4}
 PAIR_COLUMNS = ["run_a", "run_b", "factor", "value_a", "value_b"]
@@ -42,7 +45,8 @@ def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
     `<kind>.top_k` mirrors the `top_k` column and joins that factor. `llm.<role>` names the
     model behind a role and joins that role's factor (`judge.<role>`, or `<role>` such as
     `generator`): it is set exactly when the role calls an LLM, so switching a judge to llm mode
-    still pairs as one factor. A dotted column with no such prefix is a factor on its own.
+    still pairs as one factor. `ann.<param>` joins `ann.kind` (an index kind with its knobs).
+    A dotted column with no such prefix is a factor on its own.
     """
     config = [c for c in runs.columns if is_config_column(c)]
     names = set(config)
@@ -54,6 +58,8 @@ def factor_columns(runs: pd.DataFrame) -> dict[str, list[str]]:
         elif column.startswith("llm."):
             role = column.removeprefix("llm.")
             factor = next((owner for owner in (f"{JUDGE_PREFIX}{role}", role) if owner in names), column)
+        elif column.startswith(ANN_PREFIX) and ANN_KIND in names:
+            factor = ANN_KIND
         else:
             parts = column.split(".")
             for length in range(len(parts) - 1, 0, -1):
@@ -101,9 +107,23 @@ def _level_label(value: object, varying: list[str], shown_values: list[object]) 
     return f"{format_value(value)}({shown})" if shown else format_value(value)
 
 
+def _exact_search_named(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``ann.kind`` set to EXACT_SEARCH on runs that search vectors exactly, so an
+    exact run pairs with an approximate one; runs without an embedder keep it missing (no vectors:
+    the index kind does not apply). Its missing value still sorts first, so exact is the baseline."""
+    if ANN_KIND not in runs.columns or EMBEDDER not in runs.columns:
+        return runs
+    exact = runs[ANN_KIND].isna() & runs[EMBEDDER].notna()
+    if not exact.any():
+        return runs
+    named = runs.copy()
+    named[ANN_KIND] = named[ANN_KIND].astype(object).where(~exact, EXACT_SEARCH)
+    return named
+
+
 def factor_levels(runs: pd.DataFrame) -> pd.DataFrame:
     """runs x factors: each run's level label of each factor (None: does not apply); index run_id."""
-    runs = runs.reset_index(drop=True)
+    runs = _exact_search_named(runs.reset_index(drop=True))
     factors = factor_columns(runs)
     table = pd.DataFrame({factor: _factor_levels(runs, columns) for factor, columns in factors.items()},
                          index=runs.index)

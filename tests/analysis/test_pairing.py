@@ -159,3 +159,33 @@ def test_single_factor_pairs_of_a_random_grid_are_the_pairs_found_one_by_one():
     expected = _pairs_one_by_one(runs)
     assert len(expected) > 20
     assert list(pairs.itertuples(index=False, name=None)) == expected
+
+
+def _ann_run(run_id: str, kind: str | None, retriever: str = "dense", **params) -> dict:
+    """A run as the plan writes it: `ann.*` columns only where the index is approximate."""
+    row = run_row(run_id, retriever=retriever, embedder=None if retriever == "bm25" else "minilm")
+    if kind is not None:
+        row.update({"ann.kind": kind, "ann.min_rows": 100_000, "ann.num_partitions": None,
+                    "ann.num_sub_vectors": None, "ann.nprobes": 20, "ann.refine_factor": None, **params})
+    return row
+
+
+def test_exact_and_approximate_search_pair_as_one_ann_factor_with_exact_first():
+    runs = [_ann_run("exact", None), _ann_run("hnsw", "ivf_hnsw_sq"),
+            _ann_run("pq", "ivf_pq", **{"ann.refine_factor": 10}),
+            _ann_run("pq50", "ivf_pq", **{"ann.refine_factor": 10, "ann.nprobes": 50})]
+    assert _pairs(runs) == {
+        ("exact", "hnsw", "ann.kind", "none", "ivf_hnsw_sq"),
+        ("exact", "pq", "ann.kind", "none", "ivf_pq(nprobes=20)"),
+        ("exact", "pq50", "ann.kind", "none", "ivf_pq(nprobes=50)"),
+        ("hnsw", "pq", "ann.kind", "ivf_hnsw_sq", "ivf_pq(nprobes=20)"),
+        ("hnsw", "pq50", "ann.kind", "ivf_hnsw_sq", "ivf_pq(nprobes=50)"),
+        ("pq", "pq50", "ann.kind", "ivf_pq(nprobes=20)", "ivf_pq(nprobes=50)"),
+    }
+
+
+def test_ann_does_not_apply_to_a_run_without_vectors():
+    # bm25 runs never get an ANN index (it is on vectors): bm25 still pairs with an approximate dense run.
+    runs = [_ann_run("bm25", None, retriever="bm25"), _ann_run("dense", "ivf_pq")]
+    assert _pairs(runs) == {("bm25", "dense", "retriever", "bm25", "dense")}
+    assert factor_levels(pd.DataFrame(runs)).loc["bm25", "ann.kind"] is None

@@ -85,3 +85,12 @@ def test_an_ann_index_is_built_above_its_threshold_and_the_run_row_names_it(tmp_
     assert runs["ann.kind"].tolist() == ["ivf_hnsw_sq"] and runs["ann.nprobes"].tolist() == [20]
     retrievals = ResultStore(tmp_path / "out").read("retrievals")
     assert (retrievals.groupby("question_id")["rank"].max() == 2).all()
+
+
+def test_ann_kind_none_keeps_the_exact_ids_whatever_its_other_knobs(tmp_path):
+    dataset = write_beir(tmp_path / "beir", DOCS, QUESTIONS)
+    exact, _ = prepare(config(dataset, ["dense"], embedders=["minilm"]))
+    off, _ = prepare(config(dataset, ["dense"], embedders=["minilm"], ann={"kind": "none", "nprobes": 50}))
+    assert [r.run_id for r in off.runs] == [r.run_id for r in exact.runs]
+    assert [s.index_id for s in off.index_steps] == [s.index_id for s in exact.index_steps]
+    assert all(s.ann is None for s in off.index_steps)
