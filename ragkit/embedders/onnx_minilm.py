@@ -18,7 +18,10 @@ import numpy as np
 from pydantic import Field
 
 from ragkit.embedders.base import Embedder
+from ragkit.errors import ConfigError
 from ragkit.registry import ComponentParams
+
+MISSING_RUNTIME = "embedder 'minilm-onnx' needs onnx and onnxruntime: pip install 'ragkit[onnx]' (or use minilm)"
 
 
 class MiniLMOnnxParams(ComponentParams):
@@ -99,6 +102,11 @@ class MiniLMOnnxEmbedder(Embedder):
 
     def sentence_model(self) -> OnnxSentenceModel:
         if self._sentence_model is None:
+            try:
+                import onnx  # noqa: F401 - the exporter needs it; checked here to fail in one line
+                import onnxruntime  # noqa: F401
+            except ImportError:
+                raise ConfigError(MISSING_RUNTIME) from None
             from ragkit.embedders.onnx_export import cached_model, max_seq_length, shipped_model_folder
             from ragkit.settings import get_settings
 
