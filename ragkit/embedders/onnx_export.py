@@ -85,7 +85,7 @@ def export(folder: Path, precision: str, path: Path) -> None:
     if precision == "int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        quantize_dynamic(fp32, path, weight_type=QuantType.QInt8, **QUANTISATION)  # type: ignore[arg-type]
+        quantize_dynamic(fp32, path, weight_type=QuantType.QInt8, **QUANTISATION)
         fp32.unlink()
 
 
