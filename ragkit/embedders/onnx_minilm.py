@@ -30,7 +30,8 @@ class MiniLMOnnxParams(ComponentParams):
     precision: Literal["fp32", "int8"] = Field(
         default="int8",
         description="fp32: the exported graph as is (matches minilm); int8: weights quantised by onnxruntime's "
-                    "dynamic quantisation (faster on CPUs; vectors 0.007 cosine from minilm's on average, 0.03 at worst).")
+                    "dynamic quantisation (faster on CPUs; vectors 0.007 cosine from minilm's on average, "
+                    "0.03 at worst).")
 
 
 class OnnxSentenceModel:
