@@ -7,8 +7,8 @@ writes who it is beside the lock (``.owner``), so a process that gives up waitin
 process it waited for.
 
 What each lock guards, and the one order they are taken in (never the reverse, so two processes
-cannot wait for each other): results folder -> index -> chunk set -> embedder. A corpus lock is
-taken alone.
+cannot wait for each other): results folder -> index -> chunk set -> embedder -> model. A corpus
+lock is taken alone.
 
 | kind | key | held while |
 |---|---|---|
@@ -17,6 +17,7 @@ taken alone.
 | ``chunkset`` | chunkset_id | checking for the Parquet file, chunking, writing it |
 | ``embedder`` | embedder key | looking up, computing and appending missing vectors |
 | ``corpus`` | corpus name | reading, merging and writing the corpus manifest |
+| ``model`` | export key | exporting a model file (``minilm-onnx``) and publishing it |
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ragkit.errors import LockTimeout
 # only bounds a wait on a process that is alive but stuck.
 BUILD_WAIT_S = 6 * 3600.0
 
-LOCK_KINDS = ("index", "chunkset", "embedder", "corpus")
+LOCK_KINDS = ("index", "chunkset", "embedder", "corpus", "model")
 
 
 def content_lock(data_dir: Path, kind: str, key: str, timeout: float = BUILD_WAIT_S):

@@ -83,7 +83,7 @@ CASES = [
     ("run: unknown retriever", ["run", "{d}/retriever.yaml"], 2,
      ["retrievers.0: unknown retriever 'bm26'", "Valid choices: bm25, dense, hybrid, mmr"]),
     ("run: unknown embedder", ["run", "{d}/embedder.yaml"], 2,
-     ["embedders.0: unknown embedder 'minilmx'", "Valid choices: huggingface, minilm, ollama"]),
+     ["embedders.0: unknown embedder 'minilmx'", "Valid choices: huggingface, minilm, minilm-onnx, ollama"]),
     ("run: unknown judge", ["run", "{d}/judge.yaml"], 2, ["unknown judge ['retreival']", "rerank, retrieval"]),
     ("run: unknown judge mode", ["run", "{d}/judge_mode.yaml"], 2,
      ["judges.retrieval: no mode 'super'", "Valid modes: off, llm, both"]),

@@ -48,7 +48,7 @@ def test_a_built_in_loads_from_code_when_its_entry_point_is_stale_or_broken(monk
     monkeypatch.setattr(embedders, "_loaded", {})
     assert embedders.get("minilm") is MiniLMEmbedder
     assert embedders.get("ollama").__module__ == "ragkit.embedders.remote"
-    assert embedders.names() == ["huggingface", "minilm", "ollama", "openai"]
+    assert embedders.names() == ["huggingface", "minilm", "minilm-onnx", "ollama", "openai"]
 
 
 @pytest.mark.unit

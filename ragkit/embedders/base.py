@@ -3,7 +3,8 @@
 Every backend is a LlamaIndex ``BaseEmbedding`` underneath, created lazily on first use and
 passed explicitly to whatever needs it (never through llama_index ``Settings``). A backend
 writes ``_create_model`` (and ``_embed_query_batch`` when it embeds a list of queries at once):
-the local sentence-transformers models are in ``local.py``, the HTTP servers in ``remote.py``,
+the local sentence-transformers models are in ``local.py``, the ONNX Runtime MiniLM in
+``onnx_minilm.py``, the HTTP servers in ``remote.py``,
 and the cache that makes each text embed once in ``cache.py``.
 """
 
@@ -21,6 +22,7 @@ from ragkit.registry import Component, ComponentParams, Registry
 embedders: Registry[Embedder] = Registry("embedder", builtins={
     "minilm": "ragkit.embedders.local:MiniLMEmbedder",
     "huggingface": "ragkit.embedders.local:HuggingFaceEmbedder",
+    "minilm-onnx": "ragkit.embedders.onnx_minilm:MiniLMOnnxEmbedder",
     "ollama": "ragkit.embedders.remote:OllamaEmbedder",
     "openai": "ragkit.embedders.remote:OpenAIEmbedder",
 })

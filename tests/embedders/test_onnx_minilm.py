@@ -1,0 +1,130 @@
+"""``minilm-onnx``: the same vectors as the torch ``minilm`` (fp32), close ones (int8), an export
+made once per data directory, and an embedder a grid can name."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragkit.embedders import onnx_export
+from ragkit.embedders.base import embedders
+from ragkit.embedders.onnx_minilm import MiniLMOnnxEmbedder, MiniLMOnnxParams
+from ragkit.errors import ConfigError
+from ragkit.experiments.config import config_from_dict, expand_grid
+from tests.conftest import SAMPLE_DATASET
+
+# int8 cannot reach 1e-3 cosine distance on every text (issue 32's goal): dynamic quantisation of
+# MiniLM's weights, per channel, measured on these 500 texts (2026-11-26): worst 0.0307, mean
+# 0.0070 (per-tensor scales: 0.12 / 0.06 on 16 texts; leaving the feed-forward layers in fp32
+# still gave 0.0029 there and removes most of the speed-up). The bounds are those measurements
+# with a margin, not the issue's 1e-3; the test prints what it measures.
+INT8_WORST = 0.04
+INT8_MEAN = 0.01
+
+
+def sample_texts(count: int = 500) -> list[str]:
+    """Questions and paragraphs of the bundled sample: short and long (past the 256-token limit)."""
+    texts = [json.loads(line)["text"] for line in (SAMPLE_DATASET / "queries.jsonl").open()]
+    for line in (SAMPLE_DATASET / "corpus.jsonl").open():
+        texts += [part for part in json.loads(line)["text"].split("\n\n") if part.strip()]
+    chosen = texts[:count // 2] + texts[-(count - count // 2):]
+    assert len(chosen) == count and max(map(len, chosen)) > 2000
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def onnx_data_dir(tmp_path_factory) -> Path:
+    """One data directory for the module: each precision is exported once."""
+    return tmp_path_factory.mktemp("onnx-data")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(minilm_embed_model) -> np.ndarray:
+    vectors = np.asarray(minilm_embed_model.get_text_embedding_batch(sample_texts()), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def onnx_vectors(data_dir: Path, precision: str) -> np.ndarray:
+    return MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision), data_dir=data_dir).embed_texts(sample_texts())
+
+
+def cosine_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return 1.0 - (a * b).sum(axis=1)
+
+
+@pytest.mark.slow
+def test_fp32_vectors_are_the_torch_models_within_1e_5_cosine(onnx_data_dir, torch_vectors):
+    distances = cosine_distances(onnx_vectors(onnx_data_dir, "fp32"), torch_vectors)
+    assert distances.max() < 1e-5
+
+
+@pytest.mark.slow
+def test_int8_vectors_are_close_to_the_torch_models(onnx_data_dir, torch_vectors):
+    distances = cosine_distances(onnx_vectors(onnx_data_dir, "int8"), torch_vectors)
+    print(f"int8 cosine distance to torch on 500 texts: worst {distances.max():.5f}, mean {distances.mean():.5f}")
+    assert distances.max() < INT8_WORST
+    assert distances.mean() < INT8_MEAN
+
+
+@pytest.mark.slow
+def test_a_second_load_reuses_the_export(onnx_data_dir, monkeypatch):
+    onnx_vectors(onnx_data_dir, "fp32")  # exported by the first test, or now
+    monkeypatch.setattr(onnx_export, "export", lambda *args: pytest.fail("exported again"))
+    vectors = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision="fp32"), data_dir=onnx_data_dir).embed_texts(["a text"])
+    assert vectors.shape == (1, 384)
+
+
+@pytest.mark.unit
+def test_the_cache_exports_once_per_key_and_publishes_whole(tmp_path, monkeypatch):
+    calls: list[str] = []
+
+    def fake_export(folder: Path, precision: str, path: Path) -> None:
+        calls.append(precision)
+        path.write_bytes(b"onnx " + precision.encode())
+
+    monkeypatch.setattr(onnx_export, "export", fake_export)
+    folder = onnx_export.shipped_model_folder()
+    first = onnx_export.cached_model(tmp_path, folder, "int8")
+    again = onnx_export.cached_model(tmp_path, folder, "int8")
+    other = onnx_export.cached_model(tmp_path, folder, "fp32")
+    assert calls == ["int8", "fp32"]
+    assert first == again != other and first.read_bytes() == b"onnx int8"
+    # Nothing half-built is left beside the published folders.
+    assert sorted(path.name for path in first.parents[1].iterdir()) == sorted([first.parent.name, other.parent.name])
+
+
+@pytest.mark.unit
+def test_building_the_embedder_loads_nothing(monkeypatch):
+    monkeypatch.setattr(onnx_export, "cached_model", lambda *args: pytest.fail("loaded at build"))
+    embedder = embedders.build(embedders.resolve({"type": "minilm-onnx", "params": {"precision": "fp32"}}))
+    assert isinstance(embedder, MiniLMOnnxEmbedder) and embedder._model is None
+
+
+@pytest.mark.unit
+def test_its_identity_differs_from_minilm_and_by_precision():
+    keys = {embedders.build(embedders.resolve(spec)).spec_key() for spec in (
+        "minilm", {"type": "minilm-onnx", "params": {"precision": "fp32"}},
+        {"type": "minilm-onnx", "params": {"precision": "int8"}})}
+    assert len(keys) == 3
+
+
+@pytest.mark.unit
+def test_a_grid_can_name_it_and_a_bad_precision_lists_the_choices():
+    base = {"name": "t", "dataset": {"path": "/data/x"}}
+    grid = expand_grid(config_from_dict({**base, "embedders": ["minilm", {"type": "minilm-onnx"}]}))
+    assert sorted(point.embedder.type for point in grid) == ["minilm", "minilm-onnx"]
+    with pytest.raises(ConfigError, match=r"'precision': Input should be 'fp32' or 'int8' \(got 'int4'\)"):
+        config_from_dict({**base, "embedders": [{"type": "minilm-onnx", "params": {"precision": "int4"}}]})
+    with pytest.raises(ConfigError, match="minilm-onnx"):
+        config_from_dict({**base, "embedders": ["minilm-onnz"]})
+
+
+@pytest.mark.unit
+def test_without_onnxruntime_the_error_is_one_line_naming_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # what an import of a missing package does
+    with pytest.raises(ConfigError, match=r"pip install 'ragkit\[onnx\]'"):
+        MiniLMOnnxEmbedder(MiniLMOnnxParams(), data_dir=tmp_path).embed_texts(["a text"])
