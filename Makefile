@@ -59,7 +59,8 @@ test-slow:
 # 17 minutes on a fresh clone of a quiet machine. Measured 2026-11-26 on the shared machine under
 # a load average of 15-30 (8 helpers), so only relative figures mean anything: the 16 tests now
 # marked slow (5 reference pipelines on the 135M LLM, the quickstart report, 20 kills, question
-# generation, relevance and claim judges on the embedded LLM, Ray workers) were the suite's tail.
+# generation, relevance and claim judges on the embedded LLM, Ray workers) were the suite's tail:
+# at least 36% of its summed test time (4,060 of 11,174 s; some of them cut short by timeouts).
 # CI budget (90 min), estimated, not yet measured whole: install ~15 + make test (under 12) + test-slow (~10) + test-benchmarks (~8)
 # + test-repeat (2 x the fast suite, under 24): about 70 minutes at most.
 test-benchmarks:
