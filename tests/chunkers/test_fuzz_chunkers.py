@@ -77,7 +77,6 @@ def check_chunks(spec: dict[str, Any], text: str, file_name: str, **deps: Any) -
         assert not nodes
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["token", "sentence", "recursive", "markdown", "code", "document", "semantic"])
 @fuzz_settings(ci=25, full=900)
 @given(data=st.data())
@@ -89,7 +88,6 @@ def test_fuzz_chunkers(name: str, data: st.DataObject) -> None:
     check_chunks({"type": name, "params": params}, text, file_name, **deps)
 
 
-@pytest.mark.slow
 @pytest.mark.integration
 # No deadline: the cost is the model's, one embedding per sentence (1,500 one-character
 # sentences take minutes on a small CPU); what is checked here is the spans.

@@ -4,7 +4,7 @@
 sample, so CI stays quick and a failure reproduces; ``RAGKIT_FUZZ=full`` runs the long search
 (over 10,000 cases across the fuzz tests; see docs/reliability.md):
 
-    RAGKIT_FUZZ=full python -m pytest -m slow -k fuzz -p no:cacheprovider --hypothesis-show-statistics
+    RAGKIT_FUZZ=full python -m pytest -k fuzz -p no:cacheprovider --hypothesis-show-statistics
 """
 
 from __future__ import annotations

@@ -127,7 +127,6 @@ TYPE_INPUTS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("file_type", TEXT_TYPES)
 @fuzz_settings(ci=30, full=900)
 @given(data=st.data())
@@ -160,14 +159,12 @@ def broken(original: bytes, magic: bytes) -> st.SearchStrategy[bytes]:
     return st.one_of(mutated(original), st.binary(max_size=2_000).map(lambda junk: magic + junk))
 
 
-@pytest.mark.slow
 @fuzz_settings(ci=30, full=1200)
 @given(data=st.data())
 def test_fuzz_pdf_loader(scratch: Path, real_pdf: bytes, data: st.DataObject) -> None:
     parse_or_refuse(scratch, "pdf", data.draw(broken(real_pdf, b"%PDF-1.7\n"), label="bytes"))
 
 
-@pytest.mark.slow
 @fuzz_settings(ci=30, full=1200)
 @given(data=st.data())
 def test_fuzz_docx_loader(scratch: Path, real_docx: bytes, data: st.DataObject) -> None:
@@ -178,7 +175,6 @@ def test_fuzz_docx_loader(scratch: Path, real_docx: bytes, data: st.DataObject) 
 ATX_REFERENCE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 
 
-@pytest.mark.slow
 @fuzz_settings(ci=300, full=2000)
 @given(line=st.text(st.sampled_from(" #\tax\u3000\u00a0"), max_size=30))
 def test_fuzz_atx_heading_reads_lines_as_the_reference_regex(line: str) -> None:

@@ -77,7 +77,6 @@ def test_sanitize_name_makes_every_hostile_name_one_plain_file_name(hostile: str
     assert (tmp_path / name).resolve().parent == tmp_path.resolve()
 
 
-@pytest.mark.slow
 @fuzz_settings(ci=200, full=1500)
 @given(hostile=st.text(st.characters(codec="utf-8"), max_size=300)
        | st.lists(st.sampled_from(["..", ".", "/", "\\", "\uff0f", "\u2215", "\uff0e", "con", "a", " ", "\x00",

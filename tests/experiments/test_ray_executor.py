@@ -41,12 +41,14 @@ KEYS = {"scores": ["run_id", "question_id", "metric", "value", "error"],
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray for the module, as the README runs it: loopback, 2 CPUs, no auth."""
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=temp_dir, include_dashboard=False,
-             log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    # Set for the module only: a later test in this process must not inherit it (random order).
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_AUTH_MODE", "disabled")
+        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+        ray.init(num_cpus=2, _node_ip_address="127.0.0.1", _temp_dir=temp_dir, include_dashboard=False,
+                 log_to_driver=False)
+        yield ray
+        ray.shutdown()
     shutil.rmtree(temp_dir, ignore_errors=True)  # its sockets and logs: nothing else uses them
 
 

@@ -55,7 +55,13 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
-def test_run_then_rerun_computes_nothing(tmp_path):
+def test_run_then_rerun_computes_nothing(tmp_path, monkeypatch):
+    from ragkit.settings import get_settings
+
+    # Its own data directory: it asserts that a first run embeds, which the module's shared one
+    # cannot promise once another test (any order) has embedded the same chunks there.
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
     config = config_from_dict(SMALL)
     first = run_experiment(config, tmp_path / "out")
     assert first.runs_total == 4 and first.runs_computed == 4
