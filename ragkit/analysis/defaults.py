@@ -29,7 +29,7 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     "chunker": {name: {"summaries": False} for name in (
         "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence", "token")},
     "embedder": {
-        "huggingface": {}, "minilm": {},
+        "huggingface": {}, "minilm": {}, "minilm-onnx": {},
         "ollama": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
         "openai": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
     },
