@@ -41,7 +41,14 @@ def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithS
 
 
 class _TransformRetriever(Judge, BaseRetriever):
-    """A judge that is also a LlamaIndex retriever over ``retriever``; decisions go to ``trace``."""
+    """A judge that is also a LlamaIndex retriever over ``retriever``; decisions go to ``trace``.
+    Every transform rewrites the query and retrieves with the rewrites, so its place is declared here."""
+
+    role: ClassVar[str] = "transform"
+    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
+    needs: ClassVar[tuple[str, ...]] = ("retriever",)
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: JudgeParams, llm: Any = None, *, retriever: BaseRetriever | None = None,
                  trace: JudgeTrace | None = None, **_dependencies: Any) -> None:
@@ -113,14 +120,9 @@ def multi_query_prompt(query: str, count: int) -> str:
 
 class MultiQueryRetriever(_TransformRetriever):
     name: ClassVar[str] = "multi_query"
-    role: ClassVar[str] = "transform"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 20
-    needs: ClassVar[tuple[str, ...]] = ("retriever",)
     Params: ClassVar[type[MultiQueryParams]] = MultiQueryParams
     params: MultiQueryParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
     def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
@@ -232,14 +234,9 @@ def hyde_prompt(query: str) -> str:
 
 class HyDERetriever(_TransformRetriever):
     name: ClassVar[str] = "hyde"
-    role: ClassVar[str] = "transform"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 10
-    needs: ClassVar[tuple[str, ...]] = ("retriever",)
     Params: ClassVar[type[HyDEParams]] = HyDEParams
     params: HyDEParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
     def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
