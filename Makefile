@@ -55,14 +55,12 @@ test: install-test lint
 test-slow:
 	python -m pytest -m "slow and not benchmark" -n 2 --dist loadfile
 
-# Times on 2 cores (wall clock). Before this split, the whole suite (fast + slow) took about
-# 17 minutes on a fresh clone of a quiet machine. Measured 2026-11-26 on the shared machine under
-# a load average of 15-30 (8 helpers), so only relative figures mean anything: the 16 tests now
-# marked slow (5 reference pipelines on the 135M LLM, the quickstart report, 20 kills, question
-# generation, relevance and claim judges on the embedded LLM, Ray workers) were the suite's tail:
-# at least 36% of its summed test time (4,060 of 11,174 s; some of them cut short by timeouts).
-# CI budget (90 min), estimated, not yet measured whole: install ~15 + make test (under 12) + test-slow (~10) + test-benchmarks (~8)
-# + test-repeat (2 x the fast suite, under 24): about 70 minutes at most.
+# Times on 2 cores (wall clock), measured 2026-11-26 on a fresh clone of a quiet machine: the fast
+# suite 623 s (2,283 tests, seed 20261126; the whole suite took about 17 minutes before the split),
+# test-slow 494 s (19 tests: 5 reference pipelines on the 135M LLM, the quickstart report, 20 kills,
+# question generation, relevance and claim judges on the embedded LLM, Ray workers, the int8/fp32
+# ONNX embedder against torch), test-benchmarks 278 s. CI (90 min): install + make test (~11) +
+# test-slow (~9) + test-benchmarks (~5) + test-repeat (2 x ~11): about 45 minutes plus the install.
 test-benchmarks:
 	python -m pytest -m benchmark
 
