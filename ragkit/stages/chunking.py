@@ -8,6 +8,11 @@ configured ``default`` spec, recorded as invalid with the reason. ``heuristic`` 
 the text instead: a short document is one chunk (``document``), Python source goes to
 ``code``, text with markdown headers to ``markdown``, anything else to ``recursive``.
 
+Options a design may set (each off by default, leaving the judge as it was): ``strategies``, the
+chunkers it may choose (an allowlist: a reply naming another falls back); ``show_file_name``,
+the document's file name in the prompt; ``size_rules``, the chosen size scaled per file type
+(``ragkit.stages.chunking_sizes``).
+
 Decisions are cached by the LLM cache (the prompt holds the sample, so an identical
 document sends nothing to the model twice); ``decision_key`` names a decision without making
 it, so a plan can put it into the chunk set's content key before anything runs.
@@ -22,13 +27,14 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from llama_index.core.schema import Document
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragkit.chunkers.base import chunkers
 from ragkit.errors import ConfigError, LLMError
 from ragkit.hashing import content_key, text_sha256
 from ragkit.registry import ComponentSpec
 from ragkit.stages.base import Judge, Judgement, JudgeParams
+from ragkit.stages.chunking_sizes import SizeRule, check_suffixes, file_suffix, scaled
 
 SEMANTIC = "semantic"
 _PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -70,6 +76,36 @@ class ChunkingJudgeParams(JudgeParams):
         default=2, ge=1, le=100, description="heuristic: markdown header lines that make a document markdown."
     )
     max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
+    strategies: list[str] | None = Field(
+        default=None, min_length=1,
+        description="The chunkers the judge may choose (an allowlist; listing semantic allows it). "
+        "None: every registered chunker that calls no LLM (semantic only with allow_semantic).",
+    )
+    show_file_name: bool = Field(default=False, description="Show the document's file name in the prompt.")
+    size_rules: dict[str, SizeRule] = Field(
+        default_factory=dict,
+        description="Per file suffix ('.txt'), factors on the chosen chunk_size and chunk_overlap, "
+        "e.g. {'.txt': {size: 3, overlap: 2}}; the fallback chunker is never scaled.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"strategies", "show_file_name", "size_rules"}
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        choosable = judge_choosable_chunkers()
+        unknown = [name for name in value if name not in choosable]
+        if unknown:
+            raise ValueError(f"strategies {unknown} are not chunkers the judge can choose. "
+                             f"Valid chunkers: {', '.join(choosable)}")
+        return list(dict.fromkeys(value))
+
+    @field_validator("size_rules")
+    @classmethod
+    def _suffixes(cls, value: dict[str, SizeRule]) -> dict[str, SizeRule]:
+        return check_suffixes(value)
 
 
 class ChunkingReply(BaseModel):
@@ -97,10 +133,12 @@ def document_sample(text: str, sample_chars: int) -> str:
     return "\n[...]\n".join((text[:part], text[middle : middle + part], text[-part:]))
 
 
-def build_prompt(sample: str, names: list[str]) -> str:
+def build_prompt(sample: str, names: list[str], file_name: str | None = None) -> str:
+    """``file_name``: shown above the document when given (the file type is a strong hint)."""
     choices = "\n".join(f"- {name}: {CHUNKER_HINTS.get(name) or _param_hint(name)}" for name in names)
+    shown = f"File name: {file_name}\n" if file_name else ""
     return (
-        f"{EXAMPLE}\n\nChunkers:\n{choices}\n\nDocument:\n{sample}\n\n"
+        f"{EXAMPLE}\n\nChunkers:\n{choices}\n\n{shown}Document:\n{sample}\n\n"
         "Which chunker suits this document? Reply as JSON with chunker, params and justification."
     )
 
@@ -153,8 +191,11 @@ class ChunkingJudge(Judge):
     def allowed_chunkers(self) -> list[str]:
         """The registered chunkers it may choose; read once (scanning entry points takes milliseconds)."""
         if self._allowed is None:
-            self._allowed = [name for name in judge_choosable_chunkers()
-                             if name != SEMANTIC or self.params.allow_semantic]
+            if self.params.strategies is not None:
+                self._allowed = list(self.params.strategies)
+            else:
+                self._allowed = [name for name in judge_choosable_chunkers()
+                                 if name != SEMANTIC or self.params.allow_semantic]
         return list(self._allowed)
 
     def default_spec(self) -> ComponentSpec:
@@ -170,7 +211,7 @@ class ChunkingJudge(Judge):
             return None
         model = self.llm.backend.cache_identity() if self.params.mode == "llm" and self.llm is not None else None
         return content_key(
-            "chunking-judge", self.version, self.params.model_dump(mode="json"), self.allowed_chunkers(), model,
+            "chunking-judge", self.version, self.params.key_dump(), self.allowed_chunkers(), model,
             text_sha256(document.text), document.metadata.get("file_name"), length=32,
         )
 
@@ -202,7 +243,8 @@ class ChunkingJudge(Judge):
     def _llm(self, document: Document) -> tuple[ComponentSpec, Judgement]:
         started = time.perf_counter()
         names = self.allowed_chunkers()
-        prompt = build_prompt(document_sample(document.text, self.params.sample_chars), names)
+        file_name = _file_name(document) if self.params.show_file_name else None
+        prompt = build_prompt(document_sample(document.text, self.params.sample_chars), names, file_name)
         try:
             result = self.ask(prompt, ChunkingReply, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
@@ -222,10 +264,26 @@ class ChunkingJudge(Judge):
                                   f"chunker '{name}' is not one of the allowed chunkers: {', '.join(allowed)}")
         try:
             spec = chunkers.resolve(proposed)
+            spec = self._sized(document, spec, decision)
         except (ValueError, ImportError) as error:  # ConfigError (unknown name, bad params) is a ValueError
             return self._fallback(document, decision, result, started, str(error))
         decision.update(chunker=spec.type, params=spec.params)
         return spec, self.judgement(_summary(document), decision, result, started=started)
+
+    def _sized(self, document: Document, spec: ComponentSpec, decision: dict[str, Any]) -> ComponentSpec:
+        """``spec`` scaled by the size rule of the document's file type, recorded in ``decision``;
+        a scaled size the chunker refuses raises ConfigError (the caller falls back)."""
+        suffix = file_suffix(document.metadata, document.id_)
+        rule = self.params.size_rules.get(suffix)
+        if rule is None:
+            return spec
+        applied: dict[str, Any] = {"suffix": suffix, **rule.model_dump(), "before": dict(spec.params)}
+        if "chunk_size" not in spec.params:
+            decision["size_rule"] = {**applied, "applied": False, "reason": f"chunker '{spec.type}' has no chunk_size"}
+            return spec
+        spec = chunkers.resolve(scaled(spec, rule))
+        decision["size_rule"] = {**applied, "applied": True}
+        return spec
 
     def _fallback(self, document: Document, decision: dict[str, Any], result: Any, started: float,
                   error: str | None) -> tuple[ComponentSpec, Judgement]:
@@ -235,6 +293,10 @@ class ChunkingJudge(Judge):
                                    error=error)
         judgement.valid = False
         return spec, judgement
+
+
+def _file_name(document: Document) -> str:
+    return str(document.metadata.get("file_name") or document.id_)
 
 
 def _summary(document: Document) -> str:
