@@ -22,6 +22,7 @@ from ragkit.embedders.base import Embedder
 from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.registry import Component, ComponentParams, Registry
 from ragkit.retrievers.cache import RetrievalCache
+from ragkit.retrievers.similarity import cosine_similarities
 
 # The built-ins, by import path (loaded on first use); plugins join through entry points.
 retrievers: Registry[Retriever] = Registry("retriever", builtins={
@@ -37,13 +38,19 @@ class RetrieverParams(ComponentParams):
     score_threshold: float | None = Field(
         default=None, description="Drop chunks scoring below this (scale depends on the retriever)."
     )
+    min_similarity: float | None = Field(
+        default=None, ge=-1.0, le=1.0,
+        description="Drop chunks whose cosine similarity to the query is below this, whichever retriever "
+        "ranked them (dense and mmr: their own score; hybrid and bm25: the chunk's stored vector, so an "
+        "embedder is needed). None: no filter.",
+    )
     scope: Literal["all", "question_doc"] = Field(
         default="all",
         description="all: search the whole corpus; question_doc: only the question's own documents (its "
         "relevant documents, a LanceDB prefilter); a question naming none searches everything, recorded.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"scope"}
+    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"scope", "min_similarity"}
 
 
 class Retriever(Component, BaseRetriever):
@@ -54,6 +61,8 @@ class Retriever(Component, BaseRetriever):
     params: RetrieverParams
     # Retrievers that never look at vectors can share an index without an embedder.
     uses_embedder: ClassVar[bool] = True
+    # Its hits' scores are cosine similarities to the query (the similarity filter reads them).
+    scores_are_similarities: ClassVar[bool] = False
 
     def __init__(self, params: RetrieverParams, index: ChunkIndex, embedder: Embedder | None = None) -> None:
         BaseRetriever.__init__(self)
@@ -61,7 +70,11 @@ class Retriever(Component, BaseRetriever):
         self.index = index
         if self.uses_embedder and embedder is None:
             raise ValueError(f"retriever '{self.name}' needs an embedder")
+        if params.min_similarity is not None and embedder is None:
+            raise ValueError(f"retriever '{self.name}': min_similarity compares the chunks' vectors with the "
+                             "query's and needs an embedder; use score_threshold for its own scores")
         self.embedder = embedder
+        self._last_vector: tuple[str, np.ndarray] | None = None
         self.where: str | None = None  # the scope's prefilter for the current question
         self.scope_missing = False
         self._cache: RetrievalCache | None = None
@@ -118,12 +131,27 @@ class Retriever(Component, BaseRetriever):
         """The embedded query, for retrievers that use the embedder (``__init__`` made sure they have one)."""
         if self.embedder is None:
             raise ValueError(f"retriever '{self.name}' needs an embedder")
-        return self.embedder.embed_query(query)
+        vector = self.embedder.embed_query(query)
+        self._last_vector = (query, vector)
+        return vector
+
+    def query_similarities(self, query: str, hits: list[Hit]) -> list[float]:
+        """Each hit's cosine similarity to the query: its score where that is one, else its stored
+        vector's (the query embedded once: the search's own vector is reused, not charged twice)."""
+        if self.scores_are_similarities or not hits:
+            return [hit.score for hit in hits]
+        last = self._last_vector
+        vector = last[1] if last is not None and last[0] == query else self.query_vector(query)
+        return cosine_similarities(self.index, vector, hits)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = self.cached_search(query_bundle.query_str)[: self.params.top_k]
         if self.params.score_threshold is not None:
             hits = [hit for hit in hits if hit.score >= self.params.score_threshold]
+        if self.params.min_similarity is not None:
+            similarities = self.query_similarities(query_bundle.query_str, hits)
+            hits = [hit for hit, similarity in zip(hits, similarities, strict=True)
+                    if similarity >= self.params.min_similarity]
         return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
 
 

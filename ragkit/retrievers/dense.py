@@ -10,6 +10,7 @@ from ragkit.retrievers.base import Retriever
 
 class DenseRetriever(Retriever):
     name: ClassVar[str] = "dense"
+    scores_are_similarities: ClassVar[bool] = True  # 1 - cosine distance
 
     def search(self, query: str) -> list[Hit]:
         return self.index.dense(self.query_vector(query), self.params.top_k, where=self.where)

@@ -46,6 +46,7 @@ def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda:
 
 class MMRRetriever(Retriever):
     name: ClassVar[str] = "mmr"
+    scores_are_similarities: ClassVar[bool] = True  # 1 - cosine distance
     Params: ClassVar[type[MMRParams]] = MMRParams
     params: MMRParams
 

@@ -190,6 +190,13 @@ class ExperimentConfig(StrictModel):
             if any(point_switches(self, name) for name in ("strategy", "quality_gate")):
                 raise ValueError("switching retrieval strategy (the strategy judge or quality_gate.switch_strategy) "
                                  "may use dense or hybrid retrieval: add an embedder to 'embedders' (e.g. minilm)")
+        # A bm25 run's index holds no vectors (it gets no embedder), so nothing to compare with.
+        textual = [s.type for s in self.retrievers if s.params.get("min_similarity") is not None
+                   and not retriever_registry.get(s.type).uses_embedder]
+        if textual:
+            raise ValueError(f"retrievers {textual} set min_similarity, which compares chunk vectors their "
+                             "text-only index does not hold: use score_threshold (their own scores) or a dense or "
+                             "hybrid retriever")
         if "groundedness" in self.judges and self.generator is None:
             specs = judge_specs("groundedness", self.judges["groundedness"])
             needs_answer = [s for s in specs if s.params["mode"] != "off"]
