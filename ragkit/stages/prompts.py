@@ -73,5 +73,17 @@ def shown_chunks(nodes: list[NodeWithScore], max_chunks: int, chunk_chars: int,
     return shown
 
 
+def source_name(node: NodeWithScore) -> str:
+    """The file a chunk comes from: its document's file name, else its document id."""
+    meta = node.node.metadata
+    return str(meta.get("file_name") or meta.get("doc_id") or "unknown")
+
+
+def with_source_names(shown: Sequence[tuple[NodeWithScore, str]]) -> list[str]:
+    """Each shown text after its file name, ``(file: notes.txt) text``; the name is not counted in
+    the characters shown, so the same text is shown with or without it."""
+    return [f"(file: {source_name(node)}) {text}" for node, text in shown]
+
+
 def joined_context(contexts: Sequence[str], limit: int) -> str:
     return " ".join(" ".join(" ".join(context.split()) for context in contexts).split())[:limit]

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMResult
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
-from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks
+from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks, with_source_names
 from ragkit.text import cited_numbers
 
 STAGE = "generate"
@@ -55,9 +55,11 @@ class GeneratorParams(JudgeParams):
     )
     history_turns: int = Field(default=4, ge=1, le=50, description="Turns of a conversation shown, latest last.")
     turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
+    show_file_name: bool = Field(
+        default=False, description="Show each chunk's source file name before its text: (file: notes.txt).")
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "system_prompt", "abstain_text", "history_turns", "turn_chars"}
+        "system_prompt", "abstain_text", "history_turns", "turn_chars", "show_file_name"}
 
 
 class GeneratorReply(BaseModel):
@@ -130,7 +132,8 @@ class Generator(Judge):
         if not shown and p.abstain_text is not None:
             return self.abstain(query, "no chunk left to answer from", trace)
         conversation = conversation_block(history, p.history_turns, p.turn_chars)
-        prompt = build_prompt(query, [text for _, text in shown], p.constrained, feedback or (), conversation)
+        texts = with_source_names(shown) if p.show_file_name else [text for _, text in shown]
+        prompt = build_prompt(query, texts, p.constrained, feedback or (), conversation)
         summary = f"{query} | {len(shown)} chunks"
         decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown]}
         if feedback:
