@@ -16,6 +16,8 @@ Metrics (``EvaluationParams.metrics``):
   ``faithfulness``, never as it.
 - ``context_utilization``, ``noise_sensitivity``: RAGChecker's claim-level diagnostics, judged
   by the evaluation LLM against the reference answer (``ragkit.metrics.claims``).
+- ``answer_length``: words in the answer, citation markers left out (``ragkit.metrics.answer_length``);
+  descriptive (no better direction), and an empty answer is 0, not missing.
 
 A value that cannot be computed is NaN and ``error`` says why: a missing input (no reference
 answer, no contexts, empty answer; checked before any LLM call), no LLM or embedder configured,
@@ -52,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ragkit.llms.calls import LLMClient
 from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
+from ragkit.metrics.answer_length import answer_length
 from ragkit.metrics.claims import CLAIM_METRICS, claim_score
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
 from ragkit.results.schema import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
@@ -79,6 +82,7 @@ METRICS: dict[str, MetricSpec] = {
     "embedding_groundedness": MetricSpec(False, True, ("answer", "contexts")),
     "context_utilization": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
     "noise_sensitivity": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
+    "answer_length": MetricSpec(False, False, ("answer",)),
 }
 
 _MISSING = {
@@ -178,6 +182,8 @@ def _metric_rows(
     sample: GenerationSample, name: str, params: EvaluationParams, llm: LLMClient | None, embed_model: Any | None
 ) -> list[dict[str, Any]]:
     spec = METRICS[name]
+    if name == "answer_length":  # an empty answer has a length (0), not a missing input
+        return _rows(sample.question_id, name, [("", float(answer_length(sample.answer)), None)])
     repeated = spec.needs_llm and params.repeats >= 2
     reason = _unmet_need(sample, spec, llm, embed_model)
     if reason is not None:

@@ -30,7 +30,7 @@ FINAL_CONTEXT_METRICS = (
     "final_chunks", "final_tokens", "final_recall", "final_precision", "final_span_recall", "final_span_precision",
 )
 # Describe the context rather than grade it: no "better" direction, never a factor's best level.
-DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens")
+DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length")
 # Rates in [0, 1] where less is better: a level with the lowest mean is the best, and when levels are
 # ranked a failed question counts as 1 (the worst), as it counts 0 for every other metric.
 LOWER_IS_BETTER = ("abstention_wrong", "noise_sensitivity")
@@ -47,7 +47,7 @@ CLAIM_DIAGNOSTICS = ("context_utilization", "noise_sensitivity")
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
     "nonllm_context_recall", "answer_overlap", "embedding_groundedness", *CLAIM_DIAGNOSTICS, "groundedness",
-    *AGENTIC_METRICS,
+    *AGENTIC_METRICS, "answer_length",
 )
 # The generation metrics charted and reported by default, when scored.
 CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness",
