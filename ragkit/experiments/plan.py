@@ -280,6 +280,12 @@ def run_row(plan: Plan, step: RunStep) -> dict:
         for name, value in ann.model_dump(mode="json").items():
             row[f"ann.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
+    if point.generator is not None:
+        # Its options added later, only where set away from their default (the resolved spec
+        # holds only those), so a run that sets none has the row it always had.
+        added = judge_registry.params_model(point.generator.type).added_fields
+        for name in sorted(added & point.generator.params.keys()):
+            row[f"generator.{name}"] = _cell(point.generator.params[name])
     if point.web is not None:
         row["web"] = point.web.type
     if point.evaluation is not None:

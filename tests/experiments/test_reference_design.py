@@ -37,7 +37,7 @@ OFFLINE = "Offline stand-ins"
 # The fewest "Design" lines each header may have: the components of each design that the
 # experiment can set today (their count in the design, not in the current header).
 MIN_COMPONENTS = {
-    "judges": 6,
+    "judges": 11,
     "agentic": 9,
     "dynamic_documents": 6,
     "context_enhancement": 7,

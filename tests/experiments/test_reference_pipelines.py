@@ -87,14 +87,20 @@ def test_judges_pipeline_pairs_the_chunking_and_retrieval_judges(shared):
     runs, judgements = store.read("runs"), store.read("judgements")
     assert len(runs) == 4
     assert runs["judge.chunking.sample_chars"].dropna().eq(5000).all()
+    # The similarity filter is in the base retrieval: every run has it, judges off included.
+    assert runs["retriever.min_similarity"].eq(0.4).all()
     retrieval = runs.dropna(subset=["judge.retrieval.max_chunks"]).iloc[0]
-    settings = ("max_chunks", "chunk_chars", "max_iterations", "min_relevance")
-    assert tuple(retrieval[f"judge.retrieval.{name}"] for name in settings) == (15, 300, 2, 0.4)
+    settings = ("max_chunks", "chunk_chars", "max_iterations")
+    assert tuple(retrieval[f"judge.retrieval.{name}"] for name in settings) == (15, 300, 2)
     assert {"chunking", "retrieval"} <= set(judgements["judge"])
-    # Each Retrieval Judge decision is either used (with its 0-1 ratings) or recorded as fallen back.
+    # Each Retrieval Judge decision is used (its relevant chunks), asks for more, has nothing left
+    # to judge after the filter, or is recorded as fallen back.
     for decision, fell_back in zip(decisions(judgements, "retrieval"),
                                    judgements.loc[judgements["judge"] == "retrieval", "fell_back"]):
-        assert fell_back or "ratings" in decision or decision.get("action") == "retrieve more"
+        assert fell_back or "relevant" in decision or decision.get("action") == "nothing to judge"
+    # The benchmark's answer length, on every run.
+    scores = store.read("scores")
+    assert set(scores.loc[scores["metric"] == "answer_length", "run_id"]) == set(runs["run_id"])
     found = pairs(out, shared)
     assert frozenset({"off", "llm"}) in found["judge.chunking"]
     assert frozenset({"off", "llm"}) in found["judge.retrieval"]
