@@ -150,3 +150,24 @@ def test_options_at_their_default_leave_the_spec_and_decision_key_unchanged(tmp_
     assert judge.decision_key(doc(PLAIN)) == with_defaults.decision_key(doc(PLAIN))
     designed, _ = judge_replying(reply("recursive"), tmp_path, strategies=DESIGN_STRATEGIES)
     assert designed.decision_key(doc(PLAIN)) != judge.decision_key(doc(PLAIN))
+
+
+@pytest.mark.integration
+def test_real_local_model_with_the_design_options_chooses_an_allowed_scaled_spec_or_falls_back(tmp_path):
+    from ragkit.llms import llms
+
+    backend = llms.build({"type": "local"})
+    judge = ChunkingJudge(ChunkingJudgeParams(sample_chars=600, max_tokens=60, strategies=DESIGN_STRATEGIES,
+                                              show_file_name=True, size_rules=DESIGN_RULES,
+                                              default={"type": "recursive", "params": {"chunk_size": 500,
+                                                                                        "chunk_overlap": 50}}),
+                          LLMClient(backend, tmp_path))
+    spec, judgement = judge.decide(doc(PLAIN, "minutes.txt"))
+    assert judgement.raw_reply is not None
+    if judgement.fell_back:  # an unusable reply: the judge-off chunker, unscaled, and the reason
+        assert spec == chunkers.resolve({"type": "recursive", "params": {"chunk_size": 500, "chunk_overlap": 50}})
+        assert judgement.error and not judgement.valid
+    else:  # an allowed chunker, its size tripled for a .txt file
+        assert spec.type in DESIGN_STRATEGIES and judgement.valid
+        rule = judgement.decision["size_rule"]
+        assert rule["applied"] and spec.params["chunk_size"] == round(rule["before"]["chunk_size"] * 3)
