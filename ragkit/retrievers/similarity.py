@@ -19,8 +19,9 @@ def cosine_similarities(index: ChunkIndex, query_vector: np.ndarray, hits: Seque
         return []
     ids = sorted({str(hit.row["chunk_id"]) for hit in hits})
     where = f"chunk_id IN ({', '.join(sql_text(chunk_id) for chunk_id in ids)})"
-    vectors = {str(hit.row["chunk_id"]): hit.vector for hit in index.chunks(where, with_vectors=True)}
-    missing = [chunk_id for chunk_id in ids if vectors.get(chunk_id) is None]
+    vectors = {str(hit.row["chunk_id"]): hit.vector for hit in index.chunks(where, with_vectors=True)
+               if hit.vector is not None}
+    missing = [chunk_id for chunk_id in ids if chunk_id not in vectors]
     if missing:  # a hit comes from this index, so its row is there: anything else is a broken index
         raise ValueError(f"index {index.index_id}: no vector for retrieved chunks {missing[:3]}")
     matrix = np.stack([vectors[str(hit.row["chunk_id"])] for hit in hits]).astype(np.float64)
