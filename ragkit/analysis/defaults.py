@@ -27,7 +27,8 @@ Default = str | bool | int | float
 # list or mapping is not a level.
 BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     "chunker": {name: {"summaries": False} for name in (
-        "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence", "token")},
+        "by_file_type", "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence",
+        "token")},
     "embedder": {
         "huggingface": {}, "minilm": {}, "minilm-onnx": {},
         "ollama": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
