@@ -167,7 +167,7 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     out, _ = run(shared, "context_enhancement")
     store = ResultStore(out)
     runs, retrievals, judgements = store.read("runs"), store.read("retrievals"), store.read("judgements")
-    assert len(runs) == 16
+    assert len(runs) == 30
     enriched = decisions(judgements, "enrichment")
     assert enriched and all(d["chunks_after"] >= d["chunks_before"] for d in enriched)
     assert any(d["chunks_after"] > d["chunks_before"] for d in enriched)
@@ -179,3 +179,18 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     assert frozenset({"off", "heuristic"}) in found["judge.enrichment"]
     assert frozenset({"off", "heuristic"}) in found["judge.quality_gate"]
     assert frozenset({"markdown(contextualize=False)", "markdown(contextualize=True)"}) in found["chunker"]
+    assert frozenset({"off", "llm"}) in found["judge.quality_gate"]
+    # The dispatching chunker: each file cut by its type, with summaries and related ids stored.
+    dispatched = runs.loc[runs["chunker"] == "by_file_type", "chunkset_id"].iloc[0]
+    corpus_id = runs["corpus_id"].iloc[0]
+    chunks = pd.read_parquet(shared["data"] / "derived" / corpus_id / "chunksets" / f"{dispatched}.parquet")
+    metadata = [json.loads(m) for m in chunks["metadata"]]
+    kinds = {(row["doc_id"].rsplit(".", 1)[-1], meta["chunked_as"]) for (_, row), meta in zip(chunks.iterrows(), metadata)}
+    assert {("md", "markdown"), ("py", "python"), ("yaml", "words")} <= kinds
+    assert all("related_chunk_ids" in meta and ("summary" in meta or "summary_error" in meta) for meta in metadata)
+    # The enriched chunks carry their document's summary line; the llm verifier read the rules.
+    assert all("parent_summary" in d for d in enriched)
+    llm_gates = set(runs.loc[runs["judge.quality_gate"] == "llm", "run_id"])
+    gate_rows = judgements[(judgements["judge"] == "quality_gate") & judgements["run_id"].isin(llm_gates)]
+    assert len(gate_rows) and all((json.loads(d) if isinstance(d, str) else d)["reformulation_rules"] == "design"
+                                  for d in gate_rows["decision"])
