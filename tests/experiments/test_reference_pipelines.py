@@ -164,7 +164,13 @@ def test_pipeline_reference_thresholds_and_abstains(shared):
 
 
 def test_context_enhancement_pipeline_enriches_and_verifies(shared):
-    out, _ = run(shared, "context_enhancement")
+    # Two questions (the llm verifier asks the 135M model up to 3 times per question in 10 runs):
+    # one on the Python sources, one on the YAML settings file.
+    questions = shared["root"] / "project_docs_questions.jsonl"
+    lines = (REPO / "datasets" / "project_docs_sample" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions.write_text("\n".join(line for line in lines if json.loads(line)["id"] in {"pd08", "pd10"}) + "\n",
+                         encoding="utf-8")
+    out, _ = run(shared, "context_enhancement", f"dataset.path={questions}")
     store = ResultStore(out)
     runs, retrievals, judgements = store.read("runs"), store.read("retrievals"), store.read("judgements")
     assert len(runs) == 30
