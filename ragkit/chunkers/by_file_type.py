@@ -186,8 +186,8 @@ class ByFileTypeChunker(Chunker):
             ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        code = CodeChunker(CodeParams(max_chars=self.params.code_max_chars,
-                                      fallback_chunk_size=self.params.code_max_chars))
+        code = CodeChunker(params=CodeParams(max_chars=self.params.code_max_chars,
+                                             fallback_chunk_size=self.params.code_max_chars))
         # The code chunker tells Python by the file name's suffix; the file type decided it here.
         spans = code.split_spans(text, {**metadata, "file_name": "module.py"})
         return [Span(s.start, s.end, {**s.metadata, "chunked_as": "python"}) for s in spans]
@@ -212,7 +212,7 @@ def related_ids(nodes: Sequence[BaseNode], limit: int) -> list[list[str]]:
     nodes with its breadcrumb in document order; at most ``limit``."""
     crumbs = [node.metadata.get("breadcrumb") for node in nodes]
     result: list[list[str]] = []
-    for index, node in enumerate(nodes):
+    for index in range(len(nodes)):
         near = [i for i in (index - 1, index + 1) if 0 <= i < len(nodes)]
         same = [i for i, crumb in enumerate(crumbs) if crumb and crumb == crumbs[index] and i != index
                 and i not in near]

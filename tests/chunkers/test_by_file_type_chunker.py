@@ -147,3 +147,21 @@ def test_inconsistent_sizes_are_one_line_naming_the_values(params, named):
     with pytest.raises(ConfigError) as error:
         chunkers.build({"type": "by_file_type", "params": params})
     assert named in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.integration
+@pytest.mark.slow  # four calls to the 135M model (one summary per chunk and per document)
+def test_real_local_model_writes_chunk_and_document_summaries(local_backend, tmp_path):
+    chunker = chunkers.build({"type": "by_file_type", "params": {"summaries": True, "contextualize": True}})
+    chunker.use_llm(LLMClient(local_backend, cache_dir=tmp_path))
+    documents = [make_document("retry.py", "def next_delay(attempt: int) -> float:\n    return 2.0 ** attempt\n",
+                               {"file_type": "py", "title": "retry"}),
+                 make_document("notes.txt", "Jobs are retried five times before they are dropped.",
+                               {"file_type": "txt", "title": "notes"})]
+    nodes = chunker.chunk(documents)
+    assert [n.metadata["chunked_as"] for n in nodes] == ["python", "words"]
+    for node in nodes:
+        summary = node.metadata.get("summary")
+        assert (summary and len(summary) <= 200 and summary in node.metadata["embed_text"]) or node.metadata.get(
+            "summary_error")
+        assert node.metadata.get("doc_summary") or node.metadata.get("doc_summary_error")

@@ -191,7 +191,7 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     corpus_id = runs["corpus_id"].iloc[0]
     chunks = pd.read_parquet(shared["data"] / "derived" / corpus_id / "chunksets" / f"{dispatched}.parquet")
     metadata = [json.loads(m) for m in chunks["metadata"]]
-    kinds = {(row["doc_id"].rsplit(".", 1)[-1], meta["chunked_as"]) for (_, row), meta in zip(chunks.iterrows(), metadata)}
+    kinds = {(doc_id.rsplit(".", 1)[-1], meta["chunked_as"]) for doc_id, meta in zip(chunks["doc_id"], metadata)}
     assert {("md", "markdown"), ("py", "python"), ("yaml", "words")} <= kinds
     assert all("related_chunk_ids" in meta and ("summary" in meta or "summary_error" in meta) for meta in metadata)
     # The enriched chunks carry their document's summary line; the llm verifier read the rules.
