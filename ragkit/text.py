@@ -32,6 +32,16 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
+# Whitespace-separated tokens: what a chunk's size "in words" counts ("top_k=5," is one word).
+_WHITESPACE_WORD = re.compile(r"\S+")
+
+
+def word_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each whitespace-separated word of ``text[start:end]``, in order: the
+    unit word-window chunkers count and cut at, so every window is an exact slice."""
+    return [match.span() for match in _WHITESPACE_WORD.finditer(text, start, len(text) if end is None else end)]
+
+
 def letter_words(text: str) -> list[str]:
     """The runs of letters of ``text``, case-folded, in order (digits and punctuation split)."""
     return [word.casefold() for word in _LETTERS.findall(text)]

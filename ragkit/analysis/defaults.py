@@ -27,7 +27,8 @@ Default = str | bool | int | float
 # list or mapping is not a level.
 BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     "chunker": {name: {"summaries": False} for name in (
-        "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence", "token")},
+        "by_file_type", "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence",
+        "token")},
     "embedder": {
         "huggingface": {}, "minilm": {}, "minilm-onnx": {},
         "ollama": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
@@ -35,13 +36,14 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     },
     "retriever": {name: {"scope": "all"} for name in ("bm25", "dense", "hybrid", "mmr")},
     "judge": {
-        "answer_check": {}, "chunking": {"show_file_name": False}, "condense": {}, "enrichment": {}, "hyde": {},
-        "router": {}, "strategy": {},
+        "answer_check": {}, "chunking": {"show_file_name": False}, "condense": {},
+        "enrichment": {"parent_summary": False}, "hyde": {}, "router": {}, "strategy": {},
         "generator": {"history_turns": 4, "show_file_name": False, "turn_chars": 300},
         "groundedness": {"accept_at": 0.8, "entailment_threshold": 0.7, "max_corrections": 2,
                          "min_retrieval_quality": 0.6, "on_fail": "off", "regenerate_at": 0.6},
         "multi_query": {"style": "generic"},
-        "quality_gate": {"pass_score": 60, "preset": "custom", "verdict": "binary", "web_fallback": False},
+        "quality_gate": {"pass_score": 60, "preset": "custom", "reformulation_rules": "none", "verdict": "binary",
+                         "web_fallback": False},
         "rerank": {"prefilter": "cross_encoder", "show_source": False},
         "retrieval": {},
     },

@@ -79,6 +79,7 @@ chunkers: Registry[Chunker] = Registry("chunker", builtins={
     "code": "ragkit.chunkers.code:CodeChunker",
     "llm_semantic": "ragkit.chunkers.llm_semantic:LLMSemanticChunker",
     "document": "ragkit.chunkers.document:DocumentChunker",
+    "by_file_type": "ragkit.chunkers.by_file_type:ByFileTypeChunker",
 })
 
 

@@ -217,8 +217,10 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
             component_key(embedders, point.embedder), component_key(retrievers, point.retriever),
             *([pipeline_part] if pipeline_part else []), *ann_part,
         )
-        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge,
-                                                      llms.get(chunk_judge.type) if chunk_judge else None))
+        # The model of the Chunking Judge, or else of an LLM chunker (llm_semantic, summaries on):
+        # the executor hands it to the chunker (ArtefactBuilds.chunkset).
+        chunk_llm = llms.get(chunk_judge.type) if chunk_judge else llms.get(CHUNKING)
+        chunk_steps.setdefault(chunkset_id, ChunkStep(chunkset_id, point.chunker, chunk_judge, chunk_llm))
         index_steps.setdefault(index_id, IndexStep(index_id, chunkset_id, point.embedder, ann, fulltext=False))
         if needs_fulltext(point):
             index_steps[index_id] = replace(index_steps[index_id], fulltext=True)

@@ -55,8 +55,11 @@ CHUNKER_HINTS = {
 
 def judge_choosable_chunkers() -> list[str]:
     """The registered chunkers the judge may name: not those that call an LLM themselves (the
-    judge's choice would start a second LLM pass per document)."""
-    return [name for name in chunkers.names() if not getattr(chunkers.get(name), "uses_llm", False)]
+    judge's choice would start a second LLM pass per document), nor those that choose a cut per
+    document themselves (``judge_choosable = False``: by_file_type), which the judge would only
+    wrap; a chunk set's key lists these names, so a new dispatcher changes no judge's id."""
+    return [name for name in chunkers.names() if not getattr(chunkers.get(name), "uses_llm", False)
+            and getattr(chunkers.get(name), "judge_choosable", True)]
 
 
 class ChunkingJudgeParams(JudgeParams):

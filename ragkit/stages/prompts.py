@@ -14,6 +14,8 @@ from llama_index.core.schema import NodeWithScore
 
 # Characters of a chunk's summary shown beside its source (``sourced_chunks``).
 SUMMARY_CHARS = 200
+# The metadata key of the document summary line the enrichment judge puts on a chunk.
+PARENT_SUMMARY = "parent_summary"
 
 
 class ConversationTurn(Protocol):
@@ -57,13 +59,21 @@ def sourced_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
     return "\n".join(lines)
 
 
+def with_parent_summary(node: NodeWithScore, text: str) -> str:
+    """``text`` after the summary line of the chunk's document, when the enrichment judge gave the
+    chunk one (``PARENT_SUMMARY`` in its metadata, only with its ``parent_summary`` option on)."""
+    parent = " ".join(str(node.node.metadata.get(PARENT_SUMMARY) or "").split())[:SUMMARY_CHARS]
+    return f"(Document summary: {parent}) {text}" if parent and text else text
+
+
 def shown_chunks(nodes: list[NodeWithScore], max_chunks: int, chunk_chars: int,
                  max_context_chars: int) -> list[tuple[NodeWithScore, str]]:
-    """The chunks shown and their one-line text: at most ``max_chunks``, together within ``max_context_chars``."""
+    """The chunks shown and their one-line text: at most ``max_chunks``, together within
+    ``max_context_chars``; a chunk's parent summary line, if it has one, comes first and counts."""
     shown: list[tuple[NodeWithScore, str]] = []
     budget = max_context_chars
     for node in nodes[:max_chunks]:
-        text = " ".join(node.node.get_content().split())[: min(chunk_chars, budget)]
+        text = with_parent_summary(node, " ".join(node.node.get_content().split())[: min(chunk_chars, budget)])
         if not text:
             break
         shown.append((node, text))

@@ -170,10 +170,16 @@ def test_pipeline_reference_thresholds_and_abstains(shared):
 
 
 def test_context_enhancement_pipeline_enriches_and_verifies(shared):
-    out, _ = run(shared, "context_enhancement")
+    # Two questions (the llm verifier asks the 135M model up to 3 times per question in 10 runs):
+    # one on the Python sources, one on the YAML settings file.
+    questions = shared["root"] / "project_docs_questions.jsonl"
+    lines = (REPO / "datasets" / "project_docs_sample" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions.write_text("\n".join(line for line in lines if json.loads(line)["id"] in {"pd08", "pd10"}) + "\n",
+                         encoding="utf-8")
+    out, _ = run(shared, "context_enhancement", f"dataset.path={questions}")
     store = ResultStore(out)
     runs, retrievals, judgements = store.read("runs"), store.read("retrievals"), store.read("judgements")
-    assert len(runs) == 16
+    assert len(runs) == 30
     enriched = decisions(judgements, "enrichment")
     assert enriched and all(d["chunks_after"] >= d["chunks_before"] for d in enriched)
     assert any(d["chunks_after"] > d["chunks_before"] for d in enriched)
@@ -185,3 +191,18 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     assert frozenset({"off", "heuristic"}) in found["judge.enrichment"]
     assert frozenset({"off", "heuristic"}) in found["judge.quality_gate"]
     assert frozenset({"markdown(contextualize=False)", "markdown(contextualize=True)"}) in found["chunker"]
+    assert frozenset({"off", "llm"}) in found["judge.quality_gate"]
+    # The dispatching chunker: each file cut by its type, with summaries and related ids stored.
+    dispatched = runs.loc[runs["chunker"] == "by_file_type", "chunkset_id"].iloc[0]
+    corpus_id = runs["corpus_id"].iloc[0]
+    chunks = pd.read_parquet(shared["data"] / "derived" / corpus_id / "chunksets" / f"{dispatched}.parquet")
+    metadata = [json.loads(m) for m in chunks["metadata"]]
+    kinds = {(doc_id.rsplit(".", 1)[-1], meta["chunked_as"]) for doc_id, meta in zip(chunks["doc_id"], metadata)}
+    assert {("md", "markdown"), ("py", "python"), ("yaml", "words")} <= kinds
+    assert all("related_chunk_ids" in meta and ("summary" in meta or "summary_error" in meta) for meta in metadata)
+    # The enriched chunks carry their document's summary line; the llm verifier read the rules.
+    assert all("parent_summary" in d for d in enriched)
+    llm_gates = set(runs.loc[runs["judge.quality_gate"] == "llm", "run_id"])
+    gate_rows = judgements[(judgements["judge"] == "quality_gate") & judgements["run_id"].isin(llm_gates)]
+    assert len(gate_rows) and all((json.loads(d) if isinstance(d, str) else d)["reformulation_rules"] == "design"
+                                  for d in gate_rows["decision"])

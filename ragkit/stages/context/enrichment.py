@@ -10,6 +10,13 @@ later cut treats them like their hit) and ``enriched_from`` in their metadata.
 It is a judge with modes off / heuristic (no LLM), so the grid pairs the context before (off)
 with the context after (heuristic) over the same retrieval, and every ranking metric compares
 them; ``recall@{n}tok`` compares them at equal context size.
+
+With ``parent_summary`` on, every chunk of the enriched context is shown with its document's
+summary line: ``doc_summary`` (one LLM summary per document, written by a chunker with summaries on,
+e.g. ``by_file_type``), else the document's own ``description`` (front matter, or its first paragraph
+of prose). The line goes into the chunk's ``parent_summary`` metadata, which the answer prompt
+shows before the chunk's text (``stages.prompts.with_parent_summary``); the text itself stays the
+exact slice of its document. Off (the default) changes nothing and is not part of any run id.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ from pydantic import Field
 from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.retrievers.base import hit_to_node
 from ragkit.stages.base import Judge, JudgeMode, JudgeParams, JudgeTrace
+from ragkit.stages.prompts import PARENT_SUMMARY
+
+# Where a chunk's parent summary line comes from, best first.
+PARENT_SUMMARY_SOURCES = ("doc_summary", "description")
 
 
 class EnrichmentParams(JudgeParams):
@@ -37,6 +48,13 @@ class EnrichmentParams(JudgeParams):
         default=0.7, ge=0.0, le=1.0,
         description="A same-section chunk is added when its cosine similarity to the query exceeds this.",
     )
+    parent_summary: bool = Field(
+        default=False,
+        description="Show each chunk with its document's summary line (doc_summary from a chunker with "
+        "summaries on, else the document's description).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"parent_summary"}
 
 
 class EnrichmentJudge(Judge):
@@ -123,6 +141,8 @@ class EnrichmentJudge(Judge):
                                     "chars_before": before, "chars_after": after}
         if related_note is not None and self.params.max_related:
             decision["related_skipped"] = related_note
+        if self.params.parent_summary:
+            result, decision["parent_summary"] = with_parent_summaries(result)
         trace.add(self.judgement(f"{query} | {len(nodes)} chunks", decision, started=started))
         return result
 
@@ -158,6 +178,24 @@ class EnrichmentJudge(Judge):
         node = hit_to_node(Hit(chunk.row, hit.score or 0.0))
         node.metadata["enriched_from"] = hit.node.node_id
         return NodeWithScore(node=node, score=hit.score)
+
+
+def with_parent_summaries(nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], dict[str, int]]:
+    """Copies of ``nodes`` carrying their document's summary line, and how many lines came from
+    each source (``none``: a chunk whose document has neither)."""
+    counts = dict.fromkeys([*PARENT_SUMMARY_SOURCES, "none"], 0)
+    shown: list[NodeWithScore] = []
+    for node in nodes:
+        metadata = node.node.metadata
+        source = next((key for key in PARENT_SUMMARY_SOURCES if str(metadata.get(key) or "").strip()), None)
+        counts[source or "none"] += 1
+        if source is None:
+            shown.append(node)
+            continue
+        # A copy: the retriever's node (kept in the trace as retrieved) is left as it was.
+        copy = node.node.model_copy(update={"metadata": {**metadata, PARENT_SUMMARY: str(metadata[source])}})
+        shown.append(NodeWithScore(node=copy, score=node.score))
+    return shown, {key: count for key, count in counts.items() if count}
 
 
 def _breadcrumb(chunk: Hit) -> str | None:

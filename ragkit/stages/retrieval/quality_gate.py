@@ -67,6 +67,7 @@ from ragkit.stages.retrieval.quality_gate_prompts import (
     build_scored_prompt,
 )
 from ragkit.stages.retrieval.quality_gate_scoring import GateOutcome
+from ragkit.stages.retrieval.reformulation_rules import with_reformulation_rules
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 Switch = Callable[[str], None]
@@ -186,6 +187,9 @@ class QualityGate(Judge):
             scored = self.params.verdict == "scored"
             build = build_scored_prompt if scored else build_prompt
             prompt = build(query, latest.nodes[: self.params.max_chunks], self.params.chunk_chars, tried)
+            prompt = with_reformulation_rules(prompt, self.params.reformulation_rules)
+            if self.params.reformulation_rules != "none":
+                decision["reformulation_rules"] = self.params.reformulation_rules
             schema: type[BaseModel] = ScoredVerdict if scored else GateVerdict
             try:
                 result = self.ask(prompt, schema, system=SYSTEM, max_tokens=self.params.max_tokens)

@@ -11,6 +11,7 @@ from ragkit.retrievers.switchable import STRATEGIES
 from ragkit.stages.base import JudgeParams
 from ragkit.stages.retrieval.attempt_scale import AttemptScale
 from ragkit.stages.retrieval.quality_gate_prompts import ISSUE_TYPES
+from ragkit.stages.retrieval.reformulation_rules import ReformulationRules
 
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
 PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
@@ -66,9 +67,23 @@ class QualityGateParams(JudgeParams):
         "in each chunk, the same for every strategy). none: question_overlap with switch_strategy, else retriever.",
     )
 
+    reformulation_rules: ReformulationRules = Field(
+        default="none",
+        description="llm: rules the reformulated query must follow, appended to the verdict prompt: none, or "
+        "design (the context-enhancement design's self-RAG verifier rules).",
+    )
+
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
         "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
-        "attempt_scale"}
+        "attempt_scale", "reformulation_rules"}
+
+    def key_dump(self) -> dict[str, Any]:
+        """As every component's, and without ``reformulation_rules`` outside llm mode, where it
+        changes nothing: a heuristic gate written with it keeps the run id it had without."""
+        dumped = super().key_dump()
+        if self.mode != "llm":
+            dumped.pop("reformulation_rules", None)
+        return dumped
 
     @model_validator(mode="before")
     @classmethod

@@ -152,3 +152,37 @@ def test_params_have_bounds_and_the_judge_is_registered():
     for bad in ({"window": 6}, {"max_related": -1}, {"related_min_score": 1.5}, {"mode": "llm"}):
         with pytest.raises((ValidationError, ValueError)):
             EnrichmentJudge(EnrichmentParams(**bad), index=None)
+
+
+@pytest.fixture(scope="module")
+def summarised_index(tmp_path_factory):
+    """Document a has an LLM summary and a description, b only a description, c neither."""
+    own = {"a": {"doc_summary": "A is about setup.", "description": "A's first paragraph."},
+           "b": {"description": "B's first paragraph."}, "c": {}}
+    chunks = pd.DataFrame([{**row, "metadata": json.dumps({**json.loads(row["metadata"]), **own[row["doc_id"]]})}
+                           for row in rows()] + [
+        {"chunk_id": "c:0", "doc_id": "c", "chunk_index": 0, "start_char": 0, "end_char": 9, "text": "c chunk 0",
+         "embed_text": "c chunk 0", "metadata": "{}"}])
+    return IndexStore(tmp_path_factory.mktemp("lancedb")).build("enrich-summaries", chunks, None)
+
+
+def test_parent_summary_puts_each_chunks_document_line_before_its_text(summarised_index):
+    from ragkit.stages.prompts import shown_chunks
+
+    nodes = hits(summarised_index, "a:2", "b:0", "c:0")
+    judge = EnrichmentJudge(EnrichmentParams(window=1, max_related=0, parent_summary=True), index=summarised_index)
+    trace = JudgeTrace()
+    enriched = judge.enrich("q", nodes, trace)
+    assert [(n.node.node_id, n.node.metadata.get("parent_summary")) for n in enriched] == [
+        ("a:1", "A is about setup."), ("a:2", "A is about setup."), ("a:3", "A is about setup."),
+        ("b:0", "B's first paragraph."), ("b:1", "B's first paragraph."), ("c:0", None)]
+    assert trace.judgements[-1].decision["parent_summary"] == {"doc_summary": 3, "description": 2, "none": 1}
+    assert "parent_summary" not in nodes[0].node.metadata  # the retrieved node itself is left as it was
+    assert [text for _, text in shown_chunks(enriched, 10, 400, 2000)][2:5] == [
+        "(Document summary: A is about setup.) a chunk 3", "(Document summary: B's first paragraph.) b chunk 0",
+        "(Document summary: B's first paragraph.) b chunk 1"]
+    # Off (the default): no line, the prompt's text as before, and the option is not in the spec.
+    plain = EnrichmentJudge(EnrichmentParams(window=1, max_related=0), index=summarised_index)
+    before = plain.enrich("q", nodes, JudgeTrace())
+    assert [text for _, text in shown_chunks(before, 10, 400, 2000)][:2] == ["a chunk 1", "a chunk 2"]
+    assert "parent_summary" not in EnrichmentParams().key_dump()
