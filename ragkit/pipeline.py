@@ -139,27 +139,31 @@ class Pipeline:
         trace.stages.append(stage_row(stage, self.clock() - started, self._drain(), self._replayed()))
         return result
 
-    def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None) -> Trace:
+    def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None,
+               documents: Sequence[str] | None = None) -> Trace:
         """``history``: the conversation before this question (``ragkit.qa.Turn`` items);
         ``scope``: the question's documents, which a retriever with ``scope: question_doc``
-        limits its searches to (others ignore it)."""
+        limits its searches to; ``documents``: the ones the user chose, for ``scope: named_doc``
+        (other retrievers ignore both)."""
         try:
-            return self._answer(question, history, scope)
+            return self._answer(question, history, scope, documents)
         finally:
             if self.retrieval_cache is not None:
                 self.retrieval_cache.flush()  # after the question, so no step times the writes
 
-    def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None) -> Trace:
+    def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None,
+                documents: Sequence[str] | None) -> Trace:
         trace = Trace(question=question)
         judged = JudgeTrace(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
         self._replayed()
         for searcher in self.searchers:
-            searcher.set_scope(list(scope) if scope is not None else None)
-        if any(searcher.scope_missing for searcher in self.searchers):
+            searcher.set_scope(list(scope) if scope is not None else None,
+                               list(documents) if documents is not None else None)
+        if missing := sorted({searcher.params.scope for searcher in self.searchers if searcher.scope_missing}):
             judged.add(Judgement("scope", question[:500], {
                 "action": "searched every document",
-                "reason": "scope is question_doc but the question names no document"}))
+                "reason": f"scope is {' and '.join(missing)} but the question names no document"}))
         if hasattr(self.retriever, "use_trace"):
             self.retriever.use_trace(judged)
         if self.switchable is not None:

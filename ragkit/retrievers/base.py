@@ -1,9 +1,10 @@
 """What every retriever shares: params (top_k, threshold, scope), the retrieval cache, node
 building, the LlamaIndex hook.
 
-``scope: question_doc`` limits every search to the question's own documents (``set_scope``, called
-by the pipeline per question) with a LanceDB prefilter, so a question asked about one document is
-answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
+``scope: question_doc`` limits every search to the question's own documents (its gold, relevant
+ones), ``scope: named_doc`` to the document(s) the user chose (the question's ``document`` field);
+``set_scope``, called by the pipeline per question, sets a LanceDB prefilter, so a question asked
+about one document is answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
 same index, retriever, parameters, query and scope, without searching or embedding the query.
 """
 
@@ -37,10 +38,11 @@ class RetrieverParams(ComponentParams):
     score_threshold: float | None = Field(
         default=None, description="Drop chunks scoring below this (scale depends on the retriever)."
     )
-    scope: Literal["all", "question_doc"] = Field(
+    scope: Literal["all", "question_doc", "named_doc"] = Field(
         default="all",
         description="all: search the whole corpus; question_doc: only the question's own documents (its "
-        "relevant documents, a LanceDB prefilter); a question naming none searches everything, recorded.",
+        "relevant documents, the gold scope); named_doc: only the document(s) the user chose (the question's "
+        "`document` field). A LanceDB prefilter; a question without such documents searches everything, recorded.",
     )
 
     added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"scope"}
@@ -67,16 +69,19 @@ class Retriever(Component, BaseRetriever):
         self._cache: RetrievalCache | None = None
         self._replayed_seconds = 0.0
 
-    def set_scope(self, doc_ids: list[str] | None) -> None:
-        """The current question's documents; only ``scope: question_doc`` uses them. Without any,
-        the search covers every document and ``scope_missing`` says so (the pipeline records it):
+    def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
+        """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
+        ``named`` the ones the user chose (``scope: named_doc``); ``scope: all`` uses neither. Without
+        any, the search covers every document and ``scope_missing`` says so (the pipeline records it):
         a question that names no document is still answered, visibly unscoped."""
         self.where, self.scope_missing = None, False
-        if self.params.scope == "question_doc":
-            if doc_ids:
-                self.where = doc_filter(doc_ids)
-            else:
-                self.scope_missing = True
+        if self.params.scope == "all":
+            return
+        chosen = doc_ids if self.params.scope == "question_doc" else named
+        if chosen:
+            self.where = doc_filter(chosen)
+        else:
+            self.scope_missing = True
 
     def use_cache(self, cache: RetrievalCache | None) -> None:
         self._cache = cache
