@@ -104,10 +104,12 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
 def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
     """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
     for the strategy judge and the quality gate's switch map to choose from."""
-    # The same scope as the grid's retriever: a switch changes the strategy, not the documents.
-    scope = point.retriever.params.get("scope", "all")
-    retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, "scope": scope}},
-                                                  index=index, embedder=embedder)
+    # The same scope as the grid's retriever: a switch changes the strategy, not the documents;
+    # and the same semantic cache option (each retriever keeps its own: their hits differ).
+    shared = {"top_k": point.top_k, "scope": point.retriever.params.get("scope", "all")}
+    if point.retriever.params.get("semantic_cache") is not None:
+        shared["semantic_cache"] = point.retriever.params["semantic_cache"]
+    retrievers = {name: retriever_registry.build({"type": name, "params": shared}, index=index, embedder=embedder)
                   for name in STRATEGIES if name != point.retriever.type}
     return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)
 
