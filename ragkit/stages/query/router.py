@@ -246,6 +246,8 @@ class RouterJudge(Judge):
         stems = list(dict.fromkeys(word_stem(word) for word in topical))
         small_talk_only = not stems and any(word in SMALL_TALK_WORDS for word in words(question))
         # Decision 1, relevance: small talk alone covers nothing; otherwise the vocabulary share.
+        relevance: Relevance
+        extra: dict[str, Any]
         if small_talk_only:
             relevance, confidence, reason, extra = "no", SMALL_TALK_CONFIDENCE, "small talk only", {}
         else:
@@ -257,9 +259,12 @@ class RouterJudge(Judge):
                 trace.add(self.judgement(seen, record, started=started, fell_back=True, error=problem))
                 return decision
             matched, share, reason = self._compare(stems)
-            relevance, confidence = (("yes", round(share, 4)) if share >= self.params.yes_share
-                                     else ("maybe", MAYBE_CONFIDENCE) if share >= self.params.maybe_share
-                                     else ("no", round(1.0 - share, 4)))
+            if share >= self.params.yes_share:
+                relevance, confidence = "yes", round(share, 4)
+            elif share >= self.params.maybe_share:
+                relevance, confidence = "maybe", MAYBE_CONFIDENCE
+            else:
+                relevance, confidence = "no", round(1.0 - share, 4)
             extra = {"share": round(share, 4), "matched": matched,
                      "unmatched": [stem for stem in stems if stem not in matched]}
         route: Route | None = "documents" if relevance != "no" else None
