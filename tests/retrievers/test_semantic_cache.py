@@ -130,3 +130,17 @@ def test_the_pipeline_records_each_lookup_and_the_run_scores_its_hit_rate(index,
     trace = Pipeline(build("dense", index, minilm_embedder), build("dense", index, minilm_embedder)).answer(ASKED)
     assert not any(row["metric"] == SEMANTIC_CACHE_HIT
                    for row in question_rows(off_plan.runs[0], questions.questions[0], trace)["scores"])
+
+
+def test_bm25_with_the_cache_keeps_the_runs_embedder_and_reuses_hits(index, minilm_embedder):
+    corpus = Corpus.from_documents("c", [make_document("cats.md", "Cats purr when they are content.")])
+    questions = QuestionSet(name="q", format="jsonl", questions=[Question(id="q1", text=ASKED, answers=["x"])])
+    config = config_from_dict({"name": "c", "dataset": {"path": "unused.jsonl"}, "embedders": ["minilm"],
+                               "retrievers": ["bm25", {"type": "bm25", "params": {"semantic_cache": 0.7}}]})
+    embedders = {run.point.retriever.params.get("semantic_cache"): run.point.embedder
+                 for run in make_plan(config, corpus, questions, {}).runs}
+    assert embedders[None] is None and embedders[0.7] is not None and embedders[0.7].type == "minilm"
+    retriever = build("bm25", index, minilm_embedder, semantic_cache=0.7)
+    first = retriever.retrieve(ASKED)
+    searched = index.searches
+    assert chunks(retriever.retrieve(PARAPHRASE)) == chunks(first) and index.searches == searched
