@@ -46,6 +46,7 @@ from ragkit.web import WebProvider, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.retrievers.cache import RetrievalCache
+    from ragkit.retrievers.semantic_cache import CacheLookup
     from ragkit.retrievers.switchable import SwitchableRetriever
 
 NO_WEB_PROVIDER = "no web search provider is configured (set `web:` in the experiment; none ships offline)"
@@ -67,6 +68,8 @@ class Trace:
     route: str | None = None
     answer_check: dict[str, float | None] | None = None
     answer_check_error: str | None = None
+    # The semantic cache's lookups (retriever option semantic_cache), one per search.
+    cache_lookups: list[CacheLookup] = field(default_factory=list)
 
     @property
     def abstained(self) -> bool:
@@ -139,27 +142,42 @@ class Pipeline:
         trace.stages.append(stage_row(stage, self.clock() - started, self._drain(), self._replayed()))
         return result
 
-    def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None) -> Trace:
+    def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None,
+               documents: Sequence[str] | None = None) -> Trace:
         """``history``: the conversation before this question (``ragkit.qa.Turn`` items);
         ``scope``: the question's documents, which a retriever with ``scope: question_doc``
-        limits its searches to (others ignore it)."""
+        limits its searches to; ``documents``: the ones the user chose, for ``scope: named_doc``
+        (other retrievers ignore both)."""
         try:
-            return self._answer(question, history, scope)
+            trace = self._answer(question, history, scope, documents)
+            self._record_cache_lookups(trace)
+            return trace
         finally:
             if self.retrieval_cache is not None:
                 self.retrieval_cache.flush()  # after the question, so no step times the writes
 
-    def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None) -> Trace:
+    def _record_cache_lookups(self, trace: Trace) -> None:
+        """Each semantic-cache lookup of the question as a judgement (hit or miss, the similarity,
+        the cached query), after the question's own: the lookups happened inside its searches."""
+        for searcher in self.searchers:
+            for lookup in searcher.drain_cache_lookups():
+                trace.cache_lookups.append(lookup)
+                trace.judgements.append(Judgement("semantic_cache", lookup.query[:500], lookup.as_decision(),
+                                                  seconds=lookup.seconds))
+
+    def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None,
+                documents: Sequence[str] | None) -> Trace:
         trace = Trace(question=question)
         judged = JudgeTrace(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
         self._replayed()
         for searcher in self.searchers:
-            searcher.set_scope(list(scope) if scope is not None else None)
-        if any(searcher.scope_missing for searcher in self.searchers):
+            searcher.set_scope(list(scope) if scope is not None else None,
+                               list(documents) if documents is not None else None)
+        if missing := sorted({searcher.params.scope for searcher in self.searchers if searcher.scope_missing}):
             judged.add(Judgement("scope", question[:500], {
                 "action": "searched every document",
-                "reason": "scope is question_doc but the question names no document"}))
+                "reason": f"scope is {' and '.join(missing)} but the question names no document"}))
         if hasattr(self.retriever, "use_trace"):
             self.retriever.use_trace(judged)
         if self.switchable is not None:

@@ -37,7 +37,7 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     "retriever": {name: {"scope": "all"} for name in ("bm25", "dense", "hybrid", "mmr")},
     "judge": {
         "answer_check": {}, "chunking": {"show_file_name": False}, "condense": {},
-        "enrichment": {"parent_summary": False}, "hyde": {}, "router": {}, "strategy": {},
+        "enrichment": {"parent_summary": False}, "hyde": {}, "router": {"decisions": "one"}, "strategy": {},
         "generator": {"history_turns": 4, "show_file_name": False, "turn_chars": 300},
         "groundedness": {"accept_at": 0.8, "entailment_threshold": 0.7, "max_corrections": 2,
                          "min_retrieval_quality": 0.6, "on_fail": "off", "regenerate_at": 0.6},

@@ -67,7 +67,8 @@ def question_documents(question: Question) -> list[str]:
 def _answer_question(run: RunStep, pipeline: Pipeline, question: Question,
                      evaluator: QuestionEvaluator | None) -> dict[str, list[dict]]:
     try:
-        trace = pipeline.answer(question.text, history=question.history, scope=question_documents(question))
+        trace = pipeline.answer(question.text, history=question.history, scope=question_documents(question),
+                                documents=question.documents)
     except BackendUnavailable:
         raise  # says nothing about this configuration: the run stops instead
     except Exception as error:  # noqa: BLE001 - one failing question is a row per metric with its error, not a lost run

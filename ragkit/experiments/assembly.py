@@ -104,10 +104,11 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
 def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
     """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
     for the strategy judge and the quality gate's switch map to choose from."""
-    # The same scope and similarity filter as the grid's retriever: a switch changes the
-    # strategy, not the documents or the filter (options at their default are left out).
-    shared = {name: point.retriever.params[name] for name in ("scope", "min_similarity")
-              if name in point.retriever.params}
+    # The same scope, similarity filter and semantic cache option as the grid's retriever: a switch
+    # changes the strategy, not the documents or the filter (options at their default are left
+    # out; each retriever keeps its own semantic cache: their hits differ).
+    shared = {name: point.retriever.params[name] for name in ("scope", "min_similarity", "semantic_cache")
+              if point.retriever.params.get(name) is not None}
     retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, **shared}},
                                                   index=index, embedder=embedder)
                   for name in STRATEGIES if name != point.retriever.type}

@@ -11,6 +11,7 @@ import math
 
 from ragkit.experiments.plan import RunStep
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
+from ragkit.metrics.names import SEMANTIC_CACHE_HIT
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.metrics.routing import abstention_scores, routing_scores
 from ragkit.pipeline import Trace
@@ -70,12 +71,24 @@ def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trac
         nothing_to_score = "no relevant documents or answer spans to score against"
         scores.append(_error_score(run, question, "retrieval", nothing_to_score))
     scores += _agentic_scores(run, question, trace)
+    if run.point.retriever.params.get("semantic_cache") is not None:
+        scores.append(_cache_score(run, question, trace))
     if run.point.judge("groundedness") is not None:
         if trace.groundedness is None:
             scores.append(_error_score(run, question, "groundedness", trace.groundedness_error or "not scored"))
         else:
             scores.append({**keys, "metric": "groundedness", "value": trace.groundedness, "error": None})
     return scores
+
+
+def _cache_score(run: RunStep, question: Question, trace: Trace) -> dict:
+    """The share of the question's searches the semantic cache answered; none searched (a
+    conversational or web route) is a visible row, not a miss."""
+    lookups = trace.cache_lookups
+    if not lookups:
+        return _error_score(run, question, SEMANTIC_CACHE_HIT, "no search of the documents")
+    return {"run_id": run.run_id, "question_id": question.id, "metric": SEMANTIC_CACHE_HIT,
+            "value": sum(lookup.hit for lookup in lookups) / len(lookups), "error": None}
 
 
 def _agentic_scores(run: RunStep, question: Question, trace: Trace) -> list[dict]:

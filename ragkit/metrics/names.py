@@ -29,8 +29,12 @@ TOKEN_BUDGETS = (256, 512, 1024, 2048)
 FINAL_CONTEXT_METRICS = (
     "final_chunks", "final_tokens", "final_recall", "final_precision", "final_span_recall", "final_span_precision",
 )
-# Describe the context rather than grade it: no "better" direction, never a factor's best level.
-DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length")
+# The semantic retrieval cache (retriever option semantic_cache): per question, the share of its
+# searches the cache answered (one search: 1 hit, 0 miss), so a run's mean is its hit rate.
+SEMANTIC_CACHE_HIT = "semantic_cache_hit"
+# Describe the context (or the run) rather than grade it: no "better" direction, never a factor's
+# best level (a cache hit is faster, not better).
+DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length", SEMANTIC_CACHE_HIT)
 # Rates in [0, 1] where less is better: a level with the lowest mean is the best, and when levels are
 # ranked a failed question counts as 1 (the worst), as it counts 0 for every other metric.
 LOWER_IS_BETTER = ("abstention_wrong", "noise_sensitivity")

@@ -121,6 +121,12 @@ class Question(BaseModel):
         "(an unanswerable question drawn from a document's topic).",
     )
 
+    documents: list[str] = Field(
+        default_factory=list,
+        description="The document(s) the user chose to ask about (the question's `document` field): a "
+        "retriever with scope named_doc searches only these. Not ground truth: metrics never read it.",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _answers_from_parts(cls, data: Any) -> Any:
@@ -217,8 +223,10 @@ class Question(BaseModel):
         return self.source_doc
 
 
-# Added with follow-up questions and routing, then graded labels and generated sets; see Question.key_dump.
-ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans", "question_type", "source_doc")
+# Added with follow-up questions and routing, then graded labels and generated sets, then the
+# user's chosen documents; see Question.key_dump.
+ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans", "question_type", "source_doc",
+                "documents")
 
 
 @functools.cache

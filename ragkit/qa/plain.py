@@ -20,6 +20,10 @@ web), scored as routing accuracy; ``answerable`` (default true; false for a ques
 documents cannot answer, which then needs no relevant documents or answer); ``graded_spans`` (JSONL
 only), graded ground truth from labelling (``ragkit labels ground-truth``): a list of
 ``{doc_id, start, end, grade (0-2), source (human | judge)}``.
+
+A question asked about a document the user chose (optional): ``document``, its doc id (in JSONL
+also a list of ids; a ';'-separated string in CSV). A retriever with ``scope: named_doc`` searches
+only those documents; it is the user's choice, not ground truth, so no metric reads it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class _PlainRow(RowModel):
     expected_route: str | None = None
     answerable: bool | None = None
     graded_spans: list[dict[str, Any]] | None = None
+    document: list[str] | str | None = None
 
 
 def load_plain_jsonl(path: Path) -> list[Question]:
@@ -89,7 +94,7 @@ def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) ->
         row = parse_row(_PlainRow, obj, where)
         relevant = row.relevant_doc_ids
         if isinstance(relevant, str):
-            relevant = [doc.strip() for doc in relevant.split(";") if doc.strip()]
+            relevant = _doc_ids(relevant)
         if isinstance(relevant, list):
             relevant = dict.fromkeys(relevant, 1.0)
         fields: dict[str, Any] = {
@@ -113,8 +118,16 @@ def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) ->
             fields["answerable"] = row.answerable
         if row.graded_spans:
             fields["graded_spans"] = row.graded_spans
+        if row.document is not None:
+            fields["documents"] = _doc_ids(row.document)
         questions.append(parse_row(Question, fields, where))
     return questions
+
+
+def _doc_ids(raw: list[str] | str) -> list[str]:
+    """Doc ids from a list or a ';'-separated string, stripped, blanks left out, each once."""
+    items = raw.split(";") if isinstance(raw, str) else raw
+    return list(dict.fromkeys(doc.strip() for doc in items if doc.strip()))
 
 
 def _history(raw: list[dict[str, Any] | str] | str, where: str) -> list[dict[str, Any]]:

@@ -101,6 +101,9 @@ def validate_against_corpus(question_set: QuestionSet, documents_by_id: Mapping[
         for doc_id in question.relevant_docs:
             if doc_id not in documents_by_id:
                 problems.append(f"question {question.id}: relevant document '{doc_id}' is not in the corpus")
+        for doc_id in question.documents:
+            if doc_id not in documents_by_id:
+                problems.append(f"question {question.id}: its document '{doc_id}' is not in the corpus")
         for span in question.spans:
             document = documents_by_id.get(span.doc_id)
             if document is None:

@@ -1,10 +1,13 @@
 """What every retriever shares: params (top_k, threshold, scope), the retrieval cache, node
 building, the LlamaIndex hook.
 
-``scope: question_doc`` limits every search to the question's own documents (``set_scope``, called
-by the pipeline per question) with a LanceDB prefilter, so a question asked about one document is
-answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
+``scope: question_doc`` limits every search to the question's own documents (its gold, relevant
+ones), ``scope: named_doc`` to the document(s) the user chose (the question's ``document`` field);
+``set_scope``, called by the pipeline per question, sets a LanceDB prefilter, so a question asked
+about one document is answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
 same index, retriever, parameters, query and scope, without searching or embedding the query.
+The semantic cache (``semantic_cache``, off by default) reuses, within one run, the hits of an
+earlier query whose embedding is within a cosine threshold (``ragkit.retrievers.semantic_cache``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ragkit.embedders.base import Embedder
 from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.registry import Component, ComponentParams, Registry
 from ragkit.retrievers.cache import RetrievalCache
+from ragkit.retrievers.semantic_cache import CacheLookup, SemanticCache
 from ragkit.retrievers.similarity import cosine_similarities
 
 # The built-ins, by import path (loaded on first use); plugins join through entry points.
@@ -44,13 +48,21 @@ class RetrieverParams(ComponentParams):
         "ranked them (dense and mmr: their own score; hybrid and bm25: the chunk's stored vector, so an "
         "embedder is needed). None: no filter.",
     )
-    scope: Literal["all", "question_doc"] = Field(
+    scope: Literal["all", "question_doc", "named_doc"] = Field(
         default="all",
         description="all: search the whole corpus; question_doc: only the question's own documents (its "
-        "relevant documents, a LanceDB prefilter); a question naming none searches everything, recorded.",
+        "relevant documents, the gold scope); named_doc: only the document(s) the user chose (the question's "
+        "`document` field). A LanceDB prefilter; a question without such documents searches everything, recorded.",
+    )
+    semantic_cache: float | None = Field(
+        default=None, gt=0.0, le=1.0,
+        description="Off (none) by default. A cosine threshold: a query whose embedding is at least this "
+        "close to one searched earlier in the same run (and scope) reuses its hits instead of searching "
+        "(the dynamic-documents design uses 0.7). Needs an embedder; changes results, so it is in the run id.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"scope", "min_similarity"}
+    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {
+        "scope", "min_similarity", "semantic_cache"}
 
 
 class Retriever(Component, BaseRetriever):
@@ -79,17 +91,27 @@ class Retriever(Component, BaseRetriever):
         self.scope_missing = False
         self._cache: RetrievalCache | None = None
         self._replayed_seconds = 0.0
+        if params.semantic_cache is not None and embedder is None:
+            raise ValueError(f"retriever '{self.name}': semantic_cache compares query embeddings and needs an "
+                             "embedder")
+        # In memory, per retriever object: one run's searches (see ragkit.retrievers.semantic_cache).
+        self._semantic = SemanticCache(params.semantic_cache) if params.semantic_cache is not None else None
+        self._lookups: list[CacheLookup] = []
+        self._vector_in_hand: tuple[str, np.ndarray] | None = None
 
-    def set_scope(self, doc_ids: list[str] | None) -> None:
-        """The current question's documents; only ``scope: question_doc`` uses them. Without any,
-        the search covers every document and ``scope_missing`` says so (the pipeline records it):
+    def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
+        """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
+        ``named`` the ones the user chose (``scope: named_doc``); ``scope: all`` uses neither. Without
+        any, the search covers every document and ``scope_missing`` says so (the pipeline records it):
         a question that names no document is still answered, visibly unscoped."""
         self.where, self.scope_missing = None, False
-        if self.params.scope == "question_doc":
-            if doc_ids:
-                self.where = doc_filter(doc_ids)
-            else:
-                self.scope_missing = True
+        if self.params.scope == "all":
+            return
+        chosen = doc_ids if self.params.scope == "question_doc" else named
+        if chosen:
+            self.where = doc_filter(chosen)
+        else:
+            self.scope_missing = True
 
     def use_cache(self, cache: RetrievalCache | None) -> None:
         self._cache = cache
@@ -103,25 +125,61 @@ class Retriever(Component, BaseRetriever):
             seconds += self.embedder.drain_adjustment()
         return seconds
 
-    def cache_key(self, query: str) -> str:
-        return RetrievalCache.key(self.index.index_id, self.name, self.params.key_dump(), query, self.where)
+    def drain_cache_lookups(self) -> list[CacheLookup]:
+        """The semantic cache's lookups since the last call (none when it is off)."""
+        lookups, self._lookups = self._lookups, []
+        return lookups
 
-    def cached_search(self, query: str) -> list[Hit]:
-        """``search``, answered from the cache when it has seen this search."""
+    def cache_key(self, query: str) -> str:
+        # The semantic cache decides whether to search, not what a search returns: an exact
+        # search is shared by runs with and without it.
+        params = {name: value for name, value in self.params.key_dump().items() if name != "semantic_cache"}
+        return RetrievalCache.key(self.index.index_id, self.name, params, query, self.where)
+
+    def remembered_search(self, query: str) -> list[Hit]:
+        """``cached_search``, unless the semantic cache holds a query close enough to this one
+        (searched earlier in this run, under the same scope): then that query's hits."""
+        if self._semantic is None:
+            return self.cached_search(query)
+        started = time.perf_counter()
+        before = self._pending_adjustment()
+        vector = self.query_vector(query)
+        embedded = time.perf_counter() - started + self._pending_adjustment() - before
+        reused, lookup = self._semantic.lookup(query, vector, self.where)
+        self._lookups.append(lookup)
+        if reused is not None:
+            return reused
+        # The search embeds the same query: hand it the vector, so the embedding is charged once
+        # (here), and counted in what a later exact-cache hit of this search replays.
+        self._vector_in_hand = (query, vector)
+        try:
+            hits = self.cached_search(query, embedded_seconds=embedded)
+        finally:
+            self._vector_in_hand = None
+        self._semantic.add(query, vector, self.where, hits)
+        return hits
+
+    def _pending_adjustment(self) -> float:
+        return self.embedder.pending_adjustment() if self.embedder is not None else 0.0
+
+    def cached_search(self, query: str, embedded_seconds: float = 0.0) -> list[Hit]:
+        """``search``, answered from the cache when it has seen this search. ``embedded_seconds``:
+        what embedding the query cost before the call (the semantic cache's lookup embeds it)."""
         if self._cache is None or not self.index.index_id:
             return self.search(query)
         key = self.cache_key(query)
         entry = self._cache.get(key)
         if entry is not None:
             hits, seconds = entry
-            self._replayed_seconds += seconds
+            # The entry's seconds include its query's embedding, which a semantic lookup just paid.
+            self._replayed_seconds += max(0.0, seconds - embedded_seconds)
             return hits
         started = time.perf_counter()
-        before = self.embedder.pending_adjustment() if self.embedder is not None else 0.0
+        before = self._pending_adjustment()
         hits = self.search(query)
-        after = self.embedder.pending_adjustment() if self.embedder is not None else 0.0
+        after = self._pending_adjustment()
         # What this search cost, its query's embedding share included, is what a hit replays.
-        self._cache.put(key, hits, time.perf_counter() - started + after - before)
+        self._cache.put(key, hits, time.perf_counter() - started + after - before + embedded_seconds)
         return hits
 
     def search(self, query: str) -> list[Hit]:
@@ -131,7 +189,10 @@ class Retriever(Component, BaseRetriever):
         """The embedded query, for retrievers that use the embedder (``__init__`` made sure they have one)."""
         if self.embedder is None:
             raise ValueError(f"retriever '{self.name}' needs an embedder")
-        vector = self.embedder.embed_query(query)
+        if self._vector_in_hand is not None and self._vector_in_hand[0] == query:
+            vector = self._vector_in_hand[1]
+        else:
+            vector = self.embedder.embed_query(query)
         self._last_vector = (query, vector)
         return vector
 
@@ -145,7 +206,7 @@ class Retriever(Component, BaseRetriever):
         return cosine_similarities(self.index, vector, hits)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self.cached_search(query_bundle.query_str)[: self.params.top_k]
+        hits = self.remembered_search(query_bundle.query_str)[: self.params.top_k]
         if self.params.score_threshold is not None:
             hits = [hit for hit in hits if hit.score >= self.params.score_threshold]
         if self.params.min_similarity is not None:

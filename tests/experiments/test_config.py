@@ -41,7 +41,7 @@ def test_resolved_specs_fill_defaults():
     ("data", "expected"),
     [
         ({**BASE, "chunkers": ["nope"]},
-         "unknown chunker 'nope'. Valid choices: code, document, llm_semantic, markdown"),
+         "unknown chunker 'nope'. Valid choices: by_file_type, code, document, llm_semantic, markdown"),
         ({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]}, "unknown parameter 'lambda'"),
         ({**BASE, "retrievers": [{"type": "mmr", "params": {"mmr_lambda": 3}}]}, "'mmr_lambda'"),
         ({**BASE, "top_k": [0]}, "top_k values must be between 1 and 1000"),
@@ -58,7 +58,7 @@ def test_bad_values_are_named(data, expected):
 def test_mmr_error_lists_valid_parameters():
     with pytest.raises(ConfigError) as info:
         config_from_dict({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]})
-    assert "fetch_k, min_similarity, mmr_lambda, scope, score_threshold, top_k" in str(info.value)
+    assert "fetch_k, min_similarity, mmr_lambda, scope, score_threshold, semantic_cache, top_k" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -128,23 +128,41 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
 def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):
     out, _ = run(shared, "dynamic_documents", f"dataset.path={shared['multiturn']}")
     store = ResultStore(out)
-    runs, retrievals, answers, judgements = (store.read(t) for t in ("runs", "retrievals", "answers", "judgements"))
-    assert len(runs) == 8
-    relevant = {"mt01": {"1546"}, "mt02": {"1546"}}
-    scoped = runs.loc[runs["retriever.scope"] == "question_doc", "run_id"]
-    hits = retrievals[retrievals["run_id"].isin(scoped) & retrievals["question_id"].isin(relevant)]
-    assert len(hits) and all(doc in relevant[q] for q, doc in zip(hits["question_id"], hits["doc_id"]))
+    runs, retrievals, answers, judgements, scores = (
+        store.read(t) for t in ("runs", "retrievals", "answers", "judgements", "scores"))
+    assert len(runs) == 18 and set(runs["retriever"]) == {"hybrid"}
+    # The user's document: mt12 has no gold document but names 1546, and is answered from it alone.
+    named = {"mt01": {"1546"}, "mt02": {"1546"}, "mt12": {"1546"}}
+    scoped = runs.loc[runs["retriever.scope"] == "named_doc", "run_id"]
+    hits = retrievals[retrievals["run_id"].isin(scoped) & retrievals["question_id"].isin(named)]
+    assert set(hits["question_id"]) == set(named)
+    assert all(doc in named[q] for q, doc in zip(hits["question_id"], hits["doc_id"]))
     # A scoped question with no document of its own searches everything, and says so.
-    assert any(d["action"] == "searched every document" for d in decisions(judgements, "scope"))
+    assert any(d["action"] == "searched every document" and "named_doc" in d["reason"]
+               for d in decisions(judgements, "scope"))
+    # The semantic cache: each lookup recorded where it is on, a hit rate per question, none elsewhere.
+    cached = set(runs.loc[runs["retriever.semantic_cache"] == 0.7, "run_id"])
+    lookups = judgements[judgements["judge"] == "semantic_cache"]
+    assert len(lookups) and set(lookups["run_id"]) == cached
+    assert {"hit", "similarity", "cached_query"} <= set(decisions(judgements, "semantic_cache")[0])
+    rates = scores[scores["metric"] == "semantic_cache_hit"]
+    assert set(rates["run_id"]) == cached and rates["value"].dropna().between(0, 1).all()
+    # The router in two decisions: relevance first, then (not relevant) conversational or web.
+    routed = runs.loc[runs["judge.router"] == "heuristic", "run_id"]
+    steps = judgements[judgements["run_id"].isin(routed) & (judgements["judge"] == "router")
+                       & (judgements["question_id"] == "mt10")]
+    assert [d["step"] for d in decisions(steps, "router")][:2] == ["relevance", "source"]
+    assert all("step" in d for d in decisions(judgements, "router"))  # the LLM's decisions too
     # The web route has no provider offline: recorded as not searched, answered "not found".
     web = decisions(judgements, "web")
     assert web and all(d["action"] == "not searched" for d in web)
-    routed = runs.loc[runs["judge.router"] == "heuristic", "run_id"]
     web_answers = answers[answers["run_id"].isin(routed) & (answers["question_id"] == "mt10")]
     assert set(web_answers["answer"]) == {"not found"}
     found = pairs(out, shared)
-    assert frozenset({"dense(scope=all)", "dense(scope=question_doc)"}) in found["retriever"]
-    assert frozenset({"off", "heuristic"}) in found["judge.router"]
+    assert {frozenset({"hybrid(scope=all, semantic_cache=none)", "hybrid(scope=named_doc, semantic_cache=none)"}),
+            frozenset({"hybrid(scope=named_doc, semantic_cache=none)",
+                       "hybrid(scope=named_doc, semantic_cache=0.7)"})} <= found["retriever"]
+    assert {frozenset({"off", "heuristic"}), frozenset({"off", "llm"})} <= found["judge.router"]
     assert found.get("judge.quality_gate")  # web_fallback off / on
 
 

@@ -28,6 +28,11 @@ RETRIEVERS = ["dense", "bm25", "hybrid", "mmr"]
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory, minilm_embedder):
+    return build_index(tmp_path_factory, minilm_embedder)
+
+
+def build_index(tmp_path_factory, minilm_embedder):
+    """DOCS as one chunk per text, embedded with MiniLM, in a LanceDB index."""
     rows = [(doc, number, text) for doc, texts in DOCS.items() for number, text in enumerate(texts)]
     texts = [text for _, _, text in rows]
     chunks = pd.DataFrame({

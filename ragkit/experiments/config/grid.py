@@ -65,9 +65,11 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
             generator=parts["generator"], evaluation=config.evaluation, web=parts["web"],
         )
         # Only what a point uses is part of it: a retriever that ignores vectors keeps its
-        # embedder only when retrieval may switch to a strategy that reads them.
+        # embedder only when retrieval may switch to a strategy that reads them, or when its
+        # semantic cache compares query vectors.
+        reads_vectors = retriever_cls.uses_embedder or params.params.get("semantic_cache") is not None
         point = point.model_copy(update={
-            "embedder": embedder if retriever_cls.uses_embedder or point.switches_strategy() else None,
+            "embedder": embedder if reads_vectors or point.switches_strategy() else None,
             "web": parts["web"] if point.uses_web() else None,
         })
         points.setdefault(point.model_dump_json(), point)

@@ -22,6 +22,18 @@ a follow-up ("and in dogs?") is best made standalone by the condense judge first
 ``llm`` mode shows the model the summary (cut to ``summary_chars``), the conversation so far
 when there is one, and the message, and asks for ``{route, relevance, confidence, reason}``.
 A reply that cannot be used routes to ``documents``, recorded invalid.
+
+``decisions: two`` (off: ``one``, the single decision above) routes as the dynamic-documents
+design does, in two decisions, each recorded as a judgement of its own (``step``: relevance,
+then source):
+
+1. relevance: do the documents cover the question? yes or maybe -> ``documents``, done.
+2. only when they do not: the source, ``conversational`` or ``web``.
+
+In ``llm`` mode each decision is one call (prompts in ``router_prompts``); in ``heuristic`` mode
+relevance is the vocabulary share above (a message of small-talk words only is relevance no),
+and the source is ``conversational`` for small talk only, else ``web``. An unusable reply at
+either decision routes to ``documents``, recorded invalid, as in one decision.
 """
 
 from __future__ import annotations
@@ -35,8 +47,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragkit.corpus.summary import SummaryMethod
 from ragkit.errors import LLMError
+from ragkit.llms.calls import LLMResult
+from ragkit.llms.parsing import ModelT
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn
+from ragkit.stages.query import router_prompts
+from ragkit.stages.query.router_prompts import RelevanceReply, SourceReply, conversation_block
 from ragkit.text import content_words, word_stem, words
 
 Route = Literal["documents", "conversational", "web"]
@@ -80,6 +96,13 @@ class RouterParams(JudgeParams):
         default=300, ge=20, le=4000, description="llm: characters of each conversation turn shown."
     )
     max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
+    decisions: Literal["one", "two"] = Field(
+        default="one",
+        description="one: route and relevance in one decision; two: relevance first, then (only if the "
+                    "documents do not cover the question) conversational or web, each decision recorded.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions"}
 
     @model_validator(mode="after")
     def _shares_in_order(self) -> RouterParams:
@@ -108,6 +131,7 @@ class RouteDecision:
 
 
 OFF_DECISION = RouteDecision("documents", "maybe", None, True, "router off")
+UNUSABLE_DECISION = RouteDecision("documents", "maybe", None, False, "unusable reply")
 
 SYSTEM = "You route a user's message to the right source of answers. Reply with one JSON object only."
 
@@ -125,10 +149,7 @@ EXAMPLES = (
 
 def build_prompt(question: str, summary: str, history: Sequence[ConversationTurn], turn_chars: int) -> str:
     """``history``: the turns to show, already cut to the most recent ones."""
-    conversation = ""
-    if history:
-        lines = [f"{turn.role}: {' '.join(turn.content.split())[:turn_chars]}" for turn in history]
-        conversation = "Conversation so far:\n" + "\n".join(lines) + "\n"
+    conversation = conversation_block(history, turn_chars)
     return (
         f"{EXAMPLES}\n\nDocuments: {summary or '(no description)'}\n{conversation}Message: {question}\n"
         "Route: documents if the documents can answer it, conversational for greetings, thanks or small talk "
@@ -162,6 +183,10 @@ class RouterJudge(Judge):
             return OFF_DECISION
         started = time.perf_counter()
         seen = question if not history else f"{question} | after {len(history)} turns"
+        if self.params.decisions == "two":
+            if self.params.mode == "heuristic":
+                return self._heuristic_two(question, seen, started, trace)
+            return self._llm_two(question, history, seen, started, trace)
         if self.params.mode == "heuristic":
             return self._heuristic(question, seen, started, trace)
         return self._llm(question, history, seen, started, trace)
@@ -180,9 +205,7 @@ class RouterJudge(Judge):
             trace.add(self.judgement(seen, self._record(decision, method="heuristic", action="fell back"),
                                      started=started, fell_back=True, error=problem))
             return decision
-        matched = [stem for stem in stems if stem in self._vocabulary]
-        share = len(matched) / len(stems)
-        reason = f"{len(matched)}/{len(stems)} content words in the corpus vocabulary"
+        matched, share, reason = self._compare(stems)
         if share >= self.params.yes_share:
             decision = RouteDecision("documents", "yes", round(share, 4), True, reason)
         elif share >= self.params.maybe_share:
@@ -212,6 +235,92 @@ class RouterJudge(Judge):
         decision = RouteDecision(reply.route, reply.relevance, reply.confidence, True, reply.reason)
         trace.add(self.judgement(seen, self._record(decision, method="llm"), result, started=started))
         return decision
+
+    def _compare(self, stems: list[str]) -> tuple[list[str], float, str]:
+        """The question's stems found in the corpus vocabulary, their share and the reason in words."""
+        matched = [stem for stem in stems if stem in self._vocabulary]
+        return matched, len(matched) / len(stems), f"{len(matched)}/{len(stems)} content words in the corpus vocabulary"
+
+    def _heuristic_two(self, question: str, seen: str, started: float, trace: JudgeTrace) -> RouteDecision:
+        topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
+        stems = list(dict.fromkeys(word_stem(word) for word in topical))
+        small_talk_only = not stems and any(word in SMALL_TALK_WORDS for word in words(question))
+        # Decision 1, relevance: small talk alone covers nothing; otherwise the vocabulary share.
+        relevance: Relevance
+        extra: dict[str, Any]
+        if small_talk_only:
+            relevance, confidence, reason, extra = "no", SMALL_TALK_CONFIDENCE, "small talk only", {}
+        else:
+            problem = ("the question has no content words" if not stems
+                       else "no corpus summary to compare with" if not self._vocabulary else None)
+            if problem is not None:
+                decision = RouteDecision("documents", "maybe", None, False, problem)
+                record = {"step": "relevance", **self._record(decision, method="heuristic", action="fell back")}
+                trace.add(self.judgement(seen, record, started=started, fell_back=True, error=problem))
+                return decision
+            matched, share, reason = self._compare(stems)
+            if share >= self.params.yes_share:
+                relevance, confidence = "yes", round(share, 4)
+            elif share >= self.params.maybe_share:
+                relevance, confidence = "maybe", MAYBE_CONFIDENCE
+            else:
+                relevance, confidence = "no", round(1.0 - share, 4)
+            extra = {"share": round(share, 4), "matched": matched,
+                     "unmatched": [stem for stem in stems if stem not in matched]}
+        route: Route | None = "documents" if relevance != "no" else None
+        trace.add(self.judgement(seen, {"step": "relevance", "route": route, "relevance": relevance,
+                                        "confidence": confidence, "reason": reason, "method": "heuristic",
+                                        **extra}, started=started))
+        if route is not None:
+            return RouteDecision(route, relevance, confidence, True, reason)
+        # Decision 2, the source: conversation needs none; anything else asks for information.
+        started = time.perf_counter()
+        decision = (RouteDecision("conversational", "no", SMALL_TALK_CONFIDENCE, True, "small talk only")
+                    if small_talk_only else
+                    RouteDecision("web", "no", confidence, True, "asks for what the documents do not cover"))
+        trace.add(self.judgement(seen, {"step": "source", **self._record(decision, method="heuristic")},
+                                 started=started))
+        return decision
+
+    def _llm_two(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
+                 trace: JudgeTrace) -> RouteDecision:
+        shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
+        summary = self.summary[: self.params.summary_chars]
+        prompt = router_prompts.relevance_prompt(question, summary, shown, self.params.turn_chars)
+        first = self._ask_step("relevance", prompt, RelevanceReply, seen, started, trace)
+        if first is None or first.parsed is None:
+            return UNUSABLE_DECISION
+        relevant = first.parsed
+        route: Route | None = "documents" if relevant.relevance != "no" else None
+        trace.add(self.judgement(seen, {"step": "relevance", "route": route, "relevance": relevant.relevance,
+                                        "confidence": relevant.confidence, "reason": relevant.reason,
+                                        "method": "llm"}, first, started=started))
+        if route is not None:
+            return RouteDecision(route, relevant.relevance, relevant.confidence, True, relevant.reason)
+        started = time.perf_counter()
+        prompt = router_prompts.source_prompt(question, shown, self.params.turn_chars)
+        second = self._ask_step("source", prompt, SourceReply, seen, started, trace)
+        if second is None or second.parsed is None:
+            return UNUSABLE_DECISION
+        source = second.parsed
+        decision = RouteDecision(source.route, "no", source.confidence, True, source.reason)
+        trace.add(self.judgement(seen, {"step": "source", **self._record(decision, method="llm")}, second,
+                                 started=started))
+        return decision
+
+    def _ask_step(self, step: str, prompt: str, schema: type[ModelT], seen: str, started: float,
+                  trace: JudgeTrace) -> LLMResult[ModelT] | None:
+        """One decision's call. A reply that cannot be used is recorded here, as a fallback to the
+        documents route, and comes back without ``parsed`` (None when the call itself failed)."""
+        base = {"step": step, **self._record(UNUSABLE_DECISION, method="llm")}
+        try:
+            result = self.ask(prompt, schema, system=router_prompts.SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            trace.add(self.fallback(seen, base, None, started, str(error)))
+            return None
+        if result.parsed is None:
+            trace.add(self.fallback(seen, base, result, started, result.parse_error))
+        return result
 
     @staticmethod
     def _record(decision: RouteDecision, **extra: Any) -> dict[str, Any]:

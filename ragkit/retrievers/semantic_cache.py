@@ -1,0 +1,93 @@
+"""The semantic retrieval cache: a query close enough to one already searched reuses its hits.
+
+The dynamic-documents design keeps the queries it has searched with their results; a new query
+whose embedding is within a cosine threshold (0.7 in the design) of a cached one is answered
+with that query's hits instead of searching. It trades answers for time: a paraphrase gets the
+hits of its neighbour, and so may a different question that happens to read alike. That changes
+results, so the cache is an option of the retriever (``semantic_cache``, off by default), part
+of the run id when on.
+
+Scope: one cache per retriever object, which ``ragkit.experiments.assembly`` builds per run, so
+the cache never crosses runs (another chunk set, retriever or parameters) and within a run it
+only matches queries searched under the same document scope (a cached hit list from other
+documents is never reused). It lives in memory and starts empty with the run's pipeline, so the
+hit rate depends on the order the questions are asked in (the plan's order) and a Ray shard or a
+resumed run starts its own. Unlike ``ragkit.retrievers.cache`` (exact searches, shared across
+runs and processes, results unchanged), it is never written to disk.
+
+The vectors are the query embeddings the retriever already computes (``Embedder.embed_query``,
+unit vectors), so the similarity is one matrix-vector product in numpy; at a run's scale (one
+entry per distinct search) an ANN index would buy nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragkit.index import Hit
+
+
+@dataclass(frozen=True)
+class CacheLookup:
+    """One search's lookup: a hit reused ``cached_query``'s hits; ``similarity`` is the cosine to
+    the nearest cached query of the same scope (None when there was none yet)."""
+
+    query: str
+    hit: bool
+    similarity: float | None
+    cached_query: str | None
+    threshold: float
+    seconds: float
+
+    def as_decision(self) -> dict[str, object]:
+        return {"action": "reused" if self.hit else "searched", "hit": self.hit, "similarity": self.similarity,
+                "cached_query": self.cached_query, "threshold": self.threshold}
+
+
+@dataclass
+class _ScopeEntries:
+    queries: list[str] = field(default_factory=list)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    hits: list[list[Hit]] = field(default_factory=list)
+    matrix: np.ndarray | None = None  # the vectors stacked, rebuilt after an addition
+
+
+class SemanticCache:
+    """Queries searched, with their hits, per document scope (``where``); in memory, one per run."""
+
+    def __init__(self, threshold: float) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"semantic cache threshold must be in (0, 1], got {threshold}")
+        self.threshold = threshold
+        self._scopes: dict[str | None, _ScopeEntries] = {}
+
+    def lookup(self, query: str, vector: np.ndarray, where: str | None) -> tuple[list[Hit] | None, CacheLookup]:
+        """The hits of the nearest cached query of this scope when its cosine is at least the
+        threshold (else None), and the lookup's record."""
+        started = time.perf_counter()
+        entries = self._scopes.get(where)
+        if entries is None or not entries.queries:
+            return None, CacheLookup(query, False, None, None, self.threshold, time.perf_counter() - started)
+        if entries.matrix is None:
+            entries.matrix = np.vstack(entries.vectors)
+        similarities = entries.matrix @ np.asarray(vector, dtype=np.float32)
+        best = int(np.argmax(similarities))
+        similarity = round(float(similarities[best]), 6)
+        hit = similarity >= self.threshold
+        # A miss records its nearest cached query too: how far the threshold was.
+        record = CacheLookup(query, hit, similarity, entries.queries[best], self.threshold,
+                             time.perf_counter() - started)
+        return (list(entries.hits[best]) if hit else None), record
+
+    def add(self, query: str, vector: np.ndarray, where: str | None, hits: list[Hit]) -> None:
+        entries = self._scopes.setdefault(where, _ScopeEntries())
+        entries.queries.append(query)
+        entries.vectors.append(np.asarray(vector, dtype=np.float32))
+        entries.hits.append(list(hits))
+        entries.matrix = None
+
+    def __len__(self) -> int:
+        return sum(len(entries.queries) for entries in self._scopes.values())
