@@ -12,12 +12,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
-from ragkit.analysis import charts, failures, judges, recommend
+from ragkit.analysis import charts, failures, judges, recommend, views
 from ragkit.analysis.comparison import holm_family
 from ragkit.analysis.notes import failure_note, holm_note, reference_line
 from ragkit.analysis.report import CUT_RULE, factor_table, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
-from ragkit.analysis.views import PAIRS_SHOWN_UNASKED
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, better_direction
 
 
@@ -179,11 +178,11 @@ def judges_on_off(c: Compared) -> None:
 
 
 def single_factor_pairs(c: Compared) -> None:
-    n_pairs = len(c.view("single_factor_pairs"))
+    n_pairs, shown_unasked = len(c.view("single_factor_pairs")), views.PAIRS_SHOWN_UNASKED  # read when drawn
     # Thousands of runs have tens of thousands of pairs: seconds of work nobody asked for yet.
-    if n_pairs > PAIRS_SHOWN_UNASKED and not st.toggle(f"Compare all {n_pairs:,} single-factor pairs on {c.quality}",
+    if n_pairs > shown_unasked and not st.toggle(f"Compare all {n_pairs:,} single-factor pairs on {c.quality}",
                                                        key=f"pair_detail.{c.experiment}"):
-        st.caption(f"These runs have {n_pairs:,} single-factor pairs (more than {PAIRS_SHOWN_UNASKED:,}): they are "
+        st.caption(f"These runs have {n_pairs:,} single-factor pairs (more than {shown_unasked:,}): they are "
                    "compared only when asked, with the switch above (the factor answers do not wait for them).")
     elif (pairs := c.view("pair_effects", [c.quality])).empty:
         st.caption("No two selected runs differ in exactly one factor.")

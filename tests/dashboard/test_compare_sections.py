@@ -10,9 +10,12 @@ from __future__ import annotations
 import pytest
 
 from dashboard.compare_sections import SECTIONS
-from tests.dashboard.test_pages import assert_ok, judge_pair_results, page  # noqa: F401  (a fixture)
+from tests.dashboard import test_pages
+from tests.dashboard.test_pages import assert_ok, page
 
 pytestmark = pytest.mark.integration
+
+judge_pair_results = test_pages.judge_pair_results
 
 # What each tab draws for the judge_pair fixture: the keys of its charts and a column naming each
 # of its tables.
