@@ -9,9 +9,10 @@ folder of ``--runs`` x ``--questions`` (50 x 1,000) written by ragkit's own Resu
 bench_compare.build (seed 0). Starts ``ragkit dashboard`` on 127.0.0.1 and a free port, and the
 dashboard's JobManager running small bm25 experiments one after another for the whole
 measurement (the background job). Then per experiment, each session a fresh Chromium context
-opening ``/compare?exp=NAME``:
+opening ``/compare?exp=NAME``, whose first tab is the factor chart and table (the page's other
+sections are tabs drawn only when opened):
 
-- cold: one session, the first to ask (the server computes every view);
+- cold: one session, the first to ask (the server computes the first tab's views);
 - single: one session alone, views cached, ``--singles`` times: the baseline (its median);
 - concurrent: ``--sessions`` sessions opened at once.
 

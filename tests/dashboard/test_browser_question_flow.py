@@ -190,6 +190,7 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
 
     # --- Compare: judges against people -------------------------------------------------------------
     go_to(page, "Compare")
+    page.get_by_role("tab", name="Judges vs people").click()  # each section is sent when its tab is opened
     page.get_by_role("heading", name="Judges against people").wait_for()
     heading = page.get_by_test_id("stHeading").filter(has_text="Judges against people")
     table = heading.locator("xpath=following::*[@data-testid='stDataFrame'][1]")

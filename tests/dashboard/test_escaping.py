@@ -221,7 +221,14 @@ def test_drilldown_shows_hostile_text_escaped(hostile_results):
 
 @pytest.mark.integration
 def test_compare_shows_hostile_text_escaped(hostile_results):
-    app = AppTest.from_file(str(DASHBOARD / "views" / "5_compare.py"), default_timeout=TIMEOUT).run()
-    assert_nothing_live(app)
-    reasons = next(d.value for d in app.dataframe if "reason" in d.value.columns)
+    from dashboard.compare_sections import SECTIONS
+
+    def compare_tab(section: str) -> AppTest:
+        app = AppTest.from_file(str(DASHBOARD / "views" / "5_compare.py"), default_timeout=TIMEOUT)
+        app.query_params["section"] = section  # each tab draws only when open
+        return app.run()
+
+    for section in SECTIONS:
+        assert_nothing_live(compare_tab(section))
+    reasons = next(d.value for d in compare_tab("Answer quality").dataframe if "reason" in d.value.columns)
     assert any(HOSTILE_TEXT in str(example) for example in reasons["example"])  # a table: never interpreted

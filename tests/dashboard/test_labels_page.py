@@ -62,9 +62,10 @@ def test_label_page_pools_hides_the_runs_and_saves_a_session(labelled_results):
 
 def test_compare_page_shows_judges_against_people_when_labels_exist(labelled_results):
     out, _ = labelled_results
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="Judges vs people").run()
     assert_ok(app)
     assert "Judges against people" not in [header.value for header in app.subheader]
+    assert any(caption.value.startswith("No labels for this experiment yet") for caption in app.caption)
     from ragkit.labels.pooling import PoolParams
     from ragkit.labels.sources import make_pool
 
@@ -74,7 +75,7 @@ def test_compare_page_shows_judges_against_people_when_labels_exist(labelled_res
     store.add([{"annotator": "ann", "pool_id": pool.pool_id, "question_id": q.question_id, "document": q.document,
                 "item_kind": "answer", "item_id": a.item_id, "run_id": a.run_id, "grounded": a.run_id == "r1"}
                for q in pool.questions for a in q.answers])
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="Judges vs people").run()
     assert_ok(app)
     assert "Judges against people" in [header.value for header in app.subheader]
     table = next(d.value for d in app.dataframe if "kappa [95% CI]" in d.value.columns)

@@ -21,8 +21,11 @@ TINY_TEXT = "Cats are small furry animals that purr."
 pytestmark = pytest.mark.integration
 
 
-def page(name: str) -> AppTest:
-    return AppTest.from_file(str(DASHBOARD / "views" / name), default_timeout=TIMEOUT)
+def page(name: str, **query: str) -> AppTest:
+    """A page as a link with these query parameters opens it (e.g. ``section``: the Compare tab)."""
+    app = AppTest.from_file(str(DASHBOARD / "views" / name), default_timeout=TIMEOUT)
+    app.query_params.update(query)
+    return app
 
 
 def assert_ok(app: AppTest) -> None:
@@ -81,13 +84,15 @@ def test_compare_metric_choice_changes_chart_and_link(with_results):
     metrics = app.multiselect(key="metrics.tiny")
     metrics.set_value(["recall@1"]).run()
     assert_ok(app)
-    # the factor answers lead, then the means
+    # the factor answers lead; the means are a tab of their own
     factors = _chart(app, "level - reference")
     assert [a["text"] for a in factors["layout"]["annotations"]] == ["Δ recall@1"]
-    first = _chart(app, "recall@1 (95% CI)")
-    assert {trace["name"] for trace in first["data"]} == {"recall@1"}
     assert app.query_params["metrics"] == ["recall@1"] or app.query_params["metrics"] == "recall@1"
 
+    app = page("5_compare.py", metrics="recall@1", section="Means").run()
+    assert_ok(app)
+    first = _chart(app, "recall@1 (95% CI)")
+    assert {trace["name"] for trace in first["data"]} == {"recall@1"}
     app.multiselect(key="metrics.tiny").set_value(["mrr"]).run()
     assert_ok(app)
     second = _chart(app, "mrr (95% CI)")
@@ -108,7 +113,7 @@ def test_compare_selection_is_read_from_the_link(with_results):
     caption = next(c.value for c in app.caption if c.value.startswith("Reference levels"))
     assert "top_k: 1 (first level" in caption and "p (Holm): corrected over the 1 comparisons" in caption
     assert "ndcg@1" in caption and "each failure scored 0" in caption
-    pairs = table_with(app, "a -> b", "W/T/L")
+    pairs = table_with(page("5_compare.py", metrics="ndcg@1", section="Single-factor pairs").run(), "a -> b", "W/T/L")
     assert pairs[["factor", "a -> b"]].values.tolist() == [["top_k", "1 -> 3"]]
 
     # ndcg@3 is not scored by the top_k 1 run: nothing to compare, and the page says why
@@ -598,7 +603,7 @@ def test_drilldown_shows_the_answer_and_each_judge_decision(judged_results):
 
 
 def test_compare_shows_llm_calls_tokens_and_invalid_replies(judged_results):
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="LLM usage").run()
     assert_ok(app)
     tables = [d.value for d in app.dataframe]
     usage = next(t for t in tables if "prompt_tokens" in t.columns).set_index("run")
@@ -734,8 +739,7 @@ def test_results_read_judgements_and_answers_on_first_use(judge_pair_results):
 
 
 def test_compare_charts_answer_quality_and_counts_scored_and_failed(judge_pair_results):
-    app = page("5_compare.py")
-    app.query_params["runs"] = "off,on"
+    app = page("5_compare.py", runs="off,on", section="Answer quality")
     app.run()
     assert_ok(app)
     charts = {chart.proto.id: json.loads(chart.proto.spec) for chart in app.get("plotly_chart")}
@@ -759,7 +763,7 @@ def test_compare_charts_answer_quality_and_counts_scored_and_failed(judge_pair_r
 
 
 def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_results):
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="Judges on/off").run()
     assert_ok(app)
     metrics = app.multiselect(key="judge_metrics.judge_pair")
     assert metrics.value == ["recall@1", "faithfulness", "embedding_groundedness"]
@@ -792,8 +796,7 @@ def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_r
 
 
 def test_compare_separates_evaluation_cost_from_pipeline_usage(judge_pair_results):
-    app = page("5_compare.py")
-    app.query_params["runs"] = "off,on"
+    app = page("5_compare.py", runs="off,on", section="LLM usage")
     app.run()
     assert_ok(app)
     pipeline = next(d.value for d in app.dataframe
@@ -829,7 +832,7 @@ def test_compare_computes_many_single_factor_pairs_only_when_asked(with_results,
     from ragkit.analysis import views
 
     monkeypatch.setattr(views, "PAIRS_SHOWN_UNASKED", 0)  # the tiny experiment's one pair counts as many
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="Single-factor pairs").run()
     assert_ok(app)
     assert not [frame for frame in app.dataframe if {"a -> b", "W/T/L"} <= set(frame.value.columns)]
     assert any("compared only when asked" in caption.value for caption in app.caption)
@@ -840,10 +843,12 @@ def test_compare_computes_many_single_factor_pairs_only_when_asked(with_results,
 
 
 def test_compare_recommends_a_run_and_charts_why_questions_fail(with_results):
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", section="Best configuration").run()
     assert_ok(app)
     texts = " ".join(t.value for t in app.text)
     assert "best on" in texts and "not significantly worse" in texts and "Pareto front" in texts
+    app = page("5_compare.py", section="Why questions fail").run()
+    assert_ok(app)
     assert _chart(app, "Failure class per question")["data"]
 
 
@@ -894,4 +899,4 @@ def test_pages_show_what_they_could_read_and_name_a_damaged_part(with_results):
         assert not app.exception, [e.value for e in app.exception]
         (warning,) = app.warning
         assert f"scores/{damaged.stem}.parquet could not be read" in warning.value
-    assert len(page("5_compare.py").run().get("plotly_chart")) > 0
+    assert len(page("5_compare.py", section="Means").run().get("plotly_chart")) > 0  # the readable run
