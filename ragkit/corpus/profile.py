@@ -123,7 +123,8 @@ EXAMPLE = (
 )
 
 
-def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod, llm: LLMClient | None = None) -> CorpusProfile:
+def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod,
+                   llm: LLMClient | None = None) -> CorpusProfile:
     """The corpus' profile: read from ``cache_dir`` when written before, else written now."""
     if method not in ("heuristic", "llm"):
         raise ValueError(f"document profile method must be 'heuristic' or 'llm', got {method!r}")
@@ -139,14 +140,13 @@ def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod, llm: 
     if method == "llm" and llm is not None:
         profiles = []
         for document, fallback in zip(corpus.documents, rules):
-            profile, answered = llm_profile(document, fallback, llm)
-            profiles.append(profile)
+            answer, answered = llm_profile(document, fallback, llm)
+            profiles.append(answer)
             cacheable = cacheable and answered
-    profile = CorpusProfile(corpus.corpus_id, method, model, tuple(profiles))
     if cacheable:
         write_json_atomic(path, {"format": PROFILE_FORMAT, "corpus_id": corpus.corpus_id, "method": method,
                                  "model": model, "documents": [asdict(item) for item in profiles]})
-    return profile
+    return CorpusProfile(corpus.corpus_id, method, model, tuple(profiles))
 
 
 def _read(path: Path, corpus_id: str, method: ProfileMethod, model: str | None) -> CorpusProfile | None:

@@ -3,7 +3,8 @@
 ``assemble_pipeline`` gathers what the stages are built from (the retrievers over the run's
 index, the LLM clients per role, the router's corpus summary, the profile judge's document
 profiles); ``wire_pipeline`` is the one function that places judges in ``ragkit.pipeline``, so a
-change to how the pipeline is wired touches it alone. ``question_evaluator`` builds the run's generation metrics, if it has any."""
+change to how the pipeline is wired touches it alone. ``question_evaluator`` builds the run's
+generation metrics, if it has any."""
 
 from __future__ import annotations
 
@@ -92,7 +93,8 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
     def document_profiles(spec: ComponentSpec) -> Any:
         # Written once per corpus and method like the summary; in llm mode one call per document,
         # through a client of its own so no question's stage carries it.
-        method = "llm" if spec.params.get("mode") == "llm" and spec.params.get("documents") == "mode" else "heuristic"
+        method: ProfileMethod = "llm" if spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode" \
+            else "heuristic"
         llm = clients.get(spec.type)
         return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
 

@@ -153,8 +153,8 @@ def test_the_strategy_judge_records_the_profile_it_read_and_nothing_without_one(
     assert judge.choose(query, without) == heuristic_choice(query)[0] == "dense"
     assert with_profile.judgements[0].decision["profile"] == profile.record()
     assert "profile" not in without.judgements[0].decision
-    assert judge.choose("where was the calf sampled", JudgeTrace(), profile=query_profile("factual", "moderate", True)) \
-        == "hybrid"
+    technical = query_profile("factual", "moderate", True)
+    assert judge.choose("where was the calf sampled", JudgeTrace(), profile=technical) == "hybrid"
 
 
 @pytest.mark.unit
