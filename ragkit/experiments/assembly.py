@@ -93,8 +93,8 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
     def document_profiles(spec: ComponentSpec) -> Any:
         # Written once per corpus and method like the summary; in llm mode one call per document,
         # through a client of its own so no question's stage carries it.
-        method: ProfileMethod = "llm" if spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode" \
-            else "heuristic"
+        by_model = spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode"
+        method: ProfileMethod = "llm" if by_model else "heuristic"
         llm = clients.get(spec.type)
         return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
 
