@@ -124,8 +124,8 @@ SYSTEM = "You classify a search query. Reply with one JSON object only."
 EXAMPLE = (
     "Intents: factual (one fact), comparison (two or more things side by side), procedural (how to do "
     "something), exploratory (an open question about a topic). Complexity: simple, moderate or complex.\n"
-    "Example:\nQuery: How does the BCoV genome differ from human coronavirus OC43?\n"
-    '{"intent": "comparison", "complexity": "complex", "reason": "contrasts two viruses"}'
+    "Example:\nQuery: Which heats a house more cheaply, a heat pump or a gas boiler?\n"
+    '{"intent": "comparison", "complexity": "moderate", "reason": "two heating systems side by side"}'
 )
 
 
