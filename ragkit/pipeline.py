@@ -4,7 +4,9 @@ The stages are wired by the role each declares (``ragkit.stages.roles``), in rol
 
 1. route (the router: documents, a conversational answer, or the web);
 2. follow_up (condense: a follow-up with its conversation becomes a standalone query);
-3. strategy (dense, bm25 or hybrid for this query, over the same index);
+3. profile (the query's intent and complexity beside the documents' profile) -> strategy (dense,
+   bm25 or hybrid for this query, over the same index; a strategy stage that reads ``profile``
+   is given it);
 4. transform (multi-query or HyDE, as retrievers over the base retriever, built by
    ``ragkit.stages.wiring``) inside the gate (the quality gate: retry with a reformulated query,
    or switch strategy; web fallback when it fails);
@@ -202,8 +204,15 @@ class Pipeline:
         for follow_up in self.roles["follow_up"] if history else ():
             query = self._step(trace, f"judge:{follow_up.name}", partial(follow_up.rewrite, query, history, judged))
         trace.query = query
+        profile = None
+        if (profiler := self._one("profile")) is not None:
+            profile = self._step(trace, f"judge:{profiler.name}", lambda: profiler.profile(query, judged))
         if (strategy := self._one("strategy")) is not None and (switchable := self.switchable) is not None:
-            chosen = self._step(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, judged))
+            # Only a strategy stage that declares it reads the profile is given one (a plugin's
+            # ``choose(query, trace)`` keeps working), and only when there is one.
+            read = {"profile": profile} if profile is not None and "profile" in getattr(strategy, "inputs", ()) \
+                else {}
+            chosen = self._step(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, judged, **read))
             if chosen is not None:
                 switchable.use(chosen)
 

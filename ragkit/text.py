@@ -47,6 +47,13 @@ def letter_words(text: str) -> list[str]:
     return [word.casefold() for word in _LETTERS.findall(text)]
 
 
+# An identifier-like token: a word with a letter and a digit, an inner capital, an underscore or
+# hyphen joining words, or an acronym ("IL-6", "ACE2", "H1N1", "top_k", "BCoV", "WHO"). The
+# strategy judge reads one in a query as a lexical lookup; the document profiler counts them as
+# technical density. Pinned with the strategy judge's cached decisions.
+CODE_LIKE = re.compile(r"\b(?=\w*[A-Za-z])(?:\w*\d\w*|\w+[-_]\w+|\w*[a-z][A-Z]\w*|[A-Z]{2,}\d*)\b")
+
+
 def word_stem(word: str) -> str:
     """A plural folded onto its singular ("vaccines" -> "vaccine"), enough to match a question's
     words against a text's without a stemmer."""

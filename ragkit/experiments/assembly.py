@@ -1,9 +1,10 @@
 """Pipeline assembly: the objects that answer one run's questions, built from its grid point.
 
 ``assemble_pipeline`` gathers what the stages are built from (the retrievers over the run's
-index, the LLM clients per role, the router's corpus summary); ``wire_pipeline`` is the one
-function that places judges in ``ragkit.pipeline``, so a change to how the pipeline is wired
-touches it alone. ``question_evaluator`` builds the run's generation metrics, if it has any."""
+index, the LLM clients per role, the router's corpus summary, the profile judge's document
+profiles); ``wire_pipeline`` is the one function that places judges in ``ragkit.pipeline``, so a
+change to how the pipeline is wired touches it alone. ``question_evaluator`` builds the run's
+generation metrics, if it has any."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragkit.corpus.profile import ProfileMethod, corpus_profile
 from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.config import GridPoint
@@ -42,6 +44,8 @@ class PipelineParts:
     clients: dict[str, LLMClient]  # LLM client per role
     retrieval_cache: RetrievalCache
     corpus_summary: Callable[[SummaryMethod, LLMClient | None], Any]  # (method, llm) -> the router's summary
+    # (method, llm) -> the document profiles the profile judge reads
+    document_profiles: Callable[[ProfileMethod, LLMClient | None], Any]
 
 
 def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: SharedComponents,
@@ -61,10 +65,13 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return corpus_summary(plan.corpus, data_dir / "summaries", method, llm)
 
+    def profiles(method: ProfileMethod, llm: LLMClient | None) -> Any:
+        return corpus_profile(plan.corpus, data_dir / "profiles", method, llm)
+
     return wire_pipeline(PipelineParts(
         point=point, index=index, embedder=embedder, base=base, switchable=switchable, searchers=tuple(searchers),
         clients={role: components.llm_client(spec) for role, spec in run.llms.items()},
-        retrieval_cache=retrieval_cache, corpus_summary=summary,
+        retrieval_cache=retrieval_cache, corpus_summary=summary, document_profiles=profiles,
     ))
 
 
@@ -83,10 +90,18 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
         llm = clients.get(spec.type)
         return parts.corpus_summary(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
 
+    def document_profiles(spec: ComponentSpec) -> Any:
+        # Written once per corpus and method like the summary; in llm mode one call per document,
+        # through a client of its own so no question's stage carries it.
+        by_model = spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode"
+        method: ProfileMethod = "llm" if by_model else "heuristic"
+        llm = clients.get(spec.type)
+        return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
+
     wired = wire_stages([*point.active_judges(), *([point.generator] if point.generator else [])], judge,
                         parts.switchable or parts.base,
                         {"index": lambda spec: parts.index, "embedder": lambda spec: parts.embedder,
-                         "summary": summary})
+                         "summary": summary, "document_profiles": document_profiles})
     return Pipeline(
         retriever=wired.retriever,
         base_retriever=parts.switchable or parts.base,

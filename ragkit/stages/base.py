@@ -164,6 +164,7 @@ BUILT_IN_STAGES = {
     "chunking": "ragkit.stages.chunking:ChunkingJudge",
     "router": "ragkit.stages.query.router:RouterJudge",
     "condense": "ragkit.stages.query.condense:CondenseJudge",
+    "profile": "ragkit.stages.query.profile:ProfileJudge",
     "strategy": "ragkit.stages.query.strategy:StrategyJudge",
     "hyde": "ragkit.stages.query.transforms:HyDERetriever",
     "multi_query": "ragkit.stages.query.transforms:MultiQueryRetriever",

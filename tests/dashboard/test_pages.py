@@ -466,8 +466,8 @@ def test_the_judges_are_listed_by_role_in_pipeline_order():
     assert shown == titles
     # Reading each group's two columns row by row gives the pipeline's order, not the alphabet's.
     assert [stage.name for group in stage_groups(judge_names()) for stage in group.stages] == [
-        "chunking", "router", "condense", "strategy", "hyde", "multi_query", "quality_gate", "retrieval", "rerank",
-        "enrichment", "groundedness", "answer_check"]
+        "chunking", "router", "condense", "profile", "strategy", "hyde", "multi_query", "quality_gate", "retrieval",
+        "rerank", "enrichment", "groundedness", "answer_check"]
 
 
 def test_judge_toggles_multiply_the_grid_and_the_config_round_trips(with_results):

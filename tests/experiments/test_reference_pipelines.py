@@ -112,17 +112,26 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
                  "judges.multi_query.params.top_k=6")
     store = ResultStore(out)
     runs, judgements = store.read("runs"), store.read("judgements")
-    assert len(runs) == 32
+    assert len(runs) == 192
     # Two-stage rerank: BM25 keeps 4 of the candidates, the LLM sees only those.
     rerank = decisions(judgements, "rerank")
     prefilter = [d for d in rerank if d.get("stage") == "prefilter"]
     assert prefilter and all(d["method"] == "bm25" and len(d["kept"]) == 4 for d in prefilter)
     assert all(len(d["shown"]) <= 4 for d in rerank if d.get("method") == "llm")
     # (condense is on, but the one question has no history: it makes no call and records nothing)
-    assert {"multi_query", "strategy", "quality_gate", "groundedness"} <= set(judgements["judge"])
+    assert {"router", "profile", "multi_query", "strategy", "quality_gate", "groundedness"} <= set(judgements["judge"])
+    # The LLM modes ran on the embedded model: each reply used, or recorded invalid and fallen back.
+    llm_runs = set(runs.loc[runs["judge.strategy"] == "llm", "run_id"])
+    by_llm = judgements[(judgements["judge"] == "strategy") & judgements["run_id"].isin(llm_runs)]
+    assert len(by_llm) and all(row.valid or row.fell_back for row in by_llm.itertuples())
+    for decision in decisions(judgements, "profile"):  # the documents profiled once per corpus, by the LLM
+        assert decision["documents"] == 3 and decision["document_method"] == "llm"
+    assert any("profile" in decision for decision in decisions(judgements, "strategy"))  # read by the strategy
+    assert list((shared["data"] / "profiles").glob("*-llm-*.json"))
     found = pairs(out, shared)
-    for factor in ("judge.multi_query", "judge.strategy", "judge.rerank", "judge.quality_gate", "judge.groundedness"):
-        assert found.get(factor), f"no on/off pair for {factor}"
+    for factor in ("judge.router", "judge.condense", "judge.multi_query", "judge.strategy", "judge.rerank",
+                   "judge.quality_gate", "judge.groundedness"):
+        assert found.get(factor), f"no pair of levels for {factor}"
 
 
 def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):

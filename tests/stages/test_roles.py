@@ -16,7 +16,7 @@ from ragkit.experiments.config import config_from_dict, judge_names, load_config
 from ragkit.stages.base import BUILT_IN_STAGES, Judge, judges
 from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, role_of
 
-ROLE_LIST = "chunking, route, follow_up, strategy, transform, gate, refine, context, generate, verify, check"
+ROLE_LIST = "chunking, route, follow_up, profile, strategy, transform, gate, refine, context, generate, verify, check"
 MESSAGE = ("judges: 'fact_checker' declares no role, so the pipeline has no place to run it. "
            f"Valid roles: {ROLE_LIST}")
 CONFIG = {"name": "t", "dataset": {"path": "/data/x"}, "retrievers": ["bm25"], "embedders": [],
@@ -53,9 +53,10 @@ def plugin_judge(monkeypatch):
 
 @pytest.mark.unit
 def test_every_built_in_stage_declares_a_role_and_they_run_in_the_old_fixed_order():
-    # The order the pipeline ran its fixed slots in before stages declared roles.
-    slots = ["chunking", "router", "condense", "strategy", "hyde", "multi_query", "quality_gate", "retrieval",
-             "rerank", "enrichment", "generator", "groundedness", "answer_check"]
+    # The order the pipeline ran its fixed slots in before stages declared roles, with the profile
+    # judge (added since) before the strategy judge that reads it.
+    slots = ["chunking", "router", "condense", "profile", "strategy", "hyde", "multi_query", "quality_gate",
+             "retrieval", "rerank", "enrichment", "generator", "groundedness", "answer_check"]
     assert set(judges.names()) == set(BUILT_IN_STAGES) == set(slots)
     assert [cls.name for cls in in_pipeline_order(judges.get(name) for name in judges.names())] == slots
     assert ", ".join(ROLE_NAMES) == ROLE_LIST

@@ -7,23 +7,33 @@
   outside ``strategies`` gives way to the first listed, with confidence 0.3.
 - ``llm``: the model answers ``{strategy, confidence, reason}``; a reply that cannot be used
   keeps the run's own retriever (returns None), recorded invalid.
+
+With a profile from the profile judge (``ragkit.stages.query.profile``), the first rule that holds:
+a quoted phrase or code-like token -> bm25 (0.9, as above); an exploratory question -> dense
+(0.7); a technical corpus -> bm25 for a short query (0.7), else hybrid (0.6); a comparison or a
+complex question -> hybrid (0.6); otherwise the rules above. The llm prompt gets the profile as one
+line. Without a profile (the profile judge off, or its reply unusable) the judge decides exactly as
+it did before the profile existed, prompt included; with one, the judgement records it.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.text import CODE_LIKE
+
+if TYPE_CHECKING:
+    from ragkit.stages.query.profile import QueryProfile
 
 Strategy = Literal["dense", "bm25", "hybrid"]
 ALL_STRATEGIES: tuple[Strategy, ...] = ("dense", "bm25", "hybrid")
 _QUOTED = re.compile(r"[\"“][^\"”]+[\"”]")
-_CODE = re.compile(r"\b(?=\w*[A-Za-z])(?:\w*\d\w*|\w+[-_]\w+|\w*[a-z][A-Z]\w*|[A-Z]{2,}\d*)\b")
 
 
 class StrategyParams(JudgeParams):
@@ -60,7 +70,7 @@ def heuristic_choice(query: str) -> tuple[str, float, str]:
     words = query.split()
     if _QUOTED.search(query):
         return "bm25", 0.9, "a quoted phrase"
-    if _CODE.search(query):
+    if CODE_LIKE.search(query):
         return "bm25", 0.9, "a code-like token"
     if len(words) <= 3:
         return "bm25", 0.7, "a short keyword query"
@@ -69,10 +79,26 @@ def heuristic_choice(query: str) -> tuple[str, float, str]:
     return "hybrid", 0.5, "neither clearly lexical nor clearly semantic"
 
 
+def profiled_choice(query: str, profile: QueryProfile) -> tuple[str, float, str]:
+    """The heuristic with the profile judge's view of the query and the documents (module docstring)."""
+    if _QUOTED.search(query) or CODE_LIKE.search(query):
+        return heuristic_choice(query)
+    if profile.intent == "exploratory":
+        return "dense", 0.7, "an exploratory question: meaning over exact words"
+    if profile.technical:
+        if len(query.split()) <= 3:
+            return "bm25", 0.7, "a short query over technical documents"
+        return "hybrid", 0.6, "technical documents: exact terms and meaning both count"
+    if profile.intent == "comparison" or profile.complexity == "complex":
+        return "hybrid", 0.6, f"a {'comparison' if profile.intent == 'comparison' else 'complex question'}: " \
+                              "exact names and meaning both count"
+    return heuristic_choice(query)
+
+
 class StrategyJudge(Judge):
     name: ClassVar[str] = "strategy"
     role: ClassVar[str] = "strategy"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    inputs: ClassVar[tuple[str, ...]] = ("query", "profile")
     outputs: ClassVar[tuple[str, ...]] = ("strategy",)
     Params: ClassVar[type[StrategyParams]] = StrategyParams
     params: StrategyParams
@@ -81,31 +107,36 @@ class StrategyJudge(Judge):
     def __init__(self, params: StrategyParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def choose(self, query: str, trace: JudgeTrace) -> str | None:
-        """The strategy for ``query``; None (keep the run's own retriever) when off or on a bad reply."""
+    def choose(self, query: str, trace: JudgeTrace, profile: QueryProfile | None = None) -> str | None:
+        """The strategy for ``query``; None (keep the run's own retriever) when off or on a bad reply.
+        ``profile``: the profile judge's, when it ran and could profile the query."""
         if not self.enabled:
             return None
         started = time.perf_counter()
         allowed = list(self.params.strategies)
+        # Recorded only when given, so a run without the profile judge records what it always did.
+        read = {"profile": profile.record()} if profile is not None else {}
         if self.params.mode == "heuristic":
-            strategy, confidence, reason = heuristic_choice(query)
+            strategy, confidence, reason = heuristic_choice(query) if profile is None else \
+                profiled_choice(query, profile)
             if strategy not in allowed:
                 strategy, confidence, reason = allowed[0], 0.3, f"{reason}, but {strategy} is not allowed"
-            trace.add(self.judgement(query, {"strategy": strategy, "confidence": confidence, "reason": reason},
-                                     started=started))
+            trace.add(self.judgement(query, {"strategy": strategy, "confidence": confidence, "reason": reason,
+                                             **read}, started=started))
             return strategy
-        prompt = f"{EXAMPLE}\n\nAllowed: {', '.join(allowed)}\nQuery: {' '.join(query.split())}\n" \
+        profile_line = f"{profile.describe()}\n" if profile is not None else ""
+        prompt = f"{EXAMPLE}\n\n{profile_line}Allowed: {', '.join(allowed)}\nQuery: {' '.join(query.split())}\n" \
                  "Reply as JSON with strategy, confidence and reason."
         try:
             result = self.ask(prompt, StrategyReply, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            trace.add(self.fallback(query, {}, None, started, str(error)))
+            trace.add(self.fallback(query, read, None, started, str(error)))
             return None
         reply = result.parsed
         if reply is None or reply.strategy not in allowed:
             problem = None if reply is None else f"strategy '{reply.strategy}' is not allowed ({', '.join(allowed)})"
-            trace.add(self.fallback(query, {}, result, started, problem))
+            trace.add(self.fallback(query, read, result, started, problem))
             return None
         trace.add(self.judgement(query, {"strategy": reply.strategy, "confidence": reply.confidence,
-                                         "reason": reply.reason}, result, started=started))
+                                         "reason": reply.reason, **read}, result, started=started))
         return reply.strategy

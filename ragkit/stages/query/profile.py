@@ -1,0 +1,208 @@
+"""Profile judge: the query's intent and complexity beside the corpus' document profile, for the
+strategy judge to read.
+
+The document profile (each document's type, technical density and domain tags, and the corpus'
+made of them) is written once per corpus and method (``ragkit.corpus.profile``) and handed to the
+judge when the run's pipeline is built; per question the judge adds the query's side:
+
+- ``heuristic``, the first rule that holds, on the query's lower-cased words:
+  intent: comparison (compare, versus, vs, difference, differ, "between ... and ...", better,
+  worse, similar) -> procedural ("how to", "how do/can/should I/you/we", step(s), procedure,
+  protocol, instructions) -> exploratory (explain, describe, overview, "tell me about", why,
+  implications, role of, impact of, discuss, summarise) -> factual;
+  complexity: complex for a comparison, ``complex_words`` content words or more, or two joints
+  (and / or / as well as / a comma or semicolon); simple for at most ``simple_words`` content
+  words and no joint; moderate otherwise.
+- ``llm``: the model reads the query and one line on the documents and answers ``{intent,
+  complexity, reason}``; a reply that cannot be used gives no profile (the strategy judge then
+  decides as without this judge), recorded invalid.
+
+``documents`` says how the document profiles are written: as the mode (llm: one call per document,
+once per corpus and model) or always by rule. ``technical_density`` is where the corpus counts as
+technical (its mean density, 0-1; code or tables are technical whatever their density).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from ragkit.corpus.profile import CorpusProfile
+from ragkit.errors import LLMError
+from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.text import content_words
+
+Intent = Literal["factual", "comparison", "procedural", "exploratory"]
+Complexity = Literal["simple", "moderate", "complex"]
+INTENTS: tuple[Intent, ...] = ("factual", "comparison", "procedural", "exploratory")
+TECHNICAL_TYPES = ("code", "table")
+
+_COMPARISON = re.compile(r"\b(?:compar\w*|versus|vs|differ\w*|contrast\w*|better|worse|similar\w*)\b"
+                         r"|\bbetween\b.+\band\b")
+_PROCEDURAL = re.compile(r"\bhow (?:to|(?:do|can|should|would) (?:i|you|we))\b"
+                         r"|\b(?:steps?|procedures?|protocols?|instructions?)\b")
+_EXPLORATORY = re.compile(r"\b(?:explain\w*|describe\w*|overview|tell me about|why|implications?|role of|"
+                          r"impacts? of|discuss\w*|summari[sz]e\w*)\b")
+_JOINTS = re.compile(r"\b(?:and|or|as well as)\b|[,;]")
+
+
+class ProfileParams(JudgeParams):
+    documents: Literal["mode", "heuristic"] = Field(
+        default="mode",
+        description="How each document's profile is written, once per corpus: mode (as the query is: by rule, "
+                    "or by the model in llm mode, one call per document) or heuristic (always by rule).",
+    )
+    technical_density: float = Field(
+        default=0.3, ge=0.0, le=1.0,
+        description="The corpus counts as technical at this mean technical density (0-1) or more.",
+    )
+    simple_words: int = Field(default=3, ge=1, le=50, description="heuristic: at most this many content words "
+                                                                   "and no joint -> simple.")
+    complex_words: int = Field(default=8, ge=2, le=100, description="heuristic: this many content words or "
+                                                                    "more -> complex.")
+    max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
+
+    @model_validator(mode="after")
+    def _words_in_order(self) -> ProfileParams:
+        if self.simple_words >= self.complex_words:
+            raise ValueError(f"simple_words ({self.simple_words}) must be below complex_words ({self.complex_words})")
+        return self
+
+
+@dataclass(frozen=True)
+class CorpusSide:
+    """What the strategy judge reads of the document profiles."""
+
+    dominant_type: str | None
+    technical_density: float
+    technical: bool
+    domain_tags: tuple[str, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {"dominant_type": self.dominant_type, "technical_density": self.technical_density,
+                "technical": self.technical, "domain_tags": list(self.domain_tags)}
+
+    def describe(self) -> str:
+        """One line for a prompt."""
+        return (f"Documents: mostly {self.dominant_type or 'unknown'}, technical density "
+                f"{self.technical_density:.2f} ({'high' if self.technical else 'low'}); topics: "
+                f"{', '.join(self.domain_tags) or 'none'}.")
+
+
+@dataclass(frozen=True)
+class QueryProfile:
+    """What the strategy judge reads: the query's intent and complexity, the corpus' side."""
+
+    intent: Intent
+    complexity: Complexity
+    corpus: CorpusSide
+
+    @property
+    def technical(self) -> bool:
+        return self.corpus.technical
+
+    def record(self) -> dict[str, Any]:
+        return {"intent": self.intent, "complexity": self.complexity, **self.corpus.record()}
+
+    def describe(self) -> str:
+        """One line for a prompt."""
+        return f"Query intent: {self.intent}; complexity: {self.complexity}. {self.corpus.describe()}"
+
+
+class QueryProfileReply(BaseModel):
+    intent: Intent
+    complexity: Complexity
+    reason: str = ""
+
+
+SYSTEM = "You classify a search query. Reply with one JSON object only."
+
+EXAMPLE = (
+    "Intents: factual (one fact), comparison (two or more things side by side), procedural (how to do "
+    "something), exploratory (an open question about a topic). Complexity: simple, moderate or complex.\n"
+    "Example:\nQuery: Which heats a house more cheaply, a heat pump or a gas boiler?\n"
+    '{"intent": "comparison", "complexity": "moderate", "reason": "two heating systems side by side"}'
+)
+
+
+def heuristic_intent(query: str) -> Intent:
+    text = " ".join(query.lower().split())
+    for intent, rule in (("comparison", _COMPARISON), ("procedural", _PROCEDURAL), ("exploratory", _EXPLORATORY)):
+        if rule.search(text):
+            return intent  # type: ignore[return-value]
+    return "factual"
+
+
+def heuristic_complexity(query: str, intent: Intent, simple_words: int = 3, complex_words: int = 8) -> Complexity:
+    count = len(dict.fromkeys(content_words(query)))
+    joints = len(_JOINTS.findall(query.lower()))
+    if intent == "comparison" or count >= complex_words or joints >= 2:
+        return "complex"
+    if count <= simple_words and joints == 0:
+        return "simple"
+    return "moderate"
+
+
+class ProfileJudge(Judge):
+    name: ClassVar[str] = "profile"
+    role: ClassVar[str] = "profile"
+    inputs: ClassVar[tuple[str, ...]] = ("query",)
+    outputs: ClassVar[tuple[str, ...]] = ("profile",)
+    needs: ClassVar[tuple[str, ...]] = ("document_profiles",)
+    Params: ClassVar[type[ProfileParams]] = ProfileParams
+    params: ProfileParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
+
+    def __init__(self, params: ProfileParams, llm: Any = None, *, document_profiles: CorpusProfile | None = None,
+                 **_dependencies: Any) -> None:
+        super().__init__(params, llm)
+        self.documents = document_profiles
+
+    def corpus_side(self) -> CorpusSide:
+        """The corpus' part of every profile (nothing known without document profiles)."""
+        documents = self.documents
+        if documents is None or not documents.documents:
+            return CorpusSide(None, 0.0, False, ())
+        density = documents.technical_density()
+        dominant = documents.dominant_type()
+        return CorpusSide(dominant, density, density >= self.params.technical_density or dominant in TECHNICAL_TYPES,
+                          tuple(documents.domain_tags()))
+
+    def _documents_record(self) -> dict[str, Any]:
+        documents = self.documents
+        if documents is None:
+            return {"documents": 0}
+        return {"documents": len(documents.documents), "document_types": documents.types(),
+                "document_method": documents.method, "invalid_documents": documents.invalid()}
+
+    def profile(self, query: str, trace: JudgeTrace) -> QueryProfile | None:
+        """The query's profile; None (the strategy judge decides without one) when off or on a bad reply."""
+        if not self.enabled:
+            return None
+        started = time.perf_counter()
+        corpus = self.corpus_side()
+        if self.params.mode == "heuristic":
+            intent = heuristic_intent(query)
+            complexity = heuristic_complexity(query, intent, self.params.simple_words, self.params.complex_words)
+            profile = QueryProfile(intent, complexity, corpus)
+            trace.add(self.judgement(query, {**profile.record(), **self._documents_record()}, started=started))
+            return profile
+        prompt = (f"{EXAMPLE}\n\n{corpus.describe()}\nQuery: {' '.join(query.split())}\n"
+                  "Reply as JSON with intent, complexity and reason.")
+        try:
+            result = self.ask(prompt, QueryProfileReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            trace.add(self.fallback(query, self._documents_record(), None, started, str(error)))
+            return None
+        reply = result.parsed
+        if reply is None:
+            trace.add(self.fallback(query, self._documents_record(), result, started, None))
+            return None
+        profile = QueryProfile(reply.intent, reply.complexity, corpus)
+        trace.add(self.judgement(query, {**profile.record(), "reason": reply.reason, **self._documents_record()},
+                                 result, started=started))
+        return profile
