@@ -174,8 +174,13 @@ def test_nli_groundedness_through_the_real_model(nli_model):
 
 
 @pytest.mark.unit
-def test_nli_mode_needs_its_model_folder_and_no_llm_split():
+def test_nli_mode_needs_its_model_folder_and_an_llm_only_to_split_claims():
     with pytest.raises(ValueError, match="nli_model_path"):
         GroundednessParams(mode="nli")
-    with pytest.raises(ValueError, match="claim_split heuristic"):
-        GroundednessParams(mode="nli", nli_model_path="x", claim_split="llm")
+    split = GroundednessParams(mode="nli", nli_model_path="x", claim_split="llm")
+    with pytest.raises(ValueError, match="claim_split llm needs an LLM client"):
+        GroundednessJudge(split)
+    assert GroundednessJudge(GroundednessParams(mode="nli", nli_model_path="x")).llm is None
+    # The plan gives the judge its role's model only when it asks the LLM (run ids of nli runs stay).
+    assert GroundednessJudge.calls_llm(split.model_dump()) and GroundednessJudge.calls_llm({"mode": "llm"})
+    assert not GroundednessJudge.calls_llm({"mode": "nli", "claim_split": "heuristic"})
