@@ -11,7 +11,8 @@ in that order), and ``issue_actions`` says what retries it:
   lacks (the reason says what is missing), with ``retry_strategy`` (``same`` or a changed one),
   through the same context stages, then answer from the new chunks. When that search would be the
   same one (no new word, no strategy change), or the chunks cannot be searched again (web
-  results), it regenerates instead;
+  results), it regenerates instead; when it finds the same chunks, the answer is regenerated
+  from them with the failed answer's sentences listed (as ``regenerate`` does);
 - ``regenerate``: answer from the same chunks, the prompt listing the sentences of the failed
   answer as ones not to repeat unless a source states them (so the model writes a new answer;
   the same prompt would give the same answer).
@@ -83,6 +84,10 @@ def answer_issue(scores: Scores) -> str:
     return ANSWER_ISSUES[lowest]
 
 
+def _texts(nodes: Sequence[NodeWithScore]) -> list[str]:
+    return [node.node.get_content() for node in nodes]
+
+
 def best_attempt(attempts: Sequence[AnswerAttempt]) -> int:
     """The highest gate score, the earliest on a tie; an attempt without one ranks last."""
     return max(range(len(attempts)), key=lambda i: (attempts[i].gate_score is not None,
@@ -143,10 +148,14 @@ class AnswerRetry:
                     decision["retry_query"] = retry_query
                     nodes = re_retrieve(retry_query)
                     decision["retrieved"] = [node.node.node_id for node in nodes]
+                    if _texts(nodes) == _texts(latest.nodes):
+                        # The same prompt would give the same answer: list what not to repeat.
+                        decision["action_note"] = "the search found the same chunks: regenerated instead"
+                        action = REGENERATE
             if action == REGENERATE:
                 feedback = split_claims(latest.answer.text, 1)
                 decision["feedback"] = feedback
-            decision["action"] = action
+            decision["action"] = action if "retry_query" not in decision else RE_RETRIEVE
             answer = regenerate(nodes, feedback)
             if not answer.text or answer.abstained:
                 stopped = "no answer to grade"
