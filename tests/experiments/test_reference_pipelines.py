@@ -106,16 +106,23 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
                  "judges.multi_query.params.top_k=6")
     store = ResultStore(out)
     runs, judgements = store.read("runs"), store.read("judgements")
-    assert len(runs) == 32
+    assert len(runs) == 96
     # Two-stage rerank: BM25 keeps 4 of the candidates, the LLM sees only those.
     rerank = decisions(judgements, "rerank")
     prefilter = [d for d in rerank if d.get("stage") == "prefilter"]
     assert prefilter and all(d["method"] == "bm25" and len(d["kept"]) == 4 for d in prefilter)
     assert all(len(d["shown"]) <= 4 for d in rerank if d.get("method") == "llm")
     # (condense is on, but the one question has no history: it makes no call and records nothing)
-    assert {"multi_query", "strategy", "quality_gate", "groundedness"} <= set(judgements["judge"])
+    assert {"multi_query", "strategy", "quality_gate", "groundedness", "answer_check"} <= set(judgements["judge"])
+    # The late tier: every graded answer went through the second gate (65 first), each step recorded.
+    late = decisions(judgements, "answer_check")
+    assert late and all("threshold" in d for d in late) and {d["threshold"] for d in late if d["attempt"] == 0} == {65}
+    assert all(d.get("action") in ("accept", "stop", "regenerate", "re_retrieve") for d in late)
+    # The design's groundedness level splits claims with the LLM (or records why it fell back).
+    assert any(d.get("claim_split") == "llm" for d in decisions(judgements, "groundedness"))
     found = pairs(out, shared)
-    for factor in ("judge.multi_query", "judge.strategy", "judge.rerank", "judge.quality_gate", "judge.groundedness"):
+    for factor in ("judge.multi_query", "judge.strategy", "judge.rerank", "judge.quality_gate", "judge.groundedness",
+                   "judge.answer_check"):
         assert found.get(factor), f"no on/off pair for {factor}"
 
 
