@@ -23,8 +23,8 @@ class EchoRetriever(LoggingRetriever):
 
     def _retrieve(self, query_bundle):
         self.queries.append(query_bundle.query_str)
-        return [NodeWithScore(node=TextNode(id_=f"docs:{query_bundle.query_str}", text=f"about {query_bundle.query_str}"),
-                              score=0.9)]
+        query = query_bundle.query_str
+        return [NodeWithScore(node=TextNode(id_=f"docs:{query}", text=f"about {query}"), score=0.9)]
 
 
 def grade(relevance: int, completeness: int, accuracy: int, reason: str = "") -> str:

@@ -80,7 +80,7 @@ def gate_score(scores: Scores, how: str) -> float | None:
 
 def answer_issue(scores: Scores) -> str:
     """The issue of a failed answer: the aspect graded lowest (ties: relevance, completeness, accuracy)."""
-    lowest = min(ASPECTS, key=lambda aspect: (scores.get(aspect) if scores.get(aspect) is not None else 0.0))
+    lowest = min(ASPECTS, key=lambda aspect: scores.get(aspect) or 0.0)
     return ANSWER_ISSUES[lowest]
 
 
@@ -130,7 +130,7 @@ class AnswerRetry:
                 stopped = "max_retries"
                 decision["action"] = STOP
                 break
-            action = p.issue_actions[decision["issue"]]
+            action: str = p.issue_actions[decision["issue"]]
             nodes = latest.nodes
             feedback: list[str] = []
             if action == RE_RETRIEVE:

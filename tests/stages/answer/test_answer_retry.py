@@ -96,7 +96,7 @@ def test_the_issue_is_the_aspect_graded_lowest(scores, issue):
 
 @pytest.mark.parametrize(("first", "passed"), [(66, True), (65, True), (64, False)])
 def test_the_first_answer_passes_at_65(first, passed):
-    result, calls, attempt = run(grades(90, first, 90), [grades(90, 90, 90)])
+    _, calls, attempt = run(grades(90, first, 90), [grades(90, 90, 90)])
     decision = attempt.judgement.decision
     assert (decision["attempt"], decision["threshold"], decision["gate_score"], decision["passed"]) == (
         0, 65, first, passed)
