@@ -97,12 +97,13 @@ class AnswerCheckReply(BaseModel):
 
 SYSTEM = "You grade an answer to a question. Reply with one JSON object only."
 
+EXAMPLE_REASON = "explains blue, not red"
 EXAMPLE = (
     "Example:\n"
     "Context: Air scatters blue light more than red light.\n"
     "Question: Why is the sky blue, and when is it red?\n"
     "Answer: Air scatters blue light more than red.\n"
-    '{"relevance": 90, "completeness": 50, "accuracy": 95, "reason": "explains blue, not red"}'
+    '{"relevance": 90, "completeness": 50, "accuracy": 95, "reason": "' + EXAMPLE_REASON + '"}'
 )
 
 

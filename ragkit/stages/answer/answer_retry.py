@@ -8,11 +8,12 @@ an issue, the aspect graded lowest (``ANSWER_ISSUES``: off_topic, incomplete, un
 in that order), and ``issue_actions`` says what retries it:
 
 - ``re_retrieve``: search again with the query plus the words of the grader's reason the query
-  lacks (the reason says what is missing), with ``retry_strategy`` (``same`` or a changed one),
-  through the same context stages, then answer from the new chunks. When that search would be the
-  same one (no new word, no strategy change), or the chunks cannot be searched again (web
-  results), it regenerates instead; when it finds the same chunks, the answer is regenerated
-  from them with the failed answer's sentences listed (as ``regenerate`` does);
+  lacks (the reason says what is missing; a reason copied from the prompt's example is ignored),
+  with ``retry_strategy`` (``same`` or a changed one), through the same context stages, then
+  answer from the new chunks. When that search would be the same one (no new word, no strategy
+  change), or the chunks cannot be searched again (web results), it regenerates instead; when it
+  finds the same chunks, the answer is regenerated from them with the failed answer's sentences
+  listed (as ``regenerate`` does);
 - ``regenerate``: answer from the same chunks, the prompt listing the sentences of the failed
   answer as ones not to repeat unless a source states them (so the model writes a new answer;
   the same prompt would give the same answer).
@@ -37,7 +38,7 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.stages.answer.answer_check import ANSWER_ISSUES, ASPECTS, AnswerCheckParams
+from ragkit.stages.answer.answer_check import ANSWER_ISSUES, ASPECTS, EXAMPLE_REASON, AnswerCheckParams
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import split_claims
 from ragkit.stages.answer.retry_strategy import retry_strategy
@@ -134,7 +135,12 @@ class AnswerRetry:
             nodes = latest.nodes
             feedback: list[str] = []
             if action == RE_RETRIEVE:
-                retry_query = with_new_keywords(query, [str(decision.get("reason") or "")], min_length=3)
+                reason = str(decision.get("reason") or "")
+                if " ".join(reason.lower().split()) == EXAMPLE_REASON:
+                    # A small model copies the prompt's example: its words say nothing about this answer.
+                    decision["reason_ignored"] = "the reason is the prompt example's"
+                    reason = ""
+                retry_query = with_new_keywords(query, [reason], min_length=3)
                 target = retry_strategy(p.retry_strategy, current) if switch is not None else None
                 if re_retrieve is None or (retry_query == query and target in (None, current)):
                     decision["action_note"] = ("the chunks cannot be searched again" if re_retrieve is None

@@ -266,3 +266,9 @@ def test_real_local_model_late_tier_round_is_recorded(tmp_path, local_backend):
                                                                                  "no answer to grade")
     assert result.kept in range(len(result.attempts) or 1)
     assert json.dumps(first)  # the decision is stored as JSON in the judgements table
+
+
+def test_a_reason_copied_from_the_prompts_example_adds_no_word_to_the_search():
+    _, calls, first = run(grades(90, 40, 90), [grades(90, 90, 90)], reason="Explains blue, not red")
+    assert [call[0] for call in calls] == ["regenerate", "grade"]
+    assert first.judgement.decision["reason_ignored"] == "the reason is the prompt example's"
