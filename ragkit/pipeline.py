@@ -13,7 +13,8 @@ The stages are wired by the role each declares (``ragkit.stages.roles``), in rol
 5. refine (the Retrieval Judge: filter, re-rank, ask for more) -> context (the rerank judge, then
    context enrichment: neighbouring and same-section chunks);
 6. generate -> verify (groundedness, with hallucination correction on a failed check) -> check
-   (the answer check).
+   (the answer check; with ``retry``, the late tier: a second gate that re-retrieves or
+   regenerates a failed answer by its issue).
 
 A role takes any stage that declares it, a plugin's as well as a built-in; several stages in one
 role run by their ``order``. A stage that is off is simply absent, so a pipeline without judges
@@ -39,6 +40,7 @@ from llama_index.core.schema import NodeWithScore
 from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
+from ragkit.stages.answer.answer_retry import AnswerAttempt, AnswerRetry
 from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.answer.generator import Answer
@@ -290,7 +292,12 @@ class Pipeline:
         if (verify := self._one("verify")) is not None:
             self._check_groundedness(trace, verify, generator, question, query, history, judged,
                                      retrieval_quality, can_re_retrieve)
-        self._check_answer(trace, judged)
+        checker = self._one("check")
+        if checker is not None and checker.params.retry and trace.answer is not None and trace.answer.text \
+                and not trace.answer.abstained:
+            self._retry_answer(trace, checker, generator, question, query, history, judged, can_re_retrieve)
+        else:
+            self._check_answer(trace, judged)
 
     def _check_groundedness(self, trace: Trace, groundedness: Any, generator: Any,
                             question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
@@ -320,15 +327,58 @@ class Pipeline:
                 return self._context(trace, refined, self._step(
                     trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined)), judged)
 
+            switchable = self.switchable if can_re_retrieve else None
             result = HallucinationCorrector(groundedness.params).run(
                 query, Attempt(answer, list(trace.nodes), score, judgement), regenerate=regenerate,
                 re_retrieve=re_retrieve if can_re_retrieve else None, check=check,
-                retrieval_quality=retrieval_quality, trace=judged)
+                retrieval_quality=retrieval_quality, trace=judged,
+                switch=switchable.use if switchable is not None else None,
+                strategy=switchable.current if switchable is not None else None)
             trace.answer, trace.nodes, score, judgement = result.answer, list(result.nodes), result.score, \
                 result.judgement
         trace.groundedness = score
         if score is None and judgement is not None:
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
+
+    def _retry_answer(self, trace: Trace, checker: Any, generator: Any, question: str, query: str,
+                      history: Sequence[Any], judged: JudgeTrace, can_re_retrieve: bool) -> None:
+        """The late tier (``answer_check.retry``, ``ragkit.stages.answer.answer_retry``): grade, retry
+        a failed answer by its issue, keep the best attempt. A kept retry is checked for
+        groundedness again (no correction), so that score is the final answer's."""
+        answer = trace.answer
+        assert answer is not None  # the caller checked it
+
+        def grade(candidate: Answer, nodes: list[NodeWithScore]) -> tuple[dict[str, float | None], Judgement | None]:
+            contexts = [node.node.get_content() for node in nodes]
+            return self._step(trace, f"judge:{checker.name}",
+                              lambda: checker.grade(trace.question, candidate.text, contexts, judged))
+
+        def regenerate(nodes: list[NodeWithScore], feedback: list[str]) -> Answer:
+            return self._step(trace, "retry:regenerate", lambda: generator.generate(
+                question, nodes, judged, feedback=feedback or None, history=history))
+
+        def re_retrieve(retry_query: str) -> list[NodeWithScore]:
+            return self._context(trace, retry_query, self._step(
+                trace, "retry:re_retrieve", lambda: self.retriever.retrieve(retry_query)), judged)
+
+        switchable = self.switchable if can_re_retrieve else None
+        scores, judgement = grade(answer, trace.nodes)
+        result = AnswerRetry(checker.params).run(
+            query, AnswerAttempt(answer, list(trace.nodes), scores, judgement), grade=grade, regenerate=regenerate,
+            re_retrieve=re_retrieve if can_re_retrieve else None, trace=judged,
+            switch=switchable.use if switchable is not None else None,
+            strategy=switchable.current if switchable is not None else None)
+        trace.answer, trace.nodes, trace.answer_check = result.answer, list(result.nodes), result.scores
+        if all(value is None for value in result.scores.values()) and judgement is not None:
+            trace.answer_check_error = judgement.error  # the reason the reply was unusable
+        if result.kept and (verify := self._one("verify")) is not None:
+            contexts = [node.node.get_content() for node in trace.nodes]
+            kept = result.answer
+            score, grounded = self._step(trace, f"judge:{verify.name}",
+                                         lambda: verify.judge(question, kept.text, contexts, judged))
+            trace.groundedness = score
+            trace.groundedness_error = None if score is not None or grounded is None else \
+                grounded.decision.get("no_score_reason") or grounded.error
 
     def _check_answer(self, trace: Trace, judged: JudgeTrace) -> None:
         if (checker := self._one("check")) is None:

@@ -139,9 +139,9 @@ def chunker_uses_llm(spec: ComponentSpec) -> bool:
 
 
 def roles_calling_llm(point: GridPoint) -> list[str]:
-    """The roles of this grid point that call an LLM: judges in llm mode, an LLM chunker (the
-    chunking role), and the generator."""
-    roles = [spec.type for spec in point.active_judges() if spec.params.get("mode") == "llm"]
+    """The roles of this grid point that call an LLM: judges in llm mode (or another mode that
+    asks it, ``Judge.calls_llm``), an LLM chunker (the chunking role), and the generator."""
+    roles = [spec.type for spec in point.active_judges() if judge_registry.get(spec.type).calls_llm(spec.params)]
     if chunker_uses_llm(point.chunker) and CHUNKING not in roles:
         roles.append(CHUNKING)
     if point.generator is not None:

@@ -12,6 +12,7 @@ by role, so a stage registered by a plugin runs where it says.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from typing import Any, ClassVar, Literal
@@ -97,6 +98,12 @@ class Judge(Component):
     @property
     def enabled(self) -> bool:
         return self.params.mode != "off"
+
+    @classmethod
+    def calls_llm(cls, params: Mapping[str, Any]) -> bool:
+        """Whether a stage with these params (as an experiment writes them) asks the LLM, so the
+        plan gives it its role's model: mode llm, unless a stage says otherwise."""
+        return params.get("mode") == "llm"
 
     @classmethod
     def final_depth(cls, params: ComponentParams, depth: int, top_k: int) -> int:

@@ -64,8 +64,9 @@ ROLES: tuple[Role, ...] = (
     Role("verify", "answer", ("question", "answer", "nodes"), ("groundedness", "answer", "nodes"),
          "judge(question, answer, contexts, trace) -> (score, judgement)", True,
          "checks the answer against its context and corrects it"),
-    Role("check", "answer", ("question", "answer", "nodes"), ("answer_check",),
-         "check(question, answer, contexts, trace) -> scores", True, "grades the final answer"),
+    Role("check", "answer", ("question", "answer", "nodes"), ("answer_check", "answer", "nodes"),
+         "check(question, answer, contexts, trace) -> scores", True,
+         "grades the final answer (and may retry it: a new answer, from new chunks)"),
 )
 ROLE_NAMES = tuple(role.name for role in ROLES)
 GROUP_TITLES = {"chunking": "Chunking", "query": "Query: routing and rewriting",

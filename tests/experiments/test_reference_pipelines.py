@@ -119,7 +119,8 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
     assert prefilter and all(d["method"] == "bm25" and len(d["kept"]) == 4 for d in prefilter)
     assert all(len(d["shown"]) <= 4 for d in rerank if d.get("method") == "llm")
     # (condense is on, but the one question has no history: it makes no call and records nothing)
-    assert {"router", "profile", "multi_query", "strategy", "quality_gate", "groundedness"} <= set(judgements["judge"])
+    assert {"router", "profile", "multi_query", "strategy", "quality_gate", "groundedness", "answer_check"} <= set(
+        judgements["judge"])
     # The LLM modes ran on the embedded model: each reply used, or recorded invalid and fallen back.
     llm_runs = set(runs.loc[runs["judge.strategy"] == "llm", "run_id"])
     by_llm = judgements[(judgements["judge"] == "strategy") & judgements["run_id"].isin(llm_runs)]
@@ -128,9 +129,15 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
         assert decision["documents"] == 3 and decision["document_method"] == "llm"
     assert any("profile" in decision for decision in decisions(judgements, "strategy"))  # read by the strategy
     assert list((shared["data"] / "profiles").glob("*-llm-*.json"))
+    # The late tier: every graded answer went through the second gate (65 first), each step recorded.
+    late = decisions(judgements, "answer_check")
+    assert late and all("threshold" in d for d in late) and {d["threshold"] for d in late if d["attempt"] == 0} == {65}
+    assert all(d.get("action") in ("accept", "stop", "regenerate", "re_retrieve") for d in late)
+    # The design's groundedness level splits claims with the LLM (or records why it fell back).
+    assert any(d.get("claim_split") == "llm" for d in decisions(judgements, "groundedness"))
     found = pairs(out, shared)
     for factor in ("judge.router", "judge.condense", "judge.multi_query", "judge.strategy", "judge.rerank",
-                   "judge.quality_gate", "judge.groundedness"):
+                   "judge.quality_gate", "judge.groundedness", "judge.answer_check"):
         assert found.get(factor), f"no pair of levels for {factor}"
 
 

@@ -174,8 +174,54 @@ def test_nli_groundedness_through_the_real_model(nli_model):
 
 
 @pytest.mark.unit
-def test_nli_mode_needs_its_model_folder_and_no_llm_split():
+def test_nli_mode_needs_its_model_folder_and_an_llm_only_to_split_claims():
     with pytest.raises(ValueError, match="nli_model_path"):
         GroundednessParams(mode="nli")
-    with pytest.raises(ValueError, match="claim_split heuristic"):
-        GroundednessParams(mode="nli", nli_model_path="x", claim_split="llm")
+    split = GroundednessParams(mode="nli", nli_model_path="x", claim_split="llm")
+    with pytest.raises(ValueError, match="claim_split llm needs an LLM client"):
+        GroundednessJudge(split)
+    assert GroundednessJudge(GroundednessParams(mode="nli", nli_model_path="x")).llm is None
+    # The plan gives the judge its role's model only when it asks the LLM (run ids of nli runs stay).
+    assert GroundednessJudge.calls_llm(split.model_dump()) and GroundednessJudge.calls_llm({"mode": "llm"})
+    assert not GroundednessJudge.calls_llm({"mode": "nli", "claim_split": "heuristic"})
+
+
+@pytest.mark.unit
+def test_nli_checks_the_claims_the_llm_splits_and_falls_back_to_the_rule(monkeypatch, tmp_path):
+    from ragkit.stages.answer import groundedness
+
+    seen: list[tuple[str, str]] = []
+
+    def probabilities(path, pairs):
+        seen.extend(pairs)
+        return [0.9 if "purr" in claim else 0.1 for _, claim in pairs]
+
+    monkeypatch.setattr(groundedness, "entailment_probabilities", probabilities)
+    backend = ScriptedLLM([json.dumps({"claims": ["Cats purr.", "Cats fly south."]}), '{"claims": [}'])
+    judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path="unused", claim_split="llm"),
+                              LLMClient(backend, tmp_path))
+    answer = "Cats purr and fly south in winter, as all cats do."
+    score, judgement = judge.judge("q", answer, ["chunk one"], JudgeTrace())
+    assert [c["claim"] for c in judgement.decision["claims"]] == ["Cats purr.", "Cats fly south."] and score == 0.5
+    assert seen == [("chunk one", "Cats purr."), ("chunk one", "Cats fly south.")] and len(backend.requests) == 1
+    assert judgement.decision["claim_split"] == "llm" and "split_fell_back" not in judgement.decision
+    # An unparseable split is recorded and the rule's sentence is checked instead.
+    score, judgement = judge.judge("q", answer + " Dogs bark.", ["chunk one"], JudgeTrace())
+    assert judgement.decision["split_fell_back"] and judgement.decision["split_error"]
+    assert judgement.decision["split_reply"] == '{"claims": [}'
+    assert [c["claim"] for c in judgement.decision["claims"]] == [answer] and score == 1.0
+
+
+def test_nli_with_llm_claim_split_on_the_embedded_model(nli_model, local_backend, tmp_path):
+    """Mechanics: the real LLM splits (or its unusable reply is recorded and the rule splits), the
+    real NLI model checks every claim."""
+    judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path=nli_model, claim_split="llm",
+                                                 entailment_threshold=0.0), LLMClient(local_backend, tmp_path))
+    score, judgement = judge.judge("q", "Cats purr when content. The stock market fell.", TEXTS[:3], JudgeTrace())
+    decision = judgement.decision
+    assert decision["claim_split"] == "llm" and (decision.get("split_reply") is not None or decision["split_error"])
+    if decision.get("split_fell_back"):
+        assert decision["split_error"] and [c["claim"] for c in decision["claims"]] == [
+            "Cats purr when content.", "The stock market fell."]
+    assert decision["claims"] and all("entailment" in c for c in decision["claims"])
+    assert score == 1.0  # threshold 0: every claim the NLI model sees is supported

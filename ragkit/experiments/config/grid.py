@@ -34,9 +34,13 @@ class GridPoint(BaseModel):
         return self.judge("router") is not None or (gate is not None and bool(gate.params.get("web_fallback")))
 
     def switches_strategy(self) -> bool:
-        """Retrieval may change strategy per query: the strategy judge, or the gate's switch map."""
+        """Retrieval may change strategy per query: the strategy judge, the gate's switch map, or a
+        late re-retrieval with another strategy (groundedness ``re_retrieve_strategy``, answer check
+        ``retry_strategy``)."""
         gate = self.judge("quality_gate")
-        return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy")))
+        late = [(self.judge("groundedness"), "re_retrieve_strategy"), (self.judge("answer_check"), "retry_strategy")]
+        return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy"))) \
+            or any(spec is not None and spec.params.get(option, "same") != "same" for spec, option in late)
 
     def active_judges(self) -> tuple[ComponentSpec, ...]:
         """The judges that do something here: a judge that is off is as if it were not configured."""

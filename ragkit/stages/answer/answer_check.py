@@ -6,28 +6,86 @@ answer every part) and accuracy (is what it states backed by the context). They 
 score rows ``answer_relevance``, ``answer_completeness`` and ``answer_accuracy`` in [0, 1]. A
 reply that cannot be parsed, or scores out of range, gives no numbers: the rows carry the
 reason, and the judgement is recorded invalid.
+
+The late tier (``retry: true``, off by default: then the check only scores, as always) makes the
+check a second gate: the answer passes when its gate score (the lowest of the three grades, or
+their mean, 0-100) reaches the attempt's threshold (``pass_scores``: 65, then 50 on a retry, the
+design's adaptive thresholds); a failed answer gets an issue type (``ANSWER_ISSUES``: the aspect
+graded lowest) and is retried by the action ``issue_actions`` maps it to (re-retrieve or
+regenerate), at most ``max_retries`` times. The loop is ``ragkit.stages.answer.answer_retry``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.answer.retry_strategy import RetryStrategy
+from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import joined_context
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)
 
 
+# The issue a failed answer has: the aspect graded lowest (ties: this order).
+ANSWER_ISSUES = {"relevance": "off_topic", "completeness": "incomplete", "accuracy": "unsupported"}
+RetryAction = Literal["regenerate", "re_retrieve"]
+
+
+def default_issue_actions() -> dict[str, RetryAction]:
+    """Missing content is searched for again; an off-topic or unsupported answer is rewritten from
+    the same chunks (told not to repeat what it said)."""
+    return {"off_topic": "regenerate", "incomplete": "re_retrieve", "unsupported": "regenerate"}
+
+
 class AnswerCheckParams(JudgeParams):
     context_chars: int = Field(default=1500, ge=100, le=100_000, description="Characters of context shown.")
     answer_chars: int = Field(default=800, ge=50, le=20_000, description="Characters of the answer shown.")
     max_tokens: int = Field(default=80, ge=16, le=2048, description="Most tokens in one reply.")
+    retry: bool = Field(
+        default=False, description="Late tier: a failed check retries the answer (re-retrieve or regenerate by "
+        "its issue); off: the check only scores.")
+    pass_scores: list[int] = Field(
+        default_factory=lambda: [65, 50], min_length=1, max_length=6,
+        description="retry: the gate score (0-100) an answer needs, per attempt (first, first retry, ...; the "
+        "last repeats): the design's adaptive thresholds 65, then 50.")
+    gate_score: Literal["min", "mean"] = Field(
+        default="min", description="retry: the gate score is the lowest of the three grades, or their mean.")
+    max_retries: int = Field(default=1, ge=1, le=3, description="retry: most retried answers after the first.")
+    issue_actions: dict[str, RetryAction] = Field(
+        default_factory=default_issue_actions,
+        description="retry: issue (off_topic, incomplete, unsupported) -> regenerate or re_retrieve.")
+    retry_strategy: RetryStrategy = Field(
+        default="same", description="retry: the strategy a re-retrieval searches with: same, next (dense -> bm25 "
+        "-> hybrid -> dense) or a named one (dense, bm25, hybrid).")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "retry", "pass_scores", "gate_score", "max_retries", "issue_actions", "retry_strategy"}
+
+    @field_validator("pass_scores")
+    @classmethod
+    def _scores_in_range(cls, value: list[int]) -> list[int]:
+        wrong = [score for score in value if not 0 <= score <= 100]
+        if wrong:
+            raise ValueError(f"pass_scores {wrong} out of range: each is a score from 0 to 100")
+        return value
+
+    @field_validator("issue_actions")
+    @classmethod
+    def _known_issues(cls, value: dict[str, RetryAction]) -> dict[str, RetryAction]:
+        unknown = sorted(set(value) - set(ANSWER_ISSUES.values()))
+        if unknown:
+            raise ValueError(f"unknown answer issue {unknown}. Valid issues: {', '.join(ANSWER_ISSUES.values())}")
+        return {**default_issue_actions(), **value}
+
+    def threshold(self, attempt: int) -> int:
+        """The pass score of attempt ``attempt`` (0: the first answer)."""
+        return self.pass_scores[min(attempt, len(self.pass_scores) - 1)]
 
 
 class AnswerCheckReply(BaseModel):
@@ -39,12 +97,13 @@ class AnswerCheckReply(BaseModel):
 
 SYSTEM = "You grade an answer to a question. Reply with one JSON object only."
 
+EXAMPLE_REASON = "explains blue, not red"
 EXAMPLE = (
     "Example:\n"
     "Context: Air scatters blue light more than red light.\n"
     "Question: Why is the sky blue, and when is it red?\n"
     "Answer: Air scatters blue light more than red.\n"
-    '{"relevance": 90, "completeness": 50, "accuracy": 95, "reason": "explains blue, not red"}'
+    '{"relevance": 90, "completeness": 50, "accuracy": 95, "reason": "' + EXAMPLE_REASON + '"}'
 )
 
 
@@ -65,7 +124,7 @@ class AnswerCheckJudge(Judge):
     name: ClassVar[str] = "answer_check"
     role: ClassVar[str] = "check"
     inputs: ClassVar[tuple[str, ...]] = ("question", "answer", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("answer_check",)
+    outputs: ClassVar[tuple[str, ...]] = ("answer_check", "answer", "nodes")  # answer, nodes: the late tier's retry
     Params: ClassVar[type[AnswerCheckParams]] = AnswerCheckParams
     params: AnswerCheckParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
@@ -77,9 +136,14 @@ class AnswerCheckJudge(Judge):
               trace: JudgeTrace) -> dict[str, float | None]:
         """``{relevance, completeness, accuracy}`` in [0, 1], each None when the reply is unusable; the
         reason is then the recorded judgement's ``error`` (and its decision's ``reason``)."""
+        return self.grade(question, answer, contexts, trace)[0]
+
+    def grade(self, question: str, answer: str, contexts: Sequence[str],
+              trace: JudgeTrace) -> tuple[dict[str, float | None], Judgement | None]:
+        """``check``'s scores and the judgement it recorded (None when off: nothing is recorded)."""
         nothing: dict[str, float | None] = dict.fromkeys(ASPECTS)
         if not self.enabled:
-            return nothing
+            return nothing, None
         started = time.perf_counter()
         shown = " ".join(answer.split())[: self.params.answer_chars]
         prompt = build_prompt(question, shown, joined_context(contexts, self.params.context_chars))
@@ -87,13 +151,11 @@ class AnswerCheckJudge(Judge):
         try:
             result = self.ask(prompt, AnswerCheckReply, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            trace.add(self.fallback(summary, {**nothing, "reason": str(error)}, None, started, str(error)))
-            return nothing
+            return nothing, trace.add(self.fallback(summary, {**nothing, "reason": str(error)}, None, started,
+                                                    str(error)))
         if result.parsed is None:
             reason = result.parse_error or "unusable reply"
-            trace.add(self.fallback(summary, {**nothing, "reason": reason}, result, started, reason))
-            return nothing
+            return nothing, trace.add(self.fallback(summary, {**nothing, "reason": reason}, result, started, reason))
         reply = result.parsed
         scores: dict[str, float | None] = {aspect: getattr(reply, aspect) / 100 for aspect in ASPECTS}
-        trace.add(self.judgement(summary, {**scores, "reason": reply.reason}, result, started=started))
-        return scores
+        return scores, trace.add(self.judgement(summary, {**scores, "reason": reply.reason}, result, started=started))

@@ -14,6 +14,12 @@ be checked) is not corrected: there is no diagnosis to act on. The best attempt 
 highest score, the earliest on a tie, and a missing score ranks below any number, so a
 correction must do strictly better to replace the first answer.
 
+The tiers are the design's: proceed at or above the upper threshold (``accept_at``), regenerate
+in the middle band, re-retrieve below the lower one (``regenerate_at``). ``re_retrieve_strategy``
+(``ragkit.stages.answer.retry_strategy``) makes that re-retrieval search with a changed strategy
+(``next``: dense -> bm25 -> hybrid -> dense, the design's rotation) through the ``switch``
+callable the pipeline gives; ``same`` (the default) searches as before.
+
 The refined query is a rule, not a model call, so it is the same across runs and costs nothing:
 the query plus the content words of the unsupported claims that the query lacks, in the order
 they first appear. The claims say what the answer wanted to state; searching for their words
@@ -34,6 +40,7 @@ from llama_index.core.schema import NodeWithScore
 
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams, unsupported_claims
+from ragkit.stages.answer.retry_strategy import retry_strategy
 from ragkit.stages.base import Judgement, JudgeTrace
 from ragkit.stages.keywords import with_new_keywords
 
@@ -89,12 +96,15 @@ class HallucinationCorrector:
     def run(self, query: str, first: Attempt, *,
             regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
             re_retrieve: Callable[[str], list[NodeWithScore]] | None,
-            check: Check, retrieval_quality: float | None, trace: JudgeTrace) -> CorrectionResult:
+            check: Check, retrieval_quality: float | None, trace: JudgeTrace,
+            switch: Callable[[str], None] | None = None, strategy: str | None = None) -> CorrectionResult:
         """``re_retrieve`` None: the chunks cannot be searched again (web results), so the lower
         tier regenerates. Only the first attempt's retrieval quality is known; a re-retrieval
-        has no gate score, so later rounds decide by the groundedness score alone."""
+        has no gate score, so later rounds decide by the groundedness score alone. ``switch``
+        changes the strategy of the next ``re_retrieve``; ``strategy`` is the one in use now."""
         attempts = [first]
         quality = retrieval_quality
+        current = strategy
         for round_number in range(1, self.params.max_corrections + 1):
             latest = attempts[-1]
             tier = self.tier(latest.score, quality)
@@ -109,6 +119,7 @@ class HallucinationCorrector:
             nodes = latest.nodes
             if tier == RE_RETRIEVE and re_retrieve is not None:  # else the tier became REGENERATE above
                 decision["refined_query"] = refined_query(query, claims)
+                current = self._switch(decision, switch, current)
                 nodes = re_retrieve(decision["refined_query"])
                 decision["retrieved"] = [node.node.node_id for node in nodes]
             answer = regenerate(nodes, claims)
@@ -127,3 +138,19 @@ class HallucinationCorrector:
             trace.judgements[-1].decision.update(kept=kept, attempts=summary)
         chosen = attempts[kept]
         return CorrectionResult(chosen.answer, chosen.nodes, chosen.score, chosen.judgement, kept, summary)
+
+    def _switch(self, decision: dict[str, Any], switch: Callable[[str], None] | None,
+                current: str | None) -> str | None:
+        """Switch to the re-retrieval's strategy (recorded in ``decision``); the strategy now in use."""
+        choice = self.params.re_retrieve_strategy
+        if choice == "same":
+            return current
+        target = retry_strategy(choice, current)
+        if switch is None or target is None:
+            decision["strategy"] = None
+            decision["strategy_note"] = ("no strategy to switch between in this pipeline" if switch is None
+                                         else f"strategy in use unknown: '{choice}' has nothing to move from")
+            return current
+        switch(target)
+        decision.update(strategy_before=current, strategy=target)
+        return target

@@ -12,6 +12,9 @@ sentence-transformers CrossEncoder folder with an entailment class) gives each c
 entailment probability against each context chunk, and a claim is supported when the best one
 exceeds ``entailment_threshold`` (0.7). Chunks are premises one by one, not joined: an NLI model
 reads about 512 tokens, so a joined context would be cut, and a claim needs one chunk to back it.
+With ``claim_split: llm`` the LLM splits the answer into claims and the NLI model checks them
+(the design's pairing); the judge then calls the LLM in mode ``nli`` too (``calls_llm``), and an
+unusable split is recorded (``split_fell_back``, ``split_error``) and the rule's claims are checked.
 
 It is a LlamaIndex ``BaseEvaluator`` (``aevaluate`` -> ``EvaluationResult``); ``judge`` is the
 synchronous call the pipeline uses, recording one judgement per answer in the trace.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, cast
 
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
@@ -31,6 +34,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragkit.errors import LLMError
 from ragkit.local_models import entailment_probabilities
+from ragkit.stages.answer.retry_strategy import RetryStrategy
 from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
 from ragkit.stages.prompts import joined_context
 from ragkit.text import rule_sentences, strip_citations
@@ -68,6 +72,11 @@ class GroundednessParams(JudgeParams):
         description="Correction: retrieval quality (the quality gate's, 0-1) below this re-retrieves first.",
     )
     max_corrections: int = Field(default=2, ge=1, le=5, description="Correction: most correction rounds.")
+    re_retrieve_strategy: RetryStrategy = Field(
+        default="same",
+        description="Correction: the strategy a re-retrieval searches with: same (the one in use), next (the one "
+        "after it: dense -> bm25 -> hybrid -> dense), or a named one (dense, bm25, hybrid).",
+    )
     nli_model_path: str | None = Field(
         default=None, description="nli: local folder of an NLI cross-encoder (labels include entailment).")
     entailment_threshold: float = Field(
@@ -75,7 +84,7 @@ class GroundednessParams(JudgeParams):
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
         "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections", "nli_model_path",
-        "entailment_threshold"}
+        "entailment_threshold", "re_retrieve_strategy"}
 
     @model_validator(mode="after")
     def _tiers_in_order(self) -> GroundednessParams:
@@ -83,8 +92,6 @@ class GroundednessParams(JudgeParams):
             raise ValueError(f"regenerate_at ({self.regenerate_at}) must not exceed accept_at ({self.accept_at})")
         if self.mode == "nli" and not self.nli_model_path:
             raise ValueError("mode nli needs nli_model_path: a local folder of an NLI cross-encoder")
-        if self.mode == "nli" and self.claim_split == "llm":
-            raise ValueError("mode nli calls no LLM: use claim_split heuristic (or mode llm)")
         return self
 
 
@@ -136,9 +143,16 @@ class GroundednessJudge(Judge, BaseEvaluator):
 
     def __init__(self, params: GroundednessParams, llm: Any = None, **_dependencies: Any) -> None:
         Judge.__init__(self, params, llm)
+        if params.mode == "nli" and params.claim_split == "llm" and llm is None:
+            raise ValueError("judge 'groundedness' in mode 'nli' with claim_split llm needs an LLM client")
         # Any template: _update_prompts takes what LlamaIndex's PromptMixin hands it.
         self.split_prompt: BasePromptTemplate = PromptTemplate(SPLIT_TEMPLATE)
         self.verify_prompt: BasePromptTemplate = PromptTemplate(VERIFY_TEMPLATE)
+
+    @classmethod
+    def calls_llm(cls, params: Mapping[str, Any]) -> bool:
+        """Mode llm, or mode nli whose claims the LLM splits."""
+        return super().calls_llm(params) or (params.get("mode") == "nli" and params.get("claim_split") == "llm")
 
     def _get_prompts(self) -> PromptDictType:
         return {"split_prompt": self.split_prompt, "verify_prompt": self.verify_prompt}

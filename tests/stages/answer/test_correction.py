@@ -48,7 +48,7 @@ class Script:
         return score, graded({"Cats bark loudly.": False})
 
 
-def run(scores, first_score, *, quality=None, re_retrieve=True, **params):
+def run(scores, first_score, *, quality=None, re_retrieve=True, switch=None, strategy=None, **params):
     script = Script(scores)
     corrector = HallucinationCorrector(GroundednessParams(**params))
     first = Attempt(Answer("first", [], "p", valid=True), nodes("a", "b"), first_score,
@@ -56,7 +56,7 @@ def run(scores, first_score, *, quality=None, re_retrieve=True, **params):
     trace = JudgeTrace()
     result = corrector.run(QUERY, first, regenerate=script.regenerate,
                            re_retrieve=script.re_retrieve if re_retrieve else None, check=script.check,
-                           retrieval_quality=quality, trace=trace)
+                           retrieval_quality=quality, trace=trace, switch=switch, strategy=strategy)
     return result, script.calls, trace
 
 
@@ -237,3 +237,45 @@ def test_real_local_model_correction_round_is_recorded(tmp_path):
     correction = trace.judgements[-1].decision
     assert correction["tier"] == "regenerate" and correction["score_before"] == 0.5
     assert result.kept == (1 if (correction["score_after"] or -1) > 0.5 else 0)
+
+
+# The design's tiers at 0.8 / 0.6, values just above and below each threshold.
+@pytest.mark.parametrize(("score", "tier"), [
+    (0.81, "accept"), (0.8, "accept"), (0.79, "regenerate"), (0.61, "regenerate"), (0.6, "regenerate"),
+    (0.59, "re_retrieve"), (0.0, "re_retrieve"),
+])
+def test_design_tiers_proceed_regenerate_re_retrieve(score, tier):
+    params = GroundednessParams(on_fail="re_retrieve", accept_at=0.8, regenerate_at=0.6, re_retrieve_strategy="next")
+    assert HallucinationCorrector(params).tier(score, None) == tier
+
+
+def test_the_low_tier_re_retrieves_with_the_next_strategy_each_round_and_the_middle_tier_does_not_switch():
+    switched: list[str] = []
+    # 0.5 -> re-retrieve (switch hybrid -> dense), 0.55 -> re-retrieve (dense -> bm25), 0.7 -> regenerate
+    # (no switch), then max_corrections (3) ends it.
+    result, calls, trace = run([0.55, 0.7, 0.75], 0.5, on_fail="re_retrieve", re_retrieve_strategy="next",
+                               max_corrections=3, switch=switched.append, strategy="hybrid")
+    assert switched == ["dense", "bm25"]
+    assert [call[0] for call in calls] == ["re_retrieve", "regenerate", "check", "re_retrieve", "regenerate", "check",
+                                           "regenerate", "check"]
+    rounds = [j.decision for j in trace.judgements]
+    assert [(d["tier"], d.get("strategy_before"), d.get("strategy")) for d in rounds] == [
+        ("re_retrieve", "hybrid", "dense"), ("re_retrieve", "dense", "bm25"), ("regenerate", None, None)]
+    assert result.kept == 3 and result.score == 0.75
+
+
+@pytest.mark.parametrize(("choice", "strategy", "switched"), [("same", "dense", []), ("bm25", "dense", ["bm25"]),
+                                                               ("next", "bm25", ["hybrid"])])
+def test_re_retrieve_strategy_choices(choice, strategy, switched):
+    log: list[str] = []
+    _, _, trace = run([0.9], 0.3, on_fail="re_retrieve", re_retrieve_strategy=choice, switch=log.append,
+                      strategy=strategy)
+    assert log == switched
+    assert trace.judgements[0].decision.get("strategy") == (switched[0] if switched else None)
+
+
+def test_a_strategy_change_without_a_switchable_retriever_is_recorded_and_searches_as_before():
+    result, calls, trace = run([0.9], 0.3, on_fail="re_retrieve", re_retrieve_strategy="next")
+    decision = trace.judgements[0].decision
+    assert calls[0] == ("re_retrieve", "why do cats purr bark loudly") and decision["strategy"] is None
+    assert decision["strategy_note"] == "no strategy to switch between in this pipeline" and result.score == 0.9

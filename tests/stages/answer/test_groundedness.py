@@ -205,7 +205,7 @@ def test_real_local_model_scores_or_marks_unknown_with_a_recorded_judgement(tmp_
 def test_correction_options_at_their_default_leave_the_key_unchanged():
     """A run id hashes the key: a run without correction keeps the id it had before the options."""
     added = {"on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections", "nli_model_path",
-             "entailment_threshold"}
+             "entailment_threshold", "re_retrieve_strategy"}
     params = GroundednessParams()
     assert params.on_fail == "off" and GroundednessParams.added_fields >= added
     assert params.key_dump() == {k: v for k, v in params.model_dump(mode="json").items() if k not in added}
