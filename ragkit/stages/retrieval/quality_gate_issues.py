@@ -112,8 +112,9 @@ class RewriteReply(BaseModel):
 
 REWRITE_SYSTEM = "You rewrite a search query so that it finds what the last search missed. Reply with one JSON object only."
 
+# The strategy of the retry in words (a small model echoes a bare name like "bm25" as its query).
 STRATEGY_WORDS = {"dense": "a meaning-based search", "bm25": "an exact-word search",
-                  "hybrid": "a search by meaning and exact words"}
+                  "hybrid": "a search by both meaning and exact words"}
 
 
 def build_rewrite_prompt(question: str, issue: str, missing: list[str], tried: list[str],
@@ -130,7 +131,7 @@ def build_rewrite_prompt(question: str, issue: str, missing: list[str], tried: l
     if missing:
         lines.append(f"Missing: {'; '.join(missing)}")
     if strategy in STRATEGY_WORDS:
-        lines.append(f"The new query is used in {STRATEGY_WORDS[strategy]} ({strategy}).")
+        lines.append(f"The new query is used in {STRATEGY_WORDS[strategy]}.")
     if tried:
         lines.append(f"Already searched: {'; '.join(tried)}")
     lines.append("Write one new search query. Reply as JSON with query.")
