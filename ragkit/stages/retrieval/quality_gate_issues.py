@@ -110,7 +110,8 @@ class RewriteReply(BaseModel):
     query: str = Field(description="The rewritten search query.")
 
 
-REWRITE_SYSTEM = "You rewrite a search query so that it finds what the last search missed. Reply with one JSON object only."
+REWRITE_SYSTEM = ("You rewrite a search query so that it finds what the last search missed. "
+                  "Reply with one JSON object only.")
 
 # The strategy of the retry in words (a small model echoes a bare name like "bm25" as its query).
 STRATEGY_WORDS = {"dense": "a meaning-based search", "bm25": "an exact-word search",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from ragkit.retrievers.switchable import STRATEGIES
 from ragkit.stages.base import JudgeParams

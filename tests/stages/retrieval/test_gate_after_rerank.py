@@ -74,7 +74,7 @@ def test_after_rerank_the_gate_judges_exactly_the_reranked_top_4(tmp_path):
 
 
 def test_before_rerank_the_gate_judges_the_first_4_retrieved(tmp_path):
-    built, _, rerank_llm, gate_llm = pipeline(tmp_path, [scored(80)], "before_rerank")
+    built, _, _, gate_llm = pipeline(tmp_path, [scored(80)], "before_rerank")
     trace = built.answer(QUESTION)
     assert shown_ids(gate_llm.requests[0][-1]["content"]) == ["c0", "c1", "c2", "c3"]
     assert [node.node.node_id for node in trace.nodes] == RERANKED_TOP_4  # reranked after the gate
