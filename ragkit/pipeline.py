@@ -9,7 +9,9 @@ The stages are wired by the role each declares (``ragkit.stages.roles``), in rol
    is given it);
 4. transform (multi-query or HyDE, as retrievers over the base retriever, built by
    ``ragkit.stages.wiring``) inside the gate (the quality gate: retry with a reformulated query,
-   or switch strategy; web fallback when it fails);
+   or switch strategy; web fallback when it fails). A gate with ``position: after_rerank`` has
+   each attempt reranked (the context stages that declare ``reranks``) before it judges it; those
+   rerankers then do not run again in step 5;
 5. refine (the Retrieval Judge: filter, re-rank, ask for more) -> context (the rerank judge, then
    context enrichment: neighbouring and same-section chunks);
 6. generate -> verify (groundedness, with hallucination correction on a failed check) -> check
@@ -97,6 +99,19 @@ def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_
     return row
 
 
+@dataclass
+class _OpenStep:
+    """A step being run: the usage and replayed search time it has had, the seconds of its inner steps."""
+
+    usage: list[StageUsage] = field(default_factory=list)
+    replayed: float = 0.0
+    inner_seconds: float = 0.0
+
+    def take(self, usage: list[StageUsage], replayed: float) -> None:
+        self.usage += usage
+        self.replayed += replayed
+
+
 # Roles whose stages run outside ``Pipeline.answer``: the chunk step, and the transforms that
 # ``ragkit.stages.wiring`` builds into ``retriever``.
 NOT_PER_QUESTION = ("chunking", "transform")
@@ -121,6 +136,7 @@ class Pipeline:
     retrieval_cache: RetrievalCache | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
+    _open_steps: list[_OpenStep] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.roles = by_role(list(self.stages))
@@ -141,9 +157,23 @@ class Pipeline:
         return sum(searcher.drain_replayed_seconds() for searcher in self.searchers)
 
     def _step(self, trace: Trace, stage: str, work: Callable[[], Any]) -> Any:
+        """Run ``work`` as one ``stages`` row. A step inside a step (the rerank of each attempt of a
+        gate after rerank) is a row of its own, and the enclosing row keeps only the rest: its own
+        seconds, calls and replayed searches, so no cost is counted twice."""
+        if self._open_steps:  # what the enclosing step used so far is its own
+            self._open_steps[-1].take(self._drain(), self._replayed())
+        own = _OpenStep()
+        self._open_steps.append(own)
         started = self.clock()
-        result = work()
-        trace.stages.append(stage_row(stage, self.clock() - started, self._drain(), self._replayed()))
+        try:
+            result = work()
+        finally:
+            self._open_steps.pop()
+        elapsed = self.clock() - started
+        if self._open_steps:
+            self._open_steps[-1].inner_seconds += elapsed
+        own.take(self._drain(), self._replayed())
+        trace.stages.append(stage_row(stage, elapsed - own.inner_seconds, own.usage, own.replayed))
         return result
 
     def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None,
@@ -220,18 +250,29 @@ class Pipeline:
 
         nodes = self._retrieve(trace, query, judged)
         retrieval_quality = None
+        reranked = self._reranks_before_gate()  # already applied to the gate's attempts
         if (gate := self._one("gate")) is not None:
             retrieval_quality = gate.outcome.quality
             if gate.outcome.passed is False and gate.params.web_fallback:
                 found = self._search_web(trace, query, judged, because="the quality gate failed")
-                nodes = found or nodes  # no provider or no result: the best document attempt stays
+                if found:  # web results are not reranked yet
+                    nodes, reranked = found, []
+                # no provider or no result: the best document attempt stays
         for refine in self.roles["refine"]:
             nodes = self._step(trace, f"judge:{refine.name}",
                                partial(refine.refine, query, nodes, self.base_retriever, judged, history=history))
-        nodes = self._context(trace, query, nodes, judged)
+        nodes = self._context(trace, query, nodes, judged, skip=reranked)
         trace.nodes = list(nodes)
         self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
         return trace
+
+    def _reranks_before_gate(self) -> list[Any]:
+        """The context stages that rerank (``reranks``), when the gate sits after them
+        (``position: after_rerank``): they rerank each attempt the gate judges."""
+        gate = self._one("gate")
+        if gate is None or getattr(gate.params, "position", "before_rerank") != "after_rerank":
+            return []
+        return [stage for stage in self.roles["context"] if getattr(stage, "reranks", False)]
 
     def _retrieve(self, trace: Trace, query: str, judged: JudgeTrace) -> list[NodeWithScore]:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
@@ -240,9 +281,20 @@ class Pipeline:
             # The strategy in use (the run's retriever or the strategy judge's choice) is where the
             # gate starts: a diagnosis mapped to it is a retry, not a switch repeating the search.
             before = switchable.current if switchable is not None else None
+            retrieve: Callable[[str], list[NodeWithScore]] = self.retriever.retrieve
+            extra: dict[str, Any] = {}
+            if getattr(gate.params, "position", "before_rerank") == "after_rerank":
+                reranks = self._reranks_before_gate()
+                extra["reranked_by"] = [stage.name for stage in reranks]
+
+                def retrieve(attempt_query: str) -> list[NodeWithScore]:
+                    # Reranked for the question, as after the gate, whatever query found the chunks.
+                    return self._context(trace, query, self.retriever.retrieve(attempt_query), judged,
+                                         only=reranks)
+
             nodes = self._step(trace, f"judge:{gate.name}", lambda: gate.run(
-                query, self.retriever.retrieve, judged, switch=switchable.use if switchable is not None else None,
-                strategy=before))
+                query, retrieve, judged, switch=switchable.use if switchable is not None else None,
+                strategy=before, **extra))
             if switchable is not None and before is not None:
                 # Later searches (a correction's re-retrieval) use the kept attempt's strategy,
                 # not the last one the gate tried.
@@ -250,10 +302,13 @@ class Pipeline:
             return nodes
         return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
-    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore],
-                 judged: JudgeTrace) -> list[NodeWithScore]:
-        """The context role's stages in order (rerank, then enrichment), each a step of its own."""
+    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace,
+                 skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]:
+        """The context role's stages in order (rerank, then enrichment), each a step of its own;
+        ``only`` these, and never those in ``skip`` (the reranks a gate after rerank applied)."""
         for stage in self.roles["context"]:
+            if any(stage is done for done in skip) or (only is not None and not any(stage is s for s in only)):
+                continue
             nodes = self._step(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, judged))
         return nodes
 

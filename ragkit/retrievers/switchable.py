@@ -21,6 +21,8 @@ class SwitchableRetriever(BaseRetriever):
         self.retrievers = dict(retrievers)
         self.default = default
         self.current = default
+        # The strategy a judge or the gate chose for this question (None: the run's own, unchosen).
+        self.chosen: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -30,9 +32,11 @@ class SwitchableRetriever(BaseRetriever):
         if name not in self.retrievers:
             raise ValueError(f"no retrieval strategy '{name}'. Valid strategies: {', '.join(self.retrievers)}")
         self.current = name
+        self.chosen = name
 
     def reset(self) -> None:
         self.current = self.default
+        self.chosen = None
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.retrievers[self.current].retrieve(query_bundle)

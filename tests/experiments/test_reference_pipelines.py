@@ -22,6 +22,7 @@ import pytest
 
 from ragkit.llms.local import BUNDLED_PACKAGE
 from ragkit.results import ResultStore
+from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUE_TYPES
 from tests.experiments.test_judges_example import small_sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -118,6 +119,11 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
     prefilter = [d for d in rerank if d.get("stage") == "prefilter"]
     assert prefilter and all(d["method"] == "bm25" and len(d["kept"]) == 4 for d in prefilter)
     assert all(len(d["shown"]) <= 4 for d in rerank if d.get("method") == "llm")
+    # The gate sits after the rerank and diagnoses with the design's issue types.
+    gate = decisions(judgements, "quality_gate")
+    finals = [d for d in gate if "chosen_attempt" in d]
+    assert finals and all(d["position"] == "after_rerank" for d in finals)
+    assert {d.get("issue") for d in gate} <= {None, "none", *DESIGN_ISSUE_TYPES}
     # (condense is on, but the one question has no history: it makes no call and records nothing)
     assert {"router", "profile", "multi_query", "strategy", "quality_gate", "groundedness", "answer_check"} <= set(
         judgements["judge"])

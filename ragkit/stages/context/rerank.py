@@ -136,6 +136,8 @@ class RerankJudge(Judge, BaseNodePostprocessor):
     inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
     outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 10
+    # It reorders and cuts the list: a quality gate with ``position: after_rerank`` judges its output.
+    reranks: ClassVar[bool] = True
     Params: ClassVar[type[RerankJudgeParams]] = RerankJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm", "cross_encoder")
 

@@ -8,6 +8,11 @@ question alone: exactly the base retriever.
 
 LanceDB's RRFReranker fuses a vector and a full-text result table of one query; here the
 inputs are several lists of LlamaIndex nodes, so a small RRF function does it.
+
+Multi-query's ``strategy_in_prompt`` names the retrieval strategy chosen for the question (by the
+strategy judge, or the quality gate switching) in its prompt, so the rewrites suit an exact-word or
+a meaning-based search; a gate retry with another strategy then asks again and fuses new
+expansions for it (without the option the same prompt returns the cached rewrites).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
+from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
 
 
@@ -78,8 +84,13 @@ class MultiQueryParams(JudgeParams):
         description="generic: num_queries rewrites; typed: three variants, technical, simple and "
         "aspect-focused (num_queries is then ignored).",
     )
+    strategy_in_prompt: bool = Field(
+        default=False,
+        description="Name the retrieval strategy in use (when the strategy judge or the quality gate chose one) "
+        "in the prompt, so the rewrites suit it and a gate retry with another strategy regenerates them.",
+    )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style"}
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style", "strategy_in_prompt"}
 
 
 class MultiQueryReply(BaseModel):
@@ -96,24 +107,51 @@ class TypedQueries(BaseModel):
     aspect: str = Field(description="A query about the question's most specific aspect.")
 
 
-def typed_query_prompt(query: str) -> str:
+# What each strategy rewards, for a prompt that names the strategy in use (``strategy_in_prompt``).
+STRATEGY_HINTS = {
+    "dense": "a meaning-based search: write natural phrases that say what the answer is about",
+    "bm25": "an exact-word search: use the precise terms, names and codes a matching text would contain",
+    "hybrid": "a search by meaning and exact words: combine natural phrasing with the key terms",
+}
+
+
+def strategy_line(strategy: str | None) -> str:
+    """The prompt line naming the strategy in use; empty when none was chosen (the prompt as before)."""
+    if strategy is None:
+        return ""
+    return f"The queries are searched with {strategy}, {STRATEGY_HINTS.get(strategy, 'the strategy in use')}.\n"
+
+
+def chosen_strategy(retriever: Any) -> str | None:
+    """The strategy chosen for this question by the strategy judge or the gate, found on the
+    ``SwitchableRetriever`` under ``retriever`` (through inner transforms); None when none was."""
+    seen: set[int] = set()
+    while retriever is not None and id(retriever) not in seen:
+        seen.add(id(retriever))
+        if isinstance(retriever, SwitchableRetriever):
+            return retriever.chosen
+        retriever = getattr(retriever, "retriever", None)
+    return None
+
+
+def typed_query_prompt(query: str, strategy: str | None = None) -> str:
     return (
         "Example:\n"
         "Question: Why do cats purr?\n"
         '{"technical": "feline purring mechanism laryngeal muscles", "simple": "why does my cat purr", '
         '"aspect": "purring when cats are injured"}\n\n'
-        f"Question: {query}\n"
+        f"Question: {query}\n{strategy_line(strategy)}"
         "Write three search queries: technical (expert terms), simple (plain words) and aspect (one specific "
         "aspect). Reply as JSON with technical, simple and aspect."
     )
 
 
-def multi_query_prompt(query: str, count: int) -> str:
+def multi_query_prompt(query: str, count: int, strategy: str | None = None) -> str:
     return (
         "Example:\n"
         "Question: Why do cats purr?\n"
         '{"queries": ["reasons cats purr", "what makes a cat purr", "cat purring causes"]}\n\n'
-        f"Question: {query}\n"
+        f"Question: {query}\n{strategy_line(strategy)}"
         f"Write {count} different search queries for this question. Reply as JSON with queries."
     )
 
@@ -136,39 +174,44 @@ class MultiQueryRetriever(_TransformRetriever):
         if not self.enabled:
             return self._base(query)
         started = time.perf_counter()
+        # Named in the prompt only when chosen: the strategy-free prompt (and its cached reply) stays.
+        strategy = chosen_strategy(self.retriever) if self.params.strategy_in_prompt else None
+        noted: dict[str, Any] = {} if strategy is None else {"strategy": strategy}
         if self.params.style == "typed":
-            return self._typed(query, started)
+            return self._typed(query, started, strategy, noted)
         try:
-            result = self.ask(multi_query_prompt(query, self.params.num_queries), MultiQueryReply,
+            result = self.ask(multi_query_prompt(query, self.params.num_queries, strategy), MultiQueryReply,
                               system=MULTI_QUERY_SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(self.fallback(query, {}, None, started, str(error)))
+            self.trace.add(self.fallback(query, {**noted}, None, started, str(error)))
             return self._base(query)
         if result.parsed is None:
-            self.trace.add(self.fallback(query, {}, result, started, None))
+            self.trace.add(self.fallback(query, {**noted}, result, started, None))
             return self._base(query)
 
         variants, dropped = self._variants(query, result.parsed.queries)
         if not variants:
-            self.trace.add(self.fallback(query, {"dropped_queries": dropped}, result, started,
+            self.trace.add(self.fallback(query, {**noted, "dropped_queries": dropped}, result, started,
                                     "no usable query in the reply"))
             return self._base(query)
         queries = ([query] if self.params.include_original else []) + variants
         fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
-        decision = {"queries": queries, "dropped_queries": dropped, "kept": [n.node.node_id for n in fused]}
+        decision = {**noted, "queries": queries, "dropped_queries": dropped,
+                    "kept": [n.node.node_id for n in fused]}
         self.trace.add(self.judgement(query, decision, result, started=started))
         return fused
 
-    def _typed(self, query: str, started: float) -> list[NodeWithScore]:
+    def _typed(self, query: str, started: float, strategy: str | None,
+               noted: dict[str, Any]) -> list[NodeWithScore]:
         """Three typed variants (technical, simple, aspect) fused with the question by RRF."""
         try:
-            result = self.ask(typed_query_prompt(query), TypedQueries, system=MULTI_QUERY_SYSTEM,
+            result = self.ask(typed_query_prompt(query, strategy), TypedQueries, system=MULTI_QUERY_SYSTEM,
                               max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(self.fallback(query, {"style": "typed"}, None, started, str(error)))
+            self.trace.add(self.fallback(query, {"style": "typed", **noted}, None, started, str(error)))
             return self._base(query)
         if result.parsed is None:
-            self.trace.add(self.fallback(query, {"style": "typed"}, result, started, None))
+            self.trace.add(self.fallback(query, {"style": "typed", **noted}, result, started, None))
             return self._base(query)
         typed = {kind: " ".join(getattr(result.parsed, kind).split()) for kind in VARIANT_TYPES}
         seen = {" ".join(query.lower().split())}
@@ -178,12 +221,12 @@ class MultiQueryRetriever(_TransformRetriever):
                 seen.add(text.lower())
                 kept[kind] = text
         if not kept:
-            self.trace.add(self.fallback(query, {"style": "typed", "variants": typed}, result, started,
+            self.trace.add(self.fallback(query, {"style": "typed", **noted, "variants": typed}, result, started,
                                          "no usable variant in the reply"))
             return self._base(query)
         queries = ([query] if self.params.include_original else []) + list(kept.values())
         fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
-        decision = {"style": "typed", "variants": kept, "dropped": sorted(set(typed) - set(kept)),
+        decision = {"style": "typed", **noted, "variants": kept, "dropped": sorted(set(typed) - set(kept)),
                     "queries": queries, "kept": [n.node.node_id for n in fused]}
         self.trace.add(self.judgement(query, decision, result, started=started))
         return fused

@@ -34,6 +34,15 @@ Options added with the agentic loops (each off by default, leaving the above unc
   the current strategy retries with a new query instead. Such a gate ranks attempts on
   ``question_overlap``. ``max_attempts`` caps the attempts, the first included.
 - ``web_fallback``: recorded for the pipeline, which searches the web when the gate failed.
+- ``issue_set: design`` (``quality_gate_issues``): the agentic design's issues (missing_key_info,
+  wrong_domain, partial_coverage, too_broad, too_narrow, no_coverage) in the scored verdict, the
+  heuristic's diagnoses under their names, ``switch_strategy: design`` for the design's
+  issue-to-strategy map, and in llm mode a rewrite after each failed check: a second call told
+  the issue, the design's guidance for it, the missing aspects and the strategy the retry uses
+  (its reply replaces the verdict's own reformulation; an unusable reply keeps that one).
+- ``position: after_rerank``: the pipeline reranks each attempt (its rerank judge) before the gate
+  judges it, so the verdict sees the reranked top ``max_chunks`` and the kept attempt goes on
+  reranked; the chunks' values on the ``retriever`` scale are then the reranker's scores.
 
 After ``run``, ``outcome`` says whether an attempt passed, the retrieval quality in [0, 1] (the
 kept attempt's score / 100, or its value on the scale, clipped, for the heuristic; unknown for
@@ -47,8 +56,8 @@ valued and judged without an LLM (``quality_gate_scoring``) and the LLM's prompt
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, cast
 
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel
@@ -57,6 +66,15 @@ from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.retrieval import quality_gate_scoring as scoring
 from ragkit.stages.retrieval.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.retrieval.quality_gate_issues import (
+    DESIGN_ISSUES,
+    HEURISTIC_TO_DESIGN,
+    REWRITE_SYSTEM,
+    DesignScoredVerdict,
+    RewriteReply,
+    build_design_scored_prompt,
+    build_rewrite_prompt,
+)
 from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
 from ragkit.stages.retrieval.quality_gate_prompts import (
     NO_ISSUE,
@@ -92,13 +110,15 @@ class QualityGate(Judge):
     outcome: GateOutcome = GateOutcome()
 
     def run(self, query: str, retrieve: Retrieve, trace: JudgeTrace,
-            switch: Switch | None = None, strategy: str | None = None) -> list[NodeWithScore]:
+            switch: Switch | None = None, strategy: str | None = None,
+            reranked_by: Sequence[str] | None = None) -> list[NodeWithScore]:
         """The chunks of the best attempt; exactly ``retrieve(query)`` when off or on an unusable verdict.
 
         ``switch(strategy)`` changes the strategy of the next ``retrieve`` calls (``switch_strategy``);
         ``strategy`` is the one ``retrieve`` uses now (the run's retriever, or the strategy judge's
         choice), so an issue mapped to it is no switch: the gate retries with a new query instead
-        of repeating the same search."""
+        of repeating the same search. ``reranked_by``: with ``position: after_rerank``, the stages
+        that rerank each attempt inside ``retrieve`` (none: the pipeline has no reranker), recorded."""
         self.outcome = GateOutcome()
         first = retrieve(query)
         if not self.enabled:
@@ -123,7 +143,11 @@ class QualityGate(Judge):
                 return first
             decision = trace.judgements[-1].decision
             new_query = decision["reformulated_query"]
-            target = self.params.switch_strategy.get(latest.issue or "") if switch is not None else None
+            target = self.params.switch_map().get(latest.issue or "") if switch is not None else None
+            if not latest.sufficient and self._rewrites_by_issue() and latest.issue is not None:
+                # The design rewrites the query for the diagnosed issue, for the strategy it retries with.
+                switching = switch is not None and target is not None
+                new_query = self._rewrite(query, latest, attempts, target if switching else current, decision)
             if latest.sufficient:
                 stopped = "sufficient"
             elif switch is not None and target is not None and target != current:
@@ -155,11 +179,39 @@ class QualityGate(Judge):
             attempts=[scoring.record(self.params, a, self._judges_last_attempt()) for a in attempts],
             kept=[node.node.node_id for node in kept.nodes],
         )
+        if self.params.position == "after_rerank":
+            trace.judgements[-1].decision.update(position="after_rerank", reranked_by=list(reranked_by or ()))
         self.outcome = scoring.outcome(self.params, attempts, kept)
         return kept.nodes
 
     def _judges_last_attempt(self) -> bool:
-        return (self.params.mode == "llm" and self.params.verdict == "scored") or bool(self.params.switch_strategy)
+        return (self.params.mode == "llm" and self.params.verdict == "scored") or bool(self.params.switch_map())
+
+    def _rewrites_by_issue(self) -> bool:
+        """The design's issue set in llm mode: a failed check is followed by a guided rewrite."""
+        return self.params.issue_set == "design" and self.params.mode == "llm"
+
+    def _rewrite(self, question: str, latest: Attempt, attempts: list[Attempt], strategy: str | None,
+                 decision: dict[str, Any]) -> str:
+        """The query rewritten for ``latest.issue`` with the design's guidance for it; the verdict's own
+        reformulation when the rewrite reply cannot be used (recorded as ``rewrite_error``)."""
+        issue = cast(str, latest.issue)
+        tried = [attempt.query for attempt in attempts[1:]]
+        prompt = build_rewrite_prompt(question, issue, latest.missing_aspects, tried, strategy)
+        decision.update(rewrite_guidance=DESIGN_ISSUES[issue].guidance, rewrite_strategy=strategy)
+        fallback = decision["reformulated_query"]
+        try:
+            result = self.ask(prompt, RewriteReply, system=REWRITE_SYSTEM, max_tokens=self.params.max_tokens)
+        except LLMError as error:
+            decision.update(rewrite_error=str(error), rewrite_query=fallback)
+            return fallback
+        rewritten = " ".join(result.parsed.query.split()) if result.parsed is not None else ""
+        if not rewritten:
+            decision.update(rewrite_error=result.parse_error or "empty query", rewrite_raw=result.text,
+                            rewrite_query=fallback)
+            return fallback
+        decision.update(rewrite_query=rewritten)
+        return rewritten
 
     def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> Attempt:
         return scoring.attempt(self.params, question, query, nodes, strategy)
@@ -182,15 +234,18 @@ class QualityGate(Judge):
         result = None
         if self.params.mode == "heuristic":
             sufficient, new_query, reason, issue = scoring.heuristic_verdict(self.params, query, latest, attempts)
+            if issue is not None and self.params.issue_set == "design":
+                issue = HEURISTIC_TO_DESIGN[issue]
         else:
             tried = [attempt.query for attempt in attempts[1:]]
             scored = self.params.verdict == "scored"
-            build = build_scored_prompt if scored else build_prompt
+            design = self.params.issue_set == "design"
+            build = (build_design_scored_prompt if design else build_scored_prompt) if scored else build_prompt
             prompt = build(query, latest.nodes[: self.params.max_chunks], self.params.chunk_chars, tried)
             prompt = with_reformulation_rules(prompt, self.params.reformulation_rules)
             if self.params.reformulation_rules != "none":
                 decision["reformulation_rules"] = self.params.reformulation_rules
-            schema: type[BaseModel] = ScoredVerdict if scored else GateVerdict
+            schema: type[BaseModel] = (DesignScoredVerdict if design else ScoredVerdict) if scored else GateVerdict
             try:
                 result = self.ask(prompt, schema, system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as error:
@@ -202,10 +257,10 @@ class QualityGate(Judge):
                                          started=started, fell_back=True))
                 return False
             verdict = result.parsed
-            assert isinstance(verdict, (ScoredVerdict, GateVerdict))  # the schema asked for
+            assert isinstance(verdict, (ScoredVerdict, DesignScoredVerdict, GateVerdict))  # the schema asked for
             new_query = " ".join(verdict.reformulated_query.split())
             reason = verdict.reason
-            if isinstance(verdict, ScoredVerdict):
+            if isinstance(verdict, (ScoredVerdict, DesignScoredVerdict)):
                 sufficient = verdict.score >= self.params.pass_score
                 issue = None if verdict.issue == NO_ISSUE else verdict.issue
                 latest.verdict_score = verdict.score
@@ -215,7 +270,8 @@ class QualityGate(Judge):
                 sufficient, issue = verdict.sufficient, None
         latest.sufficient, latest.issue = sufficient, issue
         decision.update(sufficient=sufficient, reformulated_query=new_query, reason=reason)
-        if issue is not None and self.params.mode == "heuristic" and self._judges_last_attempt():
+        if issue is not None and self.params.mode == "heuristic" and (
+                self._judges_last_attempt() or self.params.issue_set == "design"):
             decision["issue"] = issue
         trace.add(self.judgement(summary, decision, result, started=started))
         return True

@@ -1,16 +1,17 @@
-"""The quality gate's parameters: thresholds and presets, the LLM verdict's options, the strategy
-switch map, the scale attempts are ranked on (``ragkit.stages.retrieval.quality_gate``)."""
+"""The quality gate's parameters: thresholds and presets, the LLM verdict's options, the issue set
+and the strategy switch map, the scale attempts are ranked on, where the gate sits
+(``ragkit.stages.retrieval.quality_gate``)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from ragkit.retrievers.switchable import STRATEGIES
 from ragkit.stages.base import JudgeParams
 from ragkit.stages.retrieval.attempt_scale import AttemptScale
-from ragkit.stages.retrieval.quality_gate_prompts import ISSUE_TYPES
+from ragkit.stages.retrieval.quality_gate_issues import DESIGN_SWITCH_MAP, IssueSet, issue_names
 from ragkit.stages.retrieval.reformulation_rules import ReformulationRules
 
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
@@ -52,9 +53,21 @@ class QualityGateParams(JudgeParams):
         default=None, ge=0.0, le=1000.0,
         description="heuristic: the variance of the top score_top_k values must be at most this (none: no check).",
     )
-    switch_strategy: dict[str, str] = Field(
+    switch_strategy: dict[str, str] | Literal["design"] = Field(
         default_factory=dict,
-        description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt.",
+        description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt; "
+        "'design': the agentic design's map over its issues (issue_set: design).",
+    )
+    issue_set: IssueSet = Field(
+        default="basic",
+        description="The issues a failed check is diagnosed as: basic (off_topic, partial, no_coverage...), or "
+        "design (missing_key_info, wrong_domain, partial_coverage, too_broad, too_narrow, no_coverage), whose "
+        "scored llm verdicts are followed by a query rewrite told what to fix for the issue.",
+    )
+    position: Literal["before_rerank", "after_rerank"] = Field(
+        default="before_rerank",
+        description="before_rerank: judge the retrieved chunks; after_rerank: each attempt is reranked first "
+        "(by the run's rerank judge) and the gate judges the reranked top chunks.",
     )
     max_attempts: int | None = Field(
         default=None, ge=1, le=5, description="Most attempts, the first included (none: max_retries + 1)."
@@ -75,7 +88,7 @@ class QualityGateParams(JudgeParams):
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
         "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
-        "attempt_scale", "reformulation_rules"}
+        "attempt_scale", "issue_set", "position", "reformulation_rules"}
 
     def key_dump(self) -> dict[str, Any]:
         """As every component's, and without ``reformulation_rules`` outside llm mode, where it
@@ -102,16 +115,31 @@ class QualityGateParams(JudgeParams):
                              "and RRF scores differ in scale): use question_overlap with switch_strategy")
         return self
 
-    @field_validator("switch_strategy")
-    @classmethod
-    def _known_issues_and_strategies(cls, value: dict[str, str]) -> dict[str, str]:
-        issues = sorted(set(value) - set(ISSUE_TYPES))
+    @model_validator(mode="after")
+    def _known_issues_and_strategies(self) -> QualityGateParams:
+        names = issue_names(self.issue_set)
+        if self.switch_strategy == "design":
+            if self.issue_set != "design":
+                raise ValueError("switch_strategy 'design' maps the design's issues: set issue_set: design "
+                                 "(or give a map of issue -> strategy)")
+            return self
+        issues = sorted(set(self.switch_strategy) - set(names))
         if issues:
-            raise ValueError(f"unknown issue {issues}. Valid issues: {', '.join(ISSUE_TYPES)}")
-        strategies = sorted(set(value.values()) - set(STRATEGIES))
+            raise ValueError(f"unknown issue {issues}. Valid issues: {', '.join(names)} (issue_set {self.issue_set})")
+        strategies = sorted(set(self.switch_strategy.values()) - set(STRATEGIES))
         if strategies:
             raise ValueError(f"unknown strategy {strategies}. Valid strategies: {', '.join(STRATEGIES)}")
-        return value
+        return self
+
+    @model_validator(mode="after")
+    def _design_issues_need_a_scored_verdict(self) -> QualityGateParams:
+        if self.issue_set == "design" and self.mode == "llm" and self.verdict != "scored":
+            raise ValueError("issue_set 'design' needs verdict: scored in mode llm (a binary verdict names no issue)")
+        return self
+
+    def switch_map(self) -> dict[str, str]:
+        """Issue -> strategy in effect (empty: the gate never switches)."""
+        return dict(DESIGN_SWITCH_MAP) if self.switch_strategy == "design" else dict(self.switch_strategy)
 
     def thresholds(self) -> tuple[float, float, float | None]:
         """(min_top_score, min_mean_score, max_spread) in effect."""
