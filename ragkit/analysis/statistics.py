@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
 
 CONFIDENCE = 0.95
 # Relative size below which a standard error is rounding, not spread (see the module docstring).
@@ -93,6 +92,8 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     is 0: p 1 and the interval [0, 0]. ``p_note`` names the reason wherever p is NaN. A p that
     underflows to 0 is the smallest positive double.
     """
+    from scipy import sparse, stats  # here, not at the top: a finished run's summary never needs scipy
+
     values = np.asarray(values, dtype="float64")
     if values.ndim == 1:
         values = values[:, None]
