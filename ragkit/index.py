@@ -203,11 +203,19 @@ class IndexStore:
     """The LanceDB database of one corpus' derived folder."""
 
     def __init__(self, db_dir: Path) -> None:
-        import lancedb
-
         self.db_dir = db_dir
         db_dir.mkdir(parents=True, exist_ok=True)
-        self._db = lancedb.connect(db_dir)
+        self._connection: Any = None
+
+    @property
+    def _db(self) -> Any:
+        """The LanceDB connection, opened on first use: importing lancedb costs seconds, and a
+        re-run of a finished experiment never opens a table."""
+        if self._connection is None:
+            import lancedb
+
+            self._connection = lancedb.connect(self.db_dir)
+        return self._connection
 
     def _marker(self, index_id: str) -> Path:
         return index_marker(self.db_dir, index_id)

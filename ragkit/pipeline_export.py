@@ -18,8 +18,6 @@ import pprint
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ragkit.errors import ConfigError
 
 # Row columns that describe the experiment or the results, not the pipeline.
@@ -28,6 +26,8 @@ _RECORD_ONLY = ("run_id", "experiment", "corpus", "corpus_id", "questions_key", 
 
 
 def _present(value: Any) -> bool:
+    import pandas as pd  # here: `ragkit --help` registers this command and must not pay for pandas
+
     return value is not None and not (isinstance(value, float) and math.isnan(value)) and value is not pd.NA
 
 

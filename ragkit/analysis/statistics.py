@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
 
 CONFIDENCE = 0.95
 # Relative size below which a standard error is rounding, not spread (see the module docstring).
@@ -93,6 +92,10 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     is 0: p 1 and the interval [0, 0]. ``p_note`` names the reason wherever p is NaN. A p that
     underflows to 0 is the smallest positive double.
     """
+    # Here, not at the top, and scipy.special rather than scipy.stats (the same functions under
+    # stats.t, a tenth of the import): a finished run's summary must start at once.
+    from scipy import sparse, special
+
     values = np.asarray(values, dtype="float64")
     if values.ndim == 1:
         values = values[:, None]
@@ -111,10 +114,10 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
         residual = np.where(has_unit, sums - counts * mean, 0.0)
         variance = g / (g - 1) * (residual ** 2).sum(axis=0) / n ** 2
         se = np.sqrt(variance)
-        critical = stats.t.ppf(0.5 + confidence / 2, np.maximum(g - 1, 1))
+        critical = special.stdtrit(np.maximum(g - 1, 1), 0.5 + confidence / 2)  # stats.t.ppf
         half = critical * se
         t_value = np.abs(mean) / se
-        p = 2 * stats.t.sf(t_value, np.maximum(g - 1, 1))
+        p = 2 * special.stdtr(np.maximum(g - 1, 1), -t_value)  # stats.t.sf
         unit_means = np.where(has_unit, sums / np.where(has_unit, counts, 1), np.nan)
         largest = np.nanmax(np.where(present, np.abs(values), 0.0), axis=0, initial=0.0)
     # No spread between units (rounding allowed for): t is 0/0 or x/0, which proves nothing.

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from llama_index.core.schema import Document
 
 from ragkit.corpus.store import CorpusInfo, ManifestEntry
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 LISTING_COLUMNS = ["name", "documents", "files", "size_mb", "types", "created"]
 DOCUMENT_COLUMNS = ["doc_id", "file_name", "file_type", "size_bytes", "documents", "pages", "chars", "ingested"]

@@ -17,9 +17,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-from llama_index.core.schema import Document
+from typing import TYPE_CHECKING, Any
 
 from ragkit.corpus.model import make_document
 from ragkit.corpus.parsers.code import CODE_LANGUAGES, parse_code
@@ -33,6 +31,9 @@ from ragkit.corpus.parsers.structured import parse_json, parse_jsonl, parse_yaml
 from ragkit.corpus.parsers.tabular import parse_csv
 from ragkit.corpus.validation import file_type_of
 from ragkit.errors import IngestError
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 # Part of the parse cache key: bump it when a parser's output changes, so files are re-parsed.
 # 2: PDFs read by pypdfium2 first (pypdf second); lone surrogates replaced; CSV read by the csv

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from llama_index.core.schema import Document
+from typing import TYPE_CHECKING, Any
 
 from ragkit.hashing import content_key, text_sha256
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 # Document metadata that describes positions inside the whole text; chunkers turn these into
 # per-chunk fields (page, breadcrumb) instead of copying the lists into every chunk.
@@ -16,6 +17,8 @@ POSITIONAL_METADATA = ("page_starts", "sections")
 
 def make_document(doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> Document:
     """A LlamaIndex Document whose id is the corpus' doc id (a relative path or a dataset id)."""
+    from llama_index.core.schema import Document  # importing llama_index costs seconds: only when a document is made
+
     meta = dict(metadata or {})
     meta["doc_id"] = doc_id
     return Document(id_=doc_id, text=text, metadata=meta)

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llama_index.core.schema import Document
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragkit.atomic import write_json_atomic
@@ -36,6 +36,9 @@ from ragkit.errors import ConfigError, IngestError
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
 from ragkit.locks import content_lock
 from ragkit.settings import get_settings
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 _CORPUS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 # file_type of the manifest entry that holds documents given already parsed (dataset corpora).

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
-
-from llama_index.core.schema import Document
+from typing import TYPE_CHECKING, Any
 
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.pipeline import Trace, stage_row
 from ragkit.qa import Question
 from ragkit.results.schema import EVAL_STAGE
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 # Characters kept on each side of an answer span for its reference context: about a paragraph.
 SPAN_CONTEXT_CHARS = 300

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llama_index.core.schema import Document
 from pydantic import Field
 
 from ragkit.corpus.model import make_document
@@ -12,6 +12,9 @@ from ragkit.errors import ConfigError
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.qa.squad import squad_paragraphs
 from ragkit.quoting import clipped
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 
 class _CorpusRow(RowModel):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-
-from llama_index.core.schema import Document
+from typing import TYPE_CHECKING
 
 from ragkit.qa.model import AnswerSpan, Question, QuestionSet
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import Document
 
 logger = logging.getLogger(__name__)
 

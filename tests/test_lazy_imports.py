@@ -1,0 +1,81 @@
+"""A finished experiment's re-run starts at once (issue 32 item 6): the commands that read results
+import no model runtime. Each command runs in a fresh child interpreter, which then lists the heavy
+packages it holds in ``sys.modules``; nothing is timed.
+
+What stays on ``ragkit run``'s path, by design: pandas/pyarrow (the results tables), llama_index
+(validating the config loads its component classes, which are LlamaIndex subclasses) and
+scipy.special (the summary's t intervals).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragkit.cli import main
+from tests.conftest import SAMPLE_DATASET
+
+REPO = Path(__file__).resolve().parents[1]
+# Model runtimes and the index store: only a step that embeds, searches or generates needs them.
+MODEL_RUNTIMES = ("torch", "sentence_transformers", "transformers", "lancedb", "lance", "scipy.stats",
+                  "statsmodels", "ray", "llama_cpp", "onnxruntime", "playwright", "sklearn")
+
+CHILD = """
+import json, sys
+from ragkit.cli import main
+try:
+    code = main(json.loads(sys.argv[1]))
+except SystemExit as stop:  # --help exits from argparse
+    code = stop.code
+print("HEAVY=" + json.dumps(sorted(name for name in json.loads(sys.argv[2]) if name in sys.modules)))
+sys.exit(code)
+"""
+
+
+def heavy_imports_of(argv: list[str], watched: tuple[str, ...]) -> tuple[list[str], str]:
+    """The ``watched`` packages a child interpreter has imported after ``ragkit <argv>``, and its output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argv), json.dumps(watched)], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    line = next(line for line in child.stdout.splitlines() if line.startswith("HEAVY="))
+    return json.loads(line.removeprefix("HEAVY=")), child.stdout
+
+
+@pytest.fixture
+def finished_results(tmp_path) -> tuple[Path, Path]:
+    """A small experiment (one chunker, bm25) run to completion in this process."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(f"name: tiny\ndataset: {{path: {SAMPLE_DATASET}, format: squad, limit: 3}}\n"
+                      "chunkers:\n  - type: token\n    params: {chunk_size: 256, chunk_overlap: 32}\n"
+                      "retrievers: [bm25]\ntop_k: [5]\n", encoding="utf-8")
+    out = tmp_path / "results"
+    assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
+    return config, out
+
+
+@pytest.mark.integration
+def test_rerun_of_a_finished_experiment_imports_no_model_runtime(finished_results):
+    config, out = finished_results
+    heavy, output = heavy_imports_of(["run", str(config), "--out", str(out), "--quiet"], MODEL_RUNTIMES)
+    assert "nothing new to compute" in output
+    assert heavy == []
+
+
+@pytest.mark.integration
+def test_report_of_finished_results_imports_no_model_runtime(finished_results):
+    _, out = finished_results
+    heavy, _ = heavy_imports_of(["report", str(out), "--out", str(out.parent / "report.md")],
+                                (*MODEL_RUNTIMES, "llama_index"))
+    assert heavy == []
+
+
+@pytest.mark.unit
+def test_help_imports_no_model_runtime_nor_scipy():
+    heavy, _ = heavy_imports_of(["--help"], (*MODEL_RUNTIMES, "llama_index", "scipy"))
+    assert heavy == []
