@@ -35,9 +35,9 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     },
     "retriever": {name: {"scope": "all"} for name in ("bm25", "dense", "hybrid", "mmr")},
     "judge": {
-        "answer_check": {}, "chunking": {}, "condense": {}, "enrichment": {}, "hyde": {}, "router": {},
-        "strategy": {},
-        "generator": {"history_turns": 4, "turn_chars": 300},
+        "answer_check": {}, "chunking": {}, "compression": {}, "condense": {}, "enrichment": {}, "hyde": {},
+        "router": {}, "strategy": {},
+        "generator": {"context_fit": "fixed", "history_turns": 4, "turn_chars": 300},
         "groundedness": {"accept_at": 0.8, "entailment_threshold": 0.7, "max_corrections": 2,
                          "min_retrieval_quality": 0.6, "on_fail": "off", "regenerate_at": 0.6},
         "multi_query": {"style": "generic"},
