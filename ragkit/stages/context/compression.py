@@ -49,8 +49,8 @@ def reply_model(count: int) -> type[CompressionReply]:
     """The reply schema for a chunk of ``count`` sentences: numbers 1..count, each at most once
     (a schema-constrained backend then cannot name a sentence the chunk does not have)."""
     numbers = Annotated[list[Annotated[int, Field(ge=1, le=count)]], Field(max_length=count)]
-    return create_model(f"CompressionReply{count}", __base__=CompressionReply,
-                        sentences=(numbers, Field(description="Numbers of the sentences that help answer the question.")))
+    described = Field(description="Numbers of the sentences that help answer the question.")
+    return create_model(f"CompressionReply{count}", __base__=CompressionReply, sentences=(numbers, described))
 
 
 SYSTEM = "You pick the sentences of a text that help answer a question. Reply with one JSON object only."
