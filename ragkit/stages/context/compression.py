@@ -57,11 +57,11 @@ SYSTEM = "You pick the sentences of a text that help answer a question. Reply wi
 
 EXAMPLE = (
     "Example:\n"
-    "Question: Why do cats purr?\n"
-    "[1] Cats purr when they are content.\n"
-    "[2] Stocks fell after the rate rise.\n"
-    "[3] Purring also helps cats heal.\n"
-    '{"sentences": [1, 3]}'
+    "Question: Why is the sky blue?\n"
+    "[1] Stocks fell after the rate rise.\n"
+    "[2] Air scatters blue light more than red light.\n"
+    "[3] Sunsets look red for the same reason.\n"
+    '{"sentences": [2, 3]}'
 )
 
 
