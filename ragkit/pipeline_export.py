@@ -7,7 +7,7 @@ module as a literal. The module builds it with ragkit's own executor pieces (the
 embedder, LanceDB index, retriever, judges and generator as LlamaIndex components), so it
 retrieves what the run retrieved over the same documents. Rebuilt over the run's own documents
 its run id is recomputed and must equal the exported one: a difference means a parameter the
-row does not record (an LLM option other than the model) and is reported.
+row does not record (a generator option, an LLM option other than the model) and is reported.
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ def config_from_run_row(row: dict[str, Any]) -> dict[str, Any]:
     if judges:
         config["judges"] = judges
     if bool(row.get("generator")):
-        options = _params(row, "generator")  # the options set away from their default
-        config["generator"] = {"params": options} if options else True
+        config["generator"] = True
     roles = {name.split(".", 1)[1]: _llm_spec(value) for name, value in row.items()
              if name.startswith("llm.") and _present(value)}
     if roles:

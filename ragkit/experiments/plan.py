@@ -281,14 +281,11 @@ def run_row(plan: Plan, step: RunStep) -> dict:
             row[f"ann.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
     if point.generator is not None:
-        # The parameters set away from their default (``generator.temperature``), so a row says how
-        # its answers were asked for. Only those: a run at the defaults has the row it always had,
-        # and the generator, one spec per experiment, is not a level that varies within one.
-        params = judge_registry.validate_params(point.generator.type, point.generator.params)
-        fields = type(params).model_fields
-        for name, value in params.model_dump(mode="json").items():
-            if name != "mode" and (fields[name].is_required() or value != fields[name].get_default()):
-                row[f"generator.{name}"] = _cell(value)
+        # Its options added later, only where set away from their default (the resolved spec
+        # holds only those), so a run that sets none has the row it always had.
+        added = judge_registry.params_model(point.generator.type).added_fields
+        for name in sorted(added & point.generator.params.keys()):
+            row[f"generator.{name}"] = _cell(point.generator.params[name])
     if point.web is not None:
         row["web"] = point.web.type
     if point.evaluation is not None:

@@ -5,7 +5,9 @@ the question: each chunk is split into sentences (``ragkit.text.sentence_spans``
 sentences, in their order, become the chunk's text. A chunk none of whose sentences bears on the
 question is dropped, as the design's extractor drops a document it has nothing to extract from.
 Kept chunks keep their id, score and metadata (document and offsets, so relevance is judged as
-before), plus ``compressed_from_chars``.
+before), plus ``compressed_from_chars``. The span metrics of the final context still read a
+kept chunk's original offsets, so a span in a sentence it lost counts as covered: compression
+shows in ``final_tokens``, in dropped chunks and in the answers, not in a kept chunk's span recall.
 
 Modes: ``off`` passes the chunks on untouched (the baseline the grid pairs with);
 ``heuristic`` keeps a sentence holding at least ``min_overlap`` of the question's content words
