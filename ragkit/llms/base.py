@@ -92,6 +92,15 @@ class LLMBackend(Component):
         the backend cannot know it (an OpenAI-compatible server names models, never hashes them)."""
         return None
 
+    def context_window(self) -> int | None:
+        """Tokens of prompt plus reply a generator may size its prompt to: the window the model is
+        run with (llama.cpp's ``n_ctx``, Ollama's ``num_ctx``: a backend's ``context_window``
+        parameter). None when the backend cannot know it (an OpenAI-compatible server does not
+        say), or when its model is too small to use a long context: the generator then keeps its
+        fixed limits (``ragkit.stages.answer.context_fit``)."""
+        window = getattr(self.params, "context_window", None)
+        return int(window) if isinstance(window, int) else None
+
     def problem(self) -> str | None:
         """Why this backend cannot answer now (missing package or model, server down), else None.
 

@@ -115,6 +115,13 @@ class LocalLLM(LLMBackend):
         except (ImportError, OSError):
             return None
 
+    def context_window(self) -> int | None:
+        """None for the bundled SmolLM2-135M: a 135M model loses the question in a long prompt, and
+        every prompt token is evaluated on the CPU, so its answers keep the fixed limits they were
+        tuned with (the generator's 400 characters a chunk, 2,000 in all). A GGUF of the user's own
+        (``model_path``) is sized from ``n_ctx``."""
+        return None if self.params.model_path is None else self.params.context_window
+
     def problem(self) -> str | None:
         if importlib.util.find_spec("llama_cpp") is None:
             return LLAMA_CPP_HINT

@@ -179,6 +179,7 @@ BUILT_IN_STAGES = {
     "retrieval": "ragkit.stages.retrieval.retrieval_judge:RetrievalJudge",
     "rerank": "ragkit.stages.context.rerank:RerankJudge",
     "enrichment": "ragkit.stages.context.enrichment:EnrichmentJudge",
+    "compression": "ragkit.stages.context.compression:CompressionJudge",
     "generator": "ragkit.stages.answer.generator:Generator",
     "groundedness": "ragkit.stages.answer.groundedness:GroundednessJudge",
     "answer_check": "ragkit.stages.answer.answer_check:AnswerCheckJudge",

@@ -70,7 +70,7 @@ ROLES: tuple[Role, ...] = (
 )
 ROLE_NAMES = tuple(role.name for role in ROLES)
 GROUP_TITLES = {"chunking": "Chunking", "query": "Query: routing and rewriting",
-                "retrieval": "Retrieval and its judges", "context": "Context: reranking and enrichment",
+                "retrieval": "Retrieval and its judges", "context": "Context: reranking, enrichment and compression",
                 "answer": "Answer: generation and its checks"}
 _BY_NAME = {role.name: role for role in ROLES}
 

@@ -461,13 +461,13 @@ def test_the_judges_are_listed_by_role_in_pipeline_order():
     assert_ok(app)
     titles = [group.title for group in stage_groups(judge_names())]
     assert titles == ["Chunking", "Query: routing and rewriting", "Retrieval and its judges",
-                      "Context: reranking and enrichment", "Answer: generation and its checks"]
+                      "Context: reranking, enrichment and compression", "Answer: generation and its checks"]
     shown = [element.value.strip("*") for element in app.markdown if element.value.strip("*") in titles]
     assert shown == titles
     # Reading each group's two columns row by row gives the pipeline's order, not the alphabet's.
     assert [stage.name for group in stage_groups(judge_names()) for stage in group.stages] == [
         "chunking", "router", "condense", "profile", "strategy", "hyde", "multi_query", "quality_gate", "retrieval",
-        "rerank", "enrichment", "groundedness", "answer_check"]
+        "rerank", "enrichment", "compression", "groundedness", "answer_check"]
 
 
 def test_judge_toggles_multiply_the_grid_and_the_config_round_trips(with_results):

@@ -4,7 +4,7 @@ with on. One data folder serves all five, as it would a user: chunks embedded fo
 are not embedded again for the next.
 
 The YAML files are run as written; the overrides only shrink the data (fewer documents and
-questions) and, for the agentic pipeline, the candidate list the 135M model reads.
+questions) and, for the agentic and plain pipelines, the candidate list the 135M model reads.
 """
 
 from __future__ import annotations
@@ -189,7 +189,8 @@ def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):
 
 
 def test_pipeline_reference_thresholds_and_abstains(shared):
-    out, _ = run(shared, "pipeline", f"dataset.path={shared['covidqa']}", "dataset.limit=2")
+    # Two chunks per question: the 135M model compresses each chunk in a call of its own.
+    out, _ = run(shared, "pipeline", f"dataset.path={shared['covidqa']}", "dataset.limit=2", "top_k=2")
     store = ResultStore(out)
     runs, retrievals, answers = store.read("runs"), store.read("retrievals"), store.read("answers")
     assert set(runs["embedder"]) == {"minilm"}  # no Ollama answering: the bundled embedder
@@ -204,9 +205,20 @@ def test_pipeline_reference_thresholds_and_abstains(shared):
     assert empty
     abstained = answered["answer"] == "I could not find this in the documents."
     assert {(r, q) for r, q, a in zip(answered["run_id"], answered["question_id"], abstained) if a} == set(empty)
+    # The design's model settings are the run's, and the embedded model keeps its fixed context limits.
+    assert runs["generator.temperature"].eq(0.1).all() and runs["generator.context_fit"].eq("window").all()
+    judgements = store.read("judgements")
+    assert all(d["context"]["sizing"] == "fixed" for d in decisions(judgements, "generator") if "context" in d)
+    # Compression: each chunk's decision is a choice of its sentences or a recorded fallback.
+    compression = judgements[judgements["judge"] == "compression"]
+    assert {d["method"] for d in decisions(judgements, "compression")} == {"heuristic", "llm"}
+    for decision, fell_back in zip(decisions(judgements, "compression"), compression["fell_back"]):
+        assert (fell_back and decision["kept"] == "whole") or decision["action"] in {"compressed", "kept whole",
+                                                                                   "dropped"}
     found = pairs(out, shared)
     assert frozenset({"dense(score_threshold=none)", "mmr(score_threshold=none)"}) in found["retriever"]
     assert frozenset({"dense(score_threshold=none)", "dense(score_threshold=0.7)"}) in found["retriever"]
+    assert {frozenset({"off", "heuristic"}), frozenset({"off", "llm"})} <= found["judge.compression"]
 
 
 def test_context_enhancement_pipeline_enriches_and_verifies(shared):

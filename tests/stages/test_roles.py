@@ -57,6 +57,8 @@ def test_every_built_in_stage_declares_a_role_and_they_run_in_the_old_fixed_orde
     # judge (added since) before the strategy judge that reads it.
     slots = ["chunking", "router", "condense", "profile", "strategy", "hyde", "multi_query", "quality_gate",
              "retrieval", "rerank", "enrichment", "generator", "groundedness", "answer_check"]
+    # Stages added since, each in its place in that order.
+    slots.insert(slots.index("enrichment") + 1, "compression")
     assert set(judges.names()) == set(BUILT_IN_STAGES) == set(slots)
     assert [cls.name for cls in in_pipeline_order(judges.get(name) for name in judges.names())] == slots
     assert ", ".join(ROLE_NAMES) == ROLE_LIST

@@ -13,6 +13,12 @@ answer when no chunk is left to answer from (no LLM call); ``feedback`` lists cl
 groundedness check did not find supported, for a regenerated answer; ``history`` shows the
 conversation before a follow-up question. ``converse`` answers without sources (the router's
 conversational route) and ``abstain`` answers "not found" without asking the model.
+
+Options added for the reference pipelines (issue 31), off by default: ``context_fit: window``
+shows whole chunks, as many as the model's context window holds (``context_fit``; the fixed
+limits stay for a model that declares no window, such as the bundled SmolLM2-135M), and
+``temperature`` samples the answers at that temperature instead of the LLM's own. Every answer
+records how its context was sized and what was cut (``decision["context"]``).
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.llms.calls import LLMResult
+from ragkit.llms.calls import LLMClient, LLMResult
+from ragkit.stages.answer.context_fit import ContextFitMode, fit_context
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
-from ragkit.stages.prompts import ConversationTurn, conversation_block, shown_chunks, with_source_names
+from ragkit.stages.prompts import ConversationTurn, conversation_block, with_source_names
 from ragkit.text import cited_numbers
 
 STAGE = "generate"
@@ -55,11 +62,21 @@ class GeneratorParams(JudgeParams):
     )
     history_turns: int = Field(default=4, ge=1, le=50, description="Turns of a conversation shown, latest last.")
     turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
+    context_fit: ContextFitMode = Field(
+        default="fixed", description="fixed: chunk_chars of each chunk, max_context_chars in all; window: whole "
+        "chunks first, as many as the model's context window holds beside the prompt and max_tokens (a model "
+        "that declares no window, such as the bundled SmolLM2-135M, keeps the fixed limits).",
+    )
+    temperature: float | None = Field(
+        default=None, ge=0.0, le=2.0,
+        description="Sampling temperature of the answers; default: the LLM's own (its params, 0 unless set).",
+    )
+
     show_file_name: bool = Field(
         default=False, description="Show each chunk's source file name before its text: (file: notes.txt).")
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "system_prompt", "abstain_text", "history_turns", "turn_chars", "show_file_name"}
+        "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name"}
 
 
 class GeneratorReply(BaseModel):
@@ -128,20 +145,26 @@ class Generator(Judge):
         With ``abstain_text`` set and no chunk to show, the answer is that text and no call is made."""
         started = time.perf_counter()
         p = self.params
-        shown = shown_chunks(nodes, p.max_chunks, p.chunk_chars, p.max_context_chars)
+        system = p.system_prompt or SYSTEM
+        conversation = conversation_block(history, p.history_turns, p.turn_chars)
+        around = build_prompt(query, [], p.constrained, feedback or (), conversation)  # the prompt but its sources
+        fitted = fit_context(nodes, p.context_fit, max_chunks=p.max_chunks, chunk_chars=p.chunk_chars,
+                             max_context_chars=p.max_context_chars,
+                             window_tokens=self.client().backend.context_window(), answer_tokens=p.max_tokens,
+                             prompt_chars=len(around) + len(system))
+        shown = fitted.shown
         if not shown and p.abstain_text is not None:
             return self.abstain(query, "no chunk left to answer from", trace)
-        conversation = conversation_block(history, p.history_turns, p.turn_chars)
         texts = with_source_names(shown) if p.show_file_name else [text for _, text in shown]
         prompt = build_prompt(query, texts, p.constrained, feedback or (), conversation)
         summary = f"{query} | {len(shown)} chunks"
-        decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown]}
+        decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown],
+                                    "context": fitted.record}
         if feedback:
             decision["feedback"] = list(feedback)
         try:
-            result = self.llm_client().call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
-                                            system=p.system_prompt or SYSTEM, max_tokens=p.max_tokens,
-                                            cache_salt=self.cache_salt())
+            result = self.client().call(prompt, stage=STAGE, schema=GeneratorReply if p.constrained else None,
+                                        system=system, max_tokens=p.max_tokens, cache_salt=self.cache_salt())
         except LLMError as call_error:
             trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
                                      fell_back=True, error=str(call_error)))
@@ -182,8 +205,8 @@ class Generator(Judge):
         summary = f"{query} | conversational"
         decision: dict[str, Any] = {"prompt": prompt, "route": "conversational"}
         try:
-            result = self.llm_client().call(prompt, stage=STAGE, system=CONVERSE_SYSTEM, max_tokens=p.max_tokens,
-                                            cache_salt=self.cache_salt())
+            result = self.client().call(prompt, stage=STAGE, system=CONVERSE_SYSTEM, max_tokens=p.max_tokens,
+                                        cache_salt=self.cache_salt())
         except LLMError as call_error:
             trace.add(self.judgement(summary, {**decision, "action": "no answer"}, started=started,
                                      fell_back=True, error=str(call_error)))
@@ -193,6 +216,13 @@ class Generator(Judge):
         trace.add(self.judgement(summary, {**decision, "answer": text}, result, started=started,
                                  fell_back=error is not None, error=error))
         return Answer(text, [], prompt, valid=error is None, error=error)
+
+    def client(self) -> LLMClient:
+        """The LLM client, at the answers' own ``temperature`` when one is set (the same cache,
+        model and usage records; another cache key, since the replies may differ)."""
+        client = self.llm_client()
+        temperature = self.params.temperature
+        return client if temperature is None else client.with_backend_params(temperature=temperature)
 
     def _read(self, result: LLMResult) -> tuple[str, list[int], str | None]:
         """``(answer text, cited numbers, error)`` of a reply; an error marks the answer invalid."""

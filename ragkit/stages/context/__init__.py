@@ -1,1 +1,2 @@
-"""Context stages: the rerank judge and context enrichment, between retrieval and the generator."""
+"""Context stages: the rerank judge, context enrichment and contextual compression, between retrieval
+and the generator."""
