@@ -1,10 +1,11 @@
 """The five reference pipelines (experiments/reference/) run offline end to end through the CLI on
-the embedded models, each on a few questions, and each report pairs every switchable piece off
-with on. One data folder serves all five, as it would a user: chunks embedded for one pipeline
+the embedded models, each on a few questions, and each report pairs the switchable pieces off
+with on (the agentic file's 384 configurations run with four pieces pinned at their design level). One data folder serves all five, as it would a user: chunks embedded for one pipeline
 are not embedded again for the next.
 
 The YAML files are run as written; the overrides only shrink the data (fewer documents and
-questions) and, for the agentic and plain pipelines, the candidate list the 135M model reads.
+questions) and, for the agentic and plain pipelines, the candidate list the 135M model reads, and
+pin the agentic pieces named there.
 """
 
 from __future__ import annotations
@@ -107,13 +108,17 @@ def test_judges_pipeline_pairs_the_chunking_and_retrieval_judges(shared):
     assert frozenset({"off", "llm"}) in found["judge.retrieval"]
 
 
-def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
+def test_agentic_pipeline_pairs_its_toggled_pieces(shared):
+    # The file's 384 configurations are too many for the 135M model in a test: condense, strategy,
+    # multi-query and rerank are pinned at the design's LLM level (their pairs are in the plan,
+    # tests/experiments/test_reference_design.py), the other four pieces stay toggled.
     out, _ = run(shared, "agentic", f"dataset.path={shared['multiturn']}", "dataset.limit=1", "top_k=6",
                  "judges.rerank.params.prefilter_n=4", "judges.rerank.params.top_n=2",
-                 "judges.multi_query.params.top_k=6")
+                 "judges.multi_query.params.top_k=6", "judges.condense=llm", "judges.strategy=llm",
+                 "judges.multi_query.mode=llm", "judges.rerank.mode=llm")
     store = ResultStore(out)
     runs, judgements = store.read("runs"), store.read("judgements")
-    assert len(runs) == 192
+    assert len(runs) == 16
     # Two-stage rerank: BM25 keeps 4 of the candidates, the LLM sees only those.
     rerank = decisions(judgements, "rerank")
     prefilter = [d for d in rerank if d.get("stage") == "prefilter"]
@@ -142,8 +147,7 @@ def test_agentic_pipeline_pairs_each_of_its_five_pieces(shared):
     # The design's groundedness level splits claims with the LLM (or records why it fell back).
     assert any(d.get("claim_split") == "llm" for d in decisions(judgements, "groundedness"))
     found = pairs(out, shared)
-    for factor in ("judge.router", "judge.condense", "judge.multi_query", "judge.strategy", "judge.rerank",
-                   "judge.quality_gate", "judge.groundedness", "judge.answer_check"):
+    for factor in ("judge.router", "judge.quality_gate", "judge.groundedness", "judge.answer_check"):
         assert found.get(factor), f"no pair of levels for {factor}"
 
 
