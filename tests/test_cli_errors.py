@@ -79,7 +79,7 @@ CASES = [
     ("run: unknown nested key", ["run", "{d}/nested_key.yaml"], 2,
      ["unknown field 'dataset.fromat'", "valid fields of 'dataset': path, format, split, limit"]),
     ("run: unknown chunker", ["run", "{d}/chunker.yaml"], 2,
-     ["chunkers.0: unknown chunker 'documnt'", "Valid choices: code, document, llm_semantic, markdown, recursive"]),
+     ["chunkers.0: unknown chunker 'documnt'", "Valid choices: by_file_type, code, document, llm_semantic, markdown, recursive"]),
     ("run: unknown retriever", ["run", "{d}/retriever.yaml"], 2,
      ["retrievers.0: unknown retriever 'bm26'", "Valid choices: bm25, dense, hybrid, mmr"]),
     ("run: unknown embedder", ["run", "{d}/embedder.yaml"], 2,

@@ -149,7 +149,7 @@ def test_a_bad_judge_config_names_the_judge_and_the_valid_choices(tmp_path, rule
     dataset = write_beir(tmp_path / "beir")
     with pytest.raises(ValueError, match=re.escape("no mode 'heuristic'. Valid modes: off, llm, both")):
         config(dataset, judges={"retrieval": "heuristic"})
-    valid = "unknown judge ['reranker']. Valid judges: answer_check, chunking, condense"
+    valid = "unknown judge ['reranker']. Valid judges: answer_check, chunking, compression, condense"
     with pytest.raises(ValueError, match=re.escape(valid)):
         config(dataset, judges={"reranker": "llm"})
     with pytest.raises(ValueError, match="top_n"):
