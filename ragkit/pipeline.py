@@ -26,12 +26,16 @@ it took before follow-ups existed.
 Each step is timed, and the LLM usage of the calls made during the step is attached to it, so
 the ``stages`` table shows per question what every judge cost in seconds, calls and tokens. A
 step that runs again (a correction round) is a row of its own.
+
+This module routes a question and finds its context; the step accounting is
+``ragkit.pipeline_steps`` and the answer's checks (groundedness, correction, the answer check and
+its late tier) ``ragkit.pipeline_checks``, both mixed into ``Pipeline``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -40,10 +44,9 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 
 from ragkit.errors import WebSearchError
-from ragkit.llms.calls import LLMClient, StageUsage
-from ragkit.results import USAGE_FIELDS
-from ragkit.stages.answer.answer_retry import AnswerAttempt, AnswerRetry
-from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
+from ragkit.llms.calls import LLMClient
+from ragkit.pipeline_checks import AnswerChecks
+from ragkit.pipeline_steps import OpenStep, stage_row
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.base import Judgement, JudgeTrace
@@ -54,6 +57,8 @@ if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.retrievers.cache import RetrievalCache
     from ragkit.retrievers.semantic_cache import CacheLookup
     from ragkit.retrievers.switchable import SwitchableRetriever
+
+__all__ = ["NOT_PER_QUESTION", "NO_WEB_PROVIDER", "Pipeline", "Trace", "stage_row"]
 
 NO_WEB_PROVIDER = "no web search provider is configured (set `web:` in the experiment; none ships offline)"
 
@@ -82,43 +87,13 @@ class Trace:
         return self.answer is not None and self.answer.abstained
 
 
-def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_seconds: float = 0.0) -> dict[str, Any]:
-    """A ``stages`` row: the step's seconds plus the LLM usage of its calls (zeros without).
-
-    Like a reused index, which reports the time it took to build, a reply read from the cache
-    counts the time it took to generate, and a search answered by the retrieval cache the time
-    the search took (``replayed_seconds``): seconds is what the step costs this configuration,
-    and backend_calls what this run actually sent."""
-    usage = list(usage)
-    row: dict[str, Any] = {"stage": stage,
-                           "seconds": seconds + replayed_seconds + sum(item.replayed_seconds for item in usage)}
-    for name in USAGE_FIELDS:
-        row[name] = sum(getattr(item, name) for item in usage)
-    # A step is cached when it made LLM calls and all were answered from the cache.
-    row["cached"] = bool(usage) and all(item.cache_hit for item in usage)
-    return row
-
-
-@dataclass
-class _OpenStep:
-    """A step being run: the usage and replayed search time it has had, the seconds of its inner steps."""
-
-    usage: list[StageUsage] = field(default_factory=list)
-    replayed: float = 0.0
-    inner_seconds: float = 0.0
-
-    def take(self, usage: list[StageUsage], replayed: float) -> None:
-        self.usage += usage
-        self.replayed += replayed
-
-
 # Roles whose stages run outside ``Pipeline.answer``: the chunk step, and the transforms that
 # ``ragkit.stages.wiring`` builds into ``retriever``.
 NOT_PER_QUESTION = ("chunking", "transform")
 
 
 @dataclass
-class Pipeline:
+class Pipeline(AnswerChecks):
     """``retriever`` may already be a query-transform stage wrapping the base retriever, which
     may be a ``SwitchableRetriever`` (``switchable``) when the strategy can change per query.
     ``stages``: the other stages that are on, in any order; each runs in its declared role."""
@@ -136,7 +111,7 @@ class Pipeline:
     retrieval_cache: RetrievalCache | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
-    _open_steps: list[_OpenStep] = field(default_factory=list, init=False, repr=False)
+    _open_steps: list[OpenStep] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.roles = by_role(list(self.stages))
@@ -149,32 +124,6 @@ class Pipeline:
         """The stage of a role that takes one (``roles.Role.single``), or None."""
         stages = self.roles[role]
         return stages[0] if stages else None
-
-    def _drain(self) -> list[StageUsage]:
-        return [usage for client in self.clients for usage in client.drain_usage()]
-
-    def _replayed(self) -> float:
-        return sum(searcher.drain_replayed_seconds() for searcher in self.searchers)
-
-    def _step(self, trace: Trace, stage: str, work: Callable[[], Any]) -> Any:
-        """Run ``work`` as one ``stages`` row. A step inside a step (the rerank of each attempt of a
-        gate after rerank) is a row of its own, and the enclosing row keeps only the rest: its own
-        seconds, calls and replayed searches, so no cost is counted twice."""
-        if self._open_steps:  # what the enclosing step used so far is its own
-            self._open_steps[-1].take(self._drain(), self._replayed())
-        own = _OpenStep()
-        self._open_steps.append(own)
-        started = self.clock()
-        try:
-            result = work()
-        finally:
-            self._open_steps.pop()
-        elapsed = self.clock() - started
-        if self._open_steps:
-            self._open_steps[-1].inner_seconds += elapsed
-        own.take(self._drain(), self._replayed())
-        trace.stages.append(stage_row(stage, elapsed - own.inner_seconds, own.usage, own.replayed))
-        return result
 
     def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None,
                documents: Sequence[str] | None = None) -> Trace:
@@ -353,98 +302,3 @@ class Pipeline:
             self._retry_answer(trace, checker, generator, question, query, history, judged, can_re_retrieve)
         else:
             self._check_answer(trace, judged)
-
-    def _check_groundedness(self, trace: Trace, groundedness: Any, generator: Any,
-                            question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
-                            retrieval_quality: float | None, can_re_retrieve: bool) -> None:
-        answer = trace.answer
-        assert answer is not None  # _generate_and_check set it
-        if answer.abstained:
-            trace.groundedness_error = "the generator abstained: no claims to check"
-            return
-        if not answer.text:
-            trace.groundedness_error = f"no answer to check: {answer.error or 'empty answer'}"
-            return
-
-        def check(candidate: Answer, nodes: list[NodeWithScore]) -> tuple[float | None, Judgement | None]:
-            contexts = [node.node.get_content() for node in nodes]
-            return self._step(trace, f"judge:{groundedness.name}",
-                              lambda: groundedness.judge(question, candidate.text, contexts, judged))
-
-        score, judgement = check(answer, trace.nodes)
-        if groundedness.params.on_fail != "off":
-            def regenerate(nodes: list[NodeWithScore], unsupported: list[str]) -> Answer:
-                return self._step(trace, "correct:regenerate", lambda: generator.generate(
-                    question, nodes, judged, feedback=unsupported, history=history))
-
-            def re_retrieve(refined: str) -> list[NodeWithScore]:
-                # The new context goes through the same context stages (rerank, enrichment) as the first.
-                return self._context(trace, refined, self._step(
-                    trace, "correct:re_retrieve", lambda: self.retriever.retrieve(refined)), judged)
-
-            switchable = self.switchable if can_re_retrieve else None
-            result = HallucinationCorrector(groundedness.params).run(
-                query, Attempt(answer, list(trace.nodes), score, judgement), regenerate=regenerate,
-                re_retrieve=re_retrieve if can_re_retrieve else None, check=check,
-                retrieval_quality=retrieval_quality, trace=judged,
-                switch=switchable.use if switchable is not None else None,
-                strategy=switchable.current if switchable is not None else None)
-            trace.answer, trace.nodes, score, judgement = result.answer, list(result.nodes), result.score, \
-                result.judgement
-        trace.groundedness = score
-        if score is None and judgement is not None:
-            trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
-
-    def _retry_answer(self, trace: Trace, checker: Any, generator: Any, question: str, query: str,
-                      history: Sequence[Any], judged: JudgeTrace, can_re_retrieve: bool) -> None:
-        """The late tier (``answer_check.retry``, ``ragkit.stages.answer.answer_retry``): grade, retry
-        a failed answer by its issue, keep the best attempt. A kept retry is checked for
-        groundedness again (no correction), so that score is the final answer's."""
-        answer = trace.answer
-        assert answer is not None  # the caller checked it
-
-        def grade(candidate: Answer, nodes: list[NodeWithScore]) -> tuple[dict[str, float | None], Judgement | None]:
-            contexts = [node.node.get_content() for node in nodes]
-            return self._step(trace, f"judge:{checker.name}",
-                              lambda: checker.grade(trace.question, candidate.text, contexts, judged))
-
-        def regenerate(nodes: list[NodeWithScore], feedback: list[str]) -> Answer:
-            return self._step(trace, "retry:regenerate", lambda: generator.generate(
-                question, nodes, judged, feedback=feedback or None, history=history))
-
-        def re_retrieve(retry_query: str) -> list[NodeWithScore]:
-            return self._context(trace, retry_query, self._step(
-                trace, "retry:re_retrieve", lambda: self.retriever.retrieve(retry_query)), judged)
-
-        switchable = self.switchable if can_re_retrieve else None
-        scores, judgement = grade(answer, trace.nodes)
-        result = AnswerRetry(checker.params).run(
-            query, AnswerAttempt(answer, list(trace.nodes), scores, judgement), grade=grade, regenerate=regenerate,
-            re_retrieve=re_retrieve if can_re_retrieve else None, trace=judged,
-            switch=switchable.use if switchable is not None else None,
-            strategy=switchable.current if switchable is not None else None)
-        trace.answer, trace.nodes, trace.answer_check = result.answer, list(result.nodes), result.scores
-        if all(value is None for value in result.scores.values()) and judgement is not None:
-            trace.answer_check_error = judgement.error  # the reason the reply was unusable
-        if result.kept and (verify := self._one("verify")) is not None:
-            contexts = [node.node.get_content() for node in trace.nodes]
-            kept = result.answer
-            score, grounded = self._step(trace, f"judge:{verify.name}",
-                                         lambda: verify.judge(question, kept.text, contexts, judged))
-            trace.groundedness = score
-            trace.groundedness_error = None if score is not None or grounded is None else \
-                grounded.decision.get("no_score_reason") or grounded.error
-
-    def _check_answer(self, trace: Trace, judged: JudgeTrace) -> None:
-        if (checker := self._one("check")) is None:
-            return
-        answer = trace.answer
-        if answer is None or not answer.text or answer.abstained:
-            trace.answer_check_error = "no answer to check" if answer is None or not answer.text else \
-                "the generator abstained"
-            return
-        contexts = [node.node.get_content() for node in trace.nodes]
-        trace.answer_check = self._step(trace, f"judge:{checker.name}",
-                                        lambda: checker.check(trace.question, answer.text, contexts, judged))
-        if all(value is None for value in trace.answer_check.values()) and judged.judgements:
-            trace.answer_check_error = judged.judgements[-1].error  # the reason the reply was unusable
