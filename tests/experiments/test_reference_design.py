@@ -41,7 +41,7 @@ MIN_COMPONENTS = {
     "agentic": 9,
     "dynamic_documents": 6,
     "context_enhancement": 7,
-    "pipeline": 4,
+    "pipeline": 6,
 }
 
 
