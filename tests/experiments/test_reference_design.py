@@ -41,7 +41,7 @@ MIN_COMPONENTS = {
     "agentic": 9,
     "dynamic_documents": 6,
     "context_enhancement": 7,
-    "pipeline": 4,
+    "pipeline": 6,
 }
 
 
@@ -105,10 +105,11 @@ def _parse_item(block: str, number: int, text: str, source: str) -> HeaderLine:
 
 
 def cell_matches(cell: object, written: str) -> bool:
-    """A runs-table cell against the header's text: booleans as ``true``/``false``, numbers by
-    value (``15`` is ``15.0``), strings exactly; an empty cell (None) matches nothing."""
+    """A runs-table cell against the header's text: booleans as ``true``/``false`` (any case, as
+    YAML reads them), numbers by value (``15`` is ``15.0``), strings exactly; an empty cell (None)
+    matches nothing."""
     if isinstance(cell, bool):
-        return written in ("true", "false") and cell == (written == "true")
+        return written.lower() in ("true", "false") and cell == (written.lower() == "true")
     if isinstance(cell, (int, float)):
         try:
             return math.isclose(cell, float(written))
@@ -227,7 +228,8 @@ def test_a_header_without_a_block_fails():
 @pytest.mark.unit
 @pytest.mark.parametrize(("cell", "written", "expected"), [
     (15, "15", True), (0.4, "0.4", True), (15, "15.0", True), (15, "16", False),
-    (True, "true", True), (False, "true", False), (1, "true", False),
+    (True, "true", True), (True, "True", True), (False, "true", False), (False, "FALSE", True),
+    (1, "true", False), (True, "yes", False),
     ("bm25", "bm25", True), ("off", "off", True), (None, "None", False), ("llm", "heuristic", False),
 ])
 def test_cells_match_by_value(cell, written, expected):
