@@ -24,7 +24,6 @@ import threading
 import uuid
 from collections.abc import Iterable
 
-
 RECORD_DIR = "cache_keys"
 RECORD_FORMAT = 1
 LLM = "llm"
