@@ -22,13 +22,15 @@ def _cmd_size(args: argparse.Namespace) -> int:
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:
-    from ragkit.cache_admin import parse_duration, prune_caches
+    from ragkit.cache_admin import keep_set, parse_duration, prune_caches
     from ragkit.settings import get_settings
 
     seconds = parse_duration(args.older_than)
+    keep = keep_set(args.keep_runs) if args.keep_runs else None  # every folder checked before anything goes
     verb = "would remove" if args.dry_run else "removed"
-    for result in prune_caches(get_settings().resolved_data_dir(), seconds, dry_run=args.dry_run):
-        print(f"{result.cache}: {verb} {result.removed} entries older than {args.older_than}, "
+    kept_for = f" (keeping what {len(args.keep_runs)} results folder(s) need)" if args.keep_runs else ""
+    for result in prune_caches(get_settings().resolved_data_dir(), seconds, dry_run=args.dry_run, keep=keep):
+        print(f"{result.cache}: {verb} {result.removed} entries older than {args.older_than}{kept_for}, "
               f"{result.kept} kept")
     return 0
 
@@ -37,9 +39,12 @@ def add_cache_parser(sub: argparse._SubParsersAction) -> None:
     cache = sub.add_parser("cache", help="size of the LLM, retrieval and embedding caches, or prune old entries")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     cache_sub.add_parser("size", help="entries, MB and oldest/newest write per cache").set_defaults(func=_cmd_size)
-    prune = cache_sub.add_parser("prune", help="remove LLM and retrieval cache entries written before a limit "
-                                               "(they are recomputed when asked for again)")
+    prune = cache_sub.add_parser("prune", help="remove LLM, retrieval and embedding cache entries written before "
+                                               "a limit (they are recomputed when asked for again)")
     prune.add_argument("--older-than", default="30d", metavar="DURATION",
                        help="age limit: a number and s, m, h, d or w (default: 30d)")
+    prune.add_argument("--keep-runs", nargs="+", default=[], metavar="DIR",
+                       help="results folders whose recorded cache entries are kept whatever their age "
+                            "(a folder without records is an error)")
     prune.add_argument("--dry-run", action="store_true", help="count what would be removed, remove nothing")
     prune.set_defaults(func=_cmd_prune)

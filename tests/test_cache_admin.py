@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_sizes_count_entries_bytes_and_ages(tmp_path):
 
 def test_prune_removes_only_entries_older_than_the_limit(tmp_path):
     _fill(tmp_path, [1, 5, 40], [2, 29.9, 30.1, 60])
-    llm, retrieval = prune_caches(tmp_path, parse_duration("30d"), clock=lambda: NOW)
+    llm, retrieval, _ = prune_caches(tmp_path, parse_duration("30d"), clock=lambda: NOW)
     assert (llm.removed, llm.kept) == (1, 2)
     assert (retrieval.removed, retrieval.kept) == (2, 2)
     ages = sorted(round((NOW - t) / DAY, 1) for (t,) in connect(tmp_path / "retrieval_cache")
@@ -75,14 +76,14 @@ def test_prune_of_old_per_file_retrieval_entries(tmp_path):
     legacy.write_text(json.dumps({"format": 1}), encoding="utf-8")
     os.utime(legacy, (NOW - 10 * DAY, NOW - 10 * DAY))
     assert cache_sizes(tmp_path)[1].entries == 1
-    (_, retrieval) = prune_caches(tmp_path, parse_duration("1w"), clock=lambda: NOW)
+    (_, retrieval, _) = prune_caches(tmp_path, parse_duration("1w"), clock=lambda: NOW)
     assert retrieval.removed == 1 and not legacy.exists()
 
 
 def test_a_dry_run_counts_and_removes_nothing(tmp_path):
     _fill(tmp_path, [1, 40], [2, 60])
     before = cache_sizes(tmp_path)
-    llm, retrieval = prune_caches(tmp_path, parse_duration("30d"), dry_run=True, clock=lambda: NOW)
+    llm, retrieval, _ = prune_caches(tmp_path, parse_duration("30d"), dry_run=True, clock=lambda: NOW)
     assert (llm.removed, llm.kept, retrieval.removed, retrieval.kept) == (1, 1, 1, 1)
     assert cache_sizes(tmp_path)[:2] == before[:2]
 
@@ -114,6 +115,7 @@ def test_cli_size_and_prune(capsys, tmp_path, monkeypatch):
 
 _WRITER = """
 import sys
+import time
 from ragkit.index import CHUNK_COLUMNS, Hit
 from ragkit.retrievers.cache import RetrievalCache
 cache = RetrievalCache(sys.argv[1])
@@ -146,3 +148,92 @@ def test_the_retrieval_cache_travels_to_another_process(tmp_path):
     cache.flush()
     copy = pickle.loads(pickle.dumps(cache))
     assert copy.get("k" * 32)[1] == 0.5
+
+
+def test_kept_keys_survive_whatever_their_age(tmp_path):
+    _fill(tmp_path, [40, 50], [60, 70])
+    keep = {"llm": {"00" + "a" * 30}, "retrieval": {"01" + "b" * 30}}
+    llm, retrieval, _ = prune_caches(tmp_path, parse_duration("30d"), keep=keep, clock=lambda: NOW)
+    assert (llm.removed, llm.kept, retrieval.removed, retrieval.kept) == (1, 1, 1, 1)
+    assert LLMCache(tmp_path / "llm_cache").get("00" + "a" * 30) is not None
+    assert LLMCache(tmp_path / "llm_cache").get("01" + "a" * 30) is None
+    cache = RetrievalCache(tmp_path / "retrieval_cache")
+    assert cache.get("01" + "b" * 30) is not None and cache.get("00" + "b" * 30) is None
+
+
+def _vectors(data_dir: Path, keys: list[str], age_days: float) -> Path:
+    """An embedding table holding ``keys``, its files last written ``age_days`` before NOW."""
+    import numpy as np
+
+    from ragkit.embedders.cache import EmbeddingCache
+
+    EmbeddingCache(data_dir / "embeddings", "emb1").add(keys, np.ones((len(keys), 4), np.float32))
+    table = data_dir / "embeddings" / "embeddings_emb1.lance"
+    for path in table.rglob("*"):
+        os.utime(path, (NOW - age_days * DAY, NOW - age_days * DAY))
+    return table
+
+
+def _vector_keys(data_dir: Path) -> list[str]:
+    from ragkit.embedders.cache import EmbeddingCache
+
+    return sorted(EmbeddingCache(data_dir / "embeddings", "emb1").lookup([f"k{n}" for n in range(5)]))
+
+
+def test_embeddings_older_than_the_limit_are_pruned_except_kept_keys(tmp_path):
+    _vectors(tmp_path, [f"k{n}" for n in range(5)], age_days=40)
+    keep = {"embeddings/emb1": {"k1", "k3"}, "embeddings/other": {"k0"}}
+    *_, dry = prune_caches(tmp_path, parse_duration("30d"), keep=keep, dry_run=True, clock=lambda: NOW)
+    assert (dry.removed, dry.kept) == (3, 2) and len(_vector_keys(tmp_path)) == 5
+    *_, vectors = prune_caches(tmp_path, parse_duration("30d"), keep=keep, clock=lambda: NOW)
+    assert (vectors.removed, vectors.kept) == (3, 2) and _vector_keys(tmp_path) == ["k1", "k3"]
+    assert cache_sizes(tmp_path)[2].entries == 2
+
+
+def test_a_young_embedding_table_is_kept_whole(tmp_path):
+    _vectors(tmp_path, ["k0", "k1"], age_days=2)
+    *_, vectors = prune_caches(tmp_path, parse_duration("30d"), clock=lambda: NOW)
+    assert (vectors.removed, vectors.kept) == (0, 2)
+    *_, vectors = prune_caches(tmp_path, parse_duration("1d"), clock=lambda: NOW)  # nothing kept: all go
+    assert (vectors.removed, vectors.kept) == (2, 0) and _vector_keys(tmp_path) == []
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from ragkit.locks import content_lock
+with content_lock(Path(sys.argv[1]), "embedder", "emb1"):
+    Path(sys.argv[2]).write_text("held")
+    time.sleep(60)
+"""
+
+
+@pytest.mark.integration
+def test_embedding_prune_is_refused_while_a_run_holds_the_embedders_lock(tmp_path, capsys, monkeypatch):
+    _vectors(tmp_path, ["k0", "k1"], age_days=40)
+    held = tmp_path / "held"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path), str(held)], env=env)
+    try:
+        for _ in range(600):
+            if held.exists() or holder.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert held.exists()
+        monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path))
+        assert main(["cache", "prune", "--older-than", "30d"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"process {holder.pid}" in err and "embedder emb1" in err
+        assert len(_vector_keys(tmp_path)) == 2  # nothing deleted
+    finally:
+        holder.kill()
+        holder.wait()
+    *_, vectors = prune_caches(tmp_path, parse_duration("30d"), clock=lambda: NOW)  # released: pruned now
+    assert vectors.removed == 2 and _vector_keys(tmp_path) == []
+
+
+def test_keep_runs_of_a_folder_that_is_not_results_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path))
+    assert main(["cache", "prune", "--keep-runs", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nowhere" in err and "no results folder" in err

@@ -208,6 +208,15 @@ class ArtefactBuilds:
         report.indexes_built += 1
         self._built.add(step.index_id)
 
+    def embedding_keys(self, plan: Plan, run: RunStep, report: ExecutionReport) -> tuple[str, list[str]] | None:
+        """(embedder key, text keys of the run's chunk set): the vectors its index is built from,
+        which ``ragkit cache prune --keep-runs`` keeps; None for an index without vectors."""
+        step = next(s for s in plan.index_steps if s.index_id == run.index_id)
+        if step.embedder is None:
+            return None
+        chunks = self.chunkset(plan, run.chunkset_id, report)
+        return component_key(embedders, step.embedder), chunks["text_sha"].tolist()
+
     def build_stage_rows(self, plan: Plan, run: RunStep) -> list[dict]:
         """The stage rows of the builds behind ``run`` (chunk set, index, full text if it searches
         text), ``cached`` where this execution did not build them."""

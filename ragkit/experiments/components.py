@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragkit.cache_use import CacheKeyLog
 from ragkit.embedders.base import embedders
 from ragkit.errors import BackendUnavailable
 from ragkit.experiments.plan import RunStep, component_key
@@ -24,8 +25,9 @@ REFERENCE_EMBEDDER = "minilm"
 class SharedComponents:
     """Embedders and LLM clients by component key, built on first use."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, key_log: CacheKeyLog | None = None) -> None:
         self.data_dir = data_dir
+        self.key_log = key_log  # the LLM cache keys every client uses (see ragkit.cache_use)
         self._embedders: dict[str, Any] = {}
         self._llm_clients: dict[str, LLMClient] = {}
 
@@ -33,7 +35,8 @@ class SharedComponents:
         """One client (and one loaded model) per backend spec, shared by every run and role."""
         key = component_key(llm_registry, spec)
         if key not in self._llm_clients:
-            self._llm_clients[key] = LLMClient.for_data_dir(llm_registry.build(spec), self.data_dir)
+            self._llm_clients[key] = LLMClient.for_data_dir(llm_registry.build(spec), self.data_dir,
+                                                             self.key_log)
         return self._llm_clients[key]
 
     def embedder(self, spec: ComponentSpec) -> Any:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ragkit.cache_use import CacheKeyLog, embeddings_cache, write_record
 from ragkit.errors import BackendUnavailable
 from ragkit.experiments.answering import ShardInterrupted, answer_shard, shard_questions
 from ragkit.experiments.assembly import assemble_pipeline, question_evaluator
@@ -71,9 +72,11 @@ class LocalExecutor:
         self.derived_dir = derived_dir
         self.store = store
         self.data_dir = data_dir or get_settings().resolved_data_dir()
-        self.components = SharedComponents(self.data_dir)
+        # The cache keys this process used since its last commit, recorded with each commit.
+        self.cache_keys = CacheKeyLog()
+        self.components = SharedComponents(self.data_dir, self.cache_keys)
         self.builds = ArtefactBuilds(derived_dir, self.data_dir, self.components)
-        self.retrieval_cache = RetrievalCache(self.data_dir / "retrieval_cache")
+        self.retrieval_cache = RetrievalCache(self.data_dir / "retrieval_cache", self.cache_keys)
 
     # The steps, each usable on its own (a Ray worker runs them one task at a time).
 
@@ -175,14 +178,20 @@ class LocalExecutor:
 
     def commit(self, plan: Plan, pending: PendingRun, answered: list[Question], tables: dict[str, pd.DataFrame],
                report: ExecutionReport, progress: Progress) -> None:
-        """Commit one shard's rows; the run's first shard also carries its run-level rows."""
+        """Commit one shard's rows; the run's first shard also carries its run-level rows. The
+        cache keys used since the last commit are recorded first (``ragkit.cache_use``): a crash
+        between the two keeps a few keys too many, never too few."""
         if not answered:
             return
         if pending.needs_run_rows:
             run_rows = self.run_level_tables(plan, pending.run, report)
             tables = {**tables, **{name: _concat(frame, tables.get(name, pd.DataFrame()))
                                    for name, frame in run_rows.items()}}
+            vectors = self.builds.embedding_keys(plan, pending.run, report)
+            if vectors is not None:
+                self.cache_keys.note_many(embeddings_cache(vectors[0]), vectors[1])
             pending.needs_run_rows = False
+        write_record(self.store, pending.run.run_id, self.cache_keys.drain())
         self.store.commit_shard(pending.run.run_id, [q.id for q in answered], tables,
                                 [q.content_key() for q in answered])
         pending.committed += len(answered)

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -63,6 +63,7 @@ class ShardResult:
     question_ids: list[str]
     tables: dict[str, pd.DataFrame]
     outage: tuple[str, str, str] | None = None
+    cache_keys: dict[str, list[str]] = field(default_factory=dict)  # the worker's, for the folder's record
 
 
 # One executor per worker process and folder pair: models, indexes and clients load once per worker.
@@ -135,8 +136,8 @@ def answer_shard_task(handle: PlanHandle, run_id: str, question_ids: list[str], 
     except ShardInterrupted as interrupted:
         cause = interrupted.cause
         return ShardResult([q.id for q in interrupted.answered], interrupted.tables,
-                           (cause.backend, cause.url, str(cause)))
-    return ShardResult(question_ids, tables)
+                           (cause.backend, cause.url, str(cause)), executor.cache_keys.drain())
+    return ShardResult(question_ids, tables, cache_keys=executor.cache_keys.drain())
 
 
 class RayExecutor(LocalExecutor):
@@ -272,6 +273,7 @@ class RayExecutor(LocalExecutor):
                 self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
                 continue
             answered = [q for q in shard if q.id in set(result.question_ids)]
+            self.cache_keys.absorb(result.cache_keys)
             self.commit(plan, pending, answered, result.tables, report, progress)
             if result.outage is not None:
                 backend, url, message = result.outage

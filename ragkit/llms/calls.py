@@ -21,6 +21,8 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic import BaseModel
 
 from ragkit.atomic import write_json_atomic
+from ragkit.cache_use import LLM as LLM_CACHE
+from ragkit.cache_use import CacheKeyLog
 from ragkit.errors import BackendUnavailable
 from ragkit.hashing import content_key
 from ragkit.llms.base import LLMBackend, Message
@@ -88,13 +90,16 @@ class StageUsage:
 class LLMCache:
     """One JSON file per reply, written atomically: a crash never leaves half an entry."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, key_log: CacheKeyLog | None = None) -> None:
         self.root = root
+        self.key_log = key_log  # notes each key read or written, for the results folder's record
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        if self.key_log is not None:
+            self.key_log.note(LLM_CACHE, key)
         path = self._path(key)
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
@@ -105,6 +110,8 @@ class LLMCache:
         return entry if entry.get("format") == CACHE_FORMAT and entry.get("key") == key else None
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
+        if self.key_log is not None:
+            self.key_log.note(LLM_CACHE, key)
         write_json_atomic(self._path(key), {"format": CACHE_FORMAT, "key": key, **entry})
 
 
@@ -112,10 +119,11 @@ class LLMClient:
     """Calls one backend through the cache and keeps usage records; safe to share across threads."""
 
     def __init__(
-        self, backend: LLMBackend, cache_dir: Path | None, *, clock: Callable[[], float] = time.perf_counter
+        self, backend: LLMBackend, cache_dir: Path | None, *, clock: Callable[[], float] = time.perf_counter,
+        key_log: CacheKeyLog | None = None,
     ) -> None:
         self.backend = backend
-        self.cache = LLMCache(cache_dir) if cache_dir is not None else None
+        self.cache = LLMCache(cache_dir, key_log) if cache_dir is not None else None
         self._clock = clock
         self._records: list[CallRecord] = []
         self._outages: list[BackendUnavailable] = []
@@ -125,8 +133,8 @@ class LLMClient:
         self._backend_time: list[float] = [0, 0.0]
 
     @classmethod
-    def for_data_dir(cls, backend: LLMBackend, data_dir: Path) -> LLMClient:
-        return cls(backend, data_dir / "llm_cache")
+    def for_data_dir(cls, backend: LLMBackend, data_dir: Path, key_log: CacheKeyLog | None = None) -> LLMClient:
+        return cls(backend, data_dir / "llm_cache", key_log=key_log)
 
     @overload
     def call(

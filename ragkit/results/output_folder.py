@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragkit.cache_use import RECORD_DIR as CACHE_RECORDS
 from ragkit.errors import ConfigError
 from ragkit.folders import open_folder
 from ragkit.results.schema import COMMITS, DAMAGED, MERGED, TABLES
@@ -13,7 +14,7 @@ from ragkit.results.schema import COMMITS, DAMAGED, MERGED, TABLES
 # A results folder has its runs or commit markers; a run stopped before its first file may have
 # left only its lock (and the lock's owner file).
 LAYOUT_MARKS = ("runs", COMMITS)
-RESULTS_NAMES = frozenset({*TABLES, COMMITS, MERGED, DAMAGED, ".lock", ".lock.owner"})
+RESULTS_NAMES = frozenset({*TABLES, COMMITS, MERGED, DAMAGED, CACHE_RECORDS, ".lock", ".lock.owner"})
 NAMES_SHOWN = 5
 NAME_CHARS = 60
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ragkit.cache_use import RETRIEVAL, CacheKeyLog
 from ragkit.hashing import content_key
 from ragkit.index import CHUNK_COLUMNS, Hit
 
@@ -56,8 +57,9 @@ def connect(root: Path) -> sqlite3.Connection:
 
 
 class RetrievalCache:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, key_log: CacheKeyLog | None = None) -> None:
         self.root = Path(root)
+        self.key_log = key_log  # notes each key read or written, for the results folder's record
         self._pending: dict[str, dict[str, Any]] = {}
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # one connection, shared by the executor's threads
@@ -73,7 +75,8 @@ class RetrievalCache:
         return self._connection
 
     def __getstate__(self) -> dict[str, Any]:
-        """Sent to another process (Ray, multiprocessing): the folder and pending entries only."""
+        """Sent to another process (Ray, multiprocessing): the folder and pending entries only
+        (not the key log: the receiving process records into its own)."""
         return {"root": self.root, "_pending": dict(self._pending)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -97,6 +100,8 @@ class RetrievalCache:
             return None  # missing or unreadable: searched again and rewritten
 
     def get(self, key: str) -> tuple[list[Hit], float] | None:
+        if self.key_log is not None:
+            self.key_log.note(RETRIEVAL, key)
         entry = self._pending.get(key) or self._stored(key)
         if entry is None:
             return None
@@ -110,6 +115,8 @@ class RetrievalCache:
             return None
 
     def put(self, key: str, hits: list[Hit], seconds: float) -> None:
+        if self.key_log is not None:
+            self.key_log.note(RETRIEVAL, key)
         self._pending[key] = {"format": CACHE_FORMAT, "key": key, "seconds": seconds,
                               "hits": [{"row": {c: _plain(hit.row[c]) for c in CHUNK_COLUMNS}, "score": hit.score}
                                        for hit in hits]}

@@ -23,13 +23,13 @@ def test_prune_keeps_young_entries_and_a_pruned_search_is_recomputed(tmp_path, s
     run_experiment(config_from_dict(CONFIG), tmp_path / "first")
     assert searches["n"] == 6 and cache_sizes(data_dir)[1].entries == 6
 
-    (_, retrieval) = prune_caches(data_dir, parse_duration("1d"))
+    (_, retrieval, _) = prune_caches(data_dir, parse_duration("1d"))
     assert (retrieval.removed, retrieval.kept) == (0, 6)
     run_experiment(config_from_dict(CONFIG), tmp_path / "again")
     assert searches["n"] == 6  # nothing searched: every entry was kept
 
     two_days_on = time.time() + 2 * 86_400
-    (_, retrieval) = prune_caches(data_dir, parse_duration("1d"), clock=lambda: two_days_on)
+    (_, retrieval, _) = prune_caches(data_dir, parse_duration("1d"), clock=lambda: two_days_on)
     assert (retrieval.removed, retrieval.kept) == (6, 0)
     run_experiment(config_from_dict(CONFIG), tmp_path / "after")
     assert searches["n"] == 12  # every pruned search done again
