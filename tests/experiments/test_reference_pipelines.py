@@ -1,6 +1,7 @@
 """The five reference pipelines (experiments/reference/) run offline end to end through the CLI on
 the embedded models, each on a few questions, and each report pairs the switchable pieces off
-with on (the agentic file's 384 configurations run with four pieces pinned at their design level). One data folder serves all five, as it would a user: chunks embedded for one pipeline
+with on (the agentic file's 384 configurations run with four pieces pinned at their design
+level). One data folder serves all five, as it would a user: chunks embedded for one pipeline
 are not embedded again for the next.
 
 The YAML files are run as written; the overrides only shrink the data (fewer documents and
