@@ -155,6 +155,7 @@ class Pipeline(AnswerChecks):
         self._drain()  # usage left over from an earlier question belongs to no stage here
         self._replayed()
         for searcher in self.searchers:
+            searcher.drain_cache_lookups()  # left by a question that failed: they belong to no question
             searcher.set_scope(list(scope) if scope is not None else None,
                                list(documents) if documents is not None else None)
         if missing := sorted({searcher.params.scope for searcher in self.searchers if searcher.scope_missing}):

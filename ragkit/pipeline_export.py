@@ -76,7 +76,10 @@ def config_from_run_row(row: dict[str, Any]) -> dict[str, Any]:
     if judges:
         config["judges"] = judges
     if bool(row.get("generator")):
-        config["generator"] = True
+        # The runs table names the generator options added since ids were pinned (set away from their
+        # default); the older ones (max_tokens, abstain_text, ...) are not in it, so not restored.
+        generator = _params(row, "generator")
+        config["generator"] = {"params": generator} if generator else True
     roles = {name.split(".", 1)[1]: _llm_spec(value) for name, value in row.items()
              if name.startswith("llm.") and _present(value)}
     if roles:

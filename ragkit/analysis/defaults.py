@@ -38,7 +38,8 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
     "judge": {
         "answer_check": {"gate_score": "min", "max_retries": 1, "retry": False, "retry_strategy": "same"},
         "chunking": {"show_file_name": False}, "compression": {}, "condense": {},
-        "enrichment": {"parent_summary": False}, "hyde": {}, "router": {"decisions": "one"}, "strategy": {},
+        "enrichment": {"parent_summary": False}, "hyde": {}, "profile": {}, "router": {"decisions": "one"},
+        "strategy": {},
         "generator": {"context_fit": "fixed", "history_turns": 4, "show_file_name": False, "turn_chars": 300},
         "groundedness": {"accept_at": 0.8, "entailment_threshold": 0.7, "max_corrections": 2,
                          "min_retrieval_quality": 0.6, "on_fail": "off", "re_retrieve_strategy": "same",

@@ -103,8 +103,13 @@ class Retriever(Component, BaseRetriever):
         """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
         ``named`` the ones the user chose (``scope: named_doc``); ``scope: all`` uses neither. Without
         any, the search covers every document and ``scope_missing`` says so (the pipeline records it):
-        a question that names no document is still answered, visibly unscoped."""
+        a question that names no document is still answered, visibly unscoped.
+
+        Called once per question, it also starts the question for the semantic cache: its own
+        searches are not matched."""
         self.where, self.scope_missing = None, False
+        if self._semantic is not None:
+            self._semantic.begin_question()
         if self.params.scope == "all":
             return
         chosen = doc_ids if self.params.scope == "question_doc" else named

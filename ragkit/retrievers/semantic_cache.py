@@ -12,8 +12,11 @@ the cache never crosses runs (another chunk set, retriever or parameters) and wi
 only matches queries searched under the same document scope (a cached hit list from other
 documents is never reused). It lives in memory and starts empty with the run's pipeline, so the
 hit rate depends on the order the questions are asked in (the plan's order) and a Ray shard or a
-resumed run starts its own. Unlike ``ragkit.retrievers.cache`` (exact searches, shared across
-runs and processes, results unchanged), it is never written to disk.
+resumed run starts its own. A question never reuses its own searches: the gate's reformulations,
+multi-query variants and re-retrievals of one question read alike and would get its first hits
+back (a retry turned into a no-op, and the hit rate inflated), so a lookup matches only entries
+added before the current question began (``begin_question``). Unlike ``ragkit.retrievers.cache``
+(exact searches, shared across runs and processes, results unchanged), it is never written to disk.
 
 The vectors are the query embeddings the retriever already computes (``Embedder.embed_query``,
 unit vectors), so the similarity is one matrix-vector product in numpy; at a run's scale (one
@@ -52,6 +55,7 @@ class _ScopeEntries:
     queries: list[str] = field(default_factory=list)
     vectors: list[np.ndarray] = field(default_factory=list)
     hits: list[list[Hit]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # each entry's place among all the cache's additions
     matrix: np.ndarray | None = None  # the vectors stacked, rebuilt after an addition
 
 
@@ -63,17 +67,25 @@ class SemanticCache:
             raise ValueError(f"semantic cache threshold must be in (0, 1], got {threshold}")
         self.threshold = threshold
         self._scopes: dict[str | None, _ScopeEntries] = {}
+        self._added = 0  # additions so far, every scope
+        self._question_start = 0  # additions before the current question
+
+    def begin_question(self) -> None:
+        """A new question: from now on, what is added is hidden from lookups until the next one."""
+        self._question_start = self._added
 
     def lookup(self, query: str, vector: np.ndarray, where: str | None) -> tuple[list[Hit] | None, CacheLookup]:
         """The hits of the nearest cached query of this scope when its cosine is at least the
         threshold (else None), and the lookup's record."""
         started = time.perf_counter()
         entries = self._scopes.get(where)
-        if entries is None or not entries.queries:
+        # Entries are appended in order, so those of earlier questions are a prefix.
+        visible = 0 if entries is None else sum(1 for order in entries.order if order < self._question_start)
+        if entries is None or not visible:
             return None, CacheLookup(query, False, None, None, self.threshold, time.perf_counter() - started)
         if entries.matrix is None:
             entries.matrix = np.vstack(entries.vectors)
-        similarities = entries.matrix @ np.asarray(vector, dtype=np.float32)
+        similarities = entries.matrix[:visible] @ np.asarray(vector, dtype=np.float32)
         best = int(np.argmax(similarities))
         similarity = round(float(similarities[best]), 6)
         hit = similarity >= self.threshold
@@ -87,6 +99,8 @@ class SemanticCache:
         entries.queries.append(query)
         entries.vectors.append(np.asarray(vector, dtype=np.float32))
         entries.hits.append(list(hits))
+        entries.order.append(self._added)
+        self._added += 1
         entries.matrix = None
 
     def __len__(self) -> int:

@@ -46,6 +46,7 @@ def test_a_paraphrase_is_a_hit_above_the_threshold_and_reuses_the_cached_hits(in
     retriever = build("dense", index, minilm_embedder, semantic_cache=0.7)
     first = retriever.retrieve(ASKED)
     searched = index.searches
+    retriever.set_scope(None)  # the next question (the pipeline calls it once per question)
     again = retriever.retrieve(PARAPHRASE)
     assert index.searches == searched  # answered from the cache: no search
     assert chunks(again) == chunks(first)
@@ -56,10 +57,29 @@ def test_a_paraphrase_is_a_hit_above_the_threshold_and_reuses_the_cached_hits(in
     assert 0.7 <= hit.similarity < 0.95
 
 
+def test_a_question_never_reuses_its_own_searches(index, minilm_embedder):
+    """The gate's reformulations and re-retrievals of one question read like its first search:
+    matched, every retry would get the first hits back. Only earlier questions' searches count."""
+    retriever = build("dense", index, minilm_embedder, semantic_cache=0.7)
+    retriever.set_scope(None)
+    retriever.retrieve(ASKED)
+    searched = index.searches
+    retriever.retrieve(PARAPHRASE)  # the same question's reformulation: searched, not reused
+    assert index.searches == searched + 1
+    _, own = retriever.drain_cache_lookups()
+    assert not own.hit and own.similarity is None
+    retriever.set_scope(None)  # the next question sees both searches
+    retriever.retrieve(PARAPHRASE)
+    assert index.searches == searched + 1
+    (later,) = retriever.drain_cache_lookups()
+    assert later.hit and later.cached_query in (ASKED, PARAPHRASE)
+
+
 def test_below_the_threshold_is_a_miss_that_searches(index, minilm_embedder):
     retriever = build("dense", index, minilm_embedder, semantic_cache=0.7)
     retriever.retrieve(ASKED)
     searched = index.searches
+    retriever.set_scope(None)
     retriever.retrieve(OTHER)  # the same topic, another question: below 0.7
     assert index.searches == searched + 1
     _, other = retriever.drain_cache_lookups()
@@ -67,6 +87,7 @@ def test_below_the_threshold_is_a_miss_that_searches(index, minilm_embedder):
     # The paraphrase itself is a miss once the threshold is above its similarity (0.923).
     strict = build("dense", index, minilm_embedder, semantic_cache=0.95)
     strict.retrieve(ASKED)
+    strict.set_scope(None)
     strict.retrieve(PARAPHRASE)
     _, paraphrase = strict.drain_cache_lookups()
     assert not paraphrase.hit and paraphrase.similarity == pytest.approx(0.923, abs=0.01)
@@ -143,4 +164,5 @@ def test_bm25_with_the_cache_keeps_the_runs_embedder_and_reuses_hits(index, mini
     retriever = build("bm25", index, minilm_embedder, semantic_cache=0.7)
     first = retriever.retrieve(ASKED)
     searched = index.searches
+    retriever.set_scope(None)  # the next question
     assert chunks(retriever.retrieve(PARAPHRASE)) == chunks(first) and index.searches == searched

@@ -187,9 +187,14 @@ class ExperimentConfig(StrictModel):
             needing = [s.type for s in self.retrievers if retriever_registry.get(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
-            if any(point_switches(self, name) for name in ("strategy", "quality_gate")):
-                raise ValueError("switching retrieval strategy (the strategy judge or quality_gate.switch_strategy) "
-                                 "may use dense or hybrid retrieval: add an embedder to 'embedders' (e.g. minilm)")
+            if any(point_switches(self, name) for name in ("strategy", "quality_gate", "groundedness", "answer_check")):
+                raise ValueError("switching retrieval strategy (the strategy judge, quality_gate.switch_strategy, "
+                                 "groundedness.re_retrieve_strategy or answer_check.retry_strategy) may use dense or "
+                                 "hybrid retrieval: add an embedder to 'embedders' (e.g. minilm)")
+            cached = [s.type for s in self.retrievers if s.params.get("semantic_cache") is not None]
+            if cached:
+                raise ValueError(f"retrievers {cached} set semantic_cache, which compares query embeddings: add an "
+                                 "embedder to 'embedders' (e.g. minilm)")
         # A bm25 run's index holds no vectors (it gets no embedder), so nothing to compare with.
         textual = [s.type for s in self.retrievers if s.params.get("min_similarity") is not None
                    and not retriever_registry.get(s.type).uses_embedder]
@@ -244,4 +249,7 @@ def point_switches(config: ExperimentConfig, judge: str) -> bool:
     if judge not in config.judges:
         return False
     specs = [spec for spec in judge_specs(judge, config.judges[judge]) if spec.params["mode"] != "off"]
-    return any(judge == "strategy" or spec.params.get("switch_strategy") for spec in specs)
+    # The same tests as GridPoint.switches_strategy, the late tier's re-retrievals included.
+    late = {"groundedness": "re_retrieve_strategy", "answer_check": "retry_strategy"}.get(judge)
+    return any(judge == "strategy" or spec.params.get("switch_strategy")
+               or (late is not None and spec.params.get(late, "same") != "same") for spec in specs)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.stages.prompts import shown_chunks
+from ragkit.stages.prompts import shown_chunks, with_parent_summary
 
 ContextFitMode = Literal["fixed", "window"]
 
@@ -40,7 +40,9 @@ class FittedContext:
 
 
 def one_line(node: NodeWithScore) -> str:
-    return " ".join(node.node.get_content().split())
+    """The chunk as the prompt shows it whole: one line, after its document's summary line when the
+    enrichment judge gave it one (``parent_summary``), as ``shown_chunks`` shows it."""
+    return with_parent_summary(node, " ".join(node.node.get_content().split()))
 
 
 def window_budget_chars(window_tokens: int, answer_tokens: int, prompt_chars: int) -> int:

@@ -197,7 +197,9 @@ class QualityGate(Judge):
         reformulation when the rewrite reply cannot be used (recorded as ``rewrite_error``)."""
         issue = cast(str, latest.issue)
         tried = [attempt.query for attempt in attempts[1:]]
-        prompt = build_rewrite_prompt(question, issue, latest.missing_aspects, tried, strategy)
+        # The reformulation rules bind the query actually searched, so the rewrite gets them too.
+        prompt = with_reformulation_rules(build_rewrite_prompt(question, issue, latest.missing_aspects, tried,
+                                                               strategy), self.params.reformulation_rules)
         decision.update(rewrite_guidance=DESIGN_ISSUES[issue].guidance, rewrite_strategy=strategy)
         fallback = decision["reformulated_query"]
         try:
