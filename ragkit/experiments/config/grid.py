@@ -72,7 +72,14 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
         # embedder only when retrieval may switch to a strategy that reads them, or when its
         # semantic cache compares query vectors.
         reads_vectors = retriever_cls.uses_embedder or params.params.get("semantic_cache") is not None
+        # The profile judge's view is read by the strategy judge alone: where the grid turns that
+        # judge off, the profile would only cost calls, counted against the strategy-off runs it is
+        # compared with, so it is left out there. (Without a strategy judge in the grid at all, the
+        # profile is what the experiment looks at, and it stays.)
+        strategy_off = "strategy" in config.judges and point.judge("strategy") is None
+        judges_used = tuple(spec for spec in point.judges if spec.type != "profile" or not strategy_off)
         point = point.model_copy(update={
+            "judges": judges_used,
             "embedder": embedder if reads_vectors or point.switches_strategy() else None,
             "web": parts["web"] if point.uses_web() else None,
         })
