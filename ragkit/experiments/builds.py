@@ -214,6 +214,11 @@ class ArtefactBuilds:
         step = next(s for s in plan.index_steps if s.index_id == run.index_id)
         if step.embedder is None:
             return None
+        if run.chunkset_id not in self._chunksets and not chunkset_path(self.derived_dir, run.chunkset_id).exists():
+            # The index came from elsewhere (shared artefacts) without its chunk set: this machine's
+            # embedding cache made none of its vectors, so there is nothing of it to keep, and
+            # fetching the chunk set only to list them would undo what sharing saved.
+            return None
         chunks = self.chunkset(plan, run.chunkset_id, report)
         return component_key(embedders, step.embedder), chunks["text_sha"].tolist()
 
