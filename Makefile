@@ -55,12 +55,12 @@ test: install-test lint
 test-slow:
 	python -m pytest -m "slow and not benchmark" -n 2 --dist loadfile
 
-# Times on 2 cores (wall clock), measured 2026-11-26 on a fresh clone of a quiet machine: the fast
-# suite 623 s (2,283 tests, seed 20261126; the whole suite took about 17 minutes before the split),
-# test-slow 494 s (19 tests: 5 reference pipelines on the 135M LLM, the quickstart report, 20 kills,
-# question generation, relevance and claim judges on the embedded LLM, Ray workers, the int8/fp32
-# ONNX embedder against torch), test-benchmarks 278 s. CI (90 min): install + make test (~11) +
-# test-slow (~9) + test-benchmarks (~5) + test-repeat (2 x ~11): about 45 minutes plus the install.
+# Times on 2 cores (wall clock), measured 2026-11-26 on fresh clones of a quiet machine: the fast
+# suite 549 s (2,640 tests, seed 20261127), test-slow 624 s (25 tests: 5 reference pipelines on the
+# 135M LLM, the quickstart report, 20 kills, question generation, relevance and claim judges on the
+# embedded LLM, Ray workers, the int8/fp32 ONNX embedder against torch, a kept folder's cache keys),
+# test-benchmarks 278 s (an earlier stop). CI (90 min): install + make test (~10) + test-slow
+# (~11) + test-benchmarks (~5) + test-repeat (2 x ~10): about 45 minutes plus the install.
 test-benchmarks:
 	python -m pytest -m benchmark
 
