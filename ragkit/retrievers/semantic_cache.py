@@ -26,6 +26,7 @@ entry per distinct search) an ANN index would buy nothing.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,7 +81,7 @@ class SemanticCache:
         started = time.perf_counter()
         entries = self._scopes.get(where)
         # Entries are appended in order, so those of earlier questions are a prefix.
-        visible = 0 if entries is None else sum(1 for order in entries.order if order < self._question_start)
+        visible = 0 if entries is None else bisect_left(entries.order, self._question_start)
         if entries is None or not visible:
             return None, CacheLookup(query, False, None, None, self.threshold, time.perf_counter() - started)
         if entries.matrix is None:
