@@ -278,10 +278,13 @@ class IndexStore:
         })
         return self.open(index_id)
 
-    def ensure_fulltext(self, index_id: str) -> float | None:
+    def ensure_fulltext(self, index_id: str, before_mark: Callable[[float], None] | None = None) -> float | None:
         """Give a published index its full-text index if it was built without one; the seconds it
         took, or None if it had one. The caller holds the index's content lock.
 
+        ``before_mark(seconds)`` runs once the index exists but before the marker says so (the
+        executor records the build's cost there: a marker saying "built" always has its cost
+        recorded, whenever the process is killed).
         The index is a new LanceDB version of the published table: readers keep the version they
         opened, and a ChunkIndex opened before this call still has no full-text search (reopen it).
         A crash between the index and the marker leaves the marker saying "none", and the next call
@@ -292,6 +295,8 @@ class IndexStore:
         started = time.perf_counter()
         _create_fulltext_index(self._db.open_table(f"chunks_{index_id}"))
         seconds = time.perf_counter() - started
+        if before_mark is not None:
+            before_mark(seconds)
         write_json_atomic(self._marker(index_id), {**marker, "fulltext": True})
         return seconds
 

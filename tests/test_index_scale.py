@@ -178,6 +178,25 @@ def test_ensure_fulltext_builds_once_updates_the_marker_and_matches_an_index_bui
         store.ensure_fulltext("missing")
 
 
+def test_ensure_fulltext_records_its_cost_before_the_marker_says_built(store):
+    """A kill between the full-text index and its marker must not leave a marked index without
+    its cost recorded (CI once resumed a killed run one "fulltext" stage row short)."""
+    store.build("later", _chunks(30), VECTORS[:30], fulltext=False)
+    seen = []
+
+    def killed_while_recording(seconds):
+        seen.append((seconds, store.has_fulltext("later")))
+        raise KeyboardInterrupt  # the process dies here: after the record, before the marker
+
+    with pytest.raises(KeyboardInterrupt):
+        store.ensure_fulltext("later", killed_while_recording)
+    assert seen and seen[0][0] >= 0 and seen[0][1] is False
+    assert store.has_fulltext("later") is False  # so the resumed run builds (and records) it again
+    recorded = []
+    assert store.ensure_fulltext("later", recorded.append) is not None
+    assert len(recorded) == 1 and store.has_fulltext("later")
+
+
 def test_a_marker_from_before_ann_and_optional_fulltext_opens_as_exact_with_fulltext(store):
     store.build("legacy", _chunks(30), VECTORS[:30])
     (store.db_dir / "chunks_legacy.ready").write_text(json.dumps({"rows": 30, "vectors": True}))

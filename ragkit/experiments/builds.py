@@ -175,10 +175,13 @@ class ArtefactBuilds:
     def _build_fulltext(self, step: IndexStep) -> None:
         """The full-text index, a step of its own: its cost is charged to the runs that search text
         (``needs_fulltext``), not to a dense run of the same index."""
-        seconds = self._index_store.ensure_fulltext(step.index_id)
-        if seconds is not None:  # else built by another process while this one waited
+        def record_build(seconds: float) -> None:
+            # Written before the marker, so a full-text index marked built always has its cost
+            # recorded (a kill between the two once lost the resumed run's "fulltext" stage row).
             write_json_atomic(self.step_record(step.fulltext_key), {"fulltext": seconds})
-            self._built.add(step.fulltext_key)
+
+        if self._index_store.ensure_fulltext(step.index_id, record_build) is not None:
+            self._built.add(step.fulltext_key)  # else built by another process while this one waited
 
     def _build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
         chunks = self.chunkset(plan, step.chunkset_id, report)
