@@ -7,8 +7,15 @@ install made before a module moved, or none at all). Third-party components join
 kind's entry-point group (``ragkit.chunkers`` and so on; pyproject.toml lists the built-ins there
 too). A name registered in code is never looked up in the entry points, so a stale or broken
 entry point for it changes nothing; a plugin's entry point that fails to load is a one-line
-error naming it. A class is imported only when its name is used, so listing names and
-validating configs stays cheap.
+error naming it. A class is imported only when its name is used, so listing names stays cheap.
+
+Validating a config and planning a grid need a component's params model and class-level
+declarations (``version``, ``uses_embedder``...), not the class: a kind whose classes import a
+heavy library (chunkers and retrievers subclass LlamaIndex types) names, per built-in, a light
+*info* class in a module without that import (``Registry(..., infos={...})``); the component class
+subclasses its info, so each declaration is written once. ``info(name)`` returns that class, or
+the component class itself where there is none (plugins, classes registered at run time), so a
+finished grid's re-run loads no component module at all.
 
 This module imports no kind's base (they import it), only ``errors``, ``hashing`` and ``quoting``.
 """
@@ -18,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypeVar
 
 from ragkit.errors import ConfigError, validation_problems
 from ragkit.hashing import content_key
@@ -93,22 +101,29 @@ def _format_validation_error(kind: str, name: str, params_model: type[BaseModel]
 
 
 ComponentT = TypeVar("ComponentT", bound=Component)
+# What ``info`` returns: the kind's light base of declarations, or by default the kind's base class.
+InfoT = TypeVar("InfoT", bound=Component, default=Component)
 
 
-class Registry(Generic[ComponentT]):
-    """The registered classes of one kind; ``ComponentT`` is that kind's base class.
+class Registry(Generic[ComponentT, InfoT]):
+    """The registered classes of one kind; ``ComponentT`` is that kind's base class, ``InfoT`` the
+    light base its built-ins' info classes share (``info``).
 
     Lookup order: classes registered at run time (``register``: tests, notebooks), then the
     built-ins named in code, then the entry points of ``group`` for any other name.
     """
 
-    def __init__(self, kind: str, group: str | None = None, builtins: Mapping[str, str] | None = None) -> None:
+    def __init__(self, kind: str, group: str | None = None, builtins: Mapping[str, str] | None = None,
+                 infos: Mapping[str, str] | None = None) -> None:
         self.kind = kind
         self.group = group or f"ragkit.{kind}s"
         # name -> "module:Class", the format of an entry point's value.
         self.builtins: Mapping[str, str] = dict(builtins or {})
+        # name -> "module:Class" of a built-in's info class (a base of the built-in's class).
+        self.infos: Mapping[str, str] = dict(infos or {})
         self._extra: dict[str, type[ComponentT]] = {}
         self._loaded: dict[str, type[ComponentT]] = {}
+        self._loaded_infos: dict[str, type[InfoT]] = {}
 
     def _entry_points(self) -> dict[str, Any]:
         """The group's entry points for names not built in (those are the code's, whatever the
@@ -167,8 +182,20 @@ class Registry(Generic[ComponentT]):
             ) from None
         return loaded
 
+    def info(self, name: str) -> type[InfoT]:
+        """What ``name`` declares (``Params``, ``version``, the kind's flags) without importing its
+        class where a built-in names a light info class; otherwise the class itself."""
+        if name in self._extra or name not in self.infos:
+            # A component class is its own info: every kind's base class subclasses its info base.
+            cls: Any = self.get(name)
+            return cast("type[InfoT]", cls)
+        if name not in self._loaded_infos:
+            point = EntryPoint(name=name, value=self.infos[name], group=self.group)
+            self._loaded_infos[name] = point.load()
+        return self._loaded_infos[name]
+
     def params_model(self, name: str) -> type[ComponentParams]:
-        return self.get(name).Params
+        return self.info(name).Params
 
     def validate_params(self, name: str, params: dict[str, Any]) -> ComponentParams:
         model = self.params_model(name)

@@ -10,17 +10,20 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr
 
+from ragkit.chunkers.params import ChunkerInfo
+from ragkit.chunkers.params import ChunkerParams as ChunkerParams  # re-exported: its home before params.py
+from ragkit.chunkers.params import WindowParams as WindowParams
+from ragkit.chunkers.registry import chunkers as chunkers
 from ragkit.corpus.model import POSITIONAL_METADATA
 from ragkit.errors import ConfigError
-from ragkit.registry import Component, ComponentParams, Registry
 
 # Bookkeeping keys: useful in tables and traces, noise (or duplicated text) in an LLM prompt.
 SUMMARY_CHARS = 200
@@ -39,63 +42,15 @@ class Span(NamedTuple):
     metadata: Mapping[str, Any] = MappingProxyType({})
 
 
-class ChunkerParams(ComponentParams):
-    contextualize: bool = Field(
-        default=False,
-        description="Prefix each chunk's embedded text with the document title and section breadcrumb "
-        "(and its summary, with summaries on).",
-    )
-    summaries: bool = Field(
-        default=False,
-        description="Ask the LLM (the chunking role) for a summary of each chunk, at most 200 characters, "
-        "cached; shown by contextualize and the rerank prompt's show_source. One call per chunk.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {"summaries"}
-
-
-class WindowParams(ChunkerParams):
-    """Params of chunkers cut into windows: subclasses set the unit, defaults and bounds."""
-
-    chunk_size: int
-    chunk_overlap: int
-
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> WindowParams:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
-        return self
-
-
-# The built-ins, by import path (loaded on first use); plugins join through entry points.
-chunkers: Registry[Chunker] = Registry("chunker", builtins={
-    "token": "ragkit.chunkers.token:TokenChunker",
-    "sentence": "ragkit.chunkers.sentence:SentenceChunker",
-    "recursive": "ragkit.chunkers.recursive:RecursiveChunker",
-    "markdown": "ragkit.chunkers.markdown:MarkdownChunker",
-    "semantic": "ragkit.chunkers.semantic:SemanticChunker",
-    "code": "ragkit.chunkers.code:CodeChunker",
-    "llm_semantic": "ragkit.chunkers.llm_semantic:LLMSemanticChunker",
-    "document": "ragkit.chunkers.document:DocumentChunker",
-    "by_file_type": "ragkit.chunkers.by_file_type:ByFileTypeChunker",
-})
-
-
-class Chunker(Component, NodeParser):
-    """A registered component (params, spec key) that is also a LlamaIndex NodeParser."""
-
-    kind: ClassVar[str] = "chunker"
-    Params: ClassVar[type[ChunkerParams]] = ChunkerParams
+class Chunker(ChunkerInfo, NodeParser):
+    """A registered component (params, spec key) that is also a LlamaIndex NodeParser; what it
+    declares (kind, Params, uses_llm...) is in its info class, readable without LlamaIndex."""
 
     params: ChunkerParams = Field(description="Validated parameters; the spec key is computed from them.")
     # Only chunkers that embed (semantic) use it; kept private so it never enters a spec or a dump.
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
     # The LLM client of chunkers that call one (llm_semantic, or summaries on), set by use_llm.
     _llm: Any = PrivateAttr(default=None)
-    # True for a chunker class that always calls an LLM (the plan then gives it the chunking role).
-    uses_llm: ClassVar[bool] = False
 
     def __init__(
         self, params: ChunkerParams | Mapping[str, Any] | None = None, embed_model: BaseEmbedding | None = None

@@ -30,57 +30,18 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from llama_index.core.schema import BaseNode, TextNode
-from pydantic import Field, model_validator
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.base import Chunker, Span
 from ragkit.chunkers.code import CodeChunker, CodeParams
 from ragkit.chunkers.markdown import markdown_sections
+from ragkit.chunkers.params import ByFileTypeChunkerInfo, ByFileTypeParams
 from ragkit.text import word_spans
 
 MARKDOWN_TYPES = ("md", "markdown")
 PYTHON_TYPES = ("py", "pyi", "pyw")
-
-
-class ByFileTypeParams(ChunkerParams):
-    target_words: int = Field(
-        default=512, ge=2, le=20_000,
-        description="markdown: a section longer than max_words is cut into windows of this many words.",
-    )
-    max_words: int = Field(
-        default=1024, ge=2, le=50_000, description="markdown: the most words of one chunk of whole sections.",
-    )
-    min_words: int = Field(
-        default=100, ge=0, le=20_000,
-        description="markdown: a section with fewer words is merged with the sections after it (within max_words).",
-    )
-    window_words: int = Field(
-        default=512, ge=2, le=20_000, description="Other files (and Python that does not parse): words per window.",
-    )
-    window_overlap: int = Field(
-        default=50, ge=0, le=10_000,
-        description="Words repeated between consecutive word windows (other files and long markdown sections).",
-    )
-    code_max_chars: int = Field(
-        default=4000, ge=400, le=100_000,
-        description="Python: a longer definition is split (a class by method), as the code chunker does.",
-    )
-    max_related_ids: int = Field(
-        default=6, ge=0, le=50,
-        description="related_chunk_ids kept per chunk: its neighbours, then its section's other chunks (0: none).",
-    )
-
-    @model_validator(mode="after")
-    def _consistent_sizes(self) -> ByFileTypeParams:
-        if not self.min_words <= self.target_words <= self.max_words:
-            raise ValueError(f"need min_words ({self.min_words}) <= target_words ({self.target_words}) "
-                             f"<= max_words ({self.max_words})")
-        if self.window_overlap >= min(self.window_words, self.target_words):
-            raise ValueError(f"window_overlap ({self.window_overlap}) must be smaller than window_words "
-                             f"({self.window_words}) and target_words ({self.target_words})")
-        return self
 
 
 class _Section(NamedTuple):
@@ -139,12 +100,9 @@ def merge_sections(sections: Sequence[_Section], min_words: int, max_words: int)
     return groups
 
 
-class ByFileTypeChunker(Chunker):
-    name: ClassVar[str] = "by_file_type"
-    Params: ClassVar[type[ByFileTypeParams]] = ByFileTypeParams
+class ByFileTypeChunker(ByFileTypeChunkerInfo, Chunker):
     params: ByFileTypeParams
     # It chooses a cut per document itself: not one more strategy for the Chunking Judge to pick.
-    judge_choosable: ClassVar[bool] = False
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
         kind = file_kind(metadata)

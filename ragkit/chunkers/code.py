@@ -17,11 +17,10 @@ import ast
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field, model_validator
-
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.base import Chunker, Span
+from ragkit.chunkers.params import CodeChunkerInfo, CodeParams
 from ragkit.chunkers.recursive import recursive_spans
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -29,33 +28,7 @@ _PYTHON_SUFFIXES = ("", ".py", ".pyi", ".pyw")
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the line breaks Python's tokenizer counts
 
 
-class CodeParams(ChunkerParams):
-    max_chars: int = Field(
-        default=4000, ge=200, le=100_000, description="Longer definitions are split (classes by method)."
-    )
-    fallback_chunk_size: int = Field(
-        default=1000, ge=50, le=100_000, description="Chunk size in characters when the text is not Python."
-    )
-    chunk_overlap: int = Field(
-        default=200,
-        ge=0,
-        le=50_000,
-        description="Characters repeated between pieces of text split recursively (not Python, or too long).",
-    )
-
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> CodeParams:
-        if self.chunk_overlap >= min(self.fallback_chunk_size, self.max_chars):
-            raise ValueError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
-                f"fallback_chunk_size ({self.fallback_chunk_size}) and max_chars ({self.max_chars})"
-            )
-        return self
-
-
-class CodeChunker(Chunker):
-    name: ClassVar[str] = "code"
-    Params: ClassVar[type[CodeParams]] = CodeParams
+class CodeChunker(CodeChunkerInfo, Chunker):
     params: CodeParams
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:

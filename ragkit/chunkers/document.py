@@ -6,14 +6,13 @@ Published BEIR numbers retrieve whole documents, so comparing to them needs chun
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.base import Chunker, Span
+from ragkit.chunkers.params import DocumentChunkerInfo
 
 
-class DocumentChunker(Chunker):
-    name: ClassVar[str] = "document"
-    Params: ClassVar[type[ChunkerParams]] = ChunkerParams
+class DocumentChunker(DocumentChunkerInfo, Chunker):
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
         return [Span(0, len(text))]

@@ -19,39 +19,15 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span
+from ragkit.chunkers.base import Chunker, Span
+from ragkit.chunkers.params import LLMSemanticChunkerInfo, LLMSemanticParams
 from ragkit.chunkers.recursive import recursive_spans
 from ragkit.errors import ConfigError, LLMError
-
-
-class LLMSemanticParams(ChunkerParams):
-    window_chars: int = Field(default=10_000, ge=1000, le=10_000,
-                              description="Characters of the document shown to the model in one call.")
-    target_chars: int = Field(default=1000, ge=100, le=10_000, description="The chunk size asked of the model.")
-    min_chunk_chars: int = Field(default=200, ge=0, le=10_000,
-                                 description="A boundary closer than this to the previous one is ignored.")
-    max_chunk_chars: int = Field(default=3000, ge=200, le=50_000,
-                                 description="A longer chunk is split recursively inside its boundaries.")
-    fallback_chunk_size: int = Field(default=1000, ge=50, le=50_000,
-                                     description="Recursive chunk size for a window whose reply is unusable.")
-    fallback_overlap: int = Field(default=200, ge=0, le=10_000, description="Recursive overlap of the fallback.")
-    quote_words: int = Field(default=6, ge=3, le=20, description="Words of each chunk's opening the model copies.")
-    max_tokens: int = Field(default=400, ge=16, le=4096, description="Most tokens in one reply.")
-
-    @model_validator(mode="after")
-    def _sizes_in_order(self) -> LLMSemanticParams:
-        if self.fallback_overlap >= self.fallback_chunk_size:
-            raise ValueError(f"fallback_overlap ({self.fallback_overlap}) must be smaller than "
-                             f"fallback_chunk_size ({self.fallback_chunk_size})")
-        if self.min_chunk_chars >= self.max_chunk_chars:
-            raise ValueError(f"min_chunk_chars ({self.min_chunk_chars}) must be smaller than "
-                             f"max_chunk_chars ({self.max_chunk_chars})")
-        return self
 
 
 class BoundaryReply(BaseModel):
@@ -91,13 +67,10 @@ def locate(quote: str, text: str, start: int, end: int) -> int | None:
     return match.start() if match else None
 
 
-class LLMSemanticChunker(Chunker):
+class LLMSemanticChunker(LLMSemanticChunkerInfo, Chunker):
     """Needs ``llm`` (an LLMClient), passed explicitly like a judge's."""
 
-    name: ClassVar[str] = "llm_semantic"
-    Params: ClassVar[type[LLMSemanticParams]] = LLMSemanticParams
     params: LLMSemanticParams
-    uses_llm: ClassVar[bool] = True
 
     def __init__(self, params: LLMSemanticParams | Mapping[str, Any] | None = None,
                  embed_model: BaseEmbedding | None = None, llm: Any = None) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from ragkit.chunkers.base import Chunker, Span
-from ragkit.chunkers.recursive import RecursiveParams, recursive_spans
+from ragkit.chunkers.params import MarkdownChunkerInfo, RecursiveParams
+from ragkit.chunkers.recursive import recursive_spans
 from ragkit.corpus.parsers.markdown import atx_heading
 
 _FENCE = re.compile(r" {0,3}(```|~~~)")
@@ -47,9 +48,7 @@ def markdown_sections(text: str) -> list[Section]:
     return sections
 
 
-class MarkdownChunker(Chunker):
-    name: ClassVar[str] = "markdown"
-    Params: ClassVar[type[RecursiveParams]] = RecursiveParams
+class MarkdownChunker(MarkdownChunkerInfo, Chunker):
     params: RecursiveParams
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:

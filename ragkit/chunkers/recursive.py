@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field
-
-from ragkit.chunkers.base import Chunker, Span, WindowParams
-
-DEFAULT_SEPARATORS = ("\n\n", "\n", ". ", " ", "")
+from ragkit.chunkers.base import Chunker, Span
+from ragkit.chunkers.params import DEFAULT_SEPARATORS, RecursiveChunkerInfo, RecursiveParams
 
 
 def recursive_spans(
@@ -86,22 +83,7 @@ def _merge(pieces: list[tuple[int, int]], chunk_size: int, chunk_overlap: int) -
     return spans
 
 
-class RecursiveParams(WindowParams):
-    chunk_size: int = Field(default=1000, ge=50, le=100_000, description="Maximum chunk length in characters.")
-    chunk_overlap: int = Field(
-        default=200, ge=0, le=50_000, description="Characters repeated between consecutive chunks (at most)."
-    )
-    separators: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_SEPARATORS),
-        min_length=1,
-        max_length=20,
-        description="Separators tried in order; a piece still too long is split with the next one.",
-    )
-
-
-class RecursiveChunker(Chunker):
-    name: ClassVar[str] = "recursive"
-    Params: ClassVar[type[RecursiveParams]] = RecursiveParams
+class RecursiveChunker(RecursiveChunkerInfo, Chunker):
     params: RecursiveParams
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:

@@ -3,38 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.node_parser import SemanticSplitterNodeParser
 from llama_index.core.schema import Document
-from pydantic import Field, PrivateAttr
+from pydantic import PrivateAttr
 
-from ragkit.chunkers.base import Chunker, ChunkerParams, Span, locate_chunks
+from ragkit.chunkers.base import Chunker, Span, locate_chunks
+from ragkit.chunkers.params import SemanticChunkerInfo, SemanticParams
 from ragkit.errors import ConfigError
 
 
-class SemanticParams(ChunkerParams):
-    buffer_size: int = Field(
-        default=1, ge=1, le=10, description="Sentences on each side combined with a sentence before embedding it."
-    )
-    breakpoint_percentile_threshold: int = Field(
-        default=95,
-        ge=1,
-        le=99,
-        description="Cut where the distance between neighbours exceeds this percentile; lower gives more chunks.",
-    )
-
-
-class SemanticChunker(Chunker):
+class SemanticChunker(SemanticChunkerInfo, Chunker):
     """Needs ``embed_model`` (a LlamaIndex BaseEmbedding), passed explicitly: never read from Settings.
 
     The embedder is not part of the spec key, so whoever builds this chunker must keep it fixed
     for a given chunk-set cache (the executor uses the bundled MiniLM).
     """
 
-    name: ClassVar[str] = "semantic"
-    Params: ClassVar[type[SemanticParams]] = SemanticParams
     params: SemanticParams
     _parser: SemanticSplitterNodeParser | None = PrivateAttr(default=None)
 

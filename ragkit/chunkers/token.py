@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from llama_index.core.node_parser import TokenTextSplitter
-from pydantic import Field, PrivateAttr
+from pydantic import PrivateAttr
 
-from ragkit.chunkers.base import Chunker, Span, WindowParams, close_gaps
+from ragkit.chunkers.base import Chunker, Span, close_gaps
+from ragkit.chunkers.params import TokenChunkerInfo
+from ragkit.chunkers.params import TokenWindowParams as TokenWindowParams  # re-exported: its old home
 
 
 @functools.cache
@@ -152,13 +154,6 @@ def _run_end(pieces: Sequence[str], next_text: Sequence[int], k: int, needle: st
     return None
 
 
-class TokenWindowParams(WindowParams):
-    """Token-counted sizes, shared by the token and sentence chunkers."""
-
-    chunk_size: int = Field(default=256, ge=16, le=8192, description="Maximum chunk length in tokens (cl100k_base).")
-    chunk_overlap: int = Field(default=32, ge=0, le=4096, description="Tokens repeated between consecutive chunks.")
-
-
 class TokenWindowChunker(Chunker):
     """Runs a LlamaIndex splitter's ``_split`` and ``_merge`` steps and places each chunk on its
     run of splits (``place_chunks``). The token and sentence chunkers differ only in the splitter
@@ -184,9 +179,7 @@ class TokenWindowChunker(Chunker):
         return place_chunks(text, self._sized_splits(splits), chunks, self.params.chunk_overlap)
 
 
-class TokenChunker(TokenWindowChunker):
-    name: ClassVar[str] = "token"
-
+class TokenChunker(TokenChunkerInfo, TokenWindowChunker):
     def _make_splitter(self) -> TokenTextSplitter:
         return TokenTextSplitter(
             chunk_size=self.params.chunk_size, chunk_overlap=self.params.chunk_overlap, tokenizer=cl100k_tokenizer()

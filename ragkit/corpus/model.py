@@ -1,9 +1,16 @@
-"""The in-memory shape of a corpus, shared by file ingestion and dataset corpora."""
+"""The in-memory shape of a corpus, shared by file ingestion and dataset corpora.
+
+A corpus may be made of ``DocumentRecord``s (a dataset's corpus.jsonl is read that way) and turns
+them into LlamaIndex Documents on first use of ``Corpus.documents``: its id and the questions'
+answer spans need only ids and texts, so a finished grid's re-run imports no LlamaIndex.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ragkit.hashing import content_key, text_sha256
 
@@ -24,6 +31,20 @@ def make_document(doc_id: str, text: str, metadata: dict[str, Any] | None = None
     return Document(id_=doc_id, text=text, metadata=meta)
 
 
+class DocumentRecord(NamedTuple):
+    """A document before it is a LlamaIndex Document (``make_record``); it has the Document's
+    ``id_``, ``text`` and ``metadata``, so code reading those reads either."""
+
+    id_: str
+    text: str
+    metadata: dict[str, Any]
+
+
+def make_record(doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> DocumentRecord:
+    """What ``make_document`` would make, without LlamaIndex: the same id, text and metadata."""
+    return DocumentRecord(doc_id, text, {**(metadata or {}), "doc_id": doc_id})
+
+
 def document_to_json(document: Document) -> dict[str, Any]:
     return {"doc_id": document.id_, "text": document.text, "metadata": document.metadata}
 
@@ -38,13 +59,23 @@ class Corpus:
 
     name: str
     corpus_id: str
-    documents: tuple[Document, ...]
+    # In id order: Documents, or records made into Documents on first use of ``documents``.
+    sources: tuple[Document | DocumentRecord, ...] = field(repr=False)
 
     @classmethod
-    def from_documents(cls, name: str, documents: list[Document]) -> Corpus:
+    def from_documents(cls, name: str, documents: Sequence[Document | DocumentRecord]) -> Corpus:
         ordered = sorted(documents, key=lambda d: d.id_)
         key = content_key("corpus", [(d.id_, text_sha256(d.text)) for d in ordered])
-        return cls(name=name, corpus_id=key, documents=tuple(ordered))
+        return cls(name=name, corpus_id=key, sources=tuple(ordered))
+
+    @cached_property
+    def documents(self) -> tuple[Document, ...]:
+        return tuple(make_document(*source) if isinstance(source, DocumentRecord) else source
+                     for source in self.sources)
 
     def by_id(self) -> dict[str, Document]:
         return {d.id_: d for d in self.documents}
+
+    def texts_by_id(self) -> dict[str, DocumentRecord | Document]:
+        """Each document by id as it is held (records stay records): for code reading only ids and texts."""
+        return {source.id_: source for source in self.sources}

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ragkit.artefacts import ArtefactSync, SharedArtefacts
 from ragkit.atomic import write_json_atomic
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers.registry import chunkers
 from ragkit.chunksets import (
     chunk_judged,
     chunkset_path,
@@ -32,7 +32,7 @@ from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, chunker
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.locks import content_lock
-from ragkit.pipeline import stage_row
+from ragkit.pipeline_steps import stage_row
 from ragkit.settings import get_settings
 from ragkit.stages.base import judges as judge_registry
 

@@ -18,26 +18,27 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from ragkit.cache_use import CacheKeyLog, embeddings_cache, write_record
 from ragkit.errors import BackendUnavailable
-from ragkit.experiments.answering import ShardInterrupted, answer_shard, shard_questions
-from ragkit.experiments.assembly import assemble_pipeline, question_evaluator
 from ragkit.experiments.builds import ArtefactBuilds
 from ragkit.experiments.components import SharedComponents
-from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.execution_report import ExecutionReport, Progress, no_progress
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, run_row
 from ragkit.experiments.rows import judgement_row, question_row
-from ragkit.index import ChunkIndex
-from ragkit.pipeline import Pipeline
 from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.results.integrity import find_damaged, set_aside
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.settings import get_settings
+
+if TYPE_CHECKING:
+    from ragkit.experiments.evaluate import QuestionEvaluator
+    from ragkit.index import ChunkIndex
+    from ragkit.pipeline import Pipeline
 
 # A plan's end writes merged read copies once the folder has this many parts per table: below it,
 # opening the parts is fast anyway and a copy would only cost the plan time and disk.
@@ -99,15 +100,24 @@ class LocalExecutor:
         say ``cached: False``)."""
         self.builds.mark_built(keys)
 
+    # The pipeline's modules (and LlamaIndex, which its stages use) are imported by the steps that
+    # answer questions, so a plan with nothing left to answer never loads them.
+
     def pipeline_for(self, plan: Plan, run: RunStep, index: ChunkIndex) -> Pipeline:
+        from ragkit.experiments.assembly import assemble_pipeline
+
         return assemble_pipeline(plan, run, index, self.components, self.retrieval_cache, self.data_dir)
 
     def evaluator_for(self, plan: Plan, run: RunStep) -> QuestionEvaluator | None:
+        from ragkit.experiments.assembly import question_evaluator
+
         return question_evaluator(plan, run, self.components)
 
     def answer_shard(self, run: RunStep, pipeline: Pipeline, questions: list[Question],
                      evaluator: QuestionEvaluator | None) -> dict[str, pd.DataFrame]:
         """The shard's rows; ShardInterrupted when a backend this process uses went away."""
+        from ragkit.experiments.answering import answer_shard
+
         return answer_shard(run, pipeline, questions, evaluator, self.components.raise_outage)
 
     def llm_digests(self, run: RunStep) -> dict[str, str]:
@@ -212,6 +222,8 @@ class LocalExecutor:
             progress("questions", pending.committed)
             if not pending.questions:
                 continue
+            from ragkit.experiments.answering import ShardInterrupted, shard_questions
+
             run = pending.run
             report.runs_computed += 1
             index = self.open_index(plan, index_steps[run.index_id], report, progress)

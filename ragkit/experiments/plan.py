@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers.registry import chunkers, judge_choosable_chunkers
 from ragkit.corpus.model import Corpus
 from ragkit.embedders.base import embedders
 from ragkit.experiments.baselines import first_listed_levels
@@ -22,9 +22,8 @@ from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
 from ragkit.qa import QuestionSet
 from ragkit.registry import ComponentSpec, Registry
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers.registry import retrievers
 from ragkit.stages.base import judges as judge_registry
-from ragkit.stages.chunking import judge_choosable_chunkers
 from ragkit.stages.roles import position, role_of
 from ragkit.stages.wiring import specs_in_role
 from ragkit.web import web_providers
@@ -122,7 +121,7 @@ def component_key(kind: Registry, spec: ComponentSpec | None) -> str | None: ...
 def component_key(kind: Registry, spec: ComponentSpec | None) -> str | None:
     if spec is None:
         return None
-    cls = kind.get(spec.type)
+    cls = kind.info(spec.type)  # its declarations: the class itself is not imported for a key
     transport: frozenset[str] = getattr(cls.Params, "transport_fields", frozenset())
     params = {name: value for name, value in spec.params.items() if name not in transport}
     return content_key(kind.kind, spec.type, cls.version, params)
@@ -135,7 +134,7 @@ def questions_key(questions: QuestionSet) -> str:
 def chunker_uses_llm(spec: ComponentSpec) -> bool:
     """A chunker that asks an LLM where to cut (``llm_semantic``) or for chunk summaries: it runs
     on the chunking role's model, and that model is part of its chunk set's key."""
-    return bool(getattr(chunkers.get(spec.type), "uses_llm", False) or spec.params.get("summaries"))
+    return bool(getattr(chunkers.info(spec.type), "uses_llm", False) or spec.params.get("summaries"))
 
 
 def roles_calling_llm(point: GridPoint) -> list[str]:

@@ -52,11 +52,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.llms.calls import LLMClient
-from ragkit.llms.llamaindex_llm import ClientLLM
 from ragkit.metrics import ragas_adapter
 from ragkit.metrics.answer_length import answer_length
-from ragkit.metrics.claims import CLAIM_METRICS, claim_score
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
+from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.results.schema import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
 
 COLUMNS = ["question_id", "metric", "value", "error"]
@@ -225,7 +224,13 @@ def _unmet_need(
 def _ragas(
     name: str, sample: GenerationSample, params: EvaluationParams, llm: LLMClient | None, embed_model: Any | None
 ) -> ragas_adapter.RagasOutcome:
-    if name in CLAIM_METRICS:  # ours, not ragas': called directly through the client
+    # Imported here: this module's METRICS and EvaluationParams are read when a config is checked,
+    # and these import LlamaIndex (a stage's claim rule; an LLM adapter subclassing LlamaIndex's),
+    # which a finished grid's re-run does not load.
+    from ragkit.llms.llamaindex_llm import ClientLLM
+    from ragkit.metrics.claims import claim_score
+
+    if name in CLAIM_DIAGNOSTICS:  # ours, not ragas': called directly through the client
         assert llm is not None and sample.reference is not None  # _unmet_need checked both
         return claim_score(name, question=sample.question, answer=sample.answer, contexts=sample.contexts,
                            reference=sample.reference, reference_parts=sample.reference_parts, llm=llm,

@@ -16,13 +16,16 @@ from ragkit.qa.model import AnswerSpan, Question, QuestionSet
 if TYPE_CHECKING:
     from llama_index.core.schema import Document
 
+    from ragkit.corpus.model import DocumentRecord
+
 logger = logging.getLogger(__name__)
 
 # How many question ids a warning names before it only counts.
 _IDS_SHOWN = 10
 
 
-def resolve_answer_spans(question_set: QuestionSet, documents_by_id: Mapping[str, Document]) -> QuestionSet:
+def resolve_answer_spans(question_set: QuestionSet,
+                         documents_by_id: Mapping[str, Document | DocumentRecord]) -> QuestionSet:
     """Add spans to questions that have answers and relevant docs but no spans.
 
     Each answer text of a part is looked up in each relevant document, exact text first, then
@@ -66,7 +69,7 @@ def resolve_answer_spans(question_set: QuestionSet, documents_by_id: Mapping[str
 
 
 def _part_spans(
-    alternatives: list[str], group: int, question: Question, documents_by_id: Mapping[str, Document]
+    alternatives: list[str], group: int, question: Question, documents_by_id: Mapping[str, Document | DocumentRecord]
 ) -> list[AnswerSpan]:
     spans = []
     for doc_id in question.relevant_docs:
@@ -94,7 +97,8 @@ def find_answer(text: str, answer: str) -> tuple[int, int] | None:
     return None
 
 
-def validate_against_corpus(question_set: QuestionSet, documents_by_id: Mapping[str, Document]) -> list[str]:
+def validate_against_corpus(question_set: QuestionSet,
+                            documents_by_id: Mapping[str, Document | DocumentRecord]) -> list[str]:
     """Human-readable problems: unknown doc ids, spans outside their document, and spans that do
     not read as any alternative of their part (ignoring case and surrounding whitespace); without
     ``answer_parts`` every answer of the question is an alternative."""

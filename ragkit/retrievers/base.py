@@ -14,67 +14,26 @@ from __future__ import annotations
 
 import json
 import time
-from typing import ClassVar, Literal
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from pydantic import Field
 
 from ragkit.embedders.base import Embedder
 from ragkit.index import ChunkIndex, Hit, doc_filter
-from ragkit.registry import Component, ComponentParams, Registry
 from ragkit.retrievers.cache import RetrievalCache
+from ragkit.retrievers.params import RetrieverInfo
+from ragkit.retrievers.params import RetrieverParams as RetrieverParams  # re-exported: its old home
+from ragkit.retrievers.registry import retrievers as retrievers
 from ragkit.retrievers.semantic_cache import CacheLookup, SemanticCache
 from ragkit.retrievers.similarity import cosine_similarities
 
-# The built-ins, by import path (loaded on first use); plugins join through entry points.
-retrievers: Registry[Retriever] = Registry("retriever", builtins={
-    "dense": "ragkit.retrievers.dense:DenseRetriever",
-    "bm25": "ragkit.retrievers.bm25:BM25Retriever",
-    "hybrid": "ragkit.retrievers.hybrid:HybridRetriever",
-    "mmr": "ragkit.retrievers.mmr:MMRRetriever",
-})
 
+class Retriever(RetrieverInfo, BaseRetriever):
+    """Subclasses implement ``search``; ``_retrieve`` adds thresholding and LlamaIndex nodes. What
+    a retriever declares (kind, Params, uses_embedder...) is in its info class (``params.py``)."""
 
-class RetrieverParams(ComponentParams):
-    top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned per query.")
-    score_threshold: float | None = Field(
-        default=None, description="Drop chunks scoring below this (scale depends on the retriever)."
-    )
-    min_similarity: float | None = Field(
-        default=None, ge=-1.0, le=1.0,
-        description="Drop chunks whose cosine similarity to the query is below this, whichever retriever "
-        "ranked them (dense and mmr: their own score; hybrid and bm25: the chunk's stored vector, so an "
-        "embedder is needed). None: no filter.",
-    )
-    scope: Literal["all", "question_doc", "named_doc"] = Field(
-        default="all",
-        description="all: search the whole corpus; question_doc: only the question's own documents (its "
-        "relevant documents, the gold scope); named_doc: only the document(s) the user chose (the question's "
-        "`document` field). A LanceDB prefilter; a question without such documents searches everything, recorded.",
-    )
-    semantic_cache: float | None = Field(
-        default=None, gt=0.0, le=1.0,
-        description="Off (none) by default. A cosine threshold: a query whose embedding is at least this "
-        "close to one searched earlier in the same run (and scope) reuses its hits instead of searching "
-        "(the dynamic-documents design uses 0.7). Needs an embedder; changes results, so it is in the run id.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {
-        "scope", "min_similarity", "semantic_cache"}
-
-
-class Retriever(Component, BaseRetriever):
-    """Subclasses implement ``search``; ``_retrieve`` adds thresholding and LlamaIndex nodes."""
-
-    kind: ClassVar[str] = "retriever"
-    Params: ClassVar[type[RetrieverParams]] = RetrieverParams
     params: RetrieverParams
-    # Retrievers that never look at vectors can share an index without an embedder.
-    uses_embedder: ClassVar[bool] = True
-    # Its hits' scores are cosine similarities to the query (the similarity filter reads them).
-    scores_are_similarities: ClassVar[bool] = False
 
     def __init__(self, params: RetrieverParams, index: ChunkIndex, embedder: Embedder | None = None) -> None:
         BaseRetriever.__init__(self)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from ragkit.index import Hit
 from ragkit.retrievers.base import Retriever
+from ragkit.retrievers.params import BM25RetrieverInfo
 
 
-class BM25Retriever(Retriever):
-    name: ClassVar[str] = "bm25"
-    uses_embedder: ClassVar[bool] = False
-
+class BM25Retriever(BM25RetrieverInfo, Retriever):
     def search(self, query: str) -> list[Hit]:
         return self.index.fulltext(query, self.params.top_k, where=self.where)

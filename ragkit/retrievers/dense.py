@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from ragkit.index import Hit
 from ragkit.retrievers.base import Retriever
+from ragkit.retrievers.params import DenseRetrieverInfo
 
 
-class DenseRetriever(Retriever):
-    name: ClassVar[str] = "dense"
-    scores_are_similarities: ClassVar[bool] = True  # 1 - cosine distance
-
+class DenseRetriever(DenseRetrieverInfo, Retriever):
     def search(self, query: str) -> list[Hit]:
         return self.index.dense(self.query_vector(query), self.params.top_k, where=self.where)

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import Field
-
 from ragkit.index import Hit
-from ragkit.retrievers.base import Retriever, RetrieverParams
+from ragkit.retrievers.base import Retriever
+from ragkit.retrievers.params import HybridParams, HybridRetrieverInfo
 
 
-class HybridParams(RetrieverParams):
-    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank).")
-    fetch_k: int = Field(
-        default=50, ge=1, le=1000, description="Depth of each ranking fused (raised to top_k if smaller)."
-    )
-
-
-class HybridRetriever(Retriever):
-    name: ClassVar[str] = "hybrid"
-    Params: ClassVar[type[HybridParams]] = HybridParams
+class HybridRetriever(HybridRetrieverInfo, Retriever):
     params: HybridParams
 
     def search(self, query: str) -> list[Hit]:

@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
-from pydantic import Field, model_validator
 
 from ragkit.index import Hit
-from ragkit.retrievers.base import Retriever, RetrieverParams
-
-
-class MMRParams(RetrieverParams):
-    fetch_k: int = Field(default=20, ge=1, le=1000, description="Dense candidates considered.")
-    mmr_lambda: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="1 = pure relevance, 0 = pure diversity."
-    )
-
-    @model_validator(mode="after")
-    def _fetch_at_least_top_k(self) -> MMRParams:
-        if self.fetch_k < self.top_k:
-            raise ValueError(f"fetch_k ({self.fetch_k}) must be >= top_k ({self.top_k})")
-        return self
+from ragkit.retrievers.base import Retriever
+from ragkit.retrievers.params import MMRParams, MMRRetrieverInfo
 
 
 def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda: float) -> list[int]:
@@ -44,10 +29,7 @@ def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda:
     return selected
 
 
-class MMRRetriever(Retriever):
-    name: ClassVar[str] = "mmr"
-    scores_are_similarities: ClassVar[bool] = True  # 1 - cosine distance
-    Params: ClassVar[type[MMRParams]] = MMRParams
+class MMRRetriever(MMRRetrieverInfo, Retriever):
     params: MMRParams
 
     def search(self, query: str) -> list[Hit]:

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 from llama_index.core.schema import Document
 from pydantic import BaseModel, Field, field_validator
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers.registry import chunkers
+from ragkit.chunkers.registry import judge_choosable_chunkers as judge_choosable_chunkers  # re-exported: its old home
 from ragkit.errors import ConfigError, LLMError
 from ragkit.hashing import content_key, text_sha256
 from ragkit.registry import ComponentSpec
@@ -51,15 +52,6 @@ CHUNKER_HINTS = {
     "token": "fixed token windows; params chunk_size, chunk_overlap (tokens)",
     "semantic": "splits where the topic changes (uses the embedder)",
 }
-
-
-def judge_choosable_chunkers() -> list[str]:
-    """The registered chunkers the judge may name: not those that call an LLM themselves (the
-    judge's choice would start a second LLM pass per document), nor those that choose a cut per
-    document themselves (``judge_choosable = False``: by_file_type), which the judge would only
-    wrap; a chunk set's key lists these names, so a new dispatcher changes no judge's id."""
-    return [name for name in chunkers.names() if not getattr(chunkers.get(name), "uses_llm", False)
-            and getattr(chunkers.get(name), "judge_choosable", True)]
 
 
 class ChunkingJudgeParams(JudgeParams):

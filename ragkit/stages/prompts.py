@@ -8,9 +8,10 @@ and no stage imports another stage's module for a helper.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from llama_index.core.schema import NodeWithScore
+if TYPE_CHECKING:  # annotations only: config checks import these helpers' modules, not LlamaIndex
+    from llama_index.core.schema import NodeWithScore
 
 # Characters of a chunk's summary shown beside its source (``sourced_chunks``).
 SUMMARY_CHARS = 200

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from ragkit.experiments.config.models import ExperimentConfig
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers.registry import retrievers
 
 
 class GridPoint(BaseModel):
@@ -62,7 +62,7 @@ def expand_grid(config: ExperimentConfig) -> list[GridPoint]:
     for chunker, embedder, retriever, top_k, judges in itertools.product(
         parts["chunkers"], parts["embedders"] or [None], parts["retrievers"], config.top_k, judge_options
     ):
-        retriever_cls = retrievers.get(retriever.type)
+        retriever_cls = retrievers.info(retriever.type)
         params = retrievers.resolve({"type": retriever.type, "params": {**retriever.params, "top_k": top_k}})
         point = GridPoint(
             chunker=chunker, embedder=embedder, retriever=params, top_k=top_k, judges=tuple(judges),

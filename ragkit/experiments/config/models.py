@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from ragkit.chunkers.base import chunkers as chunker_registry
+from ragkit.chunkers.registry import chunkers as chunker_registry
 from ragkit.embedders.base import embedders as embedder_registry
 from ragkit.errors import ConfigError
 from ragkit.experiments.baselines import check_baselines
@@ -28,7 +28,7 @@ from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.quoting import quoted
 from ragkit.registry import ComponentSpec
-from ragkit.retrievers.base import retrievers as retriever_registry
+from ragkit.retrievers.registry import retrievers as retriever_registry
 from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.roles import check_single_roles, position
 from ragkit.web import web_providers
@@ -184,7 +184,7 @@ class ExperimentConfig(StrictModel):
         # Resolving checks names and params now, with messages that list the valid choices.
         check_baselines(self, self.resolved_components())
         if not self.embedders:
-            needing = [s.type for s in self.retrievers if retriever_registry.get(s.type).uses_embedder]
+            needing = [s.type for s in self.retrievers if retriever_registry.info(s.type).uses_embedder]
             if needing:
                 raise ValueError(f"retrievers {needing} need an embedder: add one to 'embedders' (e.g. minilm)")
             if any(point_switches(self, name) for name in ("strategy", "quality_gate", "groundedness", "answer_check")):
@@ -197,7 +197,7 @@ class ExperimentConfig(StrictModel):
                                  "embedder to 'embedders' (e.g. minilm)")
         # A bm25 run's index holds no vectors (it gets no embedder), so nothing to compare with.
         textual = [s.type for s in self.retrievers if s.params.get("min_similarity") is not None
-                   and not retriever_registry.get(s.type).uses_embedder]
+                   and not retriever_registry.info(s.type).uses_embedder]
         if textual:
             raise ValueError(f"retrievers {textual} set min_similarity, which compares chunk vectors their "
                              "text-only index does not hold: use score_threshold (their own scores) or a dense or "
