@@ -2,9 +2,10 @@
 import no model runtime. Each command runs in a fresh child interpreter, which then lists the heavy
 packages it holds in ``sys.modules``; nothing is timed.
 
-What stays on ``ragkit run``'s path, by design: pandas/pyarrow (the results tables), llama_index
-(validating the config loads its component classes, which are LlamaIndex subclasses) and
-scipy.special (the summary's t intervals).
+What stays on ``ragkit run``'s path, by design: pandas/pyarrow (the results tables) and
+scipy.special (the summary's t intervals). LlamaIndex does not: a config is validated and planned
+from each component's info class (``ragkit.registry``, ``ragkit.chunkers.params``), the corpus is
+read as records, and the pipeline's modules load only for a run with questions left.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def finished_results(tmp_path) -> tuple[Path, Path]:
     config = tmp_path / "tiny.yaml"
     config.write_text(f"name: tiny\ndataset: {{path: {SAMPLE_DATASET}, format: squad, limit: 3}}\n"
                       "chunkers:\n  - type: token\n    params: {chunk_size: 256, chunk_overlap: 32}\n"
+                      "  - type: recursive\n    params: {chunk_size: 1000, chunk_overlap: 200}\n"
                       "retrievers: [bm25]\ntop_k: [5]\n", encoding="utf-8")
     out = tmp_path / "results"
     assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
@@ -60,11 +62,42 @@ def finished_results(tmp_path) -> tuple[Path, Path]:
 
 
 @pytest.mark.integration
-def test_rerun_of_a_finished_experiment_imports_no_model_runtime(finished_results):
+def test_rerun_of_a_finished_experiment_imports_no_model_runtime_nor_llama_index(finished_results):
     config, out = finished_results
-    heavy, output = heavy_imports_of(["run", str(config), "--out", str(out), "--quiet"], MODEL_RUNTIMES)
+    heavy, output = heavy_imports_of(["run", str(config), "--out", str(out), "--quiet"],
+                                     (*MODEL_RUNTIMES, "llama_index"))
     assert "nothing new to compute" in output
     assert heavy == []
+
+
+@pytest.mark.unit
+def test_planning_a_grid_of_every_built_in_chunker_and_retriever_imports_no_llama_index():
+    """The quickstart's components and every other built-in chunker and retriever: validating the
+    config, expanding the grid and computing each run's id read their info classes only."""
+    chunker_names = ["token", "sentence", "recursive", "markdown", "code", "document", "by_file_type",
+                     "llm_semantic", "semantic"]
+    config = {"name": "all", "dataset": {"path": str(SAMPLE_DATASET), "format": "squad"},
+              "chunkers": chunker_names, "embedders": ["minilm"],
+              "retrievers": ["bm25", "dense", "hybrid", "mmr"], "top_k": [5, 10]}
+    code = """
+import json, sys
+from ragkit.corpus.model import Corpus, make_record
+from ragkit.experiments.config import config_from_dict
+from ragkit.experiments.plan import make_plan
+from ragkit.llms.base import llms
+from ragkit.qa import QuestionSet
+config = config_from_dict(json.loads(sys.argv[1]))
+corpus = Corpus.from_documents("c", [make_record("d1", "Cats purr when content. " * 5)])
+plan = make_plan(config, corpus, QuestionSet(name="q", format="jsonl", questions=[]),
+                 {"chunking": llms.resolve("local")})
+print(len(plan.runs), sorted(name for name in ("llama_index", "torch", "lancedb", "llama_cpp") if name in sys.modules))
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.run([sys.executable, "-c", code, json.dumps(config)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    runs, heavy = child.stdout.split(maxsplit=1)
+    assert int(runs) > 0 and heavy.strip() == "[]"
 
 
 @pytest.mark.integration

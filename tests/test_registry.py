@@ -9,6 +9,7 @@ from __future__ import annotations
 import tomllib
 from importlib.metadata import EntryPoint
 from pathlib import Path
+from types import FunctionType
 from typing import Any, ClassVar
 
 import pytest
@@ -108,3 +109,39 @@ def test_every_built_in_is_its_kind_under_its_own_name_and_listed_in_pyproject(r
     for name in registry.builtins:
         cls = registry.get(name)
         assert issubclass(cls, base) and cls.name == name
+
+
+class WidgetInfo(Component):
+    """A built-in's light declarations, as ``ragkit.chunkers.params`` holds them."""
+
+    kind: ClassVar[str] = "widget"
+    name: ClassVar[str] = "light"
+    version: ClassVar[int] = 3
+
+
+@pytest.mark.unit
+def test_info_reads_a_built_in_declarations_without_importing_its_class():
+    # The class's module does not exist: any attempt to import it would raise.
+    widgets: Registry[Widget, WidgetInfo] = Registry(
+        "widget", builtins={"light": "tests.no_such_module:Widget"}, infos={"light": f"{__name__}:WidgetInfo"})
+    assert widgets.info("light") is WidgetInfo
+    assert widgets.resolve("light").params == {}
+    with pytest.raises(ModuleNotFoundError):
+        widgets.get("light")
+    with widgets.registered("light", Widget):  # a class registered at run time is its own info
+        assert widgets.info("light") is Widget
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("registry", [chunkers, retrievers], ids=["chunker", "retriever"])
+def test_every_built_in_class_inherits_its_info_so_each_declaration_is_written_once(registry):
+    assert set(registry.infos) == set(registry.builtins)
+    for name in registry.builtins:
+        info, cls = registry.info(name), registry.get(name)
+        assert info is not cls and issubclass(cls, info) and info.name == name
+        declared = {attr for klass in info.__mro__ for attr, value in vars(klass).items()
+                    if not attr.startswith("_") and not isinstance(value, FunctionType)} - {"params"}
+        assert {"kind", "name", "version", "Params"} <= declared
+        # Nothing between the class and its info redeclares what the info says (a drifted copy).
+        assert {attr: getattr(cls, attr) for attr in declared} == {attr: getattr(info, attr) for attr in declared}
+        assert info.__module__.endswith(".params") and "llama_index" not in info.__module__
