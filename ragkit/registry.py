@@ -102,7 +102,8 @@ def _format_validation_error(kind: str, name: str, params_model: type[BaseModel]
 
 ComponentT = TypeVar("ComponentT", bound=Component)
 # What ``info`` returns: the kind's light base of declarations, or by default the kind's base class.
-InfoT = TypeVar("InfoT", bound=Component, default=Component)
+# Covariant: a registry of chunkers is a registry of components wherever only their infos are read.
+InfoT = TypeVar("InfoT", bound=Component, default=Component, covariant=True)
 
 
 class Registry(Generic[ComponentT, InfoT]):

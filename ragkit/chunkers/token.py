@@ -14,7 +14,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from llama_index.core.node_parser import TokenTextSplitter
 from pydantic import PrivateAttr
@@ -159,7 +159,7 @@ class TokenWindowChunker(Chunker):
     run of splits (``place_chunks``). The token and sentence chunkers differ only in the splitter
     and in how a split's size is read."""
 
-    Params: ClassVar[type[TokenWindowParams]] = TokenWindowParams
+    # Its subclasses' info classes declare Params (TokenChunkerInfo, SentenceChunkerInfo).
     params: TokenWindowParams
     _splitter: Any = PrivateAttr(default=None)
 
