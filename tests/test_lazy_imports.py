@@ -70,6 +70,28 @@ def test_rerun_of_a_finished_experiment_imports_no_model_runtime_nor_llama_index
     assert heavy == []
 
 
+@pytest.mark.integration
+def test_rerun_with_an_ingested_corpus_imports_no_llama_index(tmp_path):
+    """``corpus: {path: ...}`` ingests on every run (content-addressed, so a no-op here) and loads
+    the corpus from the store: both as records, so the re-run still needs no LlamaIndex."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("# Cats\n\nCats purr when content. They sleep a lot.\n", encoding="utf-8")
+    (docs / "dogs.md").write_text("# Dogs\n\nDogs bark at strangers. They like walks.\n", encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "Why do cats purr?", "relevant_doc_ids": ["cats.md"],
+                                     "answer": "when content"}) + "\n", encoding="utf-8")
+    config = tmp_path / "ingested.yaml"
+    config.write_text(f"name: ingested\ndataset: {{path: {questions}, format: jsonl}}\ncorpus: {{path: {docs}}}\n"
+                      "chunkers: [recursive]\nretrievers: [bm25]\ntop_k: [5]\n", encoding="utf-8")
+    out = tmp_path / "results"
+    assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
+    heavy, output = heavy_imports_of(["run", str(config), "--out", str(out), "--quiet"],
+                                     (*MODEL_RUNTIMES, "llama_index"))
+    assert "nothing new to compute" in output
+    assert heavy == []
+
+
 @pytest.mark.unit
 def test_planning_a_grid_of_every_built_in_chunker_and_retriever_imports_no_llama_index():
     """The quickstart's components and every other built-in chunker and retriever: validating the

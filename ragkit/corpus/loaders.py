@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ragkit.corpus.model import make_document
+from ragkit.corpus.model import DocumentRecord, make_document, make_record
 from ragkit.corpus.parsers.code import CODE_LANGUAGES, parse_code
 from ragkit.corpus.parsers.html import parse_html
 from ragkit.corpus.parsers.markdown import FRONT_MATTER, parse_markdown
@@ -95,6 +95,12 @@ def _valid_unicode(document: ParsedDocument) -> ParsedDocument:
 
 def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int,
                     modified: str | None = None) -> list[Document]:
+    """``label_records`` as LlamaIndex Documents."""
+    return [make_document(*record) for record in label_records(parsed, doc_id, file_type, size_bytes, modified)]
+
+
+def label_records(parsed: list[ParsedDocument], doc_id: str, file_type: str, size_bytes: int,
+                  modified: str | None = None) -> list[DocumentRecord]:
     """Name parsed documents after their file; the title falls back to the file stem.
 
     A document with its own id (a BEIR corpus line) keeps that id, so qrels that reference it
@@ -117,7 +123,7 @@ def label_documents(parsed: list[ParsedDocument], doc_id: str, file_type: str, s
             metadata["source_file"] = doc_id
         if not metadata.get("title"):
             metadata["title"] = item.own_id if item.own_id is not None else PurePosixPath(file_name).stem
-        documents.append(make_document(item.own_id if item.own_id is not None else doc_id, item.text, metadata))
+        documents.append(make_record(item.own_id if item.own_id is not None else doc_id, item.text, metadata))
     return documents
 
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragkit.atomic import write_json_atomic
-from ragkit.corpus.loaders import LOADER_VERSION, label_documents, parse_file
-from ragkit.corpus.model import Corpus, document_to_json, make_document
+from ragkit.corpus.loaders import LOADER_VERSION, label_records, parse_file
+from ragkit.corpus.model import Corpus, DocumentRecord, document_to_json, make_document, make_record
 from ragkit.corpus.ordered_pool import in_order
 from ragkit.corpus.parsers.parsed import ParsedDocument
 from ragkit.corpus.screening import FileStatus, screen, skipped, walk
@@ -152,13 +152,18 @@ class CorpusStore:
         return [ParsedDocument.from_json(item) for item in payload["documents"]]
 
     def _entry_documents(self, entry: ManifestEntry) -> list[Document]:
+        return [make_document(*record) for record in self._entry_records(entry)]
+
+    def _entry_records(self, entry: ManifestEntry) -> list[DocumentRecord]:
+        """The entry's documents as records: a corpus is loaded (its id, the answer spans) without
+        LlamaIndex, which ``Corpus.documents`` imports when a step needs Documents."""
         cache = self._entry_parsed_path(entry)
         if not cache.exists():
             raise FileNotFoundError(f"parsed documents of '{entry.doc_id}' are missing ({cache}); ingest it again")
         parsed = self._read_parsed(cache)
         if entry.file_type == IMPORTED:
-            return [make_document(item.own_id or "", item.text, item.metadata) for item in parsed]
-        return label_documents(parsed, entry.doc_id, entry.file_type, entry.size_bytes, entry.modified)
+            return [make_record(item.own_id or "", item.text, item.metadata) for item in parsed]
+        return label_records(parsed, entry.doc_id, entry.file_type, entry.size_bytes, entry.modified)
 
     def ingest(self, paths: Sequence[Path], name: str, progress: ProgressCallback | None = None) -> IngestReport:
         """Validate, parse and add files to corpus ``name``; a bad file is reported, never fatal.
@@ -183,7 +188,7 @@ class CorpusStore:
 
         manifest = self._read_manifest(name)
         entries = {entry.doc_id: entry for entry in manifest.documents} if manifest else {}
-        documents = {doc_id: self._entry_documents(entry) for doc_id, entry in entries.items()}
+        documents = {doc_id: self._entry_records(entry) for doc_id, entry in entries.items()}
         owner = {document.id_: doc_id for doc_id, docs in documents.items() for document in docs}
         # PDFs are parsed settings.pdf_workers at a time, each in its own worker process; results
         # still arrive here one file after another, in order, so what follows is a serial merge.
@@ -217,7 +222,7 @@ class CorpusStore:
             self._write_manifest(name, corpus_id, list(entries.values()), manifest)
         return IngestReport(corpus_name=name, corpus_id=corpus_id, files=files)
 
-    def _ingest_file(self, path: Path, doc_id: str) -> tuple[ManifestEntry, list[Document]]:
+    def _ingest_file(self, path: Path, doc_id: str) -> tuple[ManifestEntry, list[DocumentRecord]]:
         file_type, size_bytes = file_type_of(path), path.stat().st_size
         sha256 = file_sha256(path)
         cache = self._parsed_path(sha256, file_type, LOADER_VERSION)
@@ -231,7 +236,7 @@ class CorpusStore:
             doc_id=doc_id, sha256=sha256, file_type=file_type, size_bytes=size_bytes,
             loader_version=LOADER_VERSION, document_count=len(parsed), modified=modified, ingested=_now(),
         )
-        return entry, label_documents(parsed, doc_id, file_type, size_bytes, modified)
+        return entry, label_records(parsed, doc_id, file_type, size_bytes, modified)
 
     def import_documents(self, documents: list[Document], name: str) -> Corpus:
         """Create or replace corpus ``name`` with documents that arrive parsed (a dataset's corpus.jsonl)."""
@@ -281,7 +286,7 @@ class CorpusStore:
 
     def load(self, name: str) -> Corpus:
         manifest = self._require(name)
-        documents = [document for entry in manifest.documents for document in self._entry_documents(entry)]
+        documents = [document for entry in manifest.documents for document in self._entry_records(entry)]
         return Corpus.from_documents(name, documents)
 
     def files(self, name: str) -> list[tuple[ManifestEntry, list[Document]]]:
