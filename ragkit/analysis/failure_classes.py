@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from ragkit.analysis.loading import Results
-from ragkit.metrics.names import CLAIM_DIAGNOSTICS, parse_metric
+from ragkit.metrics.names import CLAIM_DIAGNOSTICS, NOTHING_TO_SCORE, parse_metric
 
 ERROR, NO_TRUTH = "pipeline error", "no ground truth"
 ANSWERED, INVALID, NOT_USED = "answered well", "judge reply invalid", "retrieved but not used"
@@ -62,8 +62,6 @@ COLUMNS = ["run_id", "question_id", "failure_class", "judge", "level", "cut", "d
 DEFAULT_CUT = 5
 GROUNDING_VERDICTS = ("groundedness", "faithfulness", "embedding_groundedness")
 USED_THRESHOLD = 0.5
-# The error of the ``retrieval`` row of a question with no ground truth (experiments.rows).
-NOTHING_TO_SCORE = "no relevant documents or answer spans to score against"
 EVIDENCE_FAMILIES = {"span": "span_recall", "document": "recall"}
 
 

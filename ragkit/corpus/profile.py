@@ -131,7 +131,7 @@ def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod,
     if method == "llm" and llm is None:
         raise ValueError("document profile method 'llm' needs an LLM client")
     model = f"{llm.backend.name}:{llm.backend.model_name}" if method == "llm" and llm is not None else None
-    path = cache_dir / f"{corpus.corpus_id}-{method}-{content_key(PROFILE_FORMAT, model, length=8)}.json"
+    path = profile_path(corpus.corpus_id, cache_dir, method, model)
     cached = _read(path, corpus.corpus_id, method, model)
     if cached is not None:
         return cached
@@ -147,6 +147,11 @@ def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod,
         write_json_atomic(path, {"format": PROFILE_FORMAT, "corpus_id": corpus.corpus_id, "method": method,
                                  "model": model, "documents": [asdict(item) for item in profiles]})
     return CorpusProfile(corpus.corpus_id, method, model, tuple(profiles))
+
+
+def profile_path(corpus_id: str, cache_dir: Path, method: ProfileMethod, model: str | None) -> Path:
+    """The file a corpus' profiles are written to, per method and model (``backend:model``; None by rule)."""
+    return cache_dir / f"{corpus_id}-{method}-{content_key(PROFILE_FORMAT, model, length=8)}.json"
 
 
 def _read(path: Path, corpus_id: str, method: ProfileMethod, model: str | None) -> CorpusProfile | None:

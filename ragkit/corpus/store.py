@@ -322,10 +322,13 @@ class CorpusStore:
         return corpus
 
     def delete(self, name: str) -> None:
-        """Remove a corpus, and its derived data and parsed files once no other corpus uses them."""
-        manifest = self._require(name)
-        self._manifest_path(name).unlink()
-        self._drop_unused(manifest)
+        """Remove a corpus, and its derived data and parsed files once no other corpus uses them.
+        Under the corpus lock, as ingest and ``delete_documents``: a delete during an ingest of the
+        same name would otherwise remove files the ingest's new manifest still names."""
+        with content_lock(self.data_dir, "corpus", check_corpus_name(name)):
+            manifest = self._require(name)
+            self._manifest_path(name).unlink()
+            self._drop_unused(manifest)
 
     def _drop_unused(self, manifest: Manifest) -> None:
         """Remove the derived data and parsed files of a manifest no longer written that no corpus uses.

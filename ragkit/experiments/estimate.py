@@ -12,7 +12,8 @@ It follows the executor's own rules, so its counts are what the run then does:
   the LLM ones (``llm_semantic``, summaries) and the Chunking Judge, whose chunks are then
   "unknown" rather than guessed;
 - LLM calls: one per question to answer per role that calls an LLM (judges in llm mode, the
-  generator, the evaluation: one call per metric that needs one, per repeat). Loops (a quality
+  generator, the evaluation: one call per metric that needs one, per repeat), plus the calls made
+  once per chunk set or corpus (chunk summaries, document profiles: ``estimate_builds``). Loops (a quality
   gate's retries, an answer check's correction) can add calls and the LLM cache can save some,
   so these are estimates and say so.
 
@@ -31,6 +32,7 @@ from pydantic import BaseModel, Field
 from ragkit.chunkers.base import chunkers
 from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
 from ragkit.embedders.base import embedders
+from ragkit.experiments.estimate_builds import by_backend, profile_calls, summary_calls
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
 from ragkit.experiments.throughput import read_throughput
 from ragkit.index import index_marker
@@ -40,7 +42,8 @@ from ragkit.results import ResultStore
 
 NO_MEASUREMENT = "no measurement yet"
 LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator), and per "
-                  "LLM metric and repeat for the evaluation; retries and corrections can add calls, the LLM "
+                  "LLM metric and repeat for the evaluation; once per chunk for chunk summaries and per document "
+                  "for document profiles not written yet; retries and corrections can add calls, the LLM "
                   "cache can answer some without the backend")
 
 
@@ -131,7 +134,9 @@ def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: P
     measured = read_throughput(data_dir)
     embedding = _embedding(plan, derived_dir, data_dir, [index_steps[i] for i in sorted(indexes_built)],
                            measured["embedders"])
-    llm = _llm_calls(active, pending, measured["llms"])
+    once = summary_calls(plan, needed_chunksets - cached_chunksets, lambda spec: len(_cut(plan, spec))) \
+        + profile_calls(plan, active, data_dir / "profiles")
+    llm = _llm_calls(active, pending, measured["llms"], by_backend(once))
     parts = [e.seconds for e in embedding] + [e.seconds for e in llm]
     return PlanEstimate(
         experiment=plan.experiment, questions=len(plan.questions.questions), runs=len(plan.runs),
@@ -156,10 +161,15 @@ def _chunk_keys(plan: Plan, derived_dir: Path, chunkset_id: str) -> list[str] | 
     step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
     if step.judge is not None or chunker_uses_llm(step.chunker):
         return None
+    return _cut(plan, step.chunker)["text_sha"].tolist()
+
+
+def _cut(plan: Plan, chunker: Any) -> Any:
+    """The corpus cut by ``chunker`` (a spec of a chunker that needs no LLM), in memory."""
     deps: dict[str, Any] = {}
-    if step.chunker.type == "semantic":  # its breakpoints come from the bundled MiniLM, as in the executor
+    if chunker.type == "semantic":  # its breakpoints come from the bundled MiniLM, as in the executor
         deps["embed_model"] = embedders.build(embedders.resolve("minilm")).embed_model()
-    return chunk_corpus(plan.corpus, chunkers.build(step.chunker, **deps))["text_sha"].tolist()
+    return chunk_corpus(plan.corpus, chunkers.build(chunker, **deps))
 
 
 def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], measured: dict) -> list[EmbedEstimate]:
@@ -192,9 +202,15 @@ def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], 
     return out
 
 
-def _llm_calls(active: list[RunStep], pending: dict[str, int], measured: dict) -> list[LLMEstimate]:
+def _llm_calls(active: list[RunStep], pending: dict[str, int], measured: dict,
+               once: dict[str, tuple[Any, dict[str, int]]]) -> list[LLMEstimate]:
+    """Per backend: the per-question calls of the active runs plus ``once`` (per corpus or chunk set)."""
     calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     specs = {}
+    for key, (spec, roles) in once.items():
+        specs[key] = spec
+        for role, count in roles.items():
+            calls[key][role] += count
     for run in active:
         for role, per_question in calls_per_question(run).items():
             key = component_key(llm_registry, run.llms[role])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ragkit.experiments.plan import RunStep
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
-from ragkit.metrics.names import SEMANTIC_CACHE_HIT
+from ragkit.metrics.names import NOTHING_TO_SCORE, SEMANTIC_CACHE_HIT
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.metrics.routing import abstention_scores, routing_scores
 from ragkit.qa import Question
@@ -73,8 +73,7 @@ def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trac
     scores = [{**keys, "metric": name, "value": value, "error": None} for name, value in values.items()]
     if not (has_relevant(question.relevant_docs) or has_spans(groups)):
         # a question nothing can be scored against is a visible row, not a silent gap
-        nothing_to_score = "no relevant documents or answer spans to score against"
-        scores.append(_error_score(run, question, "retrieval", nothing_to_score))
+        scores.append(_error_score(run, question, "retrieval", NOTHING_TO_SCORE))
     scores += _agentic_scores(run, question, trace)
     if run.point.retriever.params.get("semantic_cache") is not None:
         scores.append(_cache_score(run, question, trace))

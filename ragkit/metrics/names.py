@@ -32,6 +32,9 @@ FINAL_CONTEXT_METRICS = (
 # The semantic retrieval cache (retriever option semantic_cache): per question, the share of its
 # searches the cache answered (one search: 1 hit, 0 miss), so a run's mean is its hit rate.
 SEMANTIC_CACHE_HIT = "semantic_cache_hit"
+# The error of the ``retrieval`` row of a question with no ground truth: written by
+# experiments.rows, recognised by analysis.failure_classes (one string, so the two cannot drift).
+NOTHING_TO_SCORE = "no relevant documents or answer spans to score against"
 # Describe the context (or the run) rather than grade it: no "better" direction, never a factor's
 # best level (a cache hit is faster, not better).
 DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length", SEMANTIC_CACHE_HIT)

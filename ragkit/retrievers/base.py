@@ -57,6 +57,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         self._semantic = SemanticCache(params.semantic_cache) if params.semantic_cache is not None else None
         self._lookups: list[CacheLookup] = []
         self._vector_in_hand: tuple[str, np.ndarray] | None = None
+        self._reused_for: str | None = None  # the query whose hits the semantic cache just reused
 
     def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
         """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
@@ -112,6 +113,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         reused, lookup = self._semantic.lookup(query, vector, self.where)
         self._lookups.append(lookup)
         if reused is not None:
+            self._reused_for = query
             return reused
         # The search embeds the same query: hand it the vector, so the embedding is charged once
         # (here), and counted in what a later exact-cache hit of this search replays.
@@ -163,13 +165,16 @@ class Retriever(RetrieverInfo, BaseRetriever):
     def query_similarities(self, query: str, hits: list[Hit]) -> list[float]:
         """Each hit's cosine similarity to the query: its score where that is one, else its stored
         vector's (the query embedded once: the search's own vector is reused, not charged twice)."""
-        if self.scores_are_similarities or not hits:
+        # Reused hits (the semantic cache) carry the cached query's scores, not this query's.
+        reused = self._reused_for == query
+        if (self.scores_are_similarities and not reused) or not hits:
             return [hit.score for hit in hits]
         last = self._last_vector
         vector = last[1] if last is not None and last[0] == query else self.query_vector(query)
         return cosine_similarities(self.index, vector, hits)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        self._reused_for = None
         hits = self.remembered_search(query_bundle.query_str)[: self.params.top_k]
         if self.params.score_threshold is not None:
             hits = [hit for hit in hits if hit.score >= self.params.score_threshold]

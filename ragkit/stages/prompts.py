@@ -90,10 +90,15 @@ def source_name(node: NodeWithScore) -> str:
     return str(meta.get("file_name") or meta.get("doc_id") or "unknown")
 
 
+def source_label(node: NodeWithScore) -> str:
+    """What ``with_source_names`` puts before a chunk's text: ``(file: notes.txt) ``."""
+    return f"(file: {source_name(node)}) "
+
+
 def with_source_names(shown: Sequence[tuple[NodeWithScore, str]]) -> list[str]:
-    """Each shown text after its file name, ``(file: notes.txt) text``; the name is not counted in
-    the characters shown, so the same text is shown with or without it."""
-    return [f"(file: {source_name(node)}) {text}" for node, text in shown]
+    """Each shown text after its file name, ``(file: notes.txt) text``. Fixed limits do not count
+    the name, so the same text is shown with or without it; a window's budget does (context_fit)."""
+    return [source_label(node) + text for node, text in shown]
 
 
 def joined_context(contexts: Sequence[str], limit: int) -> str:

@@ -115,7 +115,7 @@ with content_lock(Path(sys.argv[1]), "corpus", "camelids"):
 """
 
 
-def test_delete_waits_for_the_corpus_lock_that_ingest_holds(
+def test_deletes_wait_for_the_corpus_lock_that_ingest_holds(
     store: CorpusStore, three_files: Path, isolated_data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.ingest([three_files], "camelids")
@@ -126,6 +126,8 @@ def test_delete_waits_for_the_corpus_lock_that_ingest_holds(
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
         with pytest.raises(LockTimeout, match="corpus camelids is in use"):
             store.delete_documents("camelids", ["a.txt"])
+        with pytest.raises(LockTimeout, match="corpus camelids is in use"):
+            store.delete("camelids")
     finally:
         child.kill()
         child.wait()

@@ -117,3 +117,40 @@ def test_cli_dry_run_prints_the_plan_and_writes_no_results(tmp_path, counting_ll
     assert not (tmp_path / "out").exists()
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions_to_compute"] == 4
+
+
+class TallyLLM(CountingLLM):
+    """The counting stub, tallying what each call was for (chunk summaries, document profiles,
+    everything else), read from the prompt."""
+
+    name: ClassVar[str] = "tally"
+    asked: ClassVar[list[str]] = []
+
+    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+        text = " ".join(str(message.get("content", "")) for message in messages).lower()
+        self.asked.append("profile" if "technical_density" in text and "opening" in text
+                          else "summary" if "summar" in text else "other")
+        return super()._chat(messages, json_schema=json_schema, max_tokens=max_tokens)
+
+
+def test_dry_run_counts_the_calls_made_once_per_chunk_set_and_corpus(tmp_path):
+    """Chunk summaries (one call per chunk) and document profiles (one per document), counted
+    before the run and equal to the calls the run then makes for them."""
+    dataset = _small_sample(tmp_path / "sample")
+    config = {**_config(dataset, [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0,
+                                                               "summaries": True}}], [3], 2),
+              "retrievers": ["hybrid"], "generator": False, "llm": {"default": "tally"},
+              "judges": {"strategy": "heuristic", "profile": {"mode": "llm", "params": {"documents": "mode"}}}}
+    TallyLLM.asked.clear()
+    with llms.registered("tally", TallyLLM):
+        estimate = dry_run(config_from_dict(config), tmp_path / "out")
+        run_experiment(config_from_dict(config), tmp_path / "out")
+        again = dry_run(config_from_dict(config), tmp_path / "other-out")
+    chunks = len(pd.read_parquet(next((get_settings().resolved_data_dir() / "derived").rglob("chunksets/*.parquet"))))
+    assert estimate.llm_calls["chunking"] == TallyLLM.asked.count("summary") == chunks > 0
+    assert TallyLLM.asked.count("profile") == len(DOCS)
+    # The query side of the profile judge is one call per question on top of the documents' ones.
+    assert estimate.llm_calls["profile"] == len(DOCS) + estimate.questions_to_compute
+    # Built and written now: a second results folder needs neither again.
+    assert "chunking" not in again.llm_calls
+    assert again.llm_calls.get("profile", 0) in (again.questions_to_compute, again.questions_to_compute + len(DOCS))

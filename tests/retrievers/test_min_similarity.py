@@ -113,6 +113,34 @@ def test_the_filter_keeps_the_retrievers_order_and_scores(index):
     assert filtered == [(n.node.node_id, n.score) for n in plain.retrieve(QUERY) if n.node.node_id in {"a", "b", "c"}]
 
 
+class TwoQueryModel(QueryModel):
+    """QUERY embeds to QUERY_VECTOR, its paraphrase to (0.8, 0.6): cosine 0.8 between the two."""
+
+    def get_query_embedding(self, text: str) -> list[float]:
+        return list(QUERY_VECTOR) if text == QUERY else [0.8, 0.6]
+
+
+class TwoQueryEmbedder(FixedQueryEmbedder):
+    def _create_model(self) -> Any:
+        return TwoQueryModel()
+
+
+def test_after_a_semantic_cache_hit_the_filter_compares_with_the_new_query(index):
+    """A reused hit list carries the cached query's scores; the filter must measure each chunk
+    against the query asked. To (0.8, 0.6) the chunks' cosines are a 0.8, b 0.96, c 0.81, d 0.6,
+    e 0.12 (by hand; scikit-learn below), so 0.5 keeps a-d, where the cached query's kept a, b."""
+    paraphrase_vector = [[0.8, 0.6]]
+    vectors = np.array([vector for _, vector, _ in CHUNKS.values()])
+    expected = dict(zip(CHUNKS, cosine_similarity(paraphrase_vector, vectors)[0], strict=True))
+    assert {chunk for chunk, value in expected.items() if value >= 0.5} == {"a", "b", "c", "d"}
+    params = {"top_k": 5, "min_similarity": 0.5, "semantic_cache": 0.7}
+    retriever = retrievers.build({"type": "dense", "params": params}, index=index, embedder=TwoQueryEmbedder())
+    assert {node.node.node_id for node in retriever.retrieve(QUERY)} == {"a", "b"}
+    retriever.set_scope(None)  # the next question
+    assert {node.node.node_id for node in retriever.retrieve("why cats purr")} == {"a", "b", "c", "d"}
+    assert [lookup.hit for lookup in retriever.drain_cache_lookups()] == [False, True]
+
+
 @pytest.mark.unit
 def test_at_its_default_it_stays_out_of_the_spec():
     assert retrievers.resolve({"type": "hybrid", "params": {"min_similarity": None}}) == retrievers.resolve("hybrid")

@@ -15,6 +15,7 @@ Tokens are estimated from characters, because not every backend can count them b
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -52,19 +53,26 @@ def window_budget_chars(window_tokens: int, answer_tokens: int, prompt_chars: in
     return max(0, free) * CHARS_PER_TOKEN
 
 
-def whole_chunks_first(nodes: list[NodeWithScore], max_chunks: int, budget_chars: int
-                       ) -> list[tuple[NodeWithScore, str]]:
+def no_label(node: NodeWithScore) -> str:
+    return ""
+
+
+def whole_chunks_first(nodes: list[NodeWithScore], max_chunks: int, budget_chars: int,
+                       label: Callable[[NodeWithScore], str] = no_label) -> list[tuple[NodeWithScore, str]]:
     """Chunks in rank order, each whole while it fits in ``budget_chars``; the first that does not
-    fit is cut to what is left (when anything is), and none after it is shown."""
+    fit is cut to what is left (when anything is), and none after it is shown. ``label(node)`` is
+    what the prompt puts before a chunk's text (its file name, ``show_file_name``): it takes room
+    in the window like the text, so it is counted with each line's overhead."""
     shown: list[tuple[NodeWithScore, str]] = []
     budget = budget_chars
     for node in nodes[:max_chunks]:
         text = one_line(node)
-        room = budget - LINE_OVERHEAD_CHARS
+        overhead = LINE_OVERHEAD_CHARS + len(label(node))
+        room = budget - overhead
         if not text or room <= 0:
             break
         shown.append((node, text[:room]))
-        budget -= min(len(text), room) + LINE_OVERHEAD_CHARS
+        budget -= min(len(text), room) + overhead
         if len(text) > room:
             break
     return shown
@@ -82,12 +90,13 @@ def cut_record(nodes: list[NodeWithScore], shown: list[tuple[NodeWithScore, str]
 
 def fit_context(nodes: list[NodeWithScore], mode: ContextFitMode, *, max_chunks: int, chunk_chars: int,
                 max_context_chars: int, window_tokens: int | None, answer_tokens: int,
-                prompt_chars: int) -> FittedContext:
+                prompt_chars: int, label: Callable[[NodeWithScore], str] = no_label) -> FittedContext:
     """The chunks the generator shows, sized by ``mode`` (see the module docstring), and the record
-    of how: ``sizing`` (``fixed`` or ``window``), the window and budget used, and ``cut_record``."""
+    of how: ``sizing`` (``fixed`` or ``window``), the window and budget used, and ``cut_record``.
+    ``label``: what precedes each chunk's text in the prompt, counted against a window's budget."""
     if mode == "window" and window_tokens is not None:
         budget = window_budget_chars(window_tokens, answer_tokens, prompt_chars)
-        shown = whole_chunks_first(nodes, max_chunks, budget)
+        shown = whole_chunks_first(nodes, max_chunks, budget, label)
         sizing: dict[str, Any] = {"sizing": "window", "window_tokens": window_tokens, "budget_chars": budget}
     else:
         shown = shown_chunks(nodes, max_chunks, chunk_chars, max_context_chars)

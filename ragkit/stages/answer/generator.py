@@ -33,9 +33,9 @@ from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMClient, LLMResult
-from ragkit.stages.answer.context_fit import ContextFitMode, fit_context
+from ragkit.stages.answer.context_fit import ContextFitMode, fit_context, no_label
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
-from ragkit.stages.prompts import ConversationTurn, conversation_block, with_source_names
+from ragkit.stages.prompts import ConversationTurn, conversation_block, source_label, with_source_names
 from ragkit.text import cited_numbers
 
 STAGE = "generate"
@@ -151,7 +151,8 @@ class Generator(Judge):
         fitted = fit_context(nodes, p.context_fit, max_chunks=p.max_chunks, chunk_chars=p.chunk_chars,
                              max_context_chars=p.max_context_chars,
                              window_tokens=self.client().backend.context_window(), answer_tokens=p.max_tokens,
-                             prompt_chars=len(around) + len(system))
+                             prompt_chars=len(around) + len(system),
+                             label=source_label if p.show_file_name else no_label)
         shown = fitted.shown
         if not shown and p.abstain_text is not None:
             return self.abstain(query, "no chunk left to answer from", trace)

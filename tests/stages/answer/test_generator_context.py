@@ -116,6 +116,23 @@ def test_a_small_window_cuts_the_context_and_the_answer_says_what_was_cut(tmp_pa
 
 
 @pytest.mark.unit
+def test_file_names_shown_take_room_in_the_window(tmp_path):
+    """``show_file_name`` puts "(file: NAME) " before each chunk: the window's budget counts it, so
+    the prompt stays within the window's estimate and the cut chunk is shorter by the names."""
+    named = [NodeWithScore(node=TextNode(id_=f"c{number}", text=LONG, metadata={"file_name": f"report-{number}.pdf"}),
+                           score=0.5) for number in range(3)]
+    backend = WindowedLLM(["It says words [1]."], context_window=900)
+    prompt, decision = generate(backend, tmp_path, named, context_fit="window", max_tokens=100, show_file_name=True)
+    labels = [f"(file: report-{number}.pdf) " for number in range(2)]
+    shown_chars = decision["context"]["budget_chars"] - 2 * LINE_OVERHEAD_CHARS - sum(map(len, labels))
+    assert f"[1] {labels[0]}{LONG}\n[2] {labels[1]}{LONG[:shown_chars - 1000]}\nQuestion" in prompt
+    assert len(backend.requests[0][0]["content"]) + len(prompt) <= (900 - 100 - TEMPLATE_TOKENS) * CHARS_PER_TOKEN
+    # Fixed limits do not count the name: the same 400 characters with or without it.
+    prompt, _ = generate(ScriptedLLM(["It says words [1]."]), tmp_path / "fixed", named[:1], show_file_name=True)
+    assert f"[1] (file: report-0.pdf) {LONG[:400]}\n" in prompt
+
+
+@pytest.mark.unit
 def test_which_backends_declare_a_window():
     assert llms.build({"type": "ollama"}).context_window() == 4096
     assert llms.build({"type": "ollama", "params": {"context_window": 32768}}).context_window() == 32768
