@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers.registry import chunkers
 from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
 from ragkit.embedders.base import embedders
 from ragkit.experiments.estimate_builds import by_backend, profile_calls, summary_calls
