@@ -1,5 +1,5 @@
-"""What every retriever shares: params (top_k, threshold, scope), the retrieval cache, node
-building, the LlamaIndex hook.
+"""What every retriever shares: params (top_k, threshold, scope; declared in ``params.py``, without
+LlamaIndex), the retrieval cache, node building, the LlamaIndex hook.
 
 ``scope: question_doc`` limits every search to the question's own documents (its gold, relevant
 ones), ``scope: named_doc`` to the document(s) the user chose (the question's ``document`` field);
