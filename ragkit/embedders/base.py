@@ -39,6 +39,7 @@ class Embedder(Component):
         self._query_vectors: dict[str, tuple[np.ndarray, float]] = {}
         self._expected: list[str] = []
         self._adjustment = 0.0
+        self.query_batches = 0  # batches of queries this process embedded itself (shared ones are not)
 
     def _create_model(self) -> Any:
         raise NotImplementedError
@@ -75,11 +76,26 @@ class Embedder(Component):
         started = time.perf_counter()
         vectors = _normalise(np.asarray(self._embed_query_batch(batch), dtype=np.float32))
         elapsed = time.perf_counter() - started
+        self.query_batches += 1
         share = elapsed / len(batch)
         for query, vector in zip(batch, vectors, strict=True):
             self._query_vectors[query] = (vector, share)
         self._adjustment += share - elapsed
         return self._query_vectors[text][0]
+
+    def held_query_vectors(self, texts: Sequence[str]) -> tuple[np.ndarray, list[float]]:
+        """The vectors this embedder holds for ``texts`` (each embedded already) and each one's
+        share of its batch's time, for another process's ``share_query_vectors``."""
+        held = [self._query_vectors[text] for text in texts]
+        return np.stack([vector for vector, _ in held]), [share for _, share in held]
+
+    def share_query_vectors(self, texts: Sequence[str], vectors: np.ndarray, shares: Sequence[float]) -> None:
+        """Hold query vectors another process embedded with this same embedder (a Ray worker's
+        run gets the plan's questions embedded once for the whole execution): ``embed_query``
+        then returns them and charges each its share, as if embedded here. A vector this
+        embedder holds already is kept."""
+        for text, vector, share in zip(texts, vectors, shares, strict=True):
+            self._query_vectors.setdefault(text, (np.asarray(vector, dtype=np.float32), float(share)))
 
     def _embed_query_batch(self, texts: list[str]) -> list[list[float]]:
         """Query vectors of several texts; backends that embed a list at once override it."""

@@ -45,6 +45,10 @@ class SharedComponents:
             self._embedders[key] = embedders.build(spec)
         return self._embedders[key]
 
+    def embedders(self) -> list[Any]:
+        """The embedders built so far."""
+        return list(self._embedders.values())
+
     def reference_embed_model(self) -> Any:
         """The bundled MiniLM's LlamaIndex embedding model (see REFERENCE_EMBEDDER)."""
         return self.embedder(embedders.resolve(REFERENCE_EMBEDDER)).embed_model()

@@ -1,16 +1,21 @@
-"""Run a plan's steps as Ray tasks: chunk sets, then indexes, then (run x shard of questions).
+"""Run a plan on Ray: persistent workers (one actor per CPU) given the plan's steps one at a time.
 
-Each shared artefact is built once: one task per chunk set and one per index, and every shard
-task of a run waits for its index. A shard task answers its questions with the same code as the
-in-process executor (``LocalExecutor.answer_shard`` in a worker's own executor, which keeps its
-models, indexes and LLM clients for the worker's later tasks), and returns its rows; only this
-process writes the results folder, committing each shard as it arrives. So a Ray run and a local
-run of the same experiment write the same tables, and a Ray run killed midway resumes like a
-local one: committed shards are kept, the rest are answered again.
+The steps: each chunk set and each index once, the plan's question texts once per embedder,
+then every (run x shard of questions). A worker (``ray_worker.PlanWorker``) stays up for the
+whole execution, so ragkit's imports, the plan, the models, the opened indexes and each run's
+pipeline load once per worker, not once per task; the query vectors are computed by one worker
+and handed to the others through the object store. The driver decides what runs where
+(``ray_schedule.Dispatcher``): a step goes to a free worker once what it needs is done. A shard
+is answered with the same code as the in-process executor (``LocalExecutor.answer_shard`` in
+the worker's own executor) and returns its rows; only this process writes the results folder,
+committing each shard as it arrives. So a Ray run and a local run of the same experiment write
+the same tables, and a Ray run killed midway resumes like a local one: committed shards are
+kept, the rest are answered again.
 
-A shard task that raises is retried (``max_retries``); after the last try its questions are
-error rows for every metric, like a question whose pipeline raised. A backend that is gone stops
-the run as it does in-process: the questions answered before it are committed.
+A step that raises (or whose worker died: a worker is restarted) is tried again; after the last
+try a shard's questions are error rows for every metric, like a question whose pipeline raised,
+and a failed build stops the run naming it. A backend that is gone stops the run as it does
+in-process: the questions answered before it are committed.
 
 Ray is optional (``pip install 'ragkit[ray]'``). Without an address a local Ray is started for
 this run and stopped after it; with one (``ray://host:10001`` or ``auto``) the run uses that
@@ -24,25 +29,28 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
-from dataclasses import dataclass, field
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
+from ragkit.embedders.base import embedders
 from ragkit.errors import BackendUnavailable, ConfigError
-from ragkit.experiments.answering import ShardInterrupted, shard_questions
+from ragkit.experiments.answering import shard_questions
 from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.executor import LocalExecutor, PendingRun
-from ragkit.experiments.plan import Plan
+from ragkit.experiments.plan import Plan, component_key
+from ragkit.experiments.ray_schedule import Dispatcher, Failed, Result, Step
+from ragkit.experiments.ray_worker import PlanWorker, ShardResult
 from ragkit.experiments.rows import failure_scores
+from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 
 # Environment a worker needs to find the same folders and models as this process.
 FORWARDED_ENV = ("RAGKIT_", "HF_", "TRANSFORMERS_", "SENTENCE_TRANSFORMERS_", "OLLAMA_", "PYTHONPATH")
-# Retries of a task whose worker died or raised, before its questions become error rows.
+# Retries of a step whose worker died or raised, before its questions become error rows.
 TASK_RETRIES = 2
 
 
@@ -55,91 +63,6 @@ def require_ray() -> Any:
     return ray
 
 
-@dataclass
-class ShardResult:
-    """What a shard task returns: the questions it answered, their rows, and the outage that
-    stopped it early (backend, url, message), if any."""
-
-    question_ids: list[str]
-    tables: dict[str, pd.DataFrame]
-    outage: tuple[str, str, str] | None = None
-    cache_keys: dict[str, list[str]] = field(default_factory=dict)  # the worker's, for the folder's record
-
-
-# One executor per worker process and folder pair: models, indexes and clients load once per worker.
-_WORKER_EXECUTORS: dict[tuple[str, str], LocalExecutor] = {}
-_WORKER_PIPELINES: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-
-
-def _worker_executor(derived_dir: str, data_dir: str) -> LocalExecutor:
-    key = (derived_dir, data_dir)
-    if key not in _WORKER_EXECUTORS:
-        # The store is never written by a worker: only the driver commits.
-        _WORKER_EXECUTORS[key] = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
-                                               data_dir=Path(data_dir))
-    return _WORKER_EXECUTORS[key]
-
-
-# A plan is passed as (key, [object ref]): a ref inside a list is not resolved by Ray, so each
-# worker fetches and unpickles the plan (the whole corpus with it) once, not once per task.
-PlanHandle = tuple[str, list[Any]]
-_WORKER_PLANS: dict[str, Plan] = {}
-
-
-def _plan(handle: PlanHandle) -> Plan:
-    key, (ref,) = handle
-    if key not in _WORKER_PLANS:
-        import ray
-
-        _WORKER_PLANS.clear()  # one execution at a time per worker: an earlier plan is done
-        _WORKER_PLANS[key] = cast(Plan, ray.get(ref))
-    return _WORKER_PLANS[key]
-
-
-def build_chunkset_task(handle: PlanHandle, chunkset_id: str, derived_dir: str, data_dir: str) -> bool:
-    """Build (or find) one chunk set; True when this task built it."""
-    plan = _plan(handle)
-    executor = _worker_executor(derived_dir, data_dir)
-    report = ExecutionReport()
-    executor.build_chunkset(plan, chunkset_id, report)
-    return report.chunksets_built > 0
-
-
-def build_index_task(handle: PlanHandle, index_id: str, derived_dir: str, data_dir: str, _chunkset_built: bool) -> dict:
-    """Build (or find) one index once its chunk set exists; what it built and embedded."""
-    plan = _plan(handle)
-    executor = _worker_executor(derived_dir, data_dir)
-    report = ExecutionReport()
-    step = next(s for s in plan.index_steps if s.index_id == index_id)
-    before = executor.built_keys
-    executor.open_index(plan, step, report)
-    return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
-            "built_keys": sorted(executor.built_keys - before)}
-
-
-def answer_shard_task(handle: PlanHandle, run_id: str, question_ids: list[str], derived_dir: str, data_dir: str,
-                      _index_ready: dict) -> ShardResult:
-    """Answer one shard of one run in this worker, with the in-process executor's code."""
-    plan = _plan(handle)
-    executor = _worker_executor(derived_dir, data_dir)
-    run = next(r for r in plan.runs if r.run_id == run_id)
-    step = next(s for s in plan.index_steps if s.index_id == run.index_id)
-    key = (derived_dir, data_dir, run_id)
-    if key not in _WORKER_PIPELINES:  # a worker's later shards of the same run reuse it
-        index = executor.open_index(plan, step, ExecutionReport())
-        _WORKER_PIPELINES[key] = (executor.pipeline_for(plan, run, index), executor.evaluator_for(plan, run))
-    pipeline, evaluator = _WORKER_PIPELINES[key]
-    by_id = plan.questions.by_id()
-    questions = [by_id[qid] for qid in question_ids]
-    try:
-        tables = executor.answer_shard(run, pipeline, questions, evaluator)
-    except ShardInterrupted as interrupted:
-        cause = interrupted.cause
-        return ShardResult([q.id for q in interrupted.answered], interrupted.tables,
-                           (cause.backend, cause.url, str(cause)), executor.cache_keys.drain())
-    return ShardResult(question_ids, tables, cache_keys=executor.cache_keys.drain())
-
-
 class RayExecutor(LocalExecutor):
     """Runs a plan on Ray; this process plans, commits and reports, the workers compute."""
 
@@ -149,6 +72,7 @@ class RayExecutor(LocalExecutor):
         self.address = address
         self.num_cpus = num_cpus
         self._ray_temp: str | None = None
+        self.worker_stats: list[dict] = []  # each worker's ``PlanWorker.stats`` after the last execution
 
     def _connect(self, ray: Any) -> bool:
         """Connect to the cluster (or start a local Ray); True when this process started it."""
@@ -197,98 +121,95 @@ class RayExecutor(LocalExecutor):
 
     def _run_tasks(self, ray: Any, plan: Plan, todo: list[PendingRun], work: list[PendingRun],
                    report: ExecutionReport, progress: Progress) -> None:
-        options = {"num_cpus": 1, "max_retries": TASK_RETRIES, "retry_exceptions": True}
-        chunk_remote = ray.remote(**options)(build_chunkset_task)
-        index_remote = ray.remote(**options)(build_index_task)
-        shard_remote = ray.remote(**options)(answer_shard_task)
-        plan_ref: PlanHandle = (uuid.uuid4().hex, [ray.put(plan)])
-        folders = (str(self.derived_dir), str(self.data_dir))
+        """Start one worker per CPU of the cluster (no more than there are steps), hand them the
+        plan's steps and commit each shard as it comes back; end the workers after."""
         report.runs_computed = len(todo)
-
-        index_ids = list(dict.fromkeys(p.run.index_id for p in todo))
-        index_steps = {s.index_id: s for s in plan.index_steps}
-        chunkset_ids = list(dict.fromkeys(index_steps[i].chunkset_id for i in index_ids))
-        chunk_refs = {cid: chunk_remote.remote(plan_ref, cid, *folders) for cid in chunkset_ids}
-        index_refs = {iid: index_remote.remote(plan_ref, iid, *folders, chunk_refs[index_steps[iid].chunkset_id])
-                      for iid in index_ids}
-        shards: dict[Any, tuple[PendingRun, list]] = {}
-        for pending in todo:
-            for shard in shard_questions(pending.questions, plan.shard_size):
-                ref = shard_remote.remote(plan_ref, pending.run.run_id, [q.id for q in shard], *folders,
-                                          index_refs[pending.run.index_id])
-                shards[ref] = (pending, shard)
-
+        shards: dict[Hashable, tuple[PendingRun, list[Question]]] = {}
+        steps = plan_steps(plan, todo, shards)
+        cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
+        actor = ray.remote(num_cpus=1, max_restarts=TASK_RETRIES)(PlanWorker)
+        plan_ref = ray.put(plan)  # fetched once per worker, by its constructor
+        workers = [actor.remote(plan_ref, str(self.derived_dir), str(self.data_dir))
+                   for _ in range(max(1, min(cpus, len(steps))))]
+        dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES)
         try:
-            self._collect(ray, plan, chunk_refs, index_refs, shards, work, report, progress)
-        except BaseException:  # a stopped or failed run leaves no task of its own running (also on a cluster)
-            for ref in [*chunk_refs.values(), *index_refs.values(), *shards]:
-                ray.cancel(ref, force=True)
-            raise
+            self._collect(dispatcher, plan, shards, work, report, progress)
+            self.worker_stats = ray.get([worker.stats.remote() for worker in workers])
+        finally:  # a stopped or failed run leaves nothing of its own running (also on a cluster)
+            dispatcher.stop()
 
-    def _collect(self, ray: Any, plan: Plan, chunk_refs: dict[str, Any], index_refs: dict[str, Any],
-                 shards: dict[Any, tuple[PendingRun, list]], work: list[PendingRun], report: ExecutionReport,
-                 progress: Progress) -> None:
-        """Commit each shard as it finishes, whatever else is still running: a run killed while a
-        slow index builds keeps every shard finished before. A shard's own builds are recorded
-        first (they finished before it started): its run's first commit says whether they were
-        built now."""
-        builds = {**{ref: (cid, "chunkset") for cid, ref in chunk_refs.items()},
-                  **{ref: (iid, "index") for iid, ref in index_refs.items()}}
-        recorded: set[Any] = set()
-
-        def record(ref: Any) -> None:
-            if ref in recorded:
-                return
-            recorded.add(ref)
-            key, kind = builds[ref]
+    def _collect(self, dispatcher: Dispatcher, plan: Plan, shards: dict[Hashable, tuple[PendingRun, list[Question]]],
+                 work: list[PendingRun], report: ExecutionReport, progress: Progress) -> None:
+        """Record each build and commit each shard as it finishes, whatever else is still
+        running: a run killed while a slow index builds keeps every shard finished before. A
+        build is given back before any shard that needs it is handed out, so its run's first
+        commit says whether it was built now."""
+        for step, outcome in dispatcher.results():
+            kind, name = step.key[0], step.key[1]
+            if kind in ("chunkset", "index", "queries") and isinstance(outcome, Failed):
+                what = {"chunkset": "chunk set", "index": "index", "queries": "the query vectors of"}[kind]
+                raise RuntimeError(f"building {what} {name} failed after {TASK_RETRIES + 1} tries: "
+                                   f"{_cause(outcome.error)}") from outcome.error
             if kind == "chunkset":
-                if self._get_build(ray, ref, f"chunk set {key}"):
-                    self.mark_built([key])
+                if outcome:
+                    self.mark_built([name])
                     report.chunksets_built += 1
-                return
-            built = self._get_build(ray, ref, f"index {key}")
-            self.mark_built(built.get("built_keys", ()))  # the index and its full-text step, if built now
-            if built["built"]:
-                report.indexes_built += 1
-                report.chunks_embedded += built["embedded"]
-                progress("embedded", built["embedded"])
+            elif kind == "index":
+                self.mark_built(outcome.get("built_keys", ()))  # the index and its full-text step, if built now
+                if outcome["built"]:
+                    report.indexes_built += 1
+                    report.chunks_embedded += outcome["embedded"]
+                    progress("embedded", outcome["embedded"])
+            elif kind == "shard":
+                self._commit_shard(plan, *shards[step.key], outcome, work, report, progress)
 
-        index_chunkset = {s.index_id: s.chunkset_id for s in plan.index_steps}
-        waiting = [*builds, *shards]
-        while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
-            if ready[0] in builds:
-                record(ready[0])
-                continue
-            pending, shard = shards[ready[0]]
-            record(chunk_refs[index_chunkset[pending.run.index_id]])
-            record(index_refs[pending.run.index_id])
-            try:
-                result: ShardResult = ray.get(ready[0])
-            except Exception as error:  # noqa: BLE001 - a shard that failed every try is error rows
-                message = f"failed after {TASK_RETRIES + 1} tries: {_cause(error)}"
-                report.errors.append(f"run {pending.run.run_id}: {message}")
-                evaluation = pending.run.point.evaluation
-                rows = [row for q in shard for row in failure_scores(pending.run, q, message, evaluation)]
-                self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
-                continue
-            answered = [q for q in shard if q.id in set(result.question_ids)]
-            self.cache_keys.absorb(result.cache_keys)
-            self.commit(plan, pending, answered, result.tables, report, progress)
-            if result.outage is not None:
-                backend, url, message = result.outage
-                outage = BackendUnavailable(message, backend=backend, url=url)
-                raise self.run_stopped(plan, sum(p.committed for p in work), outage) from outage
+    def _commit_shard(self, plan: Plan, pending: PendingRun, shard: list[Question], outcome: Any,
+                      work: list[PendingRun], report: ExecutionReport, progress: Progress) -> None:
+        """A shard's rows committed; a shard that failed every try is error rows for each metric,
+        like a question whose pipeline raised; a backend gone stops the run."""
+        if isinstance(outcome, Failed):
+            message = f"failed after {TASK_RETRIES + 1} tries: {_cause(outcome.error)}"
+            report.errors.append(f"run {pending.run.run_id}: {message}")
+            evaluation = pending.run.point.evaluation
+            rows = [row for q in shard for row in failure_scores(pending.run, q, message, evaluation)]
+            self.commit(plan, pending, shard, {"scores": pd.DataFrame(rows)}, report, progress)
+            return
+        result: ShardResult = outcome
+        answered = [q for q in shard if q.id in set(result.question_ids)]
+        self.cache_keys.absorb(result.cache_keys)
+        self.commit(plan, pending, answered, result.tables, report, progress)
+        if result.outage is not None:
+            backend, url, message = result.outage
+            outage = BackendUnavailable(message, backend=backend, url=url)
+            raise self.run_stopped(plan, sum(p.committed for p in work), outage) from outage
 
-    def _get_build(self, ray: Any, ref: Any, what: str) -> Any:
-        """A build task's result; a build that failed every try fails the run, naming it (its
-        runs cannot answer anything)."""
-        try:
-            return ray.get(ref)
-        except Exception as error:  # re-raised with the step named
-            tries = TASK_RETRIES + 1
-            raise RuntimeError(f"building {what} failed after {tries} tries: {_cause(error)}") from error
 
+def plan_steps(plan: Plan, todo: list[PendingRun],
+               shards: dict[Hashable, tuple[PendingRun, list[Question]]]) -> list[Step]:
+    """The steps of what ``todo`` lacks, builds first: each chunk set and index once, the
+    question texts once per embedder, then every (run, shard of questions); ``shards`` gets
+    what each shard step answers."""
+    index_steps = {s.index_id: s for s in plan.index_steps}
+    index_ids = list(dict.fromkeys(p.run.index_id for p in todo))
+    chunkset_ids = list(dict.fromkeys(index_steps[i].chunkset_id for i in index_ids))
+    steps = [Step(("chunkset", cid), "build_chunkset", (cid,)) for cid in chunkset_ids]
+    query_keys: dict[str, str] = {}  # embedder key -> the first run using it
+    for pending in todo:
+        if pending.run.point.embedder is not None:
+            query_keys.setdefault(component_key(embedders, pending.run.point.embedder), pending.run.run_id)
+    steps += [Step(("queries", key), "query_vectors", (run_id,)) for key, run_id in query_keys.items()]
+    steps += [Step(("index", iid), "build_index", (iid,), (("chunkset", index_steps[iid].chunkset_id),))
+              for iid in index_ids]
+    for pending in todo:
+        run = pending.run
+        embedder = component_key(embedders, run.point.embedder)
+        needs = (("index", run.index_id), *((("queries", embedder),) if embedder else ()))
+        shared: Any = Result(("queries", embedder)) if embedder else []
+        for number, shard in enumerate(shard_questions(pending.questions, plan.shard_size)):
+            key = ("shard", run.run_id, number)
+            steps.append(Step(key, "answer_shard", (run.run_id, [q.id for q in shard], shared), needs))
+            shards[key] = (pending, shard)
+    return steps
 
 def _cause(error: BaseException) -> str:
     """The original exception behind a Ray task error, in one line."""

@@ -95,49 +95,116 @@ def test_a_ray_run_writes_the_tables_a_local_run_writes(tmp_path, monkeypatch, l
     assert again.nothing_to_do and again.questions_computed == 0
 
 
+def test_workers_stay_up_across_steps_and_the_questions_are_embedded_once(tmp_path, monkeypatch, local_ray):
+    """Two dense runs in 4 two-question shards each on 2 workers: every step of the execution
+    runs in one of 2 processes (a worker per CPU that stays up), both answer shards, and the
+    plan's questions are embedded in one batch for the whole execution, not once per worker."""
+    from ragkit.experiments.ray_executor import RayExecutor
+
+    config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"],
+                                   retrievers=["dense", "hybrid"], judges={}, shard_size=2))
+    fresh_data_dir(monkeypatch, tmp_path / "data")
+    plan, derived_dir = prepare(config)
+    executor = RayExecutor(derived_dir, ResultStore(tmp_path / "ray"))
+    report = executor.execute(plan)
+    assert report.questions_computed == 16 and not report.errors
+
+    stats = executor.worker_stats
+    steps = 1 + len(plan.index_steps) + 1 + 2 * 4  # chunk set, indexes, query vectors, shards
+    assert len({worker["pid"] for worker in stats}) == len(stats) == 2
+    assert sum(worker["steps"] for worker in stats) == steps
+    assert all(worker["shards"] > 0 for worker in stats)  # both answered dense questions...
+    assert sum(worker["query_batches"] for worker in stats) == 1  # ...with the questions embedded once
+    local = run_experiment(config, tmp_path / "local")
+    assert local.questions_computed == 16
+    for name in KEYS:
+        pd.testing.assert_frame_equal(table(tmp_path / "ray", name), table(tmp_path / "local", name))
+
+
+class Ref:  # hashable by identity, as Ray's object refs are
+    def __init__(self, name, args):
+        self.name, self.args = name, args
+
+
+class FakeWorker:
+    """A stand-in for a ``PlanWorker`` actor handle: each method call is a Ref of its name and
+    args, recorded by the FakeRay that started it."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def __getattr__(self, method):
+        def submit(*args):
+            self.fake.submitted.append(Ref(method, args))
+            return self.fake.submitted[-1]
+        return SimpleNamespace(remote=submit)
+
+
+class FakeRay:
+    """Ray replaced for the driver's side: ``get`` answers a Ref by ``answer(ref)``, and ``wait``
+    gives back the first ref ``order`` sorts first (default: the first submitted)."""
+
+    def __init__(self, answer, order=lambda refs: refs):
+        self.answer, self.order = answer, order
+        self.options, self.submitted, self.killed = [], [], []
+
+    def remote(self, **options):
+        self.options.append(options)
+        return lambda cls: SimpleNamespace(remote=lambda *args: FakeWorker(self))
+
+    def cluster_resources(self):
+        return {"CPU": 2}
+
+    def put(self, value):
+        return value
+
+    def wait(self, refs, num_returns):
+        first = self.order(refs)[0]
+        return [first], [ref for ref in refs if ref is not first]
+
+    def get(self, ref):
+        if isinstance(ref, list):
+            return [self.get(one) for one in ref]
+        if ref.name == "stats":
+            return {"pid": 0, "node": "n", "steps": 0, "shards": 0, "query_batches": 0}
+        return self.answer(ref)
+
+    def kill(self, worker):
+        self.killed.append(worker)
+
+
+def shard_rows(ref) -> object:
+    from ragkit.experiments.ray_executor import ShardResult
+
+    run_id, question_ids = ref.args[0], ref.args[1]
+    return ShardResult(question_ids, {"scores": pd.DataFrame(
+        [{"run_id": run_id, "question_id": q, "metric": "mrr", "value": 1.0} for q in question_ids])})
+
+
 def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest_commit(tmp_path):
-    """The driver's side of a failed task, with Ray replaced by a stand-in whose get raises for
+    """The driver's side of a failed step, with Ray replaced by a stand-in whose get raises for
     one shard (a real worker failure cannot be arranged deterministically)."""
-    from ragkit.experiments.ray_executor import RayExecutor, ShardResult
+    from ragkit.experiments.ray_executor import RayExecutor
 
     config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"],
                                    retrievers=["bm25"], judges={}))
     plan, derived_dir = prepare(config)
     executor = RayExecutor(derived_dir, ResultStore(tmp_path / "out"))
     work = executor.start(plan)
-    calls = []
 
-    class Ref:  # hashable by identity, as Ray's object refs are
-        def __init__(self, name, args):
-            self.name, self.args = name, args
+    def answer(ref):
+        if ref.name == "answer_shard":
+            if ref.args[1][0] == "q3":
+                raise RuntimeError("worker died\nOOM")
+            return shard_rows(ref)
+        return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
 
-    class FakeRay:
-        def remote(self, **options):
-            calls.append(options)
-            return lambda fn: SimpleNamespace(remote=lambda *args: Ref(fn.__name__, args))
-
-        def put(self, value):
-            return value
-
-        def wait(self, refs, num_returns):
-            return refs[:1], refs[1:]
-
-        def get(self, ref):
-            name, args = ref.name, ref.args
-            if name == "answer_shard_task":
-                if args[2][0] == "q3":
-                    raise RuntimeError("worker died\nOOM")
-                return ShardResult(args[2], {"scores": pd.DataFrame([{"run_id": args[1], "question_id": q,
-                                                                      "metric": "mrr", "value": 1.0}
-                                                                     for q in args[2]])})
-            return name == "build_chunkset_task" or {"built": True, "embedded": 0}
-
-        def cancel(self, ref, force):
-            pass
-
+    fake = FakeRay(answer)
     report = ExecutionReport()
-    executor._run_tasks(FakeRay(), plan, work, work, report, lambda event, n: None)
-    assert all(options["max_retries"] >= 1 and options["retry_exceptions"] for options in calls)
+    executor._run_tasks(fake, plan, work, work, report, lambda event, n: None)
+    assert all(options["max_restarts"] >= 1 for options in fake.options)  # a dead worker comes back
+    tries = [ref for ref in fake.submitted if ref.name == "answer_shard" and ref.args[1][0] == "q3"]
+    assert len(tries) == 3  # tried again twice, then error rows
     scores = ResultStore(tmp_path / "out").read("scores")
     failed = scores[scores["question_id"].isin(["q3", "q4", "q5"])]
     assert len(failed) > 3 and failed["value"].isna().all()
@@ -145,57 +212,39 @@ def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest
     assert set(failed["metric"]) >= {"mrr", "recall@3", "ndcg@3"}
     assert set(scores["question_id"]) == set(QUESTIONS)
     assert report.questions_computed == 8 and len(report.errors) == 1
+    assert len(fake.killed) == 2  # the workers end with the execution
 
 
 def test_shards_commit_as_they_finish_so_a_failed_build_keeps_the_other_indexes_rows(tmp_path):
     """With a stand-in for Ray that finishes one index's build last and fails it: every shard of
     the other index is committed before the run stops naming the failed build (the driver used to
     wait for every build before committing any shard, so a kill during a slow build lost them)."""
-    from ragkit.experiments.ray_executor import RayExecutor, ShardResult
+    from ragkit.experiments.ray_executor import RayExecutor
 
     config = config_from_dict(grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), retrievers=["bm25"], judges={}))
     plan, derived_dir = prepare(config)
     executor = RayExecutor(derived_dir, ResultStore(tmp_path / "out"))
     work = executor.start(plan)
     slow = plan.index_steps[1].index_id
-    cancelled = []
 
-    class Ref:
-        def __init__(self, name, args):
-            self.name, self.args = name, args
+    def answer(ref):
+        if ref.name == "build_index" and ref.args[0] == slow:
+            raise RuntimeError("embedding server died")
+        if ref.name == "answer_shard":
+            return shard_rows(ref)
+        return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
 
-    class FakeRay:
-        def remote(self, **options):
-            return lambda fn: SimpleNamespace(remote=lambda *args: Ref(fn.__name__, args))
+    def slow_last(refs):  # the slow index finishes last, whatever else is running
+        return sorted(refs, key=lambda ref: ref.name == "build_index" and ref.args[0] == slow)
 
-        def put(self, value):
-            return value
-
-        def wait(self, refs, num_returns):
-            # The slow index and the shards waiting on it finish last, in that order.
-            def late(ref):
-                return ref.args[1] == slow or (ref.name == "answer_shard_task" and ref.args[-1].args[1] == slow)
-            order = sorted(refs, key=lambda ref: (late(ref), ref.name != "build_index_task"))
-            return order[:1], [ref for ref in refs if ref is not order[0]]
-
-        def get(self, ref):
-            if ref.name == "build_index_task" and ref.args[1] == slow:
-                raise RuntimeError("embedding server died")
-            if ref.name == "answer_shard_task":
-                return ShardResult(ref.args[2], {"scores": pd.DataFrame(
-                    [{"run_id": ref.args[1], "question_id": q, "metric": "mrr", "value": 1.0} for q in ref.args[2]])})
-            return ref.name == "build_chunkset_task" or {"built": True, "embedded": 0}
-
-        def cancel(self, ref, force):
-            cancelled.append(ref)
-
+    fake = FakeRay(answer, slow_last)
     with pytest.raises(RuntimeError, match=f"building index {slow} failed after 3 tries: RuntimeError: embedding"):
-        executor._run_tasks(FakeRay(), plan, work, work, ExecutionReport(), lambda event, n: None)
+        executor._run_tasks(fake, plan, work, work, ExecutionReport(), lambda event, n: None)
     scores = ResultStore(tmp_path / "out").read("scores")
     fast_runs = {run.run_id for run in plan.runs if run.index_id != slow}
     assert set(scores["run_id"]) == fast_runs and len(fast_runs) == 1
     assert set(scores["question_id"]) == set(QUESTIONS)  # all 3 shards of the other index's run
-    assert cancelled  # what was left of the stopped run
+    assert len(fake.killed) == 2  # what was left of the stopped run
 
 
 def test_a_ray_run_killed_midway_resumes_with_no_lost_or_duplicated_rows(tmp_path, monkeypatch):

@@ -1,0 +1,145 @@
+"""The Ray executor's worker: one actor per CPU that stays up for a whole execution.
+
+An actor holds what a task would otherwise load again: ragkit's imports, the plan (the whole
+corpus with it, fetched from the object store once), the in-process executor's heavy components
+(embedders, LLM clients), its opened indexes and each run's pipeline. The driver
+(``ray_executor.py``) gives it one step at a time, each with the in-process executor's code:
+a chunk set, an index, the plan's query vectors of one embedder, a shard of one run's questions.
+
+The plan's questions are embedded once per embedder for the whole execution
+(``query_vectors``) and every worker that answers a run with that embedder is handed the same
+vectors (``answer_shard``'s ``shared``), so no other worker loads the model for its queries.
+A worker never writes the results folder: only the driver commits.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragkit.embedders.base import embedders
+from ragkit.experiments.answering import ShardInterrupted
+from ragkit.experiments.execution_report import ExecutionReport
+from ragkit.experiments.executor import LocalExecutor
+from ragkit.experiments.plan import Plan, RunStep, component_key
+from ragkit.results import ResultStore
+
+
+@dataclass
+class ShardResult:
+    """What a shard returns: the questions it answered, their rows, and the outage that stopped
+    it early (backend, url, message), if any."""
+
+    question_ids: list[str]
+    tables: dict[str, pd.DataFrame]
+    outage: tuple[str, str, str] | None = None
+    cache_keys: dict[str, list[str]] = field(default_factory=dict)  # the worker's, for the folder's record
+
+
+@dataclass
+class QueryVectors:
+    """One embedder's vectors of the plan's question texts and what each cost to embed (its share
+    of the batch): what ``Embedder.share_query_vectors`` takes."""
+
+    texts: list[str]
+    vectors: np.ndarray
+    shares: list[float]
+
+
+class PlanWorker:
+    """One execution's worker (a Ray actor): the plan, its folders and the loaded components."""
+
+    def __init__(self, plan: Plan, derived_dir: str, data_dir: str) -> None:
+        self.plan = plan
+        # The store is never written by a worker (only the driver commits): a throwaway folder.
+        self.executor = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
+                                      data_dir=Path(data_dir))
+        self._runs = {run.run_id: run for run in plan.runs}
+        self._steps = {step.index_id: step for step in plan.index_steps}
+        self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self._shared: set[str] = set()  # embedders whose shared query vectors this worker holds
+        self._steps_run = 0
+        self._shards_answered = 0
+
+    def build_chunkset(self, chunkset_id: str) -> bool:
+        """Build (or find) one chunk set; True when this call built it."""
+        self._steps_run += 1
+        report = ExecutionReport()
+        self.executor.build_chunkset(self.plan, chunkset_id, report)
+        return report.chunksets_built > 0
+
+    def build_index(self, index_id: str) -> dict:
+        """Build (or find) one index once its chunk set exists; what it built and embedded."""
+        self._steps_run += 1
+        report = ExecutionReport()
+        before = self.executor.built_keys
+        self.executor.open_index(self.plan, self._steps[index_id], report)
+        return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
+                "built_keys": sorted(self.executor.built_keys - before)}
+
+    def query_vectors(self, run_id: str) -> QueryVectors:
+        """The plan's question texts embedded by the run's embedder, in one batch, as a run of
+        the in-process executor embeds them on its first search (``Embedder.expect_queries``)."""
+        self._steps_run += 1
+        embedder = self._embedder(self._runs[run_id])
+        texts = list(dict.fromkeys(q.text for q in self.plan.questions.questions))
+        embedder.expect_queries(texts)
+        embedder.embed_query(texts[0])
+        embedder.drain_adjustment()  # no question was asked: no search may be charged this batch
+        vectors, shares = embedder.held_query_vectors(texts)
+        return QueryVectors(texts, vectors, shares)
+
+    def answer_shard(self, run_id: str, question_ids: list[str], shared: list[Any]) -> ShardResult:
+        """Answer one shard of one run with the in-process executor's code. ``shared``: the run's
+        embedder's query vectors as ``[object ref]`` (a ref inside a list is not resolved by Ray,
+        so a worker fetches them once, not with every shard), or ``[]``."""
+        self._steps_run += 1
+        self._shards_answered += 1
+        run = self._runs[run_id]
+        if shared:
+            self._take_shared(run, shared[0])
+        if run_id not in self._pipelines:  # a worker's later shards of the same run reuse it
+            index = self.executor.open_index(self.plan, self._steps[run.index_id], ExecutionReport())
+            self._pipelines[run_id] = (self.executor.pipeline_for(self.plan, run, index),
+                                       self.executor.evaluator_for(self.plan, run))
+        pipeline, evaluator = self._pipelines[run_id]
+        by_id = self.plan.questions.by_id()
+        questions = [by_id[qid] for qid in question_ids]
+        try:
+            tables = self.executor.answer_shard(run, pipeline, questions, evaluator)
+        except ShardInterrupted as interrupted:
+            cause = interrupted.cause
+            return ShardResult([q.id for q in interrupted.answered], interrupted.tables,
+                               (cause.backend, cause.url, str(cause)), self.executor.cache_keys.drain())
+        return ShardResult(question_ids, tables, cache_keys=self.executor.cache_keys.drain())
+
+    def stats(self) -> dict:
+        """Who this worker is and what it did: its process and node, the steps and shards it ran and
+        the query batches its embedders embedded themselves (the shared ones are not counted)."""
+        import ray
+
+        loaded = self.executor.components.embedders()
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), "steps": self._steps_run,
+                "shards": self._shards_answered,
+                "query_batches": sum(embedder.query_batches for embedder in loaded)}
+
+    def _embedder(self, run: RunStep) -> Any:
+        if run.point.embedder is None:
+            raise ValueError(f"run {run.run_id} has no embedder")
+        return self.executor.components.embedder(run.point.embedder)
+
+    def _take_shared(self, run: RunStep, ref: Any) -> None:
+        key = component_key(embedders, run.point.embedder)
+        if key in self._shared:
+            return
+        import ray
+
+        shared: QueryVectors = ray.get(ref)
+        self._embedder(run).share_query_vectors(shared.texts, shared.vectors, shared.shares)
+        self._shared.add(key)
