@@ -9,7 +9,7 @@ neighbours are the points of the clusters nearest to it, ranked inside a cluster
 
 One table is written with ``IndexStore.build`` (no full-text index, no ANN); then for each index
 configuration ragkit's own ``_create_vector_index`` builds the index on it (``replace=True``), and
-the queries go through ``ChunkIndex.dense`` with that ``AnnParams`` (nprobes, refine_factor), each
+the queries go through ``ChunkIndex.dense`` with that ``AnnParams`` (nprobes, refine_factor, ef), each
 query timed alone after a warm-up. Measured per configuration: build seconds, index size on disk
 (the files the build added under the table's ``_indices``), p50 / p95 latency, recall@10 against
 the exact top 10 (numpy over every row, checked against LanceDB's exact scan on the first
@@ -29,7 +29,7 @@ DIM, LIMIT, WARM_UP = 384, 10, 3
 # Noise norms around a centre: 0.1 keeps a point at cosine ~0.995 of its sentence, 0.5 at ~0.89.
 NOISE_NORM = (0.1, 0.5)
 GOAL_P50_MS, GOAL_RECALL = 20.0, 0.95
-# Build knobs (kind:partitions, default = LanceDB's) x query knobs (nprobes:refine_factor).
+# Build knobs (kind:partitions, default = LanceDB's) x query knobs (nprobes:refine_factor:ef).
 BUILDS = "ivf_pq,ivf_pq:256,ivf_hnsw_sq,ivf_hnsw_sq:64"
 PROBES = "10,20,20:10,50:10"
 
@@ -41,6 +41,20 @@ def knob_pairs(text: str, first: type) -> list[tuple]:
         head, _, tail = item.strip().partition(":")
         pairs.append((first(head), int(tail) if tail and tail != "default" else None))
     return pairs
+
+
+def probe_knobs(text: str) -> list[tuple[int, int | None, int | None]]:
+    """``"20,50:10,50:10:128"`` -> [(20, None, None), (50, 10, None), (50, 10, 128)]:
+    nprobes, then optional refine_factor and ef ("-" or "default": LanceDB's default)."""
+    knobs = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) > 3:
+            raise ValueError(f"{item.strip()!r} is not nprobes[:refine_factor[:ef]]")
+        nprobes, refine, ef = [*parts, None, None][:3]
+        optional = [None if v in (None, "", "-", "default") else int(v) for v in (refine, ef)]
+        knobs.append((int(nprobes), optional[0], optional[1]))
+    return knobs
 
 
 def embedded(texts: list[str], cache: Path) -> np.ndarray:
@@ -130,9 +144,11 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
         scratch: Path, cache_dir: Path, label: str, builds: str = BUILDS, probes: str = PROBES) -> list[Measurement]:
     from ragkit.index import AnnParams, ChunkIndex, IndexStore, _create_vector_index
 
-    build_knobs, probe_knobs = knob_pairs(builds, str), knob_pairs(probes, int)
+    build_knobs, query_knobs = knob_pairs(builds, str), probe_knobs(probes)
     for kind, partitions in build_knobs:  # AnnParams' own one-line error for a bad kind or bound
-        AnnParams(kind=kind, num_partitions=partitions)
+        for nprobes, refine, ef in query_knobs:
+            AnnParams(kind=kind, num_partitions=partitions, nprobes=nprobes, refine_factor=refine,
+                      ef=ef if kind == "ivf_hnsw_sq" else None)
     if len(sentences) < centres + n_queries:
         raise SystemExit(f"--centres {centres} + --queries {n_queries} needs that many sentences; "
                          f"the corpus has {len(sentences)}")
@@ -165,7 +181,7 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
     results: list[Measurement] = [Measurement(f"#3a {label} exact p50 (recall 1)", exact_p50, exact_p50, "ms",
                                               "-", None)]
     indices = table_dir(store.db_dir) / "_indices"
-    print(f"\n  {'index':34} {'build s':>8} {'size MB':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>9}  goal")
+    print(f"\n  {'index':48} {'build s':>8} {'size MB':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>9}  goal")
     for kind, partitions in build_knobs:
         built = AnnParams(kind=kind, num_partitions=partitions)
         before = _files(indices) if indices.exists() else {}
@@ -174,14 +190,16 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
         build_s = time.perf_counter() - started
         added = {p: s for p, s in _files(indices).items() if p not in before}
         size_mb = sum(added.values()) / 1e6
-        for nprobes, refine in probe_knobs:
-            params = built.model_copy(update={"nprobes": nprobes, "refine_factor": refine})
+        for nprobes, refine, ef in query_knobs:
+            if ef is not None and kind != "ivf_hnsw_sq":
+                continue  # ef is the HNSW graph search's: no other index has it
+            params = AnnParams(kind=kind, num_partitions=partitions, nprobes=nprobes, refine_factor=refine, ef=ef)
             index = ChunkIndex(table, has_vectors=True, index_id="ann", has_fulltext=False, ann=params)
             seconds, found = timed_queries(index, queries)
             p50, p95, got = percentile_ms(seconds, 50), percentile_ms(seconds, 95), recall(found, truth)
             met = p50 <= GOAL_P50_MS and got >= GOAL_RECALL
-            name = (f"{kind} p={partitions or 'default'} nprobes={nprobes} refine={refine or '-'}")
-            print(f"  {name:34} {build_s:8.1f} {size_mb:8.1f} {p50:8.1f} {p95:8.1f} {got:9.3f}  "
+            name = (f"{kind} p={partitions or 'default'} nprobes={nprobes} refine={refine or '-'} ef={ef or '-'}")
+            print(f"  {name:48} {build_s:8.1f} {size_mb:8.1f} {p50:8.1f} {p95:8.1f} {got:9.3f}  "
                   f"{'PASS' if met else 'MISS'}", flush=True)
             results.append(Measurement(f"#3a {label} {name} p50 (recall {got:.3f})", p50, exact_p50, "ms",
                                        f"<= {GOAL_P50_MS:g} ms, recall >= {GOAL_RECALL}", met))
