@@ -29,18 +29,23 @@ DIM, LIMIT, WARM_UP = 384, 10, 3
 # Noise norms around a centre: 0.1 keeps a point at cosine ~0.995 of its sentence, 0.5 at ~0.89.
 NOISE_NORM = (0.1, 0.5)
 GOAL_P50_MS, GOAL_RECALL = 20.0, 0.95
-# Build knobs (kind:partitions, default = LanceDB's) x query knobs (nprobes:refine_factor:ef).
+# Build knobs (kind:partitions:sub_vectors, default = LanceDB's) x query knobs (nprobes:refine_factor:ef).
 BUILDS = "ivf_pq,ivf_pq:256,ivf_hnsw_sq,ivf_hnsw_sq:64"
 PROBES = "10,20,20:10,50:10"
 
 
-def knob_pairs(text: str, first: type) -> list[tuple]:
-    """``"a,b:2"`` -> [(a, None), (b, 2)]: each item a first value and an optional int."""
-    pairs = []
+def build_knobs_of(text: str) -> list[tuple[str, int | None, int | None]]:
+    """``"ivf_pq,ivf_pq:256:96"`` -> [("ivf_pq", None, None), ("ivf_pq", 256, 96)]: kind, then
+    optional partitions and PQ sub-vectors ("-" or "default": LanceDB's default)."""
+    knobs = []
     for item in text.split(","):
-        head, _, tail = item.strip().partition(":")
-        pairs.append((first(head), int(tail) if tail and tail != "default" else None))
-    return pairs
+        parts = item.strip().split(":")
+        if len(parts) > 3:
+            raise ValueError(f"{item.strip()!r} is not kind[:partitions[:sub_vectors]]")
+        kind, partitions, sub_vectors = [*parts, None, None][:3]
+        optional = [None if v in (None, "", "-", "default") else int(v) for v in (partitions, sub_vectors)]
+        knobs.append((kind, optional[0], optional[1]))
+    return knobs
 
 
 def probe_knobs(text: str) -> list[tuple[int, int | None, int | None]]:
@@ -144,11 +149,11 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
         scratch: Path, cache_dir: Path, label: str, builds: str = BUILDS, probes: str = PROBES) -> list[Measurement]:
     from ragkit.index import AnnParams, ChunkIndex, IndexStore, _create_vector_index
 
-    build_knobs, query_knobs = knob_pairs(builds, str), probe_knobs(probes)
-    for kind, partitions in build_knobs:  # AnnParams' own one-line error for a bad kind or bound
+    build_knobs, query_knobs = build_knobs_of(builds), probe_knobs(probes)
+    for kind, partitions, sub_vectors in build_knobs:  # AnnParams' own one-line error for a bad value
         for nprobes, refine, ef in query_knobs:
-            AnnParams(kind=kind, num_partitions=partitions, nprobes=nprobes, refine_factor=refine,
-                      ef=ef if kind == "ivf_hnsw_sq" else None)
+            AnnParams(kind=kind, num_partitions=partitions, num_sub_vectors=sub_vectors, nprobes=nprobes,
+                      refine_factor=refine, ef=ef if kind == "ivf_hnsw_sq" else None)
     if len(sentences) < centres + n_queries:
         raise SystemExit(f"--centres {centres} + --queries {n_queries} needs that many sentences; "
                          f"the corpus has {len(sentences)}")
@@ -182,8 +187,8 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
                                               "-", None)]
     indices = table_dir(store.db_dir) / "_indices"
     print(f"\n  {'index':48} {'build s':>8} {'size MB':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>9}  goal")
-    for kind, partitions in build_knobs:
-        built = AnnParams(kind=kind, num_partitions=partitions)
+    for kind, partitions, sub_vectors in build_knobs:
+        built = AnnParams(kind=kind, num_partitions=partitions, num_sub_vectors=sub_vectors)
         before = _files(indices) if indices.exists() else {}
         started = time.perf_counter()
         _create_vector_index(table, built)
@@ -193,12 +198,13 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
         for nprobes, refine, ef in query_knobs:
             if ef is not None and kind != "ivf_hnsw_sq":
                 continue  # ef is the HNSW graph search's: no other index has it
-            params = AnnParams(kind=kind, num_partitions=partitions, nprobes=nprobes, refine_factor=refine, ef=ef)
+            params = built.model_copy(update={"nprobes": nprobes, "refine_factor": refine, "ef": ef})
             index = ChunkIndex(table, has_vectors=True, index_id="ann", has_fulltext=False, ann=params)
             seconds, found = timed_queries(index, queries)
             p50, p95, got = percentile_ms(seconds, 50), percentile_ms(seconds, 95), recall(found, truth)
             met = p50 <= GOAL_P50_MS and got >= GOAL_RECALL
-            name = (f"{kind} p={partitions or 'default'} nprobes={nprobes} refine={refine or '-'} ef={ef or '-'}")
+            name = (f"{kind} p={partitions or 'default'}{f' m={sub_vectors}' if sub_vectors else ''} "
+                    f"nprobes={nprobes} refine={refine or '-'} ef={ef or '-'}")
             print(f"  {name:48} {build_s:8.1f} {size_mb:8.1f} {p50:8.1f} {p95:8.1f} {got:9.3f}  "
                   f"{'PASS' if met else 'MISS'}", flush=True)
             results.append(Measurement(f"#3a {label} {name} p50 (recall {got:.3f})", p50, exact_p50, "ms",

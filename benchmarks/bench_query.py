@@ -140,7 +140,8 @@ def main() -> None:
     parser.add_argument("--exact-queries", type=int, default=20,
                         help="--ann: queries timed on the exact scan (about 1.5 s each at 1M rows)")
     parser.add_argument("--builds", default=None,
-                        help="--ann: indexes to build, kind[:partitions] comma-separated (default: ann_sweep.BUILDS)")
+                        help="--ann: indexes to build, kind[:partitions[:pq_sub_vectors]] comma-separated "
+                             "('-' = LanceDB's default; default: ann_sweep.BUILDS)")
     parser.add_argument("--probes", default=None,
                         help="--ann: query knobs per index, nprobes[:refine_factor[:ef]] comma-separated "
                              "('-' = LanceDB's default, e.g. 50:10:128 or 20:-:64; ef: ivf_hnsw_sq only)")
