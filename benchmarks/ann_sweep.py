@@ -9,11 +9,13 @@ neighbours are the points of the clusters nearest to it, ranked inside a cluster
 
 One table is written with ``IndexStore.build`` (no full-text index, no ANN); then for each index
 configuration ragkit's own ``_create_vector_index`` builds the index on it (``replace=True``), and
-the queries go through ``ChunkIndex.dense`` with that ``AnnParams`` (nprobes, refine_factor), each
-query timed alone after a warm-up. Measured per configuration: build seconds, index size on disk
-(the files the build added under the table's ``_indices``), p50 / p95 latency, recall@10 against
-the exact top 10 (numpy over every row, checked against LanceDB's exact scan on the first
-queries). The exact scan's own p50 / p95 is measured on the same table before any index exists.
+the queries go through ``ChunkIndex.dense`` with that ``AnnParams`` (nprobes, refine_factor, ef), each
+query timed alone after a warm-up. Measured per configuration: build seconds (wall clock and the
+process's CPU seconds), index size on disk (the files the build added under the table's
+``_indices``), p50 / p95 latency, CPU milliseconds a query (the process's, all threads: a shared
+machine inflates it far less than the wall clock), recall@10 against the exact top 10 (numpy over
+every row, checked against LanceDB's exact scan on the first queries), and the load average. The
+exact scan's own p50 / p95 / CPU is measured on the same table before any index exists.
 """
 
 from __future__ import annotations
@@ -29,18 +31,37 @@ DIM, LIMIT, WARM_UP = 384, 10, 3
 # Noise norms around a centre: 0.1 keeps a point at cosine ~0.995 of its sentence, 0.5 at ~0.89.
 NOISE_NORM = (0.1, 0.5)
 GOAL_P50_MS, GOAL_RECALL = 20.0, 0.95
-# Build knobs (kind:partitions, default = LanceDB's) x query knobs (nprobes:refine_factor).
+# Build knobs (kind:partitions:sub_vectors, default = LanceDB's) x query knobs (nprobes:refine_factor:ef).
 BUILDS = "ivf_pq,ivf_pq:256,ivf_hnsw_sq,ivf_hnsw_sq:64"
 PROBES = "10,20,20:10,50:10"
 
 
-def knob_pairs(text: str, first: type) -> list[tuple]:
-    """``"a,b:2"`` -> [(a, None), (b, 2)]: each item a first value and an optional int."""
-    pairs = []
+def build_knobs_of(text: str) -> list[tuple[str, int | None, int | None]]:
+    """``"ivf_pq,ivf_pq:256:96"`` -> [("ivf_pq", None, None), ("ivf_pq", 256, 96)]: kind, then
+    optional partitions and PQ sub-vectors ("-" or "default": LanceDB's default)."""
+    knobs = []
     for item in text.split(","):
-        head, _, tail = item.strip().partition(":")
-        pairs.append((first(head), int(tail) if tail and tail != "default" else None))
-    return pairs
+        parts = item.strip().split(":")
+        if len(parts) > 3:
+            raise ValueError(f"{item.strip()!r} is not kind[:partitions[:sub_vectors]]")
+        kind, partitions, sub_vectors = [*parts, None, None][:3]
+        optional = [None if v in (None, "", "-", "default") else int(v) for v in (partitions, sub_vectors)]
+        knobs.append((kind, optional[0], optional[1]))
+    return knobs
+
+
+def probe_knobs(text: str) -> list[tuple[int, int | None, int | None]]:
+    """``"20,50:10,50:10:128"`` -> [(20, None, None), (50, 10, None), (50, 10, 128)]:
+    nprobes, then optional refine_factor and ef ("-" or "default": LanceDB's default)."""
+    knobs = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) > 3:
+            raise ValueError(f"{item.strip()!r} is not nprobes[:refine_factor[:ef]]")
+        nprobes, refine, ef = [*parts, None, None][:3]
+        optional = [None if v in (None, "", "-", "default") else int(v) for v in (refine, ef)]
+        knobs.append((int(nprobes), optional[0], optional[1]))
+    return knobs
 
 
 def embedded(texts: list[str], cache: Path) -> np.ndarray:
@@ -90,17 +111,20 @@ def _rows_of(hits) -> set[int]:
     return {int(hit.row["chunk_id"][1:]) for hit in hits}
 
 
-def timed_queries(index, queries: np.ndarray) -> tuple[list[float], list[set[int]]]:
-    """Each query through ``ChunkIndex.dense`` alone: its seconds and the rows it found."""
+def timed_queries(index, queries: np.ndarray) -> tuple[list[float], list[set[int]], float]:
+    """Each query through ``ChunkIndex.dense`` alone: its seconds, the rows it found, and the
+    process's CPU milliseconds per query over them all (every thread's: LanceDB searches on its
+    own threads), which a loaded machine inflates far less than the wall clock."""
     for query in queries[:WARM_UP]:
         index.dense(query, LIMIT)
     seconds, found = [], []
+    cpu_started = time.process_time()
     for query in queries:
         started = time.perf_counter()
         hits = index.dense(query, LIMIT)
         seconds.append(time.perf_counter() - started)
         found.append(_rows_of(hits))
-    return seconds, found
+    return seconds, found, (time.process_time() - cpu_started) * 1000 / len(queries)
 
 
 def recall(found: list[set[int]], truth: np.ndarray) -> float:
@@ -130,9 +154,11 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
         scratch: Path, cache_dir: Path, label: str, builds: str = BUILDS, probes: str = PROBES) -> list[Measurement]:
     from ragkit.index import AnnParams, ChunkIndex, IndexStore, _create_vector_index
 
-    build_knobs, probe_knobs = knob_pairs(builds, str), knob_pairs(probes, int)
-    for kind, partitions in build_knobs:  # AnnParams' own one-line error for a bad kind or bound
-        AnnParams(kind=kind, num_partitions=partitions)
+    build_knobs, query_knobs = build_knobs_of(builds), probe_knobs(probes)
+    for kind, partitions, sub_vectors in build_knobs:  # AnnParams' own one-line error for a bad value
+        for nprobes, refine, ef in query_knobs:
+            AnnParams(kind=kind, num_partitions=partitions, num_sub_vectors=sub_vectors, nprobes=nprobes,
+                      refine_factor=refine, ef=ef if kind == "ivf_hnsw_sq" else None)
     if len(sentences) < centres + n_queries:
         raise SystemExit(f"--centres {centres} + --queries {n_queries} needs that many sentences; "
                          f"the corpus has {len(sentences)}")
@@ -155,34 +181,38 @@ def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_que
     table = exact._table
     del vectors  # LanceDB holds the table now; the truth is computed
 
-    exact_s, exact_found = timed_queries(exact, queries[:exact_queries])
+    exact_s, exact_found, exact_cpu = timed_queries(exact, queries[:exact_queries])
     exact_recall = recall(exact_found, truth[:exact_queries])
     if exact_recall < 0.999:
         raise SystemExit(f"LanceDB's exact scan and numpy disagree (recall {exact_recall:.4f}): check the setup")
     exact_p50, exact_p95 = percentile_ms(exact_s, 50), percentile_ms(exact_s, 95)
-    print(f"  exact scan: p50 {exact_p50:.1f} ms, p95 {exact_p95:.1f} ms over {exact_queries} queries "
-          f"(agrees with numpy); load average {os.getloadavg()[0]:.1f}")
+    print(f"  exact scan: p50 {exact_p50:.1f} ms, p95 {exact_p95:.1f} ms, CPU {exact_cpu:.1f} ms a query over "
+          f"{exact_queries} queries (agrees with numpy); load average {os.getloadavg()[0]:.1f}")
     results: list[Measurement] = [Measurement(f"#3a {label} exact p50 (recall 1)", exact_p50, exact_p50, "ms",
                                               "-", None)]
     indices = table_dir(store.db_dir) / "_indices"
-    print(f"\n  {'index':34} {'build s':>8} {'size MB':>8} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>9}  goal")
-    for kind, partitions in build_knobs:
-        built = AnnParams(kind=kind, num_partitions=partitions)
+    print(f"\n  {'index':48} {'build s':>8} {'CPU s':>7} {'size MB':>8} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'CPU ms/q':>8} {'recall@10':>9}  goal  load")
+    for kind, partitions, sub_vectors in build_knobs:
+        built = AnnParams(kind=kind, num_partitions=partitions, num_sub_vectors=sub_vectors)
         before = _files(indices) if indices.exists() else {}
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         _create_vector_index(table, built)
-        build_s = time.perf_counter() - started
+        build_s, build_cpu = time.perf_counter() - started, time.process_time() - cpu_started
         added = {p: s for p, s in _files(indices).items() if p not in before}
         size_mb = sum(added.values()) / 1e6
-        for nprobes, refine in probe_knobs:
-            params = built.model_copy(update={"nprobes": nprobes, "refine_factor": refine})
+        for nprobes, refine, ef in query_knobs:
+            if ef is not None and kind != "ivf_hnsw_sq":
+                continue  # ef is the HNSW graph search's: no other index has it
+            params = built.model_copy(update={"nprobes": nprobes, "refine_factor": refine, "ef": ef})
             index = ChunkIndex(table, has_vectors=True, index_id="ann", has_fulltext=False, ann=params)
-            seconds, found = timed_queries(index, queries)
+            seconds, found, cpu_ms = timed_queries(index, queries)
             p50, p95, got = percentile_ms(seconds, 50), percentile_ms(seconds, 95), recall(found, truth)
             met = p50 <= GOAL_P50_MS and got >= GOAL_RECALL
-            name = (f"{kind} p={partitions or 'default'} nprobes={nprobes} refine={refine or '-'}")
-            print(f"  {name:34} {build_s:8.1f} {size_mb:8.1f} {p50:8.1f} {p95:8.1f} {got:9.3f}  "
-                  f"{'PASS' if met else 'MISS'}", flush=True)
+            name = (f"{kind} p={partitions or 'default'}{f' m={sub_vectors}' if sub_vectors else ''} "
+                    f"nprobes={nprobes} refine={refine or '-'} ef={ef or '-'}")
+            print(f"  {name:48} {build_s:8.1f} {build_cpu:7.1f} {size_mb:8.1f} {p50:8.1f} {p95:8.1f} {cpu_ms:8.1f} "
+                  f"{got:9.3f}  {'PASS' if met else 'MISS'}  {os.getloadavg()[0]:.1f}", flush=True)
             results.append(Measurement(f"#3a {label} {name} p50 (recall {got:.3f})", p50, exact_p50, "ms",
                                        f"<= {GOAL_P50_MS:g} ms, recall >= {GOAL_RECALL}", met))
     print(f"  load average at the end {os.getloadavg()[0]:.1f}")

@@ -140,9 +140,11 @@ def main() -> None:
     parser.add_argument("--exact-queries", type=int, default=20,
                         help="--ann: queries timed on the exact scan (about 1.5 s each at 1M rows)")
     parser.add_argument("--builds", default=None,
-                        help="--ann: indexes to build, kind[:partitions] comma-separated (default: ann_sweep.BUILDS)")
+                        help="--ann: indexes to build, kind[:partitions[:pq_sub_vectors]] comma-separated "
+                             "('-' = LanceDB's default; default: ann_sweep.BUILDS)")
     parser.add_argument("--probes", default=None,
-                        help="--ann: query knobs per index, nprobes[:refine_factor] comma-separated")
+                        help="--ann: query knobs per index, nprobes[:refine_factor[:ef]] comma-separated "
+                             "('-' = LanceDB's default, e.g. 50:10:128 or 20:-:64; ef: ivf_hnsw_sq only)")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ragkit_bench_ann",
                         help="--ann: where the sentences' MiniLM vectors are cached between runs")
     args = parser.parse_args()
@@ -193,9 +195,10 @@ def run_ann(args: argparse.Namespace) -> None:
             rows = run(sentences(args.corpus), args.rows, args.centres, args.queries,
                        min(args.exact_queries, args.queries), Path(scratch), args.cache_dir, size_label(args.rows),
                        args.builds or BUILDS, args.probes or PROBES)
-        except ValidationError as error:  # a bad --builds item: AnnParams names the value and the choices
+        except ValidationError as error:  # a bad --builds / --probes item: AnnParams names the value and the choices
             detail = error.errors()[0]
-            raise SystemExit(f"--builds: {detail['loc'][0]} {detail['input']!r}: {detail['msg']}") from None
+            where = " ".join(str(part) for part in detail["loc"]) or "value"
+            raise SystemExit(f"--builds / --probes: {where} {detail['input']!r}: {detail['msg']}") from None
         except ValueError as error:  # a --builds / --probes number that is not one
             raise SystemExit(f"--builds / --probes: {error}") from None
     print_table(rows, baseline_name="exact scan")

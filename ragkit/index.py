@@ -54,12 +54,34 @@ class AnnParams(BaseModel):
     refine_factor: int | None = Field(
         default=None, ge=1, le=1000,
         description="Re-rank refine_factor x limit candidates by their exact distance; None = no re-ranking.")
+    ef: int | None = Field(
+        default=None, ge=1, le=100_000,
+        description="Candidates the HNSW graph search keeps per partition (higher: better recall, slower); "
+                    "None = LanceDB's default (1.5 x the candidates asked for). Raised to the candidates asked "
+                    "for (limit x refine_factor) where lower: LanceDB refuses an ef below them. ivf_hnsw_sq only.")
 
     @model_validator(mode="after")
     def _sub_vectors_need_pq(self) -> AnnParams:
         if self.num_sub_vectors is not None and self.kind != "ivf_pq":
             raise ValueError(f"num_sub_vectors applies to kind 'ivf_pq' only, got kind '{self.kind}'")
+        if self.ef is not None and self.kind != "ivf_hnsw_sq":
+            raise ValueError(f"ef applies to kind 'ivf_hnsw_sq' only, got kind '{self.kind}'")
         return self
+
+    def id_fields(self) -> dict[str, Any]:
+        """The parameters as index and run ids take them: ``ef`` only when set, so the ids of
+        indexes configured before it existed (ef = LanceDB's default) stay what they were."""
+        return self.model_dump(mode="json", exclude={"ef"} if self.ef is None else set())
+
+    def apply_query_knobs(self, search: Any, limit: int) -> Any:
+        """``search`` (a LanceDB vector or hybrid query for ``limit`` rows) with this index's
+        query-time knobs."""
+        search = search.nprobes(self.nprobes)
+        if self.refine_factor is not None:
+            search = search.refine_factor(self.refine_factor)
+        if self.ef is not None:  # the graph search returns its ef best: LanceDB needs ef >= candidates
+            search = search.ef(max(self.ef, limit * (self.refine_factor or 1)))
+        return search
 
 
 @dataclass
@@ -113,9 +135,7 @@ class ChunkIndex:
     def _vector_search(self, query: Any, limit: int, with_vectors: bool, where: str | None) -> Any:
         search = self._table.search(query, query_type="vector").distance_type("cosine")
         if self.ann is not None:
-            search = search.nprobes(self.ann.nprobes)
-            if self.ann.refine_factor is not None:
-                search = search.refine_factor(self.ann.refine_factor)
+            search = self.ann.apply_query_knobs(search, limit)
         if where is not None:
             search = search.where(where, prefilter=True)
         return search.select([*CHUNK_COLUMNS, *(["vector"] if with_vectors else []), "_distance"]).limit(limit)
@@ -164,9 +184,7 @@ class ChunkIndex:
             .distance_type("cosine")
         )
         if self.ann is not None:
-            builder = builder.nprobes(self.ann.nprobes)
-            if self.ann.refine_factor is not None:
-                builder = builder.refine_factor(self.ann.refine_factor)
+            builder = self.ann.apply_query_knobs(builder, limit)
         if where is not None:
             builder = builder.where(where, prefilter=True)
         # No select(): LanceDB would pass it to both sub-queries, and each then logs a warning per

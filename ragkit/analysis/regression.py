@@ -17,7 +17,10 @@ A difference refuses the comparison (``ConfigError``, exit 2) unless ``allow_dif
 
 **Pairing.** A baseline run pairs with the new run of the same run id, else with the new run
 whose configuration columns (every runs column but ids, keys, label, experiment, depth and
-``llm.*``) are equal. Runs left unpaired are listed, not compared.
+``llm.*``) are equal, else with the new run equal in every one but the approximate-search index
+(``ann.*``: an exact folder against the same grid searched through an ANN index, so the gate
+measures what the index costs in quality; the pair's label says so). Runs left unpaired are
+listed, not compared.
 
 **The rule.** ``METRIC < T`` (T usually negative: "a drop of more than |T|") fails when, for some
 pair, the per-question difference new - baseline is significantly below T; ``METRIC > T`` (for a
@@ -45,7 +48,7 @@ from ragkit.analysis import statistics
 from ragkit.analysis.comparison import Comparer
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.loading import Results, load_results
-from ragkit.analysis.pairing import is_config_column
+from ragkit.analysis.pairing import ANN_KIND, ANN_PREFIX, EXACT_SEARCH, format_value, is_config_column
 from ragkit.errors import ConfigError
 from ragkit.llms.base import DIGEST_PREFIX, UNKNOWN_DIGEST
 from ragkit.metrics.names import failure_value, sort_key
@@ -92,7 +95,8 @@ def pair_runs(baseline: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, 
         by_signature.setdefault(_signature(row, columns), str(row["run_id"]))
     labels = dict(zip(baseline["run_id"].astype(str), baseline["label"].astype(str) if "label" in baseline
                       else baseline["run_id"].astype(str)))
-    # Run ids first (a run id names the configuration and its models), then configurations.
+    # Run ids first (a run id names the configuration and its models), then configurations, then
+    # configurations apart from the ANN index.
     partners: dict[str, tuple[str, str]] = {run: (run, "run id") for run in labels if run in new_ids}
     used = {partner for partner, _ in partners.values()}
     for _, row in baseline.iterrows():
@@ -101,11 +105,49 @@ def pair_runs(baseline: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, 
         if run_id not in partners and partner is not None and partner not in used:
             partners[run_id] = (partner, "configuration")
             used.add(partner)
+    _pair_across_ann_index(baseline, new, [c for c in columns if not c.startswith(ANN_PREFIX)], partners, used)
+    for run, (_partner, how) in partners.items():
+        if how.startswith("search "):
+            labels[run] = f"{labels[run]} [{how}]"
     rows = [{"base_run": run, "new_run": partner, "how": how, "label": labels[run]}
             for run, (partner, how) in sorted(partners.items(), key=lambda item: labels[item[0]])]
     pairs = pd.DataFrame(rows, columns=["base_run", "new_run", "how", "label"])
     unpaired_base = sorted(set(baseline["run_id"].astype(str)) - set(pairs["base_run"]))
     return pairs, unpaired_base, sorted(new_ids - used)
+
+
+def _pair_across_ann_index(baseline: pd.DataFrame, new: pd.DataFrame, columns: list[str],
+                           partners: dict[str, tuple[str, str]], used: set[str]) -> None:
+    """Pair the runs left over whose configurations differ in the ANN index alone (``columns``:
+    the configuration columns but ``ann.*``), how = "search <baseline's> -> <new's>"."""
+    by_signature: dict[tuple, list[pd.Series]] = {}
+    for _, row in new.iterrows():
+        by_signature.setdefault(_signature(row, columns), []).append(row)
+    for _, row in baseline.iterrows():
+        run_id = str(row["run_id"])
+        if run_id in partners:
+            continue
+        for partner in by_signature.get(_signature(row, columns), []):  # the first one free and different
+            change = _search_change(row, partner)
+            if change and str(partner["run_id"]) not in used:
+                partners[run_id] = (str(partner["run_id"]), f"search {change}")
+                used.add(str(partner["run_id"]))
+                break
+
+
+def _search_change(base: pd.Series, new: pd.Series) -> str:
+    """``none -> ivf_hnsw_sq`` (exact to approximate), or the knobs that changed on one index kind:
+    ``ivf_hnsw_sq ef none -> 128``; "" when the indexes are the same."""
+    def value(row: pd.Series, column: str) -> str:
+        found = row.get(column)
+        return format_value(found) if column != ANN_KIND or not pd.isna(found) else EXACT_SEARCH
+
+    if value(base, ANN_KIND) != value(new, ANN_KIND):
+        return f"{value(base, ANN_KIND)} -> {value(new, ANN_KIND)}"
+    knobs = sorted({str(c) for c in [*base.index, *new.index] if str(c).startswith(ANN_PREFIX)} - {ANN_KIND})
+    changed = [f"{c.removeprefix(ANN_PREFIX)} {value(base, c)} -> {value(new, c)}" for c in knobs
+               if value(base, c) != value(new, c)]
+    return f"{value(base, ANN_KIND)} {', '.join(changed)}" if changed else ""
 
 
 def _question_keys(results: Results) -> pd.Series:

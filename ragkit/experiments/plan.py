@@ -195,7 +195,7 @@ def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
         # Approximate search changes results: an ANN setting is part of the index and run ids (an
         # index without vectors, or ANN off, keeps the ids it always had).
         ann = config.ann if config.ann.kind != "none" and point.embedder is not None else None
-        ann_part = [("ann", ann.model_dump(mode="json"))] if ann is not None else []
+        ann_part = [("ann", ann.id_fields())] if ann is not None else []
         index_id = content_key("index", chunkset_id, component_key(embedders, point.embedder), *ann_part)
         # Judges that are off leave the id unchanged, so a judge-off run is the judge-free run.
         # Each entry is a tuple of key parts: (judge key, LLM key), or the evaluation's three.
@@ -278,7 +278,7 @@ def run_row(plan: Plan, step: RunStep) -> dict:
                     row[f"judge.{spec.type}.{name}"] = _cell(value)
     ann = next((s.ann for s in plan.index_steps if s.index_id == step.index_id), None)
     if ann is not None:  # only where it is on: an exact run's row is as it always was
-        for name, value in ann.model_dump(mode="json").items():
+        for name, value in ann.model_dump(mode="json").items():  # every knob, ef=None included
             row[f"ann.{name}"] = _cell(value)
     row["generator"] = point.generator is not None
     if point.generator is not None:

@@ -141,3 +141,29 @@ def test_a_drop_the_same_on_every_question_fails_without_a_t_statistic(tmp_path)
     rows = result.rows.set_index("base_run")
     assert rows.loc["r2", "diff"] == pytest.approx(-0.25) and rows.loc["r2", "p_one_sided"] == 0.0
     assert rows.loc["r2", "regressed"] and not rows.loc["r1", "regressed"] and result.exit_code == 1
+
+
+def _ann_row(run_id: str, retriever: str = "dense", **ann) -> dict:
+    """A run as the plan writes it: ``ann.*`` columns only where the index is approximate."""
+    row = run_row(run_id, retriever=retriever, embedder=None if retriever == "bm25" else "minilm")
+    if ann:
+        row.update({"ann.kind": "ivf_hnsw_sq", "ann.min_rows": 100_000, "ann.nprobes": 20, "ann.ef": None,
+                    **{f"ann.{name}": value for name, value in ann.items()}})
+    return row
+
+
+def test_an_exact_folder_pairs_with_the_same_grid_searched_through_an_ann_index():
+    from ragkit.analysis.regression import pair_runs
+
+    base = pd.DataFrame([_ann_row("exact"), _ann_row("bm25", "bm25"), _ann_row("hnsw", ef=None)])
+    base = base.assign(label=["dense exact", "bm25", "dense hnsw"])
+    new = pd.DataFrame([_ann_row("bm25", "bm25"), _ann_row("a1", kind="ivf_pq"), _ann_row("a2", ef=128)])
+    pairs, unpaired_base, unpaired_new = pair_runs(base, new)
+    assert pairs[["base_run", "new_run", "how", "label"]].values.tolist() == [
+        ["bm25", "bm25", "run id", "bm25"],
+        ["exact", "a1", "search none -> ivf_pq", "dense exact [search none -> ivf_pq]"],
+        ["hnsw", "a2", "search ivf_hnsw_sq ef none -> 128", "dense hnsw [search ivf_hnsw_sq ef none -> 128]"]]
+    assert unpaired_base == [] and unpaired_new == []
+    # Any other difference still keeps them apart.
+    other = pd.DataFrame([_ann_row("a3", kind="ivf_pq") | {"top_k": 99}])
+    assert pair_runs(base, other)[0].empty
