@@ -38,13 +38,17 @@ class MiniLMOnnxParams(ComponentParams):
 class OnnxSentenceModel:
     """A tokenizer and an ONNX Runtime session that turn texts into unit sentence vectors."""
 
-    def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32) -> None:
+    def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32,
+                 threads: int = 0) -> None:
+        """``threads``: ONNX Runtime's intra-op threads; 0 is its default (one per physical core)."""
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime
         from transformers import AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=True)
-        self.session = onnxruntime.InferenceSession(str(model_file), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        self.session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self.max_length = max_length
         self.batch_size = batch_size
 
