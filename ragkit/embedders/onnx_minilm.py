@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import groupby
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -37,31 +38,48 @@ class MiniLMOnnxParams(ComponentParams):
 class OnnxSentenceModel:
     """A tokenizer and an ONNX Runtime session that turn texts into unit sentence vectors."""
 
-    def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32) -> None:
+    def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32,
+                 threads: int = 0) -> None:
+        """``threads``: ONNX Runtime's intra-op threads; 0 is its default (one per physical core)."""
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime
         from transformers import AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=True)
-        self.session = onnxruntime.InferenceSession(str(model_file), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        self.session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self.max_length = max_length
         self.batch_size = batch_size
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``, in their order.
+
+        The exported graph has no attention mask (``onnx_export``), so every batch holds texts of
+        one token count: texts are sorted by token count (longest first, as sentence-transformers
+        sorts) and each run of equal counts is cut into batches of at most ``batch_size``. No
+        padding is computed and no mask is added to the attention scores; a count shared by few
+        texts makes a small batch, which costs one more session call, not more arithmetic (at most
+        ``max_length`` more calls than full batches would take).
+        """
+        out = np.zeros((len(texts), 384), dtype=np.float32)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        # Texts of similar length batched together pad less (as sentence-transformers does).
-        order = np.argsort([-len(text) for text in texts], kind="stable")
-        out: list[np.ndarray] = [np.empty(0)] * len(texts)
-        for start in range(0, len(texts), self.batch_size):
-            chosen = order[start:start + self.batch_size]
-            tokens = self.tokenizer([texts[i] for i in chosen], padding=True, truncation=True,
-                                    max_length=self.max_length, return_tensors="np")
-            (vectors,) = self.session.run(None, {"input_ids": tokens["input_ids"].astype(np.int64),
-                                                 "attention_mask": tokens["attention_mask"].astype(np.int64)})
-            for index, vector in zip(chosen, vectors, strict=True):
-                out[index] = vector
-        return np.asarray(out, dtype=np.float32)
+            return out
+        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        for batch in unpadded_batches([len(tokens) for tokens in ids], self.batch_size):
+            (vectors,) = self.session.run(None, {"input_ids": np.array([ids[i] for i in batch], dtype=np.int64)})
+            out[batch] = vectors
+        return out
+
+
+def unpadded_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of ``lengths`` in batches of equal length and at most ``batch_size``, longest first."""
+    order = sorted(range(len(lengths)), key=lambda index: -lengths[index])  # stable: ties keep their order
+    batches = []
+    for _, group in groupby(order, key=lambda index: lengths[index]):
+        run = list(group)
+        batches += [run[start:start + batch_size] for start in range(0, len(run), batch_size)]
+    return batches
 
 
 def _llama_index_model(model: OnnxSentenceModel) -> Any:
@@ -93,6 +111,9 @@ def _llama_index_model(model: OnnxSentenceModel) -> Any:
 
 class MiniLMOnnxEmbedder(Embedder):
     name: ClassVar[str] = "minilm-onnx"
+    # 2: unpadded batches (issue 32 #3). int8 vectors moved (dynamic quantisation's activation
+    # ranges are per batch, and batches are grouped differently), so vectors cached by 1 are not reused.
+    version: ClassVar[int] = 2
     Params: ClassVar[type[MiniLMOnnxParams]] = MiniLMOnnxParams
     params: MiniLMOnnxParams
 

@@ -12,7 +12,7 @@ import pytest
 
 from ragkit.embedders import onnx_export
 from ragkit.embedders.base import embedders
-from ragkit.embedders.onnx_minilm import MiniLMOnnxEmbedder, MiniLMOnnxParams
+from ragkit.embedders.onnx_minilm import MiniLMOnnxEmbedder, MiniLMOnnxParams, OnnxSentenceModel, unpadded_batches
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, expand_grid
 from tests.conftest import SAMPLE_DATASET
@@ -97,6 +97,48 @@ def test_the_cache_exports_once_per_key_and_publishes_whole(tmp_path, monkeypatc
     assert first == again != other and first.read_bytes() == b"onnx int8"
     # Nothing half-built is left beside the published folders.
     assert sorted(path.name for path in first.parents[1].iterdir()) == sorted([first.parent.name, other.parent.name])
+
+
+@pytest.mark.unit
+def test_unpadded_batches_group_equal_lengths_longest_first_in_at_most_the_batch_size():
+    lengths = [3, 5, 3, 5, 5, 1, 3, 5, 5]
+    assert unpadded_batches(lengths, 2) == [[1, 3], [4, 7], [8], [0, 2], [6], [5]]
+    assert unpadded_batches(lengths, 32) == [[1, 3, 4, 7, 8], [0, 2, 6], [5]]
+    assert unpadded_batches([], 32) == []
+
+
+class RecordingSession:
+    """Stands in for the ONNX Runtime session: records each batch and returns, per text, its token
+    count and the sum of its token ids (so the test can tell whose vector landed where)."""
+
+    def __init__(self) -> None:
+        self.batches: list[np.ndarray] = []
+
+    def run(self, outputs, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        (ids,) = feeds.values()  # the graph takes input_ids only: no attention mask to build
+        assert list(feeds) == ["input_ids"] and ids.dtype == np.int64
+        self.batches.append(ids)
+        vectors = np.zeros((len(ids), 384), dtype=np.float32)
+        vectors[:, 0], vectors[:, 1] = ids.shape[1], ids.sum(axis=1)
+        return [vectors]
+
+
+@pytest.mark.unit
+def test_encode_runs_unpadded_batches_and_returns_vectors_in_the_texts_order():
+    model = object.__new__(OnnxSentenceModel)  # the tokenizer only: no export, no session
+    from transformers import AutoTokenizer
+
+    folder = onnx_export.shipped_model_folder()
+    model.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model.session, model.max_length, model.batch_size = RecordingSession(), 256, 4
+    texts = sample_texts()[::12]  # questions and paragraphs: many lengths, some past 256 tokens
+    vectors = model.encode(texts)
+    pad = model.tokenizer.pad_token_id
+    assert all(len(batch) <= 4 and not (batch == pad).any() for batch in model.session.batches)
+    expected = model.tokenizer(texts, truncation=True, max_length=256)["input_ids"]
+    assert vectors[:, 0].tolist() == [len(ids) for ids in expected]
+    assert vectors[:, 1].tolist() == [sum(ids) for ids in expected]
+    assert model.encode([]).shape == (0, 384)
 
 
 @pytest.mark.unit
