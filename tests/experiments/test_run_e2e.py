@@ -91,7 +91,8 @@ def test_same_chunks_are_not_embedded_again_in_another_experiment(tmp_path):
     assert report.runs_computed == 2 and report.chunks_embedded == 0
 
 
-KILL_SEED = 20261123
+# RAGKIT_KILL_SEED replays the kill test with other kill moments (and another dataset) to hunt windows.
+KILL_SEED = int(os.environ.get("RAGKIT_KILL_SEED", "20261123"))
 KILLS_PER_ROUND = 4
 KILL_WORDS = """river mountain copper violin harbour lantern orchard glacier falcon meadow compass thunder
     velvet canyon ember willow quartz saddle beacon tundra marble pepper anchor blossom cobalt""".split()
