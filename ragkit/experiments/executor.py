@@ -174,6 +174,9 @@ class LocalExecutor:
             pending = [q for q in plan.questions.questions if (q.id, keys[q.id]) not in finished]
             committed = sum(1 for pair in keys.items() if pair in finished)
             work.append(PendingRun(run, pending, committed, needs_run_rows=not finished))
+        # A run killed between its last commit and its compaction has nothing left to answer: its
+        # compaction is finished here, so the folder ends as an uninterrupted run leaves it.
+        self.store.finish_compactions({p.run.run_id for p in work if not p.questions})
         return work
 
     def commit(self, plan: Plan, pending: PendingRun, answered: list[Question], tables: dict[str, pd.DataFrame],

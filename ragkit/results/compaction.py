@@ -3,7 +3,9 @@ run and table instead of one per shard.
 
 Crash-safe: the compacted parts and their marker (which names the parts it replaces) are written
 first, then the old markers and parts are removed; until then readers skip what the marker
-replaces (``PartStore.committed_parts``).
+replaces (``PartStore.committed_parts``). A run killed after its last commit but before or during
+its compaction is finished by the next ``ragkit run`` (``finish_compactions``), so a resumed
+folder ends with the files an uninterrupted run leaves.
 """
 
 from __future__ import annotations
@@ -45,6 +47,32 @@ def compact_run(store: PartStore, run_id: str) -> bool:
         for name in PART_TABLES:
             store.files.delete(f"{name}/{part}.parquet")
     return True
+
+
+def finish_compactions(store: PartStore, finished: set[str]) -> list[str]:
+    """Compact the ``finished`` runs that still have several parts (killed between their last commit
+    and their compaction), and remove what a compaction killed midway left behind: the markers and
+    files of the parts it replaced, or its own files without their marker. Only files no reader
+    sees are removed. The caller holds ``writer_lock``. The runs compacted now."""
+    listed = {entry.stem for entry in store.files.list(COMMITS, ".json")}
+    committed = store.committed_parts()
+    # Listed but not committed: replaced by a compacted part whose marker names them (their rows
+    # are in it); listed before compacting, so this call's own compacted parts are not among them.
+    replaced = sorted(part for part in listed - committed if run_of_part(part) in finished)
+    parts_of: dict[str, int] = {}
+    for part in committed:
+        parts_of[run_of_part(part)] = parts_of.get(run_of_part(part), 0) + 1
+    compacted = [run_id for run_id in sorted(finished) if parts_of.get(run_id, 0) > 1 and compact_run(store, run_id)]
+    for part in replaced:
+        store.files.delete(f"{COMMITS}/{part}.json")
+    # Part files without a marker: a replaced part whose marker went first, or a compacted part
+    # whose marker was never written. No reader sees them; they only take disk.
+    markers = {entry.stem for entry in store.files.list(COMMITS, ".json")}
+    for name in PART_TABLES:
+        for entry in store.files.list(name, ".parquet"):
+            if entry.stem not in markers and run_of_part(entry.stem) in finished:
+                store.files.delete(f"{name}/{entry.stem}.parquet")
+    return compacted
 
 
 def compact(store: PartStore) -> tuple[int, int]:
