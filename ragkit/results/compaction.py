@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ragkit.hashing import content_key
 from ragkit.results.integrity import readable_parts
-from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, arrow_schema, run_of_part
+from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, RUN_ROWS_KEY, arrow_schema, run_of_part
 from ragkit.results.store import PartStore
 
 
@@ -38,6 +38,8 @@ def compact_run(store: PartStore, run_id: str) -> bool:
                     FILES_KEY: files}
     if keyed == {True}:
         marker["question_keys"] = [key for record in records for key in record["question_keys"]]
+    if all(RUN_ROWS_KEY in record for record in records):  # else read as carrying them, as its parts were
+        marker[RUN_ROWS_KEY] = any(record[RUN_ROWS_KEY] for record in records)
     if all("metrics" in record for record in records):
         marker["metrics"] = sorted({m for record in records for m in record["metrics"]})
     store.write_json(f"{COMMITS}/{merged}.json", {**marker, "replaces": parts})
@@ -65,14 +67,26 @@ def finish_compactions(store: PartStore, finished: set[str]) -> list[str]:
     compacted = [run_id for run_id in sorted(finished) if parts_of.get(run_id, 0) > 1 and compact_run(store, run_id)]
     for part in replaced:
         store.files.delete(f"{COMMITS}/{part}.json")
-    # Part files without a marker: a replaced part whose marker went first, or a compacted part
-    # whose marker was never written. No reader sees them; they only take disk.
+    # Part files without a marker, of a finished run: a replaced part whose marker went first, or
+    # a compacted part whose marker was never written. No reader sees them. Other unmarked parts
+    # (a shard written but never committed) are ``ragkit check --repair``'s to remove.
     markers = {entry.stem for entry in store.files.list(COMMITS, ".json")}
-    for name in PART_TABLES:
-        for entry in store.files.list(name, ".parquet"):
-            if entry.stem not in markers and run_of_part(entry.stem) in finished:
-                store.files.delete(f"{name}/{entry.stem}.parquet")
+    unmarked = {(name, entry.stem) for name in PART_TABLES for entry in store.files.list(name, ".parquet")
+                if entry.stem not in markers and run_of_part(entry.stem) in finished}
+    if unmarked:  # the compacted markers are read only when something is left over
+        left_by_compaction = {part for part in markers if run_of_part(part) in finished and _compacted(part)}
+        for part in list(left_by_compaction):
+            record = store.marker_record(part)[0]
+            left_by_compaction.update(record.get("replaces", []) if record is not None else [])
+        for name, part in sorted(unmarked):
+            if part in left_by_compaction or _compacted(part):
+                store.files.delete(f"{name}/{part}.parquet")
     return compacted
+
+
+def _compacted(part: str) -> bool:
+    """A part a compaction wrote (``<run id>-<COMPACTED><key>``)."""
+    return part.rsplit("-", 1)[-1].startswith(COMPACTED)
 
 
 def compact(store: PartStore) -> tuple[int, int]:

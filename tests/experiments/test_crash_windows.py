@@ -104,3 +104,30 @@ def test_a_compaction_killed_while_removing_the_replaced_parts_is_finished_by_th
     resumed = run_experiment(config, tmp_path / "out")
     assert resumed.questions_computed == len(QUESTIONS)
     _assert_as_uninterrupted(tmp_path / "out", reference)
+
+
+def test_run_level_rows_come_back_when_the_part_that_carried_them_is_set_aside(config, tmp_path, isolated_data_dir,
+                                                                                monkeypatch):
+    """A run's build stage rows go with its first committed shard only. A run stopped midway whose
+    first part is then found damaged (and set aside) must carry them again with its next commit."""
+    reference = tmp_path / "reference"
+    run_experiment(config, reference)
+    out = tmp_path / "out"
+    commits = []
+    commit_shard = ResultStore.commit_shard
+
+    def killed_on_the_third_commit(self, *args, **kwargs):
+        if len(commits) == 2:
+            raise Killed
+        commits.append(args[0])
+        commit_shard(self, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ResultStore, "commit_shard", killed_on_the_third_commit)
+        with pytest.raises(Killed):
+            run_experiment(config, out)
+    first = next(p for p in (out / "stages").glob("*.parquet") if pd.read_parquet(p)["question_id"].isna().any())
+    (out / "scores" / first.name).write_bytes(b"not parquet")  # damaged: set aside by the next run
+    resumed = run_experiment(config, out)
+    assert [item.part for item in resumed.set_aside] == [first.stem]
+    _assert_as_uninterrupted(out, reference)
