@@ -184,6 +184,15 @@ class LocalExecutor:
             pending = [q for q in plan.questions.questions if (q.id, keys[q.id]) not in finished]
             committed = sum(1 for pair in keys.items() if pair in finished)
             work.append(PendingRun(run, pending, committed, needs_run_rows=not finished))
+        if any(p.questions and not p.needs_run_rows for p in work):
+            # A run resumed midway: the part that carried its run-level rows may have been set
+            # aside (damaged) since; read only then, as markers say which part carries them.
+            carried = self.store.runs_with_run_rows()
+            for p in work:
+                p.needs_run_rows = p.run.run_id not in carried
+        # A run killed between its last commit and its compaction has nothing left to answer: its
+        # compaction is finished here, so the folder ends as an uninterrupted run leaves it.
+        self.store.finish_compactions({p.run.run_id for p in work if not p.questions})
         return work
 
     def commit(self, plan: Plan, pending: PendingRun, answered: list[Question], tables: dict[str, pd.DataFrame],
@@ -193,6 +202,7 @@ class LocalExecutor:
         between the two keeps a few keys too many, never too few."""
         if not answered:
             return
+        carries_run_rows = pending.needs_run_rows
         if pending.needs_run_rows:
             run_rows = self.run_level_tables(plan, pending.run, report)
             tables = {**tables, **{name: _concat(frame, tables.get(name, pd.DataFrame()))
@@ -203,7 +213,7 @@ class LocalExecutor:
             pending.needs_run_rows = False
         write_record(self.store, pending.run.run_id, self.cache_keys.drain())
         self.store.commit_shard(pending.run.run_id, [q.id for q in answered], tables,
-                                [q.content_key() for q in answered])
+                                [q.content_key() for q in answered], run_rows=carries_run_rows)
         pending.committed += len(answered)
         report.questions_computed += len(answered)
         progress("questions", len(answered))

@@ -3,14 +3,16 @@ run and table instead of one per shard.
 
 Crash-safe: the compacted parts and their marker (which names the parts it replaces) are written
 first, then the old markers and parts are removed; until then readers skip what the marker
-replaces (``PartStore.committed_parts``).
+replaces (``PartStore.committed_parts``). A run killed after its last commit but before or during
+its compaction is finished by the next ``ragkit run`` (``finish_compactions``), so a resumed
+folder ends with the files an uninterrupted run leaves.
 """
 
 from __future__ import annotations
 
 from ragkit.hashing import content_key
 from ragkit.results.integrity import readable_parts
-from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, arrow_schema, run_of_part
+from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, RUN_ROWS_KEY, arrow_schema, run_of_part
 from ragkit.results.store import PartStore
 
 
@@ -36,6 +38,8 @@ def compact_run(store: PartStore, run_id: str) -> bool:
                     FILES_KEY: files}
     if keyed == {True}:
         marker["question_keys"] = [key for record in records for key in record["question_keys"]]
+    if all(RUN_ROWS_KEY in record for record in records):  # else read as carrying them, as its parts were
+        marker[RUN_ROWS_KEY] = any(record[RUN_ROWS_KEY] for record in records)
     if all("metrics" in record for record in records):
         marker["metrics"] = sorted({m for record in records for m in record["metrics"]})
     store.write_json(f"{COMMITS}/{merged}.json", {**marker, "replaces": parts})
@@ -45,6 +49,44 @@ def compact_run(store: PartStore, run_id: str) -> bool:
         for name in PART_TABLES:
             store.files.delete(f"{name}/{part}.parquet")
     return True
+
+
+def finish_compactions(store: PartStore, finished: set[str]) -> list[str]:
+    """Compact the ``finished`` runs that still have several parts (killed between their last commit
+    and their compaction), and remove what a compaction killed midway left behind: the markers and
+    files of the parts it replaced, or its own files without their marker. Only files no reader
+    sees are removed. The caller holds ``writer_lock``. The runs compacted now."""
+    listed = {entry.stem for entry in store.files.list(COMMITS, ".json")}
+    committed = store.committed_parts()
+    # Listed but not committed: replaced by a compacted part whose marker names them (their rows
+    # are in it); listed before compacting, so this call's own compacted parts are not among them.
+    replaced = sorted(part for part in listed - committed if run_of_part(part) in finished)
+    parts_of: dict[str, int] = {}
+    for part in committed:
+        parts_of[run_of_part(part)] = parts_of.get(run_of_part(part), 0) + 1
+    compacted = [run_id for run_id in sorted(finished) if parts_of.get(run_id, 0) > 1 and compact_run(store, run_id)]
+    for part in replaced:
+        store.files.delete(f"{COMMITS}/{part}.json")
+    # Part files without a marker, of a finished run: a replaced part whose marker went first, or
+    # a compacted part whose marker was never written. No reader sees them. Other unmarked parts
+    # (a shard written but never committed) are ``ragkit check --repair``'s to remove.
+    markers = {entry.stem for entry in store.files.list(COMMITS, ".json")}
+    unmarked = {(name, entry.stem) for name in PART_TABLES for entry in store.files.list(name, ".parquet")
+                if entry.stem not in markers and run_of_part(entry.stem) in finished}
+    if unmarked:  # the compacted markers are read only when something is left over
+        left_by_compaction = {part for part in markers if run_of_part(part) in finished and _compacted(part)}
+        for part in list(left_by_compaction):
+            record = store.marker_record(part)[0]
+            left_by_compaction.update(record.get("replaces", []) if record is not None else [])
+        for name, part in sorted(unmarked):
+            if part in left_by_compaction or _compacted(part):
+                store.files.delete(f"{name}/{part}.parquet")
+    return compacted
+
+
+def _compacted(part: str) -> bool:
+    """A part a compaction wrote (``<run id>-<COMPACTED><key>``)."""
+    return part.rsplit("-", 1)[-1].startswith(COMPACTED)
 
 
 def compact(store: PartStore) -> tuple[int, int]:

@@ -170,6 +170,10 @@ class ResultStore(PartStore):
         """See ``ragkit.results.compaction.compact_run``."""
         return compaction.compact_run(self, run_id)
 
+    def finish_compactions(self, finished: set[str]) -> list[str]:
+        """See ``ragkit.results.compaction.finish_compactions``."""
+        return compaction.finish_compactions(self, finished)
+
     def compact(self) -> tuple[int, int]:
         """See ``ragkit.results.compaction.compact``."""
         return compaction.compact(self)

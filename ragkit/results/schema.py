@@ -22,6 +22,8 @@ DAMAGED = "_damaged"
 BASELINES_FILE = "baselines.json"
 # The commit marker's key holding {table: digest} of the parts it commits.
 FILES_KEY = "files"
+# A commit marker's flag: its part carries the run's run-level rows (absent in older markers).
+RUN_ROWS_KEY = "run_rows"
 
 PART_TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 TABLES = ("runs", *PART_TABLES, "questions")

@@ -37,6 +37,7 @@ from ragkit.results.schema import (
     COMPACTED,
     FILES_KEY,
     PART_TABLES,
+    RUN_ROWS_KEY,
     conform,
     empty_table,
     run_of_part,
@@ -113,9 +114,11 @@ class PartStore:
         self.write_parquet(f"questions/{questions_key}.parquet", conform(frame, "questions"))
 
     def commit_shard(self, run_id: str, question_ids: list[str], tables: dict[str, pd.DataFrame],
-                     question_keys: list[str] | None = None) -> None:
+                     question_keys: list[str] | None = None, run_rows: bool | None = None) -> None:
         """One part per table for these questions, then the commit marker. ``question_keys`` (the
-        questions' content keys, in order) go on every row of those questions and in the marker."""
+        questions' content keys, in order) go on every row of those questions and in the marker.
+        ``run_rows``: whether the part carries the run's run-level rows (build costs, chunking
+        decisions), said in the marker so a run whose carrying part is set aside carries them again."""
         keys = dict(zip(question_ids, question_keys)) if question_keys is not None else {}
         part = f"{run_id}-{content_key(question_ids, question_keys, length=12)}"
         files = {}
@@ -135,6 +138,8 @@ class PartStore:
         marker: dict = {"run_id": run_id, "question_ids": question_ids, "metrics": metrics, FILES_KEY: files}
         if question_keys is not None:
             marker["question_keys"] = list(question_keys)
+        if run_rows is not None:
+            marker[RUN_ROWS_KEY] = run_rows
         self.write_json(f"{COMMITS}/{part}.json", marker)
 
     def marker_record(self, part: str) -> tuple[dict | None, str | None]:
@@ -199,6 +204,11 @@ class PartStore:
             keys = record.get("question_keys") or [None] * len(record["question_ids"])
             done.setdefault(record["run_id"], set()).update(zip(record["question_ids"], keys))
         return done
+
+    def runs_with_run_rows(self) -> set[str]:
+        """The runs a committed part carries the run-level rows of; a marker written before markers
+        said so counts as carrying them (they went with a run's first shard, and no later one)."""
+        return {record["run_id"] for _, record in self.committed_markers() if record.get(RUN_ROWS_KEY, True)}
 
     def committed_parts(self) -> set[str]:
         """Parts with a commit marker, less those a compacted part replaces (left behind by a
