@@ -56,6 +56,8 @@ def finish_compactions(store: PartStore, finished: set[str]) -> list[str]:
     and their compaction), and remove what a compaction killed midway left behind: the markers and
     files of the parts it replaced, or its own files without their marker. Only files no reader
     sees are removed. The caller holds ``writer_lock``. The runs compacted now."""
+    if not finished:
+        return []
     listed = {entry.stem for entry in store.files.list(COMMITS, ".json")}
     committed = store.committed_parts()
     # Listed but not committed: replaced by a compacted part whose marker names them (their rows
