@@ -23,7 +23,7 @@ from tests.conftest import SAMPLE_DATASET
 # most of the speed-up did better than 0.0187 worst (per-tensor scales: 0.12; reduce_range or QUInt8
 # weights: 0.035). The bounds are the measurement with a margin for CPUs whose int8 kernels differ
 # (without VNNI, AVX2's u8s8 products can saturate), not the issue's 1e-3; the test prints what it
-# measures.
+# measures. Export format 2 (unpadded batches, no attention mask) measures worst 0.0238, mean 0.0067.
 INT8_WORST = 0.04
 INT8_MEAN = 0.01
 
