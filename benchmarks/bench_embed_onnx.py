@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def torch_encoder(threads: int = 0):
     return lambda texts: np.asarray(model.encode(texts, batch_size=BATCH, normalize_embeddings=True))
 
 
-def onnx_encoder(precision: str, threads: int = 0):
+def onnx_encoder(precision: Literal["fp32", "int8"], threads: int = 0):
     """The embedder's encode (its session is ONNX Runtime's default threads), or with ``threads``
     the same files and code in a session with that many intra-op threads."""
     from ragkit.embedders.onnx_export import cached_model, max_seq_length, shipped_model_folder

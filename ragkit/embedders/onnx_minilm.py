@@ -35,6 +35,13 @@ class MiniLMOnnxParams(ComponentParams):
                     "0.03 at worst).")
 
 
+# Tokens per session call, at most. Each layer's attention scores are batch x 12 x tokens x tokens
+# floats: 32 texts of 256 tokens make 100 MB, which no cache holds; 8 of them (2,048 tokens) took
+# 30% less CPU per 256-token abstract on one thread, 10% on two (benchmarks/README.md, issue 32 #3).
+# Short texts still go 32 to a call (``batch_size``).
+MAX_BATCH_TOKENS = 2048
+
+
 class OnnxSentenceModel:
     """A tokenizer and an ONNX Runtime session that turn texts into unit sentence vectors."""
 
@@ -57,7 +64,8 @@ class OnnxSentenceModel:
 
         The exported graph has no attention mask (``onnx_export``), so every batch holds texts of
         one token count: texts are sorted by token count (longest first, as sentence-transformers
-        sorts) and each run of equal counts is cut into batches of at most ``batch_size``. No
+        sorts) and each run of equal counts is cut into batches of at most ``batch_size`` texts
+        and ``MAX_BATCH_TOKENS`` tokens (one text at least). No
         padding is computed and no mask is added to the attention scores; a count shared by few
         texts makes a small batch, which costs one more session call, not more arithmetic (at most
         ``max_length`` more calls than full batches would take).
@@ -66,19 +74,20 @@ class OnnxSentenceModel:
         if not texts:
             return out
         ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
-        for batch in unpadded_batches([len(tokens) for tokens in ids], self.batch_size):
+        for batch in unpadded_batches([len(tokens) for tokens in ids], self.batch_size, MAX_BATCH_TOKENS):
             (vectors,) = self.session.run(None, {"input_ids": np.array([ids[i] for i in batch], dtype=np.int64)})
             out[batch] = vectors
         return out
 
 
-def unpadded_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices of ``lengths`` in batches of equal length and at most ``batch_size``, longest first."""
+def unpadded_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Indices of ``lengths`` in batches of equal length, longest first, each of at most
+    ``batch_size`` indices and ``max_tokens`` tokens (but one index at least)."""
     order = sorted(range(len(lengths)), key=lambda index: -lengths[index])  # stable: ties keep their order
     batches = []
-    for _, group in groupby(order, key=lambda index: lengths[index]):
-        run = list(group)
-        batches += [run[start:start + batch_size] for start in range(0, len(run), batch_size)]
+    for length, group in groupby(order, key=lambda index: lengths[index]):
+        run, size = list(group), max(1, min(batch_size, max_tokens // max(length, 1)))
+        batches += [run[start:start + size] for start in range(0, len(run), size)]
     return batches
 
 
