@@ -129,7 +129,7 @@ class RayExecutor(LocalExecutor):
         cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
         actor = ray.remote(num_cpus=1, max_restarts=TASK_RETRIES)(PlanWorker)
         plan_ref = ray.put(plan)  # fetched once per worker, by its constructor
-        workers = [actor.remote(plan_ref, str(self.derived_dir), str(self.data_dir))
+        workers = [actor.remote([plan_ref], str(self.derived_dir), str(self.data_dir))
                    for _ in range(max(1, min(cpus, len(steps))))]
         dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES)
         try:

@@ -55,8 +55,12 @@ class QueryVectors:
 class PlanWorker:
     """One execution's worker (a Ray actor): the plan, its folders and the loaded components."""
 
-    def __init__(self, plan: Plan, derived_dir: str, data_dir: str) -> None:
-        self.plan = plan
+    def __init__(self, plan: list[Any], derived_dir: str, data_dir: str) -> None:
+        import ray
+
+        # ``[object ref]``: a ref in a list is not an argument Ray stores for restarts (a restart
+        # fetches it again; the driver holds it for the whole execution).
+        self.plan: Plan = ray.get(plan[0])
         # The store is never written by a worker (only the driver commits): a throwaway folder.
         self.executor = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
                                       data_dir=Path(data_dir))
