@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -145,7 +145,7 @@ class RayExecutor(LocalExecutor):
         build is given back before any shard that needs it is handed out, so its run's first
         commit says whether it was built now."""
         for step, outcome in dispatcher.results():
-            kind, name = step.key[0], step.key[1]
+            kind, name = cast(tuple, step.key)[:2]
             if kind in ("chunkset", "index", "queries") and isinstance(outcome, Failed):
                 what = {"chunkset": "chunk set", "index": "index", "queries": "the query vectors of"}[kind]
                 raise RuntimeError(f"building {what} {name} failed after {TASK_RETRIES + 1} tries: "

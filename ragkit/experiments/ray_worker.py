@@ -64,8 +64,8 @@ class PlanWorker:
         # The store is never written by a worker (only the driver commits): a throwaway folder.
         self.executor = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
                                       data_dir=Path(data_dir))
-        self._runs = {run.run_id: run for run in plan.runs}
-        self._steps = {step.index_id: step for step in plan.index_steps}
+        self._runs = {run.run_id: run for run in self.plan.runs}
+        self._steps = {step.index_id: step for step in self.plan.index_steps}
         self._pipelines: dict[str, tuple[Any, Any]] = {}
         self._shared: set[str] = set()  # embedders whose shared query vectors this worker holds
         self._steps_run = 0
@@ -139,7 +139,7 @@ class PlanWorker:
         return self.executor.components.embedder(run.point.embedder)
 
     def _take_shared(self, run: RunStep, ref: Any) -> None:
-        key = component_key(embedders, run.point.embedder)
+        key = str(component_key(embedders, run.point.embedder))
         if key in self._shared:
             return
         import ray
