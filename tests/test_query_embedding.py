@@ -110,6 +110,27 @@ def test_a_batch_holds_only_the_expected_queries_not_embedded_yet(clock):
     assert embedder.fake.batches == [["a"], ["bb", "ccc"]]
 
 
+@pytest.mark.unit
+def test_shared_query_vectors_are_returned_and_charged_their_share_without_loading_the_model(clock):
+    """What a Ray worker does with the plan's query vectors another worker embedded: the vectors
+    and shares it holds are handed over, and the other embedder answers and charges as the first."""
+    first = FakeEmbedder(clock)
+    first.expect_queries(["a", "bb", "ccc"])
+    first.embed_query("a")
+    first.drain_adjustment()
+    vectors, shares = first.held_query_vectors(["a", "bb", "ccc"])
+    assert first.query_batches == 1 and shares == pytest.approx([0.13 / 3] * 3)
+
+    other = FakeEmbedder(clock)
+    other.share_query_vectors(["a", "bb", "ccc"], vectors, shares)
+    other.expect_queries(["a", "bb", "ccc"])
+    assert [charged(other, clock, t) for t in ("ccc", "a")] == pytest.approx([0.13 / 3] * 2)
+    np.testing.assert_array_equal(other.embed_query("bb"), first.embed_query("bb"))
+    assert other.fake.batches == [] and other._model is None and other.query_batches == 0
+    other.share_query_vectors(["a"], np.asarray([[0.0, 1.0]], dtype=np.float32), [9.0])  # held: kept
+    np.testing.assert_array_equal(other.embed_query("a"), vectors[0])
+
+
 def test_batched_minilm_query_vectors_equal_single_ones_up_to_float_noise():
     embedder = embedders.build("minilm")  # not the session's: its expected queries are its own
     queries = ["why do cats purr", "What is the incubation period of COVID-19?", "dogs", "a b c d e f g h"]

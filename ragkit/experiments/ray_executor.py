@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -128,10 +128,10 @@ class RayExecutor(LocalExecutor):
         steps = plan_steps(plan, todo, shards)
         cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
         actor = ray.remote(num_cpus=1, max_restarts=TASK_RETRIES)(PlanWorker)
-        plan_ref = ray.put(plan)  # fetched once per worker, by its constructor
-        workers = [actor.remote(plan_ref, str(self.derived_dir), str(self.data_dir))
-                   for _ in range(max(1, min(cpus, len(steps))))]
-        dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES)
+        plan_ref = ray.put(plan)  # fetched once per worker, on its first step (PlanWorker._fetch)
+        count = max(1, min(cpus, len(steps)))
+        workers = [actor.remote(str(self.derived_dir), str(self.data_dir)) for _ in range(count)]
+        dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES, leading=([plan_ref],))
         try:
             self._collect(dispatcher, plan, shards, work, report, progress)
             self.worker_stats = ray.get([worker.stats.remote() for worker in workers])
@@ -145,7 +145,7 @@ class RayExecutor(LocalExecutor):
         build is given back before any shard that needs it is handed out, so its run's first
         commit says whether it was built now."""
         for step, outcome in dispatcher.results():
-            kind, name = step.key[0], step.key[1]
+            kind, name = cast(tuple, step.key)[:2]
             if kind in ("chunkset", "index", "queries") and isinstance(outcome, Failed):
                 what = {"chunkset": "chunk set", "index": "index", "queries": "the query vectors of"}[kind]
                 raise RuntimeError(f"building {what} {name} failed after {TASK_RETRIES + 1} tries: "

@@ -45,11 +45,13 @@ class Failed:
 
 
 class Dispatcher:
-    """Runs ``steps`` on ``workers`` (Ray actor handles), yielding each step with its result (or
-    ``Failed``) as it finishes. ``stop`` ends what is still running by ending the workers."""
+    """Runs ``steps`` on ``workers`` (Ray actor handles; each call gets ``leading`` first),
+    yielding each step with its result (or ``Failed``) as it finishes. ``stop`` ends what is
+    still running by ending the workers."""
 
-    def __init__(self, ray: Any, workers: list[Any], steps: list[Step], retries: int) -> None:
+    def __init__(self, ray: Any, workers: list[Any], steps: list[Step], retries: int, leading: tuple = ()) -> None:
         self.ray = ray
+        self.leading = leading  # arguments every call starts with (the plan's [object ref])
         self.workers = workers
         self.retries = retries
         self._queue = list(steps)
@@ -89,7 +91,7 @@ class Dispatcher:
             self._queue.remove(ready)
             worker = free.pop(0)
             args = [[self._refs[arg.key]] if isinstance(arg, Result) else arg for arg in ready.args]
-            self._running[getattr(worker, ready.method).remote(*args)] = (ready, worker)
+            self._running[getattr(worker, ready.method).remote(*self.leading, *args)] = (ready, worker)
 
     def stop(self) -> None:
         """End the workers, and with them every step still running (also on a cluster)."""

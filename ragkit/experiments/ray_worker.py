@@ -27,7 +27,7 @@ from ragkit.embedders.base import embedders
 from ragkit.experiments.answering import ShardInterrupted
 from ragkit.experiments.execution_report import ExecutionReport
 from ragkit.experiments.executor import LocalExecutor
-from ragkit.experiments.plan import Plan, RunStep, component_key
+from ragkit.experiments.plan import IndexStep, Plan, RunStep, component_key
 from ragkit.results import ResultStore
 
 
@@ -55,61 +55,78 @@ class QueryVectors:
 class PlanWorker:
     """One execution's worker (a Ray actor): the plan, its folders and the loaded components."""
 
-    def __init__(self, plan: Plan, derived_dir: str, data_dir: str) -> None:
-        self.plan = plan
+    def __init__(self, derived_dir: str, data_dir: str) -> None:
         # The store is never written by a worker (only the driver commits): a throwaway folder.
         self.executor = LocalExecutor(Path(derived_dir), ResultStore(Path(tempfile.gettempdir())),
                                       data_dir=Path(data_dir))
-        self._runs = {run.run_id: run for run in plan.runs}
-        self._steps = {step.index_id: step for step in plan.index_steps}
+        self.plan: Plan | None = None
+        self._runs: dict[str, RunStep] = {}
+        self._steps: dict[str, IndexStep] = {}
         self._pipelines: dict[str, tuple[Any, Any]] = {}
         self._shared: set[str] = set()  # embedders whose shared query vectors this worker holds
         self._steps_run = 0
         self._shards_answered = 0
 
-    def build_chunkset(self, chunkset_id: str) -> bool:
+    def _fetch(self, plan_ref: list[Any]) -> Plan:
+        """The plan, fetched from the object store on this worker's first step (and again after
+        a restart). It comes with every step as ``[object ref]``, a ref Ray does not resolve: as
+        a constructor argument Ray would keep it for restarts and warn about that on every run."""
+        if self.plan is None:
+            import ray
+
+            self.plan = ray.get(plan_ref[0])
+            self._runs = {run.run_id: run for run in self.plan.runs}
+            self._steps = {step.index_id: step for step in self.plan.index_steps}
+        return self.plan
+
+    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str) -> bool:
         """Build (or find) one chunk set; True when this call built it."""
         self._steps_run += 1
+        plan = self._fetch(plan_ref)
         report = ExecutionReport()
-        self.executor.build_chunkset(self.plan, chunkset_id, report)
+        self.executor.build_chunkset(plan, chunkset_id, report)
         return report.chunksets_built > 0
 
-    def build_index(self, index_id: str) -> dict:
+    def build_index(self, plan_ref: list[Any], index_id: str) -> dict:
         """Build (or find) one index once its chunk set exists; what it built and embedded."""
         self._steps_run += 1
+        plan = self._fetch(plan_ref)
         report = ExecutionReport()
         before = self.executor.built_keys
-        self.executor.open_index(self.plan, self._steps[index_id], report)
+        self.executor.open_index(plan, self._steps[index_id], report)
         return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
                 "built_keys": sorted(self.executor.built_keys - before)}
 
-    def query_vectors(self, run_id: str) -> QueryVectors:
+    def query_vectors(self, plan_ref: list[Any], run_id: str) -> QueryVectors:
         """The plan's question texts embedded by the run's embedder, in one batch, as a run of
         the in-process executor embeds them on its first search (``Embedder.expect_queries``)."""
         self._steps_run += 1
+        plan = self._fetch(plan_ref)
         embedder = self._embedder(self._runs[run_id])
-        texts = list(dict.fromkeys(q.text for q in self.plan.questions.questions))
+        texts = list(dict.fromkeys(q.text for q in plan.questions.questions))
         embedder.expect_queries(texts)
         embedder.embed_query(texts[0])
         embedder.drain_adjustment()  # no question was asked: no search may be charged this batch
         vectors, shares = embedder.held_query_vectors(texts)
         return QueryVectors(texts, vectors, shares)
 
-    def answer_shard(self, run_id: str, question_ids: list[str], shared: list[Any]) -> ShardResult:
-        """Answer one shard of one run with the in-process executor's code. ``shared``: the run's
+    def answer_shard(self, plan_ref: list[Any], run_id: str, question_ids: list[str], shared: list[Any]) -> ShardResult:
+        """Answer one shard of one run with the in-process executor's code. ``plan_ref``: see
+        ``_fetch``. ``shared``: the run's
         embedder's query vectors as ``[object ref]`` (a ref inside a list is not resolved by Ray,
         so a worker fetches them once, not with every shard), or ``[]``."""
         self._steps_run += 1
+        plan = self._fetch(plan_ref)
         self._shards_answered += 1
         run = self._runs[run_id]
         if shared:
             self._take_shared(run, shared[0])
         if run_id not in self._pipelines:  # a worker's later shards of the same run reuse it
-            index = self.executor.open_index(self.plan, self._steps[run.index_id], ExecutionReport())
-            self._pipelines[run_id] = (self.executor.pipeline_for(self.plan, run, index),
-                                       self.executor.evaluator_for(self.plan, run))
+            index = self.executor.open_index(plan, self._steps[run.index_id], ExecutionReport())
+            self._pipelines[run_id] = (self.executor.pipeline_for(plan, run, index),
+                                       self.executor.evaluator_for(plan, run))
         pipeline, evaluator = self._pipelines[run_id]
-        by_id = self.plan.questions.by_id()
+        by_id = plan.questions.by_id()
         questions = [by_id[qid] for qid in question_ids]
         try:
             tables = self.executor.answer_shard(run, pipeline, questions, evaluator)
@@ -135,7 +152,7 @@ class PlanWorker:
         return self.executor.components.embedder(run.point.embedder)
 
     def _take_shared(self, run: RunStep, ref: Any) -> None:
-        key = component_key(embedders, run.point.embedder)
+        key = str(component_key(embedders, run.point.embedder))
         if key in self._shared:
             return
         import ray

@@ -176,7 +176,7 @@ class FakeRay:
 def shard_rows(ref) -> object:
     from ragkit.experiments.ray_executor import ShardResult
 
-    run_id, question_ids = ref.args[0], ref.args[1]
+    run_id, question_ids = ref.args[1], ref.args[2]  # after the plan's [ref], which every call starts with
     return ShardResult(question_ids, {"scores": pd.DataFrame(
         [{"run_id": run_id, "question_id": q, "metric": "mrr", "value": 1.0} for q in question_ids])})
 
@@ -194,7 +194,7 @@ def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest
 
     def answer(ref):
         if ref.name == "answer_shard":
-            if ref.args[1][0] == "q3":
+            if ref.args[2][0] == "q3":
                 raise RuntimeError("worker died\nOOM")
             return shard_rows(ref)
         return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
@@ -203,7 +203,7 @@ def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest
     report = ExecutionReport()
     executor._run_tasks(fake, plan, work, work, report, lambda event, n: None)
     assert all(options["max_restarts"] >= 1 for options in fake.options)  # a dead worker comes back
-    tries = [ref for ref in fake.submitted if ref.name == "answer_shard" and ref.args[1][0] == "q3"]
+    tries = [ref for ref in fake.submitted if ref.name == "answer_shard" and ref.args[2][0] == "q3"]
     assert len(tries) == 3  # tried again twice, then error rows
     scores = ResultStore(tmp_path / "out").read("scores")
     failed = scores[scores["question_id"].isin(["q3", "q4", "q5"])]
@@ -228,14 +228,14 @@ def test_shards_commit_as_they_finish_so_a_failed_build_keeps_the_other_indexes_
     slow = plan.index_steps[1].index_id
 
     def answer(ref):
-        if ref.name == "build_index" and ref.args[0] == slow:
+        if ref.name == "build_index" and ref.args[1] == slow:
             raise RuntimeError("embedding server died")
         if ref.name == "answer_shard":
             return shard_rows(ref)
         return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
 
     def slow_last(refs):  # the slow index finishes last, whatever else is running
-        return sorted(refs, key=lambda ref: ref.name == "build_index" and ref.args[0] == slow)
+        return sorted(refs, key=lambda ref: ref.name == "build_index" and ref.args[1] == slow)
 
     fake = FakeRay(answer, slow_last)
     with pytest.raises(RuntimeError, match=f"building index {slow} failed after 3 tries: RuntimeError: embedding"):
