@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ragkit.hashing import content_key, text_sha256
 
@@ -32,19 +33,131 @@ def document_from_json(value: dict[str, Any]) -> Document:
     return make_document(value["doc_id"], value["text"], value.get("metadata"))
 
 
+class DocumentRows(Sequence["Document"]):
+    """Documents kept as their parts (id, text, metadata) and made into LlamaIndex Documents when
+    read. A Document object costs about 2 KB beyond its text (a million short documents: about
+    2 GB, the largest part of a 1M-chunk build's memory); the parts cost their strings.
+
+    ``metadata`` holds each document's metadata dict as made by ``make_document``, or None for
+    the commonest one, ``{"doc_id": <id>}`` alone (a dataset row without a title)."""
+
+    __slots__ = ("_ids", "_texts", "_metadata")
+
+    def __init__(self, ids: list[str], texts: list[str], metadata: list[dict[str, Any] | None]) -> None:
+        if not len(ids) == len(texts) == len(metadata):
+            raise ValueError(f"{len(ids)} ids, {len(texts)} texts and {len(metadata)} metadata must be as many")
+        self._ids, self._texts, self._metadata = ids, texts, metadata
+
+    @classmethod
+    def from_parts(cls, rows: Iterable[tuple[str, str, dict[str, Any] | None]]) -> DocumentRows:
+        """From (id, text, metadata) as ``make_document`` takes them."""
+        ids: list[str] = []
+        texts: list[str] = []
+        metadata: list[dict[str, Any] | None] = []
+        for doc_id, text, meta in rows:
+            ids.append(doc_id)
+            texts.append(text)
+            metadata.append({**meta, "doc_id": doc_id} if meta else None)
+        return cls(ids, texts, metadata)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document]) -> DocumentRows:
+        if isinstance(documents, DocumentRows):
+            return documents
+        ids, texts, metadata = [], [], []
+        for document in documents:
+            ids.append(document.id_)
+            texts.append(document.text)
+            meta = document.metadata
+            metadata.append(None if meta == {"doc_id": document.id_} else meta)
+        return cls(ids, texts, metadata)
+
+    def sorted_by_id(self) -> DocumentRows:
+        order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
+        return DocumentRows([self._ids[i] for i in order], [self._texts[i] for i in order],
+                            [self._metadata[i] for i in order])
+
+    @property
+    def ids(self) -> list[str]:
+        return self._ids
+
+    @property
+    def texts(self) -> list[str]:
+        return self._texts
+
+    def _document(self, position: int) -> Document:
+        from llama_index.core.schema import Document
+
+        meta = self._metadata[position]
+        if meta is None:
+            return make_document(self._ids[position], self._texts[position])
+        return Document(id_=self._ids[position], text=self._texts[position], metadata=dict(meta))
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Document: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> DocumentRows: ...
+
+    def __getitem__(self, index: int | slice) -> Document | DocumentRows:
+        if isinstance(index, slice):
+            return DocumentRows(self._ids[index], self._texts[index], self._metadata[index])
+        return self._document(range(len(self._ids))[index])
+
+    def __iter__(self) -> Iterator[Document]:
+        return (self._document(position) for position in range(len(self._ids)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DocumentRows):
+            return NotImplemented
+        return (self._ids, self._texts, self._metadata) == (other._ids, other._texts, other._metadata)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable lists inside, like a list
+
+
 @dataclass(frozen=True)
 class Corpus:
-    """A named set of documents; corpus_id is a hash of the documents' ids and texts."""
+    """A named set of documents; corpus_id is a hash of the documents' ids and texts.
+
+    ``documents`` is a sequence of LlamaIndex Documents in id order, each made when read
+    (``DocumentRows``): iterate it, or slice it (``batches``) rather than listing it whole."""
 
     name: str
     corpus_id: str
-    documents: tuple[Document, ...]
+    documents: DocumentRows
 
     @classmethod
-    def from_documents(cls, name: str, documents: list[Document]) -> Corpus:
-        ordered = sorted(documents, key=lambda d: d.id_)
-        key = content_key("corpus", [(d.id_, text_sha256(d.text)) for d in ordered])
-        return cls(name=name, corpus_id=key, documents=tuple(ordered))
+    def from_documents(cls, name: str, documents: Iterable[Document]) -> Corpus:
+        ordered = DocumentRows.from_documents(documents).sorted_by_id()
+        key = content_key("corpus", [(doc_id, text_sha256(text)) for doc_id, text in zip(ordered.ids, ordered.texts)])
+        return cls(name=name, corpus_id=key, documents=ordered)
 
-    def by_id(self) -> dict[str, Document]:
-        return {d.id_: d for d in self.documents}
+    def batches(self, size: int) -> Iterator[DocumentRows]:
+        """The documents in id order, ``size`` at a time."""
+        for start in range(0, len(self.documents), size):
+            yield self.documents[start:start + size]
+
+    def by_id(self) -> Mapping[str, Document]:
+        """The documents by id, each made when looked up: answer spans and reference contexts
+        read the few documents their questions name, not the whole corpus."""
+        return DocumentsById(self.documents)
+
+
+class DocumentsById(Mapping[str, "Document"]):
+    """A read-only mapping of id -> Document over ``DocumentRows``; keeps positions, not Documents."""
+
+    def __init__(self, documents: DocumentRows) -> None:
+        self._documents = documents
+        self._positions = {doc_id: position for position, doc_id in enumerate(documents.ids)}
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self._documents[self._positions[doc_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)

@@ -13,14 +13,15 @@ from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend
-from ragkit.qa import QuestionSet, load_dataset_corpus, load_question_set, resolve_answer_spans
+from ragkit.qa import QuestionSet, load_question_set, resolve_answer_spans
+from ragkit.qa.corpus import dataset_corpus_rows
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 
 
 def load_corpus(config: ExperimentConfig, store: CorpusStore) -> Corpus:
     if config.corpus is None:
-        documents = load_dataset_corpus(config.dataset.path)
+        documents = dataset_corpus_rows(config.dataset.path)
         if documents is None:
             raise ConfigError(
                 f"dataset {config.dataset.path} ships no corpus.jsonl: set corpus.name (an ingested corpus) "
