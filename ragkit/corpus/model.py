@@ -41,7 +41,7 @@ class DocumentRows(Sequence["Document"]):
     ``metadata`` holds each document's metadata dict as made by ``make_document``, or None for
     the commonest one, ``{"doc_id": <id>}`` alone (a dataset row without a title)."""
 
-    __slots__ = ("_ids", "_texts", "_metadata")
+    __slots__ = ("_ids", "_metadata", "_texts")
 
     def __init__(self, ids: list[str], texts: list[str], metadata: list[dict[str, Any] | None]) -> None:
         if not len(ids) == len(texts) == len(metadata):

@@ -96,6 +96,8 @@ class EmbeddingCache:
         vectors by row id: faster than thousands of filtered queries for a good part of the table."""
         keys = table.search().select(["text_sha"]).with_row_id(True).limit(None).to_arrow()
         hits = keys.filter(pc.is_in(keys["text_sha"], value_set=pa.array(list(wanted), type=pa.string())))
+        if hits.num_rows == 0:  # a streamed build's next window: its keys are new
+            return pa.table({"text_sha": pa.array([], pa.string()), "vector": pa.array([], pa.list_(pa.float32()))})
         # Row ids hold for the version this table object read, which both queries use.
         return table.take_row_ids(hits["_rowid"].to_pylist()).select(["text_sha", "vector"]).to_arrow()
 
@@ -177,10 +179,13 @@ def embed_with_cache(
     cache: EmbeddingCache,
     batch_size: int,
     progress: Callable[[int], None] | None = None,
+    compact: bool = True,
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` in order, computing only those the cache lacks.
 
-    Returns the vectors and how many texts were embedded now (0 on a re-run).
+    Returns the vectors and how many texts were embedded now (0 on a re-run). Every vector
+    computed is committed before it returns. ``compact=False`` leaves ``cache.compact()`` to the
+    caller: a streamed build calls this once per window and compacts once at its end.
     """
     known = cache.lookup(text_keys)
     missing: dict[str, str] = {}
@@ -203,6 +208,6 @@ def embed_with_cache(
             uncommitted, last_commit = [], time.monotonic()
         if progress is not None:
             progress(len(batch))
-    if pending:
+    if pending and compact:
         cache.compact()
     return np.stack([known[key] for key in text_keys]) if text_keys else np.zeros((0, 0), np.float32), len(pending)
