@@ -12,6 +12,8 @@ cut into other batches than the whole-frame build's (a model's padding can move 
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +28,27 @@ import pandas as pd
 from ragkit.embedders.base import Embedder
 from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
 from ragkit.index import index_row_batches
+
+
+def _glibc() -> Any:
+    """glibc, if this process runs on it (``malloc_trim`` is glibc's); None elsewhere."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _glibc()
+
+
+def release_freed_memory() -> None:
+    """Hand the memory a window freed back to the OS. glibc keeps freed blocks in the arena of
+    the thread that allocated them, and LanceDB's reading and writing threads use several
+    arenas: without this, a 200k-chunk streamed build grew about 450 MB a window (65,536 rows)
+    with under 160 MB live in Arrow, instead of reusing it."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 @dataclass
@@ -71,6 +94,8 @@ def embedded_windows(windows: Iterable[pd.DataFrame], embedder: Embedder, cache:
             tally.embedded += embedded
             tally.seconds += time.perf_counter() - started
             yield frame, vectors
+            del frame, vectors
+            release_freed_memory()
         if tally.embedded:
             started = time.perf_counter()
             cache.compact()
@@ -83,6 +108,12 @@ def index_batch_reader(windows: Iterable[tuple[pd.DataFrame, np.ndarray | None]]
     must be one (an empty chunk set is built whole)."""
     import pyarrow as pa
 
-    batches = (batch for frame, vectors in windows for batch in index_row_batches(frame, vectors))
+    def batches_of(windows: Iterable[tuple[pd.DataFrame, np.ndarray | None]]) -> Iterator[Any]:
+        for frame, vectors in windows:
+            yield from index_row_batches(frame, vectors)
+            del frame, vectors
+            release_freed_memory()
+
+    batches = batches_of(windows)
     first = next(batches)
     return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))

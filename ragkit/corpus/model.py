@@ -151,13 +151,19 @@ class DocumentsById(Mapping[str, "Document"]):
 
     def __init__(self, documents: DocumentRows) -> None:
         self._documents = documents
-        self._positions = {doc_id: position for position, doc_id in enumerate(documents.ids)}
+        self._index: dict[str, int] | None = None  # made on the first lookup: most question sets need none
+
+    @property
+    def _positions(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {doc_id: position for position, doc_id in enumerate(self._documents.ids)}
+        return self._index
 
     def __getitem__(self, doc_id: str) -> Document:
         return self._documents[self._positions[doc_id]]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._positions)
+        return iter(self._documents.ids)
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return len(self._documents)
