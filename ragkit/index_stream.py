@@ -16,7 +16,7 @@ import ctypes
 import ctypes.util
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +81,8 @@ def chunkset_windows(path: Path, window_rows: int) -> Iterator[pd.DataFrame]:
 
 def embedded_windows(windows: Iterable[pd.DataFrame], embedder: Embedder, cache: EmbeddingCache, batch_size: int,
                      lock: AbstractContextManager[Any], tally: EmbeddingTally,
-                     progress: Callable[[int], None] | None = None) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+                     progress: Callable[[int], None] | None = None,
+                     ) -> Generator[tuple[pd.DataFrame, np.ndarray | None], None, None]:
     """Each window with its vectors, through the cache. The embedder's content lock is held from
     the first window to the cache's compaction after the last, as the whole-frame build holds it
     around its one ``embed_with_cache``; a window's new vectors are committed before the next

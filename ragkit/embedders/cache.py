@@ -74,7 +74,10 @@ class EmbeddingCache:
         if self.READ_ALL_RATIO * len(wanted) >= rows:
             everything = table.search().select(["text_sha", "vector"]).limit(None).to_arrow()
             return {key: vector for key, vector in _key_vectors(everything) if key in wanted}
-        if self.SCAN_RATIO * len(wanted) >= rows:
+        unindexed = rows >= self.KEY_INDEX_MIN_ROWS and not _has_index_on(table, "text_sha")
+        if self.SCAN_RATIO * len(wanted) >= rows or unindexed:
+            # A large table without its key index (before ``compact``: a streamed build's later
+            # windows) makes every filtered query scan the key column: one scan serves all keys.
             return dict(_key_vectors(self._rows_by_key_scan(table, wanted)))
         found: dict[str, np.ndarray] = {}
         ordered = sorted(wanted)
@@ -96,8 +99,6 @@ class EmbeddingCache:
         vectors by row id: faster than thousands of filtered queries for a good part of the table."""
         keys = table.search().select(["text_sha"]).with_row_id(True).limit(None).to_arrow()
         hits = keys.filter(pc.is_in(keys["text_sha"], value_set=pa.array(list(wanted), type=pa.string())))
-        if hits.num_rows == 0:  # a streamed build's next window: its keys are new
-            return pa.table({"text_sha": pa.array([], pa.string()), "vector": pa.array([], pa.list_(pa.float32()))})
         # Row ids hold for the version this table object read, which both queries use.
         return table.take_row_ids(hits["_rowid"].to_pylist()).select(["text_sha", "vector"]).to_arrow()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, closing
 from pathlib import Path
 from typing import Any
@@ -251,7 +251,7 @@ class ArtefactBuilds:
         """``_build_index`` a window of the chunk set file at a time (``ragkit.index_stream``):
         the same table and stage rows, the embedding interleaved with LanceDB's writes (its
         seconds are the embed stage, the rest of the build the index stage)."""
-        windows: Iterator[tuple[pd.DataFrame, np.ndarray | None]]
+        windows: Generator[tuple[pd.DataFrame, np.ndarray | None], None, None]
         tally = EmbeddingTally()
         if step.embedder is not None:
             embedder = self.components.embedder(step.embedder)
