@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from ragkit.hashing import content_key, text_sha256
+from ragkit.hashing import content_key_of_rows, text_sha256
 
 if TYPE_CHECKING:
     from llama_index.core.schema import Document
@@ -132,7 +132,8 @@ class Corpus:
     @classmethod
     def from_documents(cls, name: str, documents: Iterable[Document]) -> Corpus:
         ordered = DocumentRows.from_documents(documents).sorted_by_id()
-        key = content_key("corpus", [(doc_id, text_sha256(text)) for doc_id, text in zip(ordered.ids, ordered.texts)])
+        pairs = ((doc_id, text_sha256(text)) for doc_id, text in zip(ordered.ids, ordered.texts))
+        key = content_key_of_rows("corpus", pairs)
         return cls(name=name, corpus_id=key, documents=ordered)
 
     def batches(self, size: int) -> Iterator[DocumentRows]:
