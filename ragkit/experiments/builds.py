@@ -92,7 +92,6 @@ class ArtefactBuilds:
         when the build made or read one, None when it streamed (or an earlier call did the work)."""
         if chunkset_id in self._chunkset_files:
             return None
-        self._chunkset_files.add(chunkset_id)
         step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
 
         llm = self.components.llm_client(step.judge_llm) if step.judge is None and step.judge_llm else None
@@ -145,6 +144,7 @@ class ArtefactBuilds:
             report.chunksets_built += 1
         if self._shared is not None:
             self._shared.publish_chunkset(chunkset_id)
+        self._chunkset_files.add(chunkset_id)  # only once it is there: a failed build is tried again
         return frame
 
     def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path, lock: AbstractContextManager,
