@@ -1,7 +1,7 @@
 """ragkit's own costs at a million chunks: the in-process executor over a synthetic corpus, with the
 model taken out, against writing the same rows into LanceDB directly.
 
-    python benchmarks/bench_scale.py [--docs 1000000] [--questions 20]
+    python benchmarks/bench_scale.py [--docs 1000000] [--questions 20] [--skip-raw] [--window-rows N]
 
 The corpus is ``--docs`` short documents (one chunk each with the ``document`` chunker) in a
 BEIR folder; the embedder is a stand-in registered for this run that returns a unit vector drawn
@@ -10,11 +10,16 @@ the embedding cache (lookup, appends, compaction), the index build, and the ques
 bm25, top 10) with scoring and commits. It runs in a child process, whose peak RSS is read with
 ``os.wait4``; the child then runs the same experiment again (everything cached). The baseline is a
 child that writes the same rows and vectors into one LanceDB table with ``create_table`` and
-builds its full-text index: the least any index of these chunks costs.
+builds its full-text index: the least any index of these chunks costs. It holds the whole table
+in memory (5.9 GB at 1M chunks): ``--skip-raw`` leaves it out for larger runs.
+``--window-rows`` sets ``RAGKIT_BUILD_WINDOW_ROWS`` for the ragkit child (0: the whole-frame
+build of before issue 32; default: the setting's default, a streamed build).
 
-Printed: seconds per build stage, peak RSS, the data directory's size by folder, and the
-embedding cache's LanceDB versions. No goal of the issue's table is about this; it is the
-measurement behind the 10M-chunk extrapolation in README.md. A script, not a test.
+Printed: seconds per build stage, peak RSS, the ragkit child's CPU seconds (user + system, all
+its threads: steadier than wall time on a shared machine), the load average before and after,
+the data directory's size by folder, and the embedding cache's LanceDB versions. No goal of the
+issue's table is about this; it is the measurement behind the 10M-chunk extrapolation in
+README.md. A script, not a test.
 """
 
 from __future__ import annotations
@@ -103,22 +108,25 @@ def ragkit_child(dataset: Path, data_dir: Path) -> None:
     os.environ["RAGKIT_DATA_DIR"] = str(data_dir)
     get_settings.cache_clear()
     out = data_dir / "results" / "bench-scale"
-    seconds = []
+    seconds, cpu = [], []
     with embedders.registered("hashed", HashedEmbedder):
         config = config_from_dict({
             "name": "bench-scale", "dataset": {"path": str(dataset), "format": "beir"}, "chunkers": ["document"],
             "embedders": ["hashed"], "retrievers": ["dense", "bm25"], "top_k": [10],
         })
         for _ in range(2):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), os.times()
             report = run_experiment(config, out)
             seconds.append(time.perf_counter() - started)
+            cpu_now = os.times()
+            cpu.append(cpu_now.user + cpu_now.system - cpu_started.user - cpu_started.system)
             assert not report.errors, report.errors
     from ragkit.analysis.loading import load_results
 
     stages = load_results(out).stages
-    builds = stages[stages["question_id"].isna()].groupby("stage")["seconds"].max().to_dict()
-    print(json.dumps({"first": seconds[0], "again": seconds[1], "builds": builds}))
+    builds = stages[stages["question_id"].isna()].groupby("stage", observed=True)["seconds"].max().to_dict()
+    print(json.dumps({"first": seconds[0], "again": seconds[1], "cpu_first": cpu[0], "cpu_again": cpu[1],
+                      "builds": builds}))
 
 
 def raw_child(dataset: Path, folder: Path) -> None:
@@ -145,6 +153,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--skip-raw", action="store_true", help="leave out the raw LanceDB child (all in memory)")
+    parser.add_argument("--window-rows", type=int, help="RAGKIT_BUILD_WINDOW_ROWS for the ragkit child")
     parser.add_argument("--child", choices=("ragkit", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--dataset", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -163,18 +173,26 @@ def main() -> None:
         dataset = write_corpus(scratch / "beir", args.docs, args.questions)
         print(f"corpus: {args.docs} docs written in {time.perf_counter() - started:.0f} s "
               f"({folder_mb(dataset):.0f} MB)", flush=True)
-        raw_out, raw_rss = run_child([this, "--child", "raw", "--dataset", str(dataset),
-                                      "--folder", str(scratch / "raw")])
-        raw = json.loads(raw_out)
+        load_before = os.getloadavg()
+        raw, raw_rss = {"seconds": float("nan")}, float("nan")
+        if not args.skip_raw:
+            raw_out, raw_rss = run_child([this, "--child", "raw", "--dataset", str(dataset),
+                                          "--folder", str(scratch / "raw")])
+            raw = json.loads(raw_out)
         data_dir = scratch / "data"
+        window = {} if args.window_rows is None else {"RAGKIT_BUILD_WINDOW_ROWS": str(args.window_rows)}
         ragkit_out, ragkit_rss = run_child([this, "--child", "ragkit", "--dataset", str(dataset),
-                                            "--folder", str(data_dir)])
+                                            "--folder", str(data_dir)], env=window)
+        load_after = os.getloadavg()
         measured = json.loads(ragkit_out.strip().splitlines()[-1])
         sizes = {name: folder_mb(path) for path in sorted(data_dir.iterdir()) if (name := path.name) != "locks"}
         cache_tables = list((data_dir / "embeddings").glob("*.lance"))
         versions = sum(len(list((table / "_versions").iterdir())) for table in cache_tables)
         raw_mb = folder_mb(scratch / "raw")
 
+    print(f"load average (1, 5, 15 min) before {load_before}, after {load_after}")
+    print(f"ragkit CPU seconds (user + system): first run {measured['cpu_first']:.0f} s, "
+          f"re-run {measured['cpu_again']:.1f} s")
     print(f"ragkit first run {measured['first']:.0f} s, re-run {measured['again']:.1f} s; build stages (s): "
           + ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in sorted(measured["builds"].items())))
     print("data directory (MB): " + ", ".join(f"{name} {mb:.0f}" for name, mb in sizes.items())

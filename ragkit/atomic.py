@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,12 @@ def write_cache_entry(path: Path, value: Any) -> None:
     it again, so durability would only cost (two fsyncs per entry, every question)."""
     text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
     _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), durable=False)
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` fills a temporary file that then replaces ``path`` as the writes above do
+    (a file written in parts, e.g. a Parquet file row group by row group)."""
+    _atomic_write(path, write)
 
 
 def write_parquet_atomic(path: Path, frame: pd.DataFrame) -> None:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ragkit.atomic import write_json_atomic, write_parquet_atomic
+from ragkit.atomic import write_atomic, write_json_atomic, write_parquet_atomic
 from ragkit.corpus.model import Corpus
 from ragkit.hashing import text_sha256
 
 # Node metadata that has its own column (or is recomputed) rather than living in `metadata`.
 _OWN_COLUMNS = ("doc_id", "start_char", "end_char", "chunk_index", "embed_text")
+
+# Documents chunked at a time by a streamed build: their nodes are the only ones in memory.
+STREAM_DOCUMENTS = 1_000
 
 # The default lock: none. nullcontext keeps no state, so one instance serves every call.
 _NO_LOCK: AbstractContextManager[None] = nullcontext()
@@ -93,6 +96,58 @@ def load_or_build_chunkset(path: Path, corpus: Corpus, make_chunker: Callable[[]
             before_publish()
         write_parquet_atomic(path, frame)
         return frame, True
+
+
+def build_chunkset_streamed(path: Path, corpus: Corpus, make_chunker: Callable[[], Any], window_rows: int,
+                            lock: AbstractContextManager[Any] = _NO_LOCK,
+                            before_publish: Callable[[], None] | None = None) -> bool:
+    """``load_or_build_chunkset`` without the frame: the corpus is chunked ``STREAM_DOCUMENTS`` at
+    a time and written in row groups of ``window_rows``, so memory holds one window, not the
+    chunk set. True when built now, False when the file was there."""
+    if path.exists():
+        return False
+    with lock:
+        if path.exists():
+            return False
+        chunker = make_chunker()
+        frames = (chunk_frame(chunker.chunk(list(batch))) for batch in corpus.batches(STREAM_DOCUMENTS))
+        write_atomic(path, lambda tmp: write_chunk_frames(tmp, frames, window_rows, before_publish))
+        return True
+
+
+def write_chunk_frames(path: Path, frames: Iterable[pd.DataFrame], rows_per_group: int,
+                       before_close: Callable[[], None] | None = None) -> None:
+    """The frames as one Parquet file of ``rows_per_group``-row groups. A chunk set of at most that
+    many rows is the same bytes as ``write_parquet_atomic`` of the whole frame: one row group, each
+    column one contiguous array (the pages a column is cut into depend on its Arrow chunks)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer: Any = None
+    pending: list[Any] = []
+    held = 0
+    try:
+        for frame in frames:
+            if frame.empty:
+                continue
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema, compression="snappy")
+            pending.append(table)
+            held += table.num_rows
+            while held >= rows_per_group:
+                rows = pa.concat_tables(pending)
+                writer.write_table(rows.slice(0, rows_per_group).combine_chunks(), row_group_size=rows_per_group)
+                pending, held = [rows.slice(rows_per_group)], held - rows_per_group
+        if writer is None:  # no chunk at all: the empty frame, as the whole-frame build writes it
+            chunk_frame([]).to_parquet(path, index=False)
+        elif held:
+            writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=rows_per_group)
+        if before_close is not None:
+            before_close()
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def load_or_build_judged_chunkset(path: Path, decisions_file: Path, corpus: Corpus,

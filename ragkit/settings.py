@@ -55,6 +55,13 @@ class RagkitSettings(BaseSettings):
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
+    build_window_rows: int = Field(
+        default=65_536, ge=0, le=10_000_000,
+        description="Chunks per window of a streamed build: chunk sets are written, embedded and indexed this many "
+                    "rows at a time, so memory does not grow with the corpus; 0 = the whole chunk set in memory at "
+                    "once (the build before issue 32). Same chunk set rows and index rows either way; a chunk set "
+                    "larger than a window is embedded in other batches (shortest first within each window).",
+    )
     shared_artefacts: str | None = Field(
         default=None, pattern=r"^s3://[^/]+",
         description="s3://bucket/prefix where the machines of a cluster share chunk sets and indexes "

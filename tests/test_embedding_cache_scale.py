@@ -88,8 +88,17 @@ def test_lookup_never_reads_the_whole_table_only_the_vectors_of_the_wanted_keys(
 
     monkeypatch.setattr(LanceTable, "to_arrow", whole_table)
     monkeypatch.setattr(LanceTable, "to_pandas", whole_table)
-    for builder in (LanceEmptyQueryBuilder, LanceTakeQueryBuilder):
-        monkeypatch.setattr(builder, "to_arrow", counted(builder.to_arrow))
+    monkeypatch.setattr(LanceTakeQueryBuilder, "to_arrow", counted(LanceTakeQueryBuilder.to_arrow))
+
+    def counted_batches(real):  # a scan's to_arrow reads through to_batches too
+        def to_batches(self, *args, **kwargs):
+            reader = real(self, *args, **kwargs)
+            batches = list(reader)
+            reads.append((sum(batch.num_rows for batch in batches), reader.schema.names))
+            return pa.RecordBatchReader.from_batches(reader.schema, batches)
+        return to_batches
+
+    monkeypatch.setattr(LanceEmptyQueryBuilder, "to_batches", counted_batches(LanceEmptyQueryBuilder.to_batches))
 
     found = cache.lookup(keys[100:130] + _keys(5, salt="x"))
 
@@ -123,6 +132,33 @@ def test_the_share_of_the_table_asked_for_chooses_filter_key_scan_or_read_all(tm
         assert sorted(found) == sorted(k for k in asked if k in position)
         np.testing.assert_array_equal(np.stack([found[k] for k in asked if k in position]),
                                       vectors[[position[k] for k in asked if k in position]])
+
+
+def test_a_large_table_without_its_key_index_is_scanned_once_not_filtered_per_batch(tmp_path, monkeypatch):
+    """Before ``compact`` indexes the keys (a streamed build's later windows), each filtered query
+    would scan the key column: a lookup then scans it once, whatever it asks for."""
+    cache, keys, vectors = _filled(tmp_path, 2_000, batch=1_000)
+    monkeypatch.setattr(EmbeddingCache, "KEY_INDEX_MIN_ROWS", 1_000)
+    calls: list[str] = []
+    real_scan, real_where = EmbeddingCache._rows_by_key_scan, LanceEmptyQueryBuilder.where
+
+    def scan(table, wanted):
+        calls.append("key scan")
+        return real_scan(table, wanted)
+
+    def where(self, *args, **kwargs):
+        calls.append("filter")
+        return real_where(self, *args, **kwargs)
+
+    monkeypatch.setattr(EmbeddingCache, "_rows_by_key_scan", staticmethod(scan))
+    monkeypatch.setattr(LanceEmptyQueryBuilder, "where", where)
+    found = cache.lookup(keys[:10])
+    assert calls == ["key scan"]
+    np.testing.assert_array_equal(np.stack([found[k] for k in keys[:10]]), vectors[:10])
+    cache.compact()  # indexes the keys: a few keys are filtered again
+    calls.clear()
+    assert sorted(cache.lookup(keys[:10])) == sorted(keys[:10])
+    assert calls == ["filter"]
 
 
 ODD_KEYS = ["it's", "a'); DROP TABLE t; --", "back\\slash", "x' OR '1'='1", "ünïcødé", "%_*", "nul\x00byte"]

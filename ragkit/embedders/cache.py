@@ -74,7 +74,10 @@ class EmbeddingCache:
         if self.READ_ALL_RATIO * len(wanted) >= rows:
             everything = table.search().select(["text_sha", "vector"]).limit(None).to_arrow()
             return {key: vector for key, vector in _key_vectors(everything) if key in wanted}
-        if self.SCAN_RATIO * len(wanted) >= rows:
+        unindexed = rows >= self.KEY_INDEX_MIN_ROWS and not _has_index_on(table, "text_sha")
+        if self.SCAN_RATIO * len(wanted) >= rows or unindexed:
+            # A large table without its key index (before ``compact``: a streamed build's later
+            # windows) makes every filtered query scan the key column: one scan serves all keys.
             return dict(_key_vectors(self._rows_by_key_scan(table, wanted)))
         found: dict[str, np.ndarray] = {}
         ordered = sorted(wanted)
@@ -94,10 +97,14 @@ class EmbeddingCache:
     def _rows_by_key_scan(table: Any, wanted: set[str]) -> pa.Table:
         """The rows of ``wanted`` found by scanning the key column alone, then taking only their
         vectors by row id: faster than thousands of filtered queries for a good part of the table."""
-        keys = table.search().select(["text_sha"]).with_row_id(True).limit(None).to_arrow()
-        hits = keys.filter(pc.is_in(keys["text_sha"], value_set=pa.array(list(wanted), type=pa.string())))
+        value_set = pa.array(list(wanted), type=pa.string())
+        row_ids: list[int] = []
+        # Batch by batch: the key column of a 3M-row table is about 230 MB, read for each window
+        # of a streamed build.
+        for keys in table.search().select(["text_sha"]).with_row_id(True).limit(None).to_batches():
+            row_ids += keys.column("_rowid").filter(pc.is_in(keys.column("text_sha"), value_set=value_set)).to_pylist()
         # Row ids hold for the version this table object read, which both queries use.
-        return table.take_row_ids(hits["_rowid"].to_pylist()).select(["text_sha", "vector"]).to_arrow()
+        return table.take_row_ids(row_ids).select(["text_sha", "vector"]).to_arrow()
 
     def add(self, text_keys: Sequence[str], vectors: np.ndarray) -> None:
         rows = _cache_rows(text_keys, vectors)
@@ -177,10 +184,13 @@ def embed_with_cache(
     cache: EmbeddingCache,
     batch_size: int,
     progress: Callable[[int], None] | None = None,
+    compact: bool = True,
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` in order, computing only those the cache lacks.
 
-    Returns the vectors and how many texts were embedded now (0 on a re-run).
+    Returns the vectors and how many texts were embedded now (0 on a re-run). Every vector
+    computed is committed before it returns. ``compact=False`` leaves ``cache.compact()`` to the
+    caller: a streamed build calls this once per window and compacts once at its end.
     """
     known = cache.lookup(text_keys)
     missing: dict[str, str] = {}
@@ -203,6 +213,6 @@ def embed_with_cache(
             uncommitted, last_commit = [], time.monotonic()
         if progress is not None:
             progress(len(batch))
-    if pending:
+    if pending and compact:
         cache.compact()
     return np.stack([known[key] for key in text_keys]) if text_keys else np.zeros((0, 0), np.float32), len(pending)

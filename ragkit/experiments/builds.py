@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Generator, Iterable
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ragkit.artefacts import ArtefactSync, SharedArtefacts
 from ragkit.atomic import write_json_atomic
 from ragkit.chunkers.registry import chunkers
 from ragkit.chunksets import (
+    build_chunkset_streamed,
     chunk_judged,
     chunkset_path,
     decisions_path,
@@ -31,6 +33,7 @@ from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, chunker_uses_llm, component_key, needs_fulltext
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
+from ragkit.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
 from ragkit.locks import content_lock
 from ragkit.pipeline_steps import stage_row
 from ragkit.settings import get_settings
@@ -47,6 +50,7 @@ class ArtefactBuilds:
         self._chunksets: dict[str, pd.DataFrame] = {}
         self._indexes: dict[str, ChunkIndex] = {}
         self._decisions: dict[str, list[dict]] = {}  # chunk set id -> Chunking Judge decisions
+        self._chunkset_files: set[str] = set()  # chunk set ids whose file this process has made sure of
         self._built: set[str] = set()  # chunk set and index ids built by this execution (not cached)
         self._index_store = IndexStore(derived_dir / "lancedb")
         shared = get_settings().shared_artefacts
@@ -69,56 +73,79 @@ class ArtefactBuilds:
     def chunkset(self, plan: Plan, chunkset_id: str, report: ExecutionReport) -> pd.DataFrame:
         """The chunk set's frame, read or built (``report.chunksets_built`` counts a build)."""
         if chunkset_id not in self._chunksets:
-            step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
-
-            llm = self.components.llm_client(step.judge_llm) if step.judge is None and step.judge_llm else None
-            if llm is not None:
-                llm.drain_usage()  # only this chunker's calls count for its stage
-
-            def make_chunker() -> Any:
-                deps: dict[str, Any] = {}
-                if step.chunker.type == "semantic":
-                    # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
-                    # which embedder later indexes it.
-                    deps["embed_model"] = self.components.reference_embed_model()
-                if getattr(chunkers.get(step.chunker.type), "uses_llm", False):
-                    deps["llm"] = llm
-                chunker = chunkers.build(step.chunker, **deps)
-                if chunker_uses_llm(step.chunker):
-                    chunker.use_llm(llm)  # chunk summaries
-                return chunker
-
-            started = time.perf_counter()
-            path = chunkset_path(self.derived_dir, chunkset_id)
-            lock = content_lock(self.data_dir, "chunkset", chunkset_id)
-
-            def record_build() -> None:
-                # Written before the chunk set itself, so a chunk set on disk always has its cost recorded.
-                seconds = time.perf_counter() - started
-                record: dict[str, Any]
-                if step.judge is None and llm is not None:  # an LLM chunker: its calls are the chunk stage's
-                    record = {"chunk": stage_row("chunk", seconds, llm.drain_usage())}
-                elif step.judge is None:
-                    record = {"chunk": seconds}
-                else:
-                    usage = self.components.llm_client(step.judge_llm).drain_usage() if step.judge_llm else []
-                    record = {"judge:chunking": stage_row("judge:chunking", seconds, usage)}
-                write_json_atomic(self.step_record(chunkset_id), record)
-
-            if self._shared is not None:
-                self._shared.fetch_chunkset(chunkset_id)
-            if step.judge is None:
-                frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker, lock, record_build)
-            else:
-                frame, decisions, built = self._judged_chunkset(plan, step, path, lock, record_build)
-                self._decisions[chunkset_id] = decisions
-            if built:
-                self._built.add(chunkset_id)
-                report.chunksets_built += 1
-            if self._shared is not None:
-                self._shared.publish_chunkset(chunkset_id)
-            self._chunksets[chunkset_id] = frame
+            frame = self._ensure_chunkset(plan, chunkset_id, report)
+            self._chunksets[chunkset_id] = frame if frame is not None else \
+                pd.read_parquet(chunkset_path(self.derived_dir, chunkset_id))
         return self._chunksets[chunkset_id]
+
+    def chunkset_file(self, plan: Plan, chunkset_id: str, report: ExecutionReport) -> Path:
+        """The chunk set's file, read, fetched or built like ``chunkset`` but not read into memory
+        when the build streams (``build_window_rows``): a streamed index build reads it in windows."""
+        if chunkset_id not in self._chunksets:
+            frame = self._ensure_chunkset(plan, chunkset_id, report)
+            if frame is not None:
+                self._chunksets[chunkset_id] = frame
+        return chunkset_path(self.derived_dir, chunkset_id)
+
+    def _ensure_chunkset(self, plan: Plan, chunkset_id: str, report: ExecutionReport) -> pd.DataFrame | None:
+        """Make sure the chunk set's file exists (fetched or built once per process); its frame
+        when the build made or read one, None when it streamed (or an earlier call did the work)."""
+        if chunkset_id in self._chunkset_files:
+            return None
+        step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
+
+        llm = self.components.llm_client(step.judge_llm) if step.judge is None and step.judge_llm else None
+        if llm is not None:
+            llm.drain_usage()  # only this chunker's calls count for its stage
+
+        def make_chunker() -> Any:
+            deps: dict[str, Any] = {}
+            if step.chunker.type == "semantic":
+                # Breakpoints come from the bundled MiniLM, so a chunk set does not depend on
+                # which embedder later indexes it.
+                deps["embed_model"] = self.components.reference_embed_model()
+            if getattr(chunkers.get(step.chunker.type), "uses_llm", False):
+                deps["llm"] = llm
+            chunker = chunkers.build(step.chunker, **deps)
+            if chunker_uses_llm(step.chunker):
+                chunker.use_llm(llm)  # chunk summaries
+            return chunker
+
+        started = time.perf_counter()
+        path = chunkset_path(self.derived_dir, chunkset_id)
+        lock = content_lock(self.data_dir, "chunkset", chunkset_id)
+
+        def record_build() -> None:
+            # Written before the chunk set itself, so a chunk set on disk always has its cost recorded.
+            seconds = time.perf_counter() - started
+            record: dict[str, Any]
+            if step.judge is None and llm is not None:  # an LLM chunker: its calls are the chunk stage's
+                record = {"chunk": stage_row("chunk", seconds, llm.drain_usage())}
+            elif step.judge is None:
+                record = {"chunk": seconds}
+            else:
+                usage = self.components.llm_client(step.judge_llm).drain_usage() if step.judge_llm else []
+                record = {"judge:chunking": stage_row("judge:chunking", seconds, usage)}
+            write_json_atomic(self.step_record(chunkset_id), record)
+
+        if self._shared is not None:
+            self._shared.fetch_chunkset(chunkset_id)
+        window_rows = get_settings().build_window_rows
+        frame: pd.DataFrame | None = None
+        if step.judge is None and window_rows:
+            built = build_chunkset_streamed(path, plan.corpus, make_chunker, window_rows, lock, record_build)
+        elif step.judge is None:
+            frame, built = load_or_build_chunkset(path, plan.corpus, make_chunker, lock, record_build)
+        else:
+            frame, decisions, built = self._judged_chunkset(plan, step, path, lock, record_build)
+            self._decisions[chunkset_id] = decisions
+        if built:
+            self._built.add(chunkset_id)
+            report.chunksets_built += 1
+        if self._shared is not None:
+            self._shared.publish_chunkset(chunkset_id)
+        self._chunkset_files.add(chunkset_id)  # only once it is there: a failed build is tried again
+        return frame
 
     def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path, lock: AbstractContextManager,
                          record_build: Callable[[], None]) -> tuple[pd.DataFrame, list[dict], bool]:
@@ -184,6 +211,14 @@ class ArtefactBuilds:
             self._built.add(step.fulltext_key)  # else built by another process while this one waited
 
     def _build_index(self, plan: Plan, step: IndexStep, report: ExecutionReport, progress: Progress) -> None:
+        window_rows = get_settings().build_window_rows
+        if window_rows and step.chunkset_id not in self._chunksets:
+            import pyarrow.parquet as pq
+
+            path = self.chunkset_file(plan, step.chunkset_id, report)
+            if step.chunkset_id not in self._chunksets and pq.ParquetFile(path).metadata.num_rows > 0:
+                self._build_index_streamed(step, path, window_rows, report, progress)
+                return
         chunks = self.chunkset(plan, step.chunkset_id, report)
         timings: dict[str, float] = {}
         vectors = None
@@ -211,6 +246,41 @@ class ArtefactBuilds:
         report.indexes_built += 1
         self._built.add(step.index_id)
 
+    def _build_index_streamed(self, step: IndexStep, path: Path, window_rows: int, report: ExecutionReport,
+                              progress: Progress) -> None:
+        """``_build_index`` a window of the chunk set file at a time (``ragkit.index_stream``):
+        the same table and stage rows, the embedding interleaved with LanceDB's writes (its
+        seconds are the embed stage, the rest of the build the index stage)."""
+        windows: Generator[tuple[pd.DataFrame, np.ndarray | None], None, None]
+        tally = EmbeddingTally()
+        if step.embedder is not None:
+            embedder = self.components.embedder(step.embedder)
+            embedder_key = component_key(embedders, step.embedder)
+            cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
+            windows = embedded_windows(chunkset_windows(path, window_rows), embedder, cache,
+                                       get_settings().embed_batch_size,
+                                       content_lock(self.data_dir, "embedder", embedder_key), tally,
+                                       lambda n: progress("embedded", n))
+        else:
+            windows = ((frame, None) for frame in chunkset_windows(path, window_rows))
+        started = time.perf_counter()
+
+        def record_build() -> None:
+            # Written before the index is published, so a published index always has its cost recorded.
+            timings = {"embed": tally.seconds} if step.embedder is not None else {}
+            timings["index"] = time.perf_counter() - started - tally.seconds
+            write_json_atomic(self.step_record(step.index_id), timings)
+
+        with closing(windows):  # a failed write releases the embedder's lock now, not when collected
+            self._index_store.build_from_batches(step.index_id, index_batch_reader(windows), record_build,
+                                                 ann=step.ann, fulltext=False)
+        if step.embedder is not None:
+            report.chunks_embedded += tally.embedded
+            record_throughput(self.data_dir, "embedders", embedder_key, step.embedder.type, tally.embedded,
+                              tally.seconds)
+        report.indexes_built += 1
+        self._built.add(step.index_id)
+
     def embedding_keys(self, plan: Plan, run: RunStep, report: ExecutionReport) -> tuple[str, list[str]] | None:
         """(embedder key, text keys of the run's chunk set): the vectors its index is built from,
         which ``ragkit cache prune --keep-runs`` keeps; None for an index without vectors."""
@@ -222,8 +292,14 @@ class ArtefactBuilds:
             # embedding cache made none of its vectors, so there is nothing of it to keep, and
             # fetching the chunk set only to list them would undo what sharing saved.
             return None
-        chunks = self.chunkset(plan, run.chunkset_id, report)
-        return component_key(embedders, step.embedder), chunks["text_sha"].tolist()
+        if run.chunkset_id in self._chunksets:
+            keys = self._chunksets[run.chunkset_id]["text_sha"].tolist()
+        else:  # the key column alone: a streamed build never reads the whole chunk set
+            import pyarrow.parquet as pq
+
+            path = self.chunkset_file(plan, run.chunkset_id, report)
+            keys = pq.read_table(path, columns=["text_sha"]).column("text_sha").to_pylist()
+        return component_key(embedders, step.embedder), keys
 
     def build_stage_rows(self, plan: Plan, run: RunStep) -> list[dict]:
         """The stage rows of the builds behind ``run`` (chunk set, index, full text if it searches

@@ -4,6 +4,7 @@ evaluation's own stage rows (``eval:<metric>``), kept apart from the pipeline's 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 SPAN_CONTEXT_CHARS = 300
 
 
-def reference_contexts(question: Question, documents: dict[str, Document]) -> list[str]:
+def reference_contexts(question: Question, documents: Mapping[str, Document]) -> list[str]:
     """The text around each answer span, the gold passage the non-LLM context metrics compare to."""
     passages = []
     for span in question.spans:
@@ -31,7 +32,7 @@ def reference_contexts(question: Question, documents: dict[str, Document]) -> li
     return passages
 
 
-def sample_for(question: Question, trace: Trace, documents: dict[str, Document]) -> GenerationSample:
+def sample_for(question: Question, trace: Trace, documents: Mapping[str, Document]) -> GenerationSample:
     return GenerationSample(
         question_id=question.id,
         question=question.text,
@@ -49,7 +50,7 @@ class QuestionEvaluator:
     params: EvaluationParams
     llm: LLMClient | None
     embed_model: Any
-    documents: dict[str, Document]
+    documents: Mapping[str, Document]
 
     def __call__(self, question: Question, trace: Trace) -> tuple[list[dict], list[dict]]:
         """``(score rows, stage rows)`` without run_id; a metric that fails is NaN with its reason."""

@@ -14,14 +14,14 @@ from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend
 from ragkit.qa import QuestionSet, load_question_set, resolve_answer_spans
-from ragkit.qa.corpus import dataset_corpus_records
+from ragkit.qa.corpus import dataset_corpus_rows
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 
 
 def load_corpus(config: ExperimentConfig, store: CorpusStore) -> Corpus:
     if config.corpus is None:
-        documents = dataset_corpus_records(config.dataset.path)  # Documents when a step chunks
+        documents = dataset_corpus_rows(config.dataset.path)
         if documents is None:
             raise ConfigError(
                 f"dataset {config.dataset.path} ships no corpus.jsonl: set corpus.name (an ingested corpus) "
@@ -47,7 +47,7 @@ def load_questions(config: ExperimentConfig, corpus: Corpus) -> QuestionSet:
     questions = load_question_set(
         config.dataset.path, format=config.dataset.format, split=config.dataset.split, limit=config.dataset.limit
     )
-    return resolve_answer_spans(questions, corpus.texts_by_id())
+    return resolve_answer_spans(questions, corpus.texts_by_id())  # no LlamaIndex: records
 
 
 def resolve_llm_roles(config: ExperimentConfig) -> dict[str, ComponentSpec]:
