@@ -232,8 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--force", action="store_true", help="write into an --out that holds other files, not results")
     run.add_argument("--executor", default="local", choices=["local", "ray"],
-                     help="local: in this process (default); ray: chunk sets, indexes and question shards as Ray "
-                          "tasks (needs the ray extra)")
+                     help="local: in this process (default); ray: chunk sets, indexes and question shards given "
+                          "to persistent Ray workers, one per CPU (needs the ray extra)")
     run.add_argument("--address", help="with --executor ray: the cluster to use (ray://host:10001 or auto); "
                                        "default: a local Ray for this run")
     run.add_argument("--num-cpus", type=int, help="with --executor ray and no --address: CPUs of the local Ray "
