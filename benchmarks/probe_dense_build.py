@@ -55,7 +55,8 @@ def write_chunkset(path: Path, rows: int, window_rows: int) -> None:
 
     def frames() -> Iterator[pd.DataFrame]:
         for start in range(0, rows, 10_000):
-            texts = [f"chunk {i} " + "cell protein gene virus trial dose risk " * 4 for i in range(start, min(rows, start + 10_000))]
+            texts = [f"chunk {i} " + "cell protein gene virus trial dose risk " * 4
+                     for i in range(start, min(rows, start + 10_000))]
             yield pd.DataFrame({
                 "chunk_id": [f"c{i}" for i in range(start, start + len(texts))],
                 "doc_id": [f"d{i}" for i in range(start, start + len(texts))],
@@ -141,6 +142,8 @@ def main() -> None:
         else:
             IndexStore(scratch / "lancedb").build_from_batches("probe", index_batch_reader(sampled(windows)),
                                                                fulltext=False)
+        print(json.dumps({"after the last window (the cache's compaction, the write's end)": round(
+            sampler.take_peak())}), flush=True)
         cpu = os.times()
         print(f"load {os.getloadavg()[0]:.1f}; {time.perf_counter() - started:.0f} s, "
               f"{cpu.user + cpu.system - cpu_started.user - cpu_started.system:.0f} CPU s; "

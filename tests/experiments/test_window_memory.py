@@ -3,18 +3,32 @@ pyarrow reader over the whole file kept decoded memory of every row group it had
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
+from ragkit.chunksets import write_chunk_frames
+from ragkit.hashing import text_sha256
 from ragkit.index_stream import chunkset_windows
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from probe_dense_build import write_chunkset  # noqa: E402  # the probe's synthetic chunk set
-
 pytestmark = pytest.mark.unit
+
+
+def write_chunkset(path: Path, rows: int, group_rows: int) -> None:
+    """Short distinct chunks in row groups of ``group_rows``, as a streamed chunk set is written."""
+    def frames() -> Iterator[pd.DataFrame]:
+        for start in range(0, rows, 10_000):
+            texts = [f"chunk {i} " + "cell protein gene virus " * 7 for i in range(start, start + 10_000)]
+            yield pd.DataFrame({
+                "chunk_id": [f"c{i}" for i in range(start, start + 10_000)], "doc_id": "d", "chunk_index": 0,
+                "start_char": 0, "end_char": 1, "text": texts, "embed_text": texts,
+                "text_sha": [text_sha256(t) for t in texts], "metadata": "{}",
+            })
+
+    write_chunk_frames(path, frames(), group_rows)
 
 
 def test_reading_windows_holds_about_one_window(tmp_path: Path) -> None:
