@@ -106,3 +106,45 @@ def test_a_failed_judged_build_publishes_neither_file(tmp_path: Path, monkeypatc
         build_judged_chunkset_streamed(tmp_path / "c.parquet", tmp_path / "c.decisions.json", sample_corpus(),
                                        decide, judge.build_chunker, 8)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def judged_run(data_dir: Path, monkeypatch: pytest.MonkeyPatch, window_rows: int) -> dict[str, Any]:
+    """The heuristic Chunking Judge over the sample (20 questions, bm25) in a fresh data directory."""
+    from ragkit.experiments.config import config_from_dict
+    from ragkit.experiments.runner import run_experiment
+    from ragkit.results import ResultStore
+    from ragkit.settings import get_settings
+
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("RAGKIT_BUILD_WINDOW_ROWS", str(window_rows))
+    get_settings.cache_clear()
+    config = config_from_dict({
+        "name": "judged-stream", "dataset": {"path": str(SAMPLE_DATASET), "format": "beir", "limit": 20},
+        "chunkers": [{"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}],
+        "embedders": [], "retrievers": ["bm25"], "top_k": [5], "judges": {"chunking": "heuristic"},
+    })
+    report = run_experiment(config, data_dir / "out")
+    assert not report.errors, report.errors
+    store = ResultStore(data_dir / "out")
+    derived = next((data_dir / "derived").iterdir())
+    [chunkset] = (derived / "chunksets").glob("*.parquet")
+    decisions = json.loads(next((derived / "chunksets").glob("*.decisions.json")).read_text(encoding="utf-8"))
+    judgements = store.read("judgements").drop(columns=["seconds"])
+    judgements = judgements.sort_values(["run_id", "question_id", "decision"]).reset_index(drop=True)
+    retrievals = store.read("retrievals").drop(columns=["seconds"], errors="ignore")
+    return {"chunkset": chunkset, "decisions": [{k: v for k, v in d.items() if k != "seconds"} for d in decisions],
+            "judgements": judgements, "ids": sorted(store.read("runs")["run_id"]),
+            "retrievals": retrievals.sort_values(["run_id", "question_id", "rank"]).reset_index(drop=True)}
+
+
+@pytest.mark.integration
+def test_a_judged_run_streamed_builds_and_finds_what_the_whole_build_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = judged_run(tmp_path / "whole", monkeypatch, 0)
+    streamed = judged_run(tmp_path / "streamed", monkeypatch, 50)
+    assert streamed["ids"] == whole["ids"]
+    assert pq.ParquetFile(streamed["chunkset"]).num_row_groups > 1  # it did stream in windows
+    assert pq.read_table(streamed["chunkset"]).equals(pq.read_table(whole["chunkset"]), check_metadata=True)
+    assert streamed["decisions"] == whole["decisions"] and len(whole["decisions"]) == 18
+    assert streamed["judgements"].equals(whole["judgements"])
+    assert len(whole["retrievals"]) > 0 and streamed["retrievals"].equals(whole["retrievals"])
