@@ -108,7 +108,7 @@ def test_lines_text_mode_reads_otherwise_are_read_as_before(tmp_path: Path) -> N
     """A line of Unicode spaces is blank to ``str.strip`` (skipped), and a lone ``\\r`` ends a line
     in text mode: such a file is read whole, as the loader of before read it."""
     lines = [json.dumps(row) for row in ROWS]
-    (tmp_path / "corpus.jsonl").write_bytes("\n".join(lines[:2] + ["\u00a0\u2003"] + lines[2:]).encode())
+    (tmp_path / "corpus.jsonl").write_bytes("\n".join([*lines[:2], "\u00a0\u2003", *lines[2:]]).encode())
     spaced = dataset_corpus_rows(tmp_path)
     assert spaced is not None and isinstance(spaced.texts, JsonlTexts) and spaced == whole_text_rows(tmp_path)
     (tmp_path / "corpus.jsonl").write_bytes("\r".join(lines).encode())
@@ -118,6 +118,6 @@ def test_lines_text_mode_reads_otherwise_are_read_as_before(tmp_path: Path) -> N
 
 
 def test_a_duplicate_id_names_its_line(tmp_path: Path) -> None:
-    folder = write_corpus(tmp_path, ROWS + [{"_id": "d2", "text": "again"}])
+    folder = write_corpus(tmp_path, [*ROWS, {"_id": "d2", "text": "again"}])
     with pytest.raises(ConfigError, match=r"line 7: duplicate document id 'd2'"):
         dataset_corpus_rows(folder)
