@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -42,17 +42,34 @@ def chunk_judged(corpus: Corpus, decide: Callable[[Any], tuple[Any, Any]],
                  build_chunker: Callable[[Any], Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Each document cut by the chunker the judge chose for it; returns the chunks and one
     decision row per document (with the document id) for the judgements table."""
-    chunkers: dict[str, Any] = {}
-    nodes, decisions = [], []
-    for document in corpus.documents:
+    decisions: list[dict[str, Any]] = []
+    nodes = _judged_nodes(corpus.documents, decide, build_chunker, {}, decisions)
+    return chunk_frame(nodes), decisions
+
+
+def judged_frames(corpus: Corpus, decide: Callable[[Any], tuple[Any, Any]], build_chunker: Callable[[Any], Any],
+                  decisions: list[dict[str, Any]]) -> Iterator[pd.DataFrame]:
+    """``chunk_judged`` a batch of ``STREAM_DOCUMENTS`` documents at a time: the judge decides per
+    document, so a batch's frame is its rows of the whole frame. Decisions are appended to
+    ``decisions`` (one small dict a document, kept: they are the judgements table's rows)."""
+    built: dict[str, Any] = {}  # one chunker per chosen spec for the whole corpus, as chunk_judged
+    for batch in corpus.batches(STREAM_DOCUMENTS):
+        yield chunk_frame(_judged_nodes(batch, decide, build_chunker, built, decisions))
+
+
+def _judged_nodes(documents: Iterable[Any], decide: Callable[[Any], tuple[Any, Any]],
+                  build_chunker: Callable[[Any], Any], built: dict[str, Any],
+                  decisions: list[dict[str, Any]]) -> list[Any]:
+    nodes: list[Any] = []
+    for document in documents:
         spec, judgement = decide(document)
         key = spec.model_dump_json()
-        if key not in chunkers:
-            chunkers[key] = build_chunker(spec)
-        nodes += chunkers[key].chunk([document])
+        if key not in built:
+            built[key] = build_chunker(spec)
+        nodes += built[key].chunk([document])
         if judgement is not None:
             decisions.append({**judgement.as_row(), "doc_id": document.id_})
-    return chunk_frame(nodes), decisions
+    return nodes
 
 
 def chunk_frame(nodes: list[Any]) -> pd.DataFrame:
@@ -171,3 +188,32 @@ def load_or_build_judged_chunkset(path: Path, decisions_file: Path, corpus: Corp
         write_json_atomic(decisions_file, decisions)
         write_parquet_atomic(path, frame)
         return frame, decisions, True
+
+
+def build_judged_chunkset_streamed(path: Path, decisions_file: Path, corpus: Corpus,
+                                   decide: Callable[[Any], tuple[Any, Any]], build_chunker: Callable[[Any], Any],
+                                   window_rows: int, lock: AbstractContextManager[Any] = _NO_LOCK,
+                                   before_publish: Callable[[], None] | None = None,
+                                   ) -> tuple[list[dict[str, Any]], bool]:
+    """``load_or_build_judged_chunkset`` without the frame, as ``build_chunkset_streamed``: the
+    judge's decisions and whether the chunk set was built now. The decisions are written before
+    the chunk set file is published, so an existing chunk set always has its decisions beside it."""
+    def read_decisions() -> list[dict[str, Any]]:
+        decisions: list[dict[str, Any]] = json.loads(decisions_file.read_text(encoding="utf-8"))
+        return decisions
+
+    if path.exists() and decisions_file.exists():
+        return read_decisions(), False
+    with lock:
+        if path.exists() and decisions_file.exists():
+            return read_decisions(), False
+        decisions: list[dict[str, Any]] = []
+        frames = judged_frames(corpus, decide, build_chunker, decisions)
+
+        def before_close() -> None:  # every frame written: the decisions are complete
+            if before_publish is not None:
+                before_publish()
+            write_json_atomic(decisions_file, decisions)
+
+        write_atomic(path, lambda tmp: write_chunk_frames(tmp, frames, window_rows, before_close))
+        return decisions, True

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
+from ragkit.corpus.jsonl_texts import JsonlTexts
 from ragkit.hashing import content_key_of_rows, text_sha256
 
 if TYPE_CHECKING:
@@ -54,11 +55,14 @@ class DocumentRows(Sequence["Document"]):
     2 GB, the largest part of a 1M-chunk build's memory); the parts cost their strings.
 
     ``metadata`` holds each document's metadata dict as made by ``make_document``, or None for
-    the commonest one, ``{"doc_id": <id>}`` alone (a dataset row without a title)."""
+    the commonest one, ``{"doc_id": <id>}`` alone (a dataset row without a title).
+
+    ``texts`` is a list, or a sequence that reads them from their file when asked (``JsonlTexts``:
+    a dataset's corpus.jsonl keeps offsets, not texts); a slice of the rows holds its texts."""
 
     __slots__ = ("_ids", "_metadata", "_texts")
 
-    def __init__(self, ids: list[str], texts: list[str], metadata: list[dict[str, Any] | None]) -> None:
+    def __init__(self, ids: list[str], texts: Sequence[str], metadata: list[dict[str, Any] | None]) -> None:
         if not len(ids) == len(texts) == len(metadata):
             raise ValueError(f"{len(ids)} ids, {len(texts)} texts and {len(metadata)} metadata must be as many")
         self._ids, self._texts, self._metadata = ids, texts, metadata
@@ -89,15 +93,15 @@ class DocumentRows(Sequence["Document"]):
 
     def sorted_by_id(self) -> DocumentRows:
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
-        return DocumentRows([self._ids[i] for i in order], [self._texts[i] for i in order],
-                            [self._metadata[i] for i in order])
+        texts = self._texts.take(order) if isinstance(self._texts, JsonlTexts) else [self._texts[i] for i in order]
+        return DocumentRows([self._ids[i] for i in order], texts, [self._metadata[i] for i in order])
 
     @property
     def ids(self) -> list[str]:
         return self._ids
 
     @property
-    def texts(self) -> list[str]:
+    def texts(self) -> Sequence[str]:
         return self._texts
 
     def record(self, position: int) -> DocumentRecord:
@@ -128,12 +132,15 @@ class DocumentRows(Sequence["Document"]):
         return self._document(range(len(self._ids))[index])
 
     def __iter__(self) -> Iterator[Document]:
-        return (self._document(position) for position in range(len(self._ids)))
+        # A thousand at a time: texts left in their file are read a batch per open, not one each.
+        for start in range(0, len(self._ids), 1_000):
+            batch = self[start:start + 1_000]
+            yield from (batch._document(position) for position in range(len(batch)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DocumentRows):
             return NotImplemented
-        return (self._ids, self._texts, self._metadata) == (other._ids, other._texts, other._metadata)
+        return (self._ids, self._metadata) == (other._ids, other._metadata) and self._texts == other._texts
 
     __hash__ = None  # type: ignore[assignment]  # mutable lists inside, like a list
 
@@ -152,8 +159,11 @@ class Corpus:
     @classmethod
     def from_documents(cls, name: str, documents: Iterable[Document | DocumentRecord]) -> Corpus:
         ordered = DocumentRows.from_documents(documents).sorted_by_id()
-        pairs = ((doc_id, text_sha256(text)) for doc_id, text in zip(ordered.ids, ordered.texts))
-        key = content_key_of_rows("corpus", pairs)
+        texts = ordered.texts
+        hashes = texts.sha256s() if isinstance(texts, JsonlTexts) else map(text_sha256, texts)
+        key = content_key_of_rows("corpus", zip(ordered.ids, hashes))
+        if isinstance(texts, JsonlTexts):
+            texts.forget_hashes()  # sorted_by_id made this copy: nothing else holds it
         return cls(name=name, corpus_id=key, documents=ordered)
 
     def batches(self, size: int) -> Iterator[DocumentRows]:

@@ -20,6 +20,7 @@ from ragkit.atomic import write_json_atomic
 from ragkit.chunkers.registry import chunkers
 from ragkit.chunksets import (
     build_chunkset_streamed,
+    build_judged_chunkset_streamed,
     chunk_judged,
     chunkset_path,
     decisions_path,
@@ -148,7 +149,7 @@ class ArtefactBuilds:
         return frame
 
     def _judged_chunkset(self, plan: Plan, step: ChunkStep, path: Path, lock: AbstractContextManager,
-                         record_build: Callable[[], None]) -> tuple[pd.DataFrame, list[dict], bool]:
+                         record_build: Callable[[], None]) -> tuple[pd.DataFrame | None, list[dict], bool]:
         judge_spec = step.judge
         assert judge_spec is not None  # only a step with the Chunking Judge on comes here
         llm = self.components.llm_client(step.judge_llm) if step.judge_llm else None
@@ -165,7 +166,13 @@ class ArtefactBuilds:
                 deps["embed_model"] = self.components.reference_embed_model()
             return chunkers.build(spec, **deps)
 
-        return load_or_build_judged_chunkset(path, decisions_path(self.derived_dir, step.chunkset_id), plan.corpus,
+        decisions_file = decisions_path(self.derived_dir, step.chunkset_id)
+        window_rows = get_settings().build_window_rows
+        if window_rows:  # a batch of documents at a time, written by row group (None: no frame)
+            decisions, built = build_judged_chunkset_streamed(path, decisions_file, plan.corpus, judge.decide,
+                                                              build_chunker, window_rows, lock, record_build)
+            return None, decisions, built
+        return load_or_build_judged_chunkset(path, decisions_file, plan.corpus,
                                              lambda: chunk_judged(plan.corpus, judge.decide, build_chunker),
                                              lock, record_build)
 
