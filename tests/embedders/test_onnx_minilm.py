@@ -34,11 +34,19 @@ INT8_WORST = 0.04
 INT8_MEAN = 0.01
 
 
-def sample_texts(count: int = 500) -> list[str]:
-    """Questions and paragraphs of the bundled sample: short and long (past the 256-token limit)."""
+def sample_pool() -> list[str]:
+    """Every question and paragraph of the bundled sample, in file order."""
     texts = [json.loads(line)["text"] for line in (SAMPLE_DATASET / "queries.jsonl").open()]
     for line in (SAMPLE_DATASET / "corpus.jsonl").open():
         texts += [part for part in json.loads(line)["text"].split("\n\n") if part.strip()]
+    return texts
+
+
+def sample_texts(count: int = 500) -> list[str]:
+    """Questions and paragraphs of the bundled sample: short and long (past the 256-token limit).
+    The first and last 250 of the pool; the texts between calibrate int8 experiments
+    (benchmarks/onnx_int8_edits.py), so they are never the texts a variant is measured on."""
+    texts = sample_pool()
     chosen = texts[:count // 2] + texts[-(count - count // 2):]
     assert len(chosen) == count and max(map(len, chosen)) > 2000
     return chosen
