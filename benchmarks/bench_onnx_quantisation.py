@@ -72,6 +72,10 @@ def variants() -> dict[str, dict[str, Any]]:
         **{f"int8-{part}-only": {"per_channel": True, "extra_options": const_b,
                                  "nodes_to_exclude": [name for other in PARTS if other != part
                                                       for name in matmuls(other)]} for part in PARTS},
+        **{f"int8-{part}-only-smoothed": {"per_channel": True, "extra_options": const_b, "smooth": (0.8, [part]),
+                                          "nodes_to_exclude": [name for other in PARTS if other != part
+                                                               for name in matmuls(other)]}
+           for part in ("qkv", "ffn-up", "ffn-down")},
         # SmoothQuant: the QKV and FFN-up inputs (a LayerNorm's output) have a few outlier channels.
         "smooth-qkv-ffn-up": {"per_channel": True, "extra_options": const_b,
                               "smooth": (0.8, ["qkv", "ffn-up"])},
