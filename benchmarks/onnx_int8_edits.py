@@ -112,9 +112,13 @@ def block_int8(fp32: Path, target: Path, block: int, accuracy_level: int) -> Pat
         names = [f"{node.input[1]}_q8", f"{node.input[1]}_scales"]
         model.graph.initializer.extend([numpy_helper.from_array(packed, names[0]),
                                         numpy_helper.from_array(scales, names[1])])
-        edited.append(onnx.helper.make_node(
-            "MatMulNBits", [node.input[0], *names], list(node.output), name=f"{node.name}_q8", domain="com.microsoft",
-            K=rows, N=cols, bits=8, block_size=block, **({"accuracy_level": accuracy_level} if accuracy_level else {})))
+        attributes: dict[str, int] = {"K": rows, "N": cols, "bits": 8, "block_size": block}
+        if accuracy_level:  # 0 (fp32 compute) is the kernel's default: leave the attribute out
+            attributes["accuracy_level"] = accuracy_level
+        quantised = onnx.helper.make_node("MatMulNBits", [node.input[0], *names], list(node.output),
+                                          name=f"{node.name}_q8", domain="com.microsoft")
+        quantised.attribute.extend(onnx.helper.make_attribute(key, value) for key, value in attributes.items())
+        edited.append(quantised)
     del model.graph.node[:]
     model.graph.node.extend(edited)
     model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
