@@ -15,6 +15,8 @@ variants interleaved `--rounds` times, each side's fastest round kept, as bench_
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -24,10 +26,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import onnx_int8_edits as edits
 from benchmarks.bench_embed_onnx import BATCH, SCIFACT, corpus, torch_encoder
 from ragkit.embedders import onnx_export
 
 LAYERS = range(6)
+PARTS = ("qkv", "attention-output", "ffn-up", "ffn-down")
 
 
 def matmuls(part: str, layers: range | list[int] = LAYERS) -> list[str]:
@@ -39,11 +43,14 @@ def matmuls(part: str, layers: range | list[int] = LAYERS) -> list[str]:
 
 
 def variants() -> dict[str, dict[str, Any]]:
-    """Name -> `quantize_dynamic` keyword arguments (weights QInt8 unless `weight_type` says)."""
+    """Name -> `quantize_dynamic` keyword arguments (weights QInt8 unless `weight_type` says), plus
+    `smooth` (SmoothQuant's alpha and the parts whose inputs it rescales, before quantising) or
+    `build` (a graph edit of `onnx_int8_edits` that replaces quantize_dynamic)."""
     from onnxruntime.quantization import QuantType
 
     chosen = onnx_export.QUANTISATION
     const_b = {"MatMulConstBOnly": True}
+    every = [name for part in PARTS for name in matmuls(part)]
     return {
         "chosen": dict(chosen),
         "per-tensor": {"per_channel": False, "extra_options": const_b},
@@ -52,7 +59,7 @@ def variants() -> dict[str, dict[str, Any]]:
         "activation-symmetric": {"per_channel": True, "extra_options": {**const_b, "ActivationSymmetric": True}},
         "weight-asymmetric": {"per_channel": True, "extra_options": {**const_b, "WeightSymmetric": False}},
         "fp32-first-last-layers": {"per_channel": True, "extra_options": const_b, "nodes_to_exclude": [
-            name for part in ("qkv", "attention-output", "ffn-up", "ffn-down") for name in matmuls(part, [0, 5])]},
+            name for part in PARTS for name in matmuls(part, [0, 5])]},
         "fp32-ffn-down": {"per_channel": True, "extra_options": const_b, "nodes_to_exclude": matmuls("ffn-down")},
         "fp32-ffn-down-layers-0-2": {"per_channel": True, "extra_options": const_b,
                                      "nodes_to_exclude": matmuls("ffn-down", [0, 2])},
@@ -61,15 +68,56 @@ def variants() -> dict[str, dict[str, Any]]:
                      "nodes_to_exclude": matmuls("ffn-up") + matmuls("ffn-down")},
         "fp32-attention": {"per_channel": True, "extra_options": const_b,
                            "nodes_to_exclude": matmuls("qkv") + matmuls("attention-output")},
+        # Only one part int8, the rest fp32: which part's int8 costs what.
+        **{f"int8-{part}-only": {"per_channel": True, "extra_options": const_b,
+                                 "nodes_to_exclude": [name for other in PARTS if other != part
+                                                      for name in matmuls(other)]} for part in PARTS},
+        **{f"int8-{part}-only-smoothed": {"per_channel": True, "extra_options": const_b, "smooth": (0.8, [part]),
+                                          "nodes_to_exclude": [name for other in PARTS if other != part
+                                                               for name in matmuls(other)]}
+           for part in ("qkv", "ffn-up", "ffn-down")},
+        # SmoothQuant: the QKV and FFN-up inputs (a LayerNorm's output) have a few outlier channels.
+        "smooth-qkv-ffn-up": {"per_channel": True, "extra_options": const_b,
+                              "smooth": (0.8, ["qkv", "ffn-up"])},
+        "smooth-qkv-ffn-up-fp32-ffn-down": {"per_channel": True, "extra_options": const_b,
+                                            "smooth": (0.8, ["qkv", "ffn-up"]),
+                                            "nodes_to_exclude": matmuls("ffn-down")},
+        "smooth-qkv-fp32-ffn": {"per_channel": True, "extra_options": const_b, "smooth": (0.8, ["qkv"]),
+                                "nodes_to_exclude": matmuls("ffn-up") + matmuls("ffn-down")},
+        "block-int8-32": {"build": lambda fp32, target: edits.block_int8(fp32, target, 32, 4)},
+        "block-int8-128": {"build": lambda fp32, target: edits.block_int8(fp32, target, 128, 4)},
+        "block-int8-32-fp32-compute": {"build": lambda fp32, target: edits.block_int8(fp32, target, 32, 0)},
+        # Diagnostics (fp32 kernels, no speed-up): the error of int8 weights alone, activations alone.
+        "weights-only": {"build": lambda fp32, target: edits.weights_only(fp32, target, every)},
+        "weights-only-fp32-ffn-down": {"build": lambda fp32, target: edits.weights_only(
+            fp32, target, [name for name in every if name not in matmuls("ffn-down")])},
+        "activations-only": {"build": edits.activations_only},
+        "fp32": {"build": lambda fp32, target: fp32},
     }
 
 
-def quantise(fp32: Path, target: Path, options: dict[str, Any]) -> Path:
+def quantise(fp32: Path, target: Path, options: dict[str, Any], folder: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     options = dict(options)
+    if "build" in options:
+        return Path(options["build"](fp32, target))
+    if "smooth" in options:
+        alpha, parts = options.pop("smooth")
+        smoothed = target.with_name(f"smoothed-{target.name}")
+        fp32 = edits.smooth(fp32, smoothed, calibration_ranges(fp32, folder), alpha,
+                            [name for part in parts for name in matmuls(part)])
     quantize_dynamic(fp32, target, weight_type=options.pop("weight_type", QuantType.QInt8), **options)
     return target
+
+
+_RANGES: dict[Path, dict[str, np.ndarray]] = {}
+
+
+def calibration_ranges(fp32: Path, folder: Path) -> dict[str, np.ndarray]:
+    if fp32 not in _RANGES:
+        _RANGES[fp32] = edits.activation_ranges(fp32, folder, edits.calibration_texts())
+    return _RANGES[fp32]
 
 
 def main() -> None:
@@ -97,12 +145,12 @@ def main() -> None:
     reference = torch_encode(texts)
     encoders = {}
     with tempfile.TemporaryDirectory() as scratch:
-        print(f"cosine distance to torch's vectors, {len(texts)} texts:")
+        print(f"cosine distance to torch's vectors, {len(texts)} texts (load average {os.getloadavg()[0]:.1f}):")
         for name in chosen:
-            model = OnnxSentenceModel(quantise(fp32, Path(scratch) / f"{name}.onnx", known[name]), folder,
+            model = OnnxSentenceModel(quantise(fp32, Path(scratch) / f"{name}.onnx", known[name], folder), folder,
                                       onnx_export.max_seq_length(folder))
             distances = 1.0 - (model.encode(texts) * reference).sum(axis=1)
-            print(f"  {name:24} worst {distances.max():.5f}  mean {distances.mean():.5f}  "
+            print(f"  {name:32} worst {distances.max():.5f}  mean {distances.mean():.5f}  "
                   f"p99 {np.quantile(distances, 0.99):.5f}", flush=True)
             encoders[name] = model.encode
         if args.texts:
@@ -110,16 +158,26 @@ def main() -> None:
 
 
 def throughput(texts: list[str], encoders: dict[str, Any], rounds: int) -> None:
-    best = {name: float("inf") for name in encoders}
+    """Each side's fastest round in wall time and in CPU time (this process's user + system: ONNX
+    Runtime's and torch's threads are in it), the rounds interleaved; ratios against torch."""
+    wall = {name: float("inf") for name in encoders}
+    cpu = dict(wall)
     for _ in range(rounds):
         for name, encode in encoders.items():
-            started = time.perf_counter()
+            started, used = time.perf_counter(), _cpu_seconds()
             encode(texts)
-            best[name] = min(best[name], time.perf_counter() - started)
-    base = len(texts) / best["torch"]
-    print(f"texts/s, fastest of {rounds} rounds of {len(texts)} SciFact abstracts, batch {BATCH}:")
-    for name, seconds in best.items():
-        print(f"  {name:24} {len(texts) / seconds:7.2f}  {len(texts) / seconds / base:5.2f}x torch")
+            wall[name] = min(wall[name], time.perf_counter() - started)
+            cpu[name] = min(cpu[name], _cpu_seconds() - used)
+    print(f"fastest of {rounds} rounds of {len(texts)} SciFact abstracts, batch {BATCH}, "
+          f"load average {os.getloadavg()[0]:.1f} at the end:")
+    for name in encoders:
+        print(f"  {name:32} {len(texts) / wall[name]:7.2f} texts/s  {wall['torch'] / wall[name]:5.2f}x torch   "
+              f"{1000 * cpu[name] / len(texts):6.1f} ms CPU/text  {cpu['torch'] / cpu[name]:5.2f}x less CPU")
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
