@@ -110,14 +110,17 @@ class PlanWorker:
         self._fetch(plan_ref)
         self._windows.append((index_id, number))
         step = self._steps[index_id]
-        embedder_key = component_key(embedders, step.embedder)
+        spec = step.embedder
+        if spec is None:  # the driver adds window steps only for indexes with an embedder
+            raise ValueError(f"index {index_id} has no embedder")
+        embedder_key = component_key(embedders, spec)
         data_dir = self.executor.data_dir
         added, seconds = embed_window(
-            self.executor.components.embedder(step.embedder),
+            self.executor.components.embedder(spec),
             chunkset_path(self.executor.derived_dir, step.chunkset_id), get_settings().build_window_rows, number,
             EmbeddingCache(data_dir / "embeddings", embedder_key), get_settings().embed_batch_size,
             content_lock(data_dir, "embedder", embedder_key))
-        record_throughput(data_dir, "embedders", embedder_key, step.embedder.type, added, seconds)
+        record_throughput(data_dir, "embedders", embedder_key, spec.type, added, seconds)
         return {"embedded": added, "seconds": seconds}
 
     def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False) -> dict:
