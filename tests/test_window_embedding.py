@@ -43,8 +43,8 @@ def chunkset_file(path: Path, texts: list[str], row_group_size: int) -> Path:
 def texts() -> list[str]:
     """27 rows (4 windows of 8) of different lengths, some repeated within and across windows."""
     words = [("w" * (1 + (i * 7) % 11)) + str(i) for i in range(20)]
-    return words[:8] + [words[2], words[9], words[3], *words[10:14], words[0]] + words[14:20] + \
-        [words[9], words[15], words[16]]
+    return [*words[:8], words[2], words[9], words[3], *words[10:14], words[0], *words[14:20],
+            words[9], words[15], words[16]]
 
 
 @pytest.mark.parametrize("row_group_size", [5, 8, 100])
