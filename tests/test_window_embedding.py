@@ -95,3 +95,19 @@ def test_keys_before_finds_only_earlier_rows(tmp_path: Path) -> None:
     rows = texts()
     assert keys_before(path, 8, {rows[8], rows[9], rows[10]}) == {rows[8], rows[10]}  # rows[9]: not before row 8
     assert keys_before(path, 0, {rows[0]}) == set()
+
+
+def test_a_window_tried_again_embeds_only_what_the_cache_lacks(tmp_path: Path) -> None:
+    """A worker killed mid-window keeps what it committed; the window run again embeds the rest."""
+    path = chunkset_file(tmp_path / "chunks.parquet", texts(), 5)
+    cache = EmbeddingCache(tmp_path / "cache", "e")
+    window = list(dict.fromkeys(texts()[WINDOW : 2 * WINDOW]))
+    committed = window[:3]  # what the killed worker had committed
+    cache.add(committed, RecordingEmbedder().embed_texts(committed))
+
+    again = RecordingEmbedder()
+    added, _ = embed_window(again, path, WINDOW, 1, cache, BATCH, contextlib.nullcontext())  # type: ignore[arg-type]
+    embedded = [text for batch in again.batches for text in batch]
+    earlier = set(texts()[:WINDOW])  # window 0's texts: window 0 embeds them
+    assert sorted(embedded) == sorted(set(window) - set(committed) - earlier)
+    assert added == len(embedded) > 0
