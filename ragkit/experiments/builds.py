@@ -63,6 +63,11 @@ class ArtefactBuilds:
         """The chunk set, index and full-text keys built (not found cached) by this process."""
         return frozenset(self._built)
 
+    @property
+    def loaded_chunksets(self) -> frozenset[str]:
+        """The chunk sets held here as frames: an index of one is built from the frame, not streamed."""
+        return frozenset(self._chunksets)
+
     def mark_built(self, keys: Iterable[str]) -> None:
         """Record keys another process built for this execution (a Ray worker's builds)."""
         self._built.update(keys)

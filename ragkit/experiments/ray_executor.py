@@ -1,7 +1,14 @@
 """Run a plan on Ray: persistent workers (one actor per CPU) given the plan's steps one at a time.
 
 The steps: each chunk set and each index once, the plan's question texts once per embedder,
-then every (run x shard of questions). A worker (``ray_worker.PlanWorker``) stays up for the
+then every (run x shard of questions). A chunk set a streamed build cuts into more than one
+window (``RAGKIT_BUILD_WINDOW_ROWS``) adds, once it is built, one ``embed`` step per window and
+embedder of the indexes still to build on it (``ragkit.window_embedding``): the windows are
+embedded by several workers at once into the embedding cache, and the index steps of that
+(chunk set, embedder) pair, which wait for all of them, find every vector there. The vectors
+are the ones the in-process build computes (same texts in the same batches per window), and
+``chunks_embedded`` counts each vector once, as in-process. A chunk set of one window keeps its
+single index step. A worker (``ray_worker.PlanWorker``) stays up for the
 whole execution, so ragkit's imports, the plan, the models, the opened indexes and each run's
 pipeline load once per worker, not once per task; the query vectors are computed by one worker
 and handed to the others through the object store. The driver decides what runs where
@@ -44,6 +51,7 @@ from ragkit.experiments.plan import Plan, component_key
 from ragkit.experiments.ray_schedule import Dispatcher, Failed, Result, Step
 from ragkit.experiments.ray_worker import PlanWorker, ShardResult
 from ragkit.experiments.rows import failure_scores
+from ragkit.index import IndexStore
 from ragkit.qa import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
@@ -131,7 +139,8 @@ class RayExecutor(LocalExecutor):
         plan_ref = ray.put(plan)  # fetched once per worker, on its first step (PlanWorker._fetch)
         count = max(1, min(cpus, len(steps)))
         workers = [actor.remote(str(self.derived_dir), str(self.data_dir)) for _ in range(count)]
-        dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES, leading=([plan_ref],))
+        dispatcher = Dispatcher(ray, workers, steps, TASK_RETRIES, leading=([plan_ref],),
+                                expand=WindowSteps(plan, steps, IndexStore(self.derived_dir / "lancedb")))
         try:
             self._collect(dispatcher, plan, shards, work, report, progress)
             self.worker_stats = ray.get([worker.stats.remote() for worker in workers])
@@ -146,14 +155,18 @@ class RayExecutor(LocalExecutor):
         commit says whether it was built now."""
         for step, outcome in dispatcher.results():
             kind, name = cast(tuple, step.key)[:2]
-            if kind in ("chunkset", "index", "queries") and isinstance(outcome, Failed):
-                what = {"chunkset": "chunk set", "index": "index", "queries": "the query vectors of"}[kind]
+            if kind in ("chunkset", "embed", "index", "queries") and isinstance(outcome, Failed):
+                what = {"chunkset": "chunk set", "embed": "the vectors of chunk set", "index": "index",
+                        "queries": "the query vectors of"}[kind]
                 raise RuntimeError(f"building {what} {name} failed after {TASK_RETRIES + 1} tries: "
                                    f"{_cause(outcome.error)}") from outcome.error
             if kind == "chunkset":
-                if outcome:
+                if outcome["built"]:
                     self.mark_built([name])
                     report.chunksets_built += 1
+            elif kind == "embed":
+                report.chunks_embedded += outcome["embedded"]
+                progress("embedded", outcome["embedded"])
             elif kind == "index":
                 self.mark_built(outcome.get("built_keys", ()))  # the index and its full-text step, if built now
                 if outcome["built"]:
@@ -210,6 +223,37 @@ def plan_steps(plan: Plan, todo: list[PendingRun],
             steps.append(Step(key, "answer_shard", (run.run_id, [q.id for q in shard], shared), needs))
             shards[key] = (pending, shard)
     return steps
+
+class WindowSteps:
+    """The dispatcher's ``expand``: once a chunk set is built, one ``embed`` step per window of it
+    and embedder of its indexes still to build, when it has more than one window; each index step
+    of that (chunk set, embedder) pair then waits for all of them and compacts the cache first.
+    Two indexes of one pair (exact and ANN) share the window steps."""
+
+    def __init__(self, plan: Plan, steps: list[Step], index_store: IndexStore) -> None:
+        self.index_store = index_store
+        self.index_steps = {s.index_id: s for s in plan.index_steps}
+        self.queued = [step for step in steps if step.method == "build_index"]
+
+    def __call__(self, step: Step, outcome: Any) -> list[Step]:
+        if step.method != "build_chunkset" or outcome["windows"] <= 1:
+            return []
+        chunkset_id = step.args[0]
+        pairs: dict[str, list[Step]] = {}  # embedder key -> the index steps waiting for its windows
+        for index_step in self.queued:
+            built = self.index_steps[index_step.args[0]]
+            if built.chunkset_id == chunkset_id and built.embedder is not None \
+                    and not self.index_store.is_ready(built.index_id):
+                pairs.setdefault(component_key(embedders, built.embedder), []).append(index_step)
+        windows: list[Step] = []
+        for embedder_key, waiting in pairs.items():
+            keys = [("embed", chunkset_id, embedder_key, number) for number in range(outcome["windows"])]
+            windows += [Step(key, "embed_window", (waiting[0].args[0], key[3]), (step.key,)) for key in keys]
+            for index_step in waiting:
+                index_step.needs = (*index_step.needs, *keys)
+                index_step.args = (index_step.args[0], True)  # compact the window steps' commits first
+        return windows
+
 
 def _cause(error: BaseException) -> str:
     """The original exception behind a Ray task error, in one line."""

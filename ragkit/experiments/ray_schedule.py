@@ -8,11 +8,16 @@ to it before the finished step's result is given back (the driver commits while 
 
 A step that raises (or whose worker died) is tried again, on any worker, up to ``retries``
 times; after the last try its failure is given back in place of a result.
+
+Steps known only once another has run (the windows of a chunk set, known once it is built) are
+added by ``expand``: called with each step that succeeded before anything else is handed out,
+it returns the new steps (queued first) and may add their keys to the ``needs`` of steps still
+queued (an index step then waits for its window steps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +54,10 @@ class Dispatcher:
     yielding each step with its result (or ``Failed``) as it finishes. ``stop`` ends what is
     still running by ending the workers."""
 
-    def __init__(self, ray: Any, workers: list[Any], steps: list[Step], retries: int, leading: tuple = ()) -> None:
+    def __init__(self, ray: Any, workers: list[Any], steps: list[Step], retries: int, leading: tuple = (),
+                 expand: Callable[[Step, Any], list[Step]] | None = None) -> None:
         self.ray = ray
+        self.expand = expand
         self.leading = leading  # arguments every call starts with (the plan's [object ref])
         self.workers = workers
         self.retries = retries
@@ -77,6 +84,8 @@ class Dispatcher:
                 outcome = Failed(error)
             else:
                 self._refs[step.key] = ref
+                if self.expand is not None:
+                    self._queue[:0] = self.expand(step, outcome)
             self._done.add(step.key)
             self._hand_out(free)  # before the caller commits this result: the workers keep busy
             yield step, outcome

@@ -4,7 +4,9 @@ An actor holds what a task would otherwise load again: ragkit's imports, the pla
 corpus with it, fetched from the object store once), the in-process executor's heavy components
 (embedders, LLM clients), its opened indexes and each run's pipeline. The driver
 (``ray_executor.py``) gives it one step at a time, each with the in-process executor's code:
-a chunk set, an index, the plan's query vectors of one embedder, a shard of one run's questions.
+a chunk set, one window of a chunk set embedded into the embedding cache (``embed_window``:
+the windows of one index embedded by several workers at once, ``ragkit.window_embedding``), an
+index, the plan's query vectors of one embedder, a shard of one run's questions.
 
 The plan's questions are embedded once per embedder for the whole execution
 (``query_vectors``) and every worker that answers a run with that embedder is handed the same
@@ -23,12 +25,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragkit.chunksets import chunkset_path
 from ragkit.embedders.base import embedders
+from ragkit.embedders.cache import EmbeddingCache
 from ragkit.experiments.answering import ShardInterrupted
 from ragkit.experiments.execution_report import ExecutionReport
 from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, component_key
+from ragkit.experiments.throughput import record_throughput
+from ragkit.locks import content_lock
 from ragkit.results import ResultStore
+from ragkit.settings import get_settings
+from ragkit.window_embedding import embed_window, window_count
 
 
 @dataclass
@@ -66,6 +74,7 @@ class PlanWorker:
         self._shared: set[str] = set()  # embedders whose shared query vectors this worker holds
         self._steps_run = 0
         self._shards_answered = 0
+        self._windows: list[tuple[str, int]] = []  # (index id, window number) of each window embedded here
 
     def _fetch(self, plan_ref: list[Any]) -> Plan:
         """The plan, fetched from the object store on this worker's first step (and again after
@@ -79,21 +88,55 @@ class PlanWorker:
             self._steps = {step.index_id: step for step in self.plan.index_steps}
         return self.plan
 
-    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str) -> bool:
-        """Build (or find) one chunk set; True when this call built it."""
+    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str) -> dict:
+        """Build (or find) one chunk set: whether this call built it, and how many windows a
+        streamed index build of it embeds (1 when its index is built whole: nothing to share).
+        Its file only, as the in-process executor's index build reads it: a frame held here
+        would make this worker build the index from the whole frame, in other batches."""
         self._steps_run += 1
         plan = self._fetch(plan_ref)
         report = ExecutionReport()
-        self.executor.build_chunkset(plan, chunkset_id, report)
-        return report.chunksets_built > 0
+        path = self.executor.builds.chunkset_file(plan, chunkset_id, report)
+        settings = get_settings()
+        streamed = settings.build_window_rows and chunkset_id not in self.executor.builds.loaded_chunksets
+        # With shared artefacts an index may be fetched, not built: embedding its windows first would be waste.
+        windows = window_count(path, settings.build_window_rows) if streamed and not settings.shared_artefacts else 1
+        return {"built": report.chunksets_built > 0, "windows": windows}
 
-    def build_index(self, plan_ref: list[Any], index_id: str) -> dict:
-        """Build (or find) one index once its chunk set exists; what it built and embedded."""
+    def embed_window(self, plan_ref: list[Any], index_id: str, number: int) -> dict:
+        """Embed window ``number`` of the chunk set of ``index_id`` with its embedder into the
+        embedding cache (``ragkit.window_embedding``); the vectors it added and its seconds."""
+        self._steps_run += 1
+        self._fetch(plan_ref)
+        self._windows.append((index_id, number))
+        step = self._steps[index_id]
+        spec = step.embedder
+        if spec is None:  # the driver adds window steps only for indexes with an embedder
+            raise ValueError(f"index {index_id} has no embedder")
+        embedder_key = component_key(embedders, spec)
+        data_dir = self.executor.data_dir
+        added, seconds = embed_window(
+            self.executor.components.embedder(spec),
+            chunkset_path(self.executor.derived_dir, step.chunkset_id), get_settings().build_window_rows, number,
+            EmbeddingCache(data_dir / "embeddings", embedder_key), get_settings().embed_batch_size,
+            content_lock(data_dir, "embedder", embedder_key))
+        record_throughput(data_dir, "embedders", embedder_key, spec.type, added, seconds)
+        return {"embedded": added, "seconds": seconds}
+
+    def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False) -> dict:
+        """Build (or find) one index once its chunk set exists; what it built and embedded.
+        ``compact``: its vectors were appended by window steps, whose many small commits the
+        cache merges first (a build that embeds nothing itself would not)."""
         self._steps_run += 1
         plan = self._fetch(plan_ref)
         report = ExecutionReport()
         before = self.executor.built_keys
-        self.executor.open_index(plan, self._steps[index_id], report)
+        step = self._steps[index_id]
+        if compact and step.embedder is not None:
+            embedder_key = component_key(embedders, step.embedder)
+            with content_lock(self.executor.data_dir, "embedder", embedder_key):
+                EmbeddingCache(self.executor.data_dir / "embeddings", embedder_key).compact()
+        self.executor.open_index(plan, step, report)
         return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
                 "built_keys": sorted(self.executor.built_keys - before)}
 
@@ -138,12 +181,14 @@ class PlanWorker:
 
     def stats(self) -> dict:
         """Who this worker is and what it did: its process and node, the steps and shards it ran and
-        the query batches its embedders embedded themselves (the shared ones are not counted)."""
+        the windows it embedded, and the query batches its embedders embedded themselves (the
+        shared ones are not counted)."""
         import ray
 
         loaded = self.executor.components.embedders()
         return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), "steps": self._steps_run,
                 "shards": self._shards_answered,
+                "windows": list(self._windows),
                 "query_batches": sum(embedder.query_batches for embedder in loaded)}
 
     def _embedder(self, run: RunStep) -> Any:

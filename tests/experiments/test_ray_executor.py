@@ -115,6 +115,7 @@ def test_workers_stay_up_across_steps_and_the_questions_are_embedded_once(tmp_pa
     assert sum(worker["steps"] for worker in stats) == steps
     assert all(worker["shards"] > 0 for worker in stats)  # both answered dense questions...
     assert sum(worker["query_batches"] for worker in stats) == 1  # ...with the questions embedded once
+    assert not any(worker["windows"] for worker in stats)  # one window per chunk set: no embed steps
     local = run_experiment(config, tmp_path / "local")
     assert local.questions_computed == 16
     for name in KEYS:
@@ -197,7 +198,7 @@ def test_a_shard_that_fails_every_try_is_error_rows_for_each_metric_and_the_rest
             if ref.args[2][0] == "q3":
                 raise RuntimeError("worker died\nOOM")
             return shard_rows(ref)
-        return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
+        return {"built": True, "windows": 1} if ref.name == "build_chunkset" else {"built": True, "embedded": 0}
 
     fake = FakeRay(answer)
     report = ExecutionReport()
@@ -232,7 +233,7 @@ def test_shards_commit_as_they_finish_so_a_failed_build_keeps_the_other_indexes_
             raise RuntimeError("embedding server died")
         if ref.name == "answer_shard":
             return shard_rows(ref)
-        return ref.name == "build_chunkset" or {"built": True, "embedded": 0}
+        return {"built": True, "windows": 1} if ref.name == "build_chunkset" else {"built": True, "embedded": 0}
 
     def slow_last(refs):  # the slow index finishes last, whatever else is running
         return sorted(refs, key=lambda ref: ref.name == "build_index" and ref.args[1] == slow)
