@@ -69,12 +69,15 @@ class JudgeTrace:
         return judgement
 
 
-class Judge(Component):
-    """Base of every stage. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
+class JudgeInfo(Component):
+    """What every stage declares, readable without importing the stage's module: its params, modes,
+    place (role, inputs, outputs, order), what it needs built, and the plan-time rules (does it
+    call the LLM, how many chunks it passes on). A built-in stage's declarations live in a light
+    *info* class (``ragkit.stages.<group>.params``) that the stage class subclasses, so a config is
+    validated and planned without LlamaIndex (``ragkit.registry``, ``judges.info``)."""
 
     kind: ClassVar[str] = "judge"
     Params: ClassVar[type[JudgeParams]] = JudgeParams
-    params: JudgeParams
     # The modes this judge implements; "off" always exists.
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
     # Where the stage runs (a ``ragkit.stages.roles`` role), what it reads and what it returns:
@@ -86,18 +89,6 @@ class Judge(Component):
     order: ClassVar[int] = 100
     # What its constructor takes besides params and llm, from ``ragkit.stages.wiring.RESOURCES``.
     needs: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
-        self.params = params
-        if params.mode not in self.modes:
-            raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
-        if params.mode == "llm" and llm is None:
-            raise ValueError(f"judge '{self.name}' in mode 'llm' needs an LLM client")
-        self.llm = llm
-
-    @property
-    def enabled(self) -> bool:
-        return self.params.mode != "off"
 
     @classmethod
     def calls_llm(cls, params: Mapping[str, Any]) -> bool:
@@ -123,6 +114,24 @@ class Judge(Component):
 
         ``params`` is an instance of ``cls.Params`` (``final_depth`` checked it)."""
         return depth
+
+
+class Judge(JudgeInfo):
+    """Base of every stage. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
+
+    params: JudgeParams
+
+    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
+        self.params = params
+        if params.mode not in self.modes:
+            raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
+        if params.mode == "llm" and llm is None:
+            raise ValueError(f"judge '{self.name}' in mode 'llm' needs an LLM client")
+        self.llm = llm
+
+    @property
+    def enabled(self) -> bool:
+        return self.params.mode != "off"
 
     def ask(self, prompt: str, schema: type[ModelT], *, system: str | None = None,
             max_tokens: int | None = None) -> LLMResult[ModelT]:
