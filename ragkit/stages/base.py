@@ -195,7 +195,29 @@ BUILT_IN_STAGES = {
 }
 
 
-class StageRegistry(Registry[Judge]):
+# Each built-in's light info class (``JudgeInfo``: params, modes, role, plan-time rules), a base
+# of its stage class in a module without LlamaIndex: validating a config and planning a grid read
+# these, so a finished grid's re-run never imports a stage module (``Registry.info``).
+BUILT_IN_STAGE_INFOS = {
+    "chunking": "ragkit.stages.chunking_params:ChunkingJudgeInfo",
+    "router": "ragkit.stages.query.params:RouterJudgeInfo",
+    "condense": "ragkit.stages.query.params:CondenseJudgeInfo",
+    "profile": "ragkit.stages.query.params:ProfileJudgeInfo",
+    "strategy": "ragkit.stages.query.params:StrategyJudgeInfo",
+    "hyde": "ragkit.stages.query.params:HyDERetrieverInfo",
+    "multi_query": "ragkit.stages.query.params:MultiQueryRetrieverInfo",
+    "quality_gate": "ragkit.stages.retrieval.params:QualityGateInfo",
+    "retrieval": "ragkit.stages.retrieval.params:RetrievalJudgeInfo",
+    "rerank": "ragkit.stages.context.params:RerankJudgeInfo",
+    "enrichment": "ragkit.stages.context.params:EnrichmentJudgeInfo",
+    "compression": "ragkit.stages.context.params:CompressionJudgeInfo",
+    "generator": "ragkit.stages.answer.params:GeneratorInfo",
+    "groundedness": "ragkit.stages.answer.params:GroundednessJudgeInfo",
+    "answer_check": "ragkit.stages.answer.params:AnswerCheckJudgeInfo",
+}
+
+
+class StageRegistry(Registry[Judge, JudgeInfo]):
     """The judge registry: the entry points, with the built-ins' in-code targets taking precedence."""
 
     def _entry_points(self) -> dict[str, Any]:
@@ -203,4 +225,4 @@ class StageRegistry(Registry[Judge]):
                 **{name: EntryPoint(name, target, self.group) for name, target in BUILT_IN_STAGES.items()}}
 
 
-judges: StageRegistry = StageRegistry("judge")
+judges: StageRegistry = StageRegistry("judge", infos=BUILT_IN_STAGE_INFOS)
