@@ -43,7 +43,8 @@ def timed_cli(config: Path, out: Path, env: dict[str, str], overrides: list[str]
     started, cpu = time.perf_counter(), children_cpu()
     sets = [arg for override in overrides for arg in ("--set", override)]
     command = [sys.executable, "-m", "ragkit.cli", "run", str(config), "--out", str(out), "--quiet", *sets]
-    child = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True)
+    # From the measured checkout: `python -m` puts the working directory before PYTHONPATH.
+    child = subprocess.run(command, cwd=env["PYTHONPATH"], env=env, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, children_cpu() - cpu, child.stdout
 
 
