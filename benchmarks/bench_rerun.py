@@ -1,6 +1,7 @@
 """Re-running a finished experiment from the command line, against its cold first run (issue 32 #6).
 
     python benchmarks/bench_rerun.py [experiments/quickstart.yaml] [--tries 3] [--compare-with /work/main]
+        [--set dataset.limit=1 ...]
 
 In a fresh temporary data directory (so the first run is cold: ingest, chunk, embed, index,
 answer), ``ragkit run CONFIG --out DIR`` runs in a child process; then the same command again on
@@ -37,17 +38,19 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed_cli(config: Path, out: Path, env: dict[str, str]) -> tuple[float, float, str]:
+def timed_cli(config: Path, out: Path, env: dict[str, str], overrides: list[str]) -> tuple[float, float, str]:
     """Wall and CPU seconds of ``ragkit run CONFIG --out OUT`` in a child interpreter, and its output."""
     started, cpu = time.perf_counter(), children_cpu()
-    child = subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(config), "--out", str(out), "--quiet"],
-                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True)
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    command = [sys.executable, "-m", "ragkit.cli", "run", str(config), "--out", str(out), "--quiet", *sets]
+    # From the measured checkout: `python -m` puts the working directory before PYTHONPATH.
+    child = subprocess.run(command, cwd=env["PYTHONPATH"], env=env, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, children_cpu() - cpu, child.stdout
 
 
-def timed_reruns(config: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
+def timed_reruns(config: Path, out: Path, env: dict[str, str], overrides: list[str]) -> tuple[float, float]:
     """One re-run of the finished folder: its wall and CPU seconds (it must compute nothing)."""
-    seconds, cpu, output = timed_cli(config, out, env)
+    seconds, cpu, output = timed_cli(config, out, env, overrides)
     if "nothing new to compute" not in output:
         raise SystemExit(f"the re-run computed something; its output:\n{output}")
     print(f"  re-run ({env['PYTHONPATH']}): {seconds:.2f} s wall, {cpu:.2f} s CPU, "
@@ -61,27 +64,30 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=3, help="re-runs timed; the fastest counts (default 3)")
     parser.add_argument("--compare-with", type=Path, default=None,
                         help="another checkout (e.g. /work/main) whose re-runs are interleaved with this one's")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every run, as `ragkit run --set` (e.g. dataset.limit=1 to "
+                        "keep the cold run of a judges config short)")
     args = parser.parse_args()
     config = Path(args.config).resolve()
     print(f"load average before: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as data_dir:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": data_dir}
         out = Path(data_dir) / "results"
-        cold, cold_cpu, _ = timed_cli(config, out, env)
+        cold, cold_cpu, _ = timed_cli(config, out, env, args.overrides)
         print(f"cold run: {cold:.1f} s wall, {cold_cpu:.1f} s CPU")
         other_env = {**env, "PYTHONPATH": str(args.compare_with.resolve())} if args.compare_with else None
         reruns, others = [], []
         for _ in range(args.tries):
-            reruns.append(timed_reruns(config, out, env))
+            reruns.append(timed_reruns(config, out, env, args.overrides))
             if other_env is not None:
-                others.append(timed_reruns(config, out, other_env))
+                others.append(timed_reruns(config, out, other_env, args.overrides))
 
         os.environ["RAGKIT_DATA_DIR"] = data_dir
         from ragkit.experiments.config import load_config
         from ragkit.experiments.runner import run_experiment
 
         started = time.perf_counter()
-        report = run_experiment(load_config(config), out)
+        report = run_experiment(load_config(config, args.overrides), out)
         library = time.perf_counter() - started
         assert report.nothing_to_do
     best, best_cpu = min(wall for wall, _ in reruns), min(cpu for _, cpu in reruns)

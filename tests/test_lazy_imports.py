@@ -92,6 +92,60 @@ def test_rerun_with_an_ingested_corpus_imports_no_llama_index(tmp_path):
     assert heavy == []
 
 
+# A child that knows the tests' scripted LLM backend (the parent ran the grid with it), then runs
+# the CLI like ``CHILD``: a finished re-run builds no backend but validates the config's llm specs.
+SCRIPTED_CHILD = CHILD.replace("from ragkit.cli import main\n", "from ragkit.cli import main\n"
+                               "from ragkit.llms.base import llms\nfrom tests.scripted_llm import ScriptedLLM\n"
+                               "llms.register('scripted', ScriptedLLM)\n", 1)
+
+# Every stage a bm25 grid can run without an embedder, and the generator: each stage's info class
+# is read on a re-run, never its module (which imports LlamaIndex).
+STAGED_CONFIG = """name: staged
+dataset: {{path: {dataset}, format: squad, limit: 2}}
+chunkers:
+  - type: token
+    params: {{chunk_size: 256, chunk_overlap: 32}}
+retrievers: [bm25]
+top_k: 5
+llm: {{default: {{type: scripted}}}}
+judges:
+  router: heuristic
+  condense: heuristic
+  multi_query: llm
+  quality_gate: heuristic
+  retrieval: llm
+  rerank: {{mode: [off, llm], params: {{top_n: 3}}}}
+  compression: heuristic
+  groundedness: llm
+  answer_check: llm
+generator:
+  params: {{constrained: false, max_tokens: 20}}
+"""
+
+
+@pytest.mark.integration
+def test_rerun_of_a_finished_grid_with_judges_and_a_generator_imports_no_model_runtime_nor_llama_index(tmp_path):
+    """Issue 32 item 6 for stages: validating and planning read each stage's info class
+    (``judges.info``), so the re-run of a finished grid with judges and a generator loads no stage
+    module, and so neither LlamaIndex nor any model runtime."""
+    from ragkit.llms.base import llms
+    from tests.scripted_llm import ScriptedLLM
+
+    config = tmp_path / "staged.yaml"
+    config.write_text(STAGED_CONFIG.format(dataset=SAMPLE_DATASET), encoding="utf-8")
+    out = tmp_path / "results"
+    with llms.registered("scripted", ScriptedLLM):
+        assert main(["run", str(config), "--out", str(out), "--quiet"]) == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.run([sys.executable, "-c", SCRIPTED_CHILD, json.dumps(["run", str(config), "--out", str(out)]),
+                            json.dumps([*MODEL_RUNTIMES, "llama_index"])], cwd=REPO, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert "nothing new to compute" in child.stdout
+    heavy = next(line for line in child.stdout.splitlines() if line.startswith("HEAVY="))
+    assert json.loads(heavy.removeprefix("HEAVY=")) == []
+
+
 @pytest.mark.unit
 def test_planning_a_grid_of_every_built_in_chunker_and_retriever_imports_no_llama_index():
     """The quickstart's components and every other built-in chunker and retriever: validating the

@@ -25,7 +25,8 @@ from ragkit.pipeline import Pipeline
 from ragkit.registry import ComponentSpec
 from ragkit.retrievers.base import retrievers as retriever_registry
 from ragkit.retrievers.cache import RetrievalCache
-from ragkit.retrievers.switchable import STRATEGIES, SwitchableRetriever
+from ragkit.retrievers.params import STRATEGIES
+from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.wiring import wire_stages
 from ragkit.web import web_providers

@@ -29,7 +29,7 @@ from ragkit.stages.wiring import specs_in_role
 from ragkit.web import web_providers
 
 if TYPE_CHECKING:
-    from ragkit.stages.base import Judge, JudgeParams
+    from ragkit.stages.base import JudgeInfo, JudgeParams
 
 CHUNKING = "chunking"
 EVALUATION = "evaluation"
@@ -140,7 +140,7 @@ def chunker_uses_llm(spec: ComponentSpec) -> bool:
 def roles_calling_llm(point: GridPoint) -> list[str]:
     """The roles of this grid point that call an LLM: judges in llm mode (or another mode that
     asks it, ``Judge.calls_llm``), an LLM chunker (the chunking role), and the generator."""
-    roles = [spec.type for spec in point.active_judges() if judge_registry.get(spec.type).calls_llm(spec.params)]
+    roles = [spec.type for spec in point.active_judges() if judge_registry.info(spec.type).calls_llm(spec.params)]
     if chunker_uses_llm(point.chunker) and CHUNKING not in roles:
         roles.append(CHUNKING)
     if point.generator is not None:
@@ -154,11 +154,11 @@ def final_depth(point: GridPoint) -> int:
     """The most chunks the final context can hold: the retriever's top_k, then each judge's own
     rule (``Judge.final_depth``) in pipeline order, e.g. top_k 10 with rerank top_n 5 -> 5."""
     depth = point.top_k
-    shaping = [spec for spec in point.active_judges() if role_of(judge_registry.get(spec.type)).name in CONTEXT_ROLES]
-    for spec in sorted(shaping, key=lambda spec: position(judge_registry.get(spec.type))):
+    shaping = [spec for spec in point.active_judges() if role_of(judge_registry.info(spec.type)).name in CONTEXT_ROLES]
+    for spec in sorted(shaping, key=lambda spec: position(judge_registry.info(spec.type))):
         # Validated by the judge's own Params model, which every judge derives from JudgeParams.
         params = cast("JudgeParams", judge_registry.validate_params(spec.type, spec.params))
-        judge_cls: type[Judge] = judge_registry.get(spec.type)
+        judge_cls: type[JudgeInfo] = judge_registry.info(spec.type)
         depth = judge_cls.final_depth(params, depth, point.top_k)
     return depth
 

@@ -14,6 +14,10 @@ from pydantic import Field, model_validator
 
 from ragkit.registry import Component, ComponentParams
 
+# The retrievers a strategy judge or a quality gate can switch among over one index
+# (``ragkit.retrievers.switchable``): every built-in but mmr.
+STRATEGIES = ("dense", "bm25", "hybrid")
+
 
 class RetrieverParams(ComponentParams):
     top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned per query.")

@@ -10,8 +10,6 @@ from __future__ import annotations
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-STRATEGIES = ("dense", "bm25", "hybrid")
-
 
 class SwitchableRetriever(BaseRetriever):
     def __init__(self, retrievers: dict[str, BaseRetriever], default: str) -> None:

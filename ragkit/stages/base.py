@@ -69,12 +69,15 @@ class JudgeTrace:
         return judgement
 
 
-class Judge(Component):
-    """Base of every stage. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
+class JudgeInfo(Component):
+    """What every stage declares, readable without importing the stage's module: its params, modes,
+    place (role, inputs, outputs, order), what it needs built, and the plan-time rules (does it
+    call the LLM, how many chunks it passes on). A built-in stage's declarations live in a light
+    *info* class (``ragkit.stages.<group>.params``) that the stage class subclasses, so a config is
+    validated and planned without LlamaIndex (``ragkit.registry``, ``judges.info``)."""
 
     kind: ClassVar[str] = "judge"
     Params: ClassVar[type[JudgeParams]] = JudgeParams
-    params: JudgeParams
     # The modes this judge implements; "off" always exists.
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
     # Where the stage runs (a ``ragkit.stages.roles`` role), what it reads and what it returns:
@@ -86,18 +89,6 @@ class Judge(Component):
     order: ClassVar[int] = 100
     # What its constructor takes besides params and llm, from ``ragkit.stages.wiring.RESOURCES``.
     needs: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
-        self.params = params
-        if params.mode not in self.modes:
-            raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
-        if params.mode == "llm" and llm is None:
-            raise ValueError(f"judge '{self.name}' in mode 'llm' needs an LLM client")
-        self.llm = llm
-
-    @property
-    def enabled(self) -> bool:
-        return self.params.mode != "off"
 
     @classmethod
     def calls_llm(cls, params: Mapping[str, Any]) -> bool:
@@ -123,6 +114,24 @@ class Judge(Component):
 
         ``params`` is an instance of ``cls.Params`` (``final_depth`` checked it)."""
         return depth
+
+
+class Judge(JudgeInfo):
+    """Base of every stage. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
+
+    params: JudgeParams
+
+    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
+        self.params = params
+        if params.mode not in self.modes:
+            raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
+        if params.mode == "llm" and llm is None:
+            raise ValueError(f"judge '{self.name}' in mode 'llm' needs an LLM client")
+        self.llm = llm
+
+    @property
+    def enabled(self) -> bool:
+        return self.params.mode != "off"
 
     def ask(self, prompt: str, schema: type[ModelT], *, system: str | None = None,
             max_tokens: int | None = None) -> LLMResult[ModelT]:
@@ -186,7 +195,29 @@ BUILT_IN_STAGES = {
 }
 
 
-class StageRegistry(Registry[Judge]):
+# Each built-in's light info class (``JudgeInfo``: params, modes, role, plan-time rules), a base
+# of its stage class in a module without LlamaIndex: validating a config and planning a grid read
+# these, so a finished grid's re-run never imports a stage module (``Registry.info``).
+BUILT_IN_STAGE_INFOS = {
+    "chunking": "ragkit.stages.chunking_params:ChunkingJudgeInfo",
+    "router": "ragkit.stages.query.params:RouterJudgeInfo",
+    "condense": "ragkit.stages.query.params:CondenseJudgeInfo",
+    "profile": "ragkit.stages.query.params:ProfileJudgeInfo",
+    "strategy": "ragkit.stages.query.params:StrategyJudgeInfo",
+    "hyde": "ragkit.stages.query.params:HyDERetrieverInfo",
+    "multi_query": "ragkit.stages.query.params:MultiQueryRetrieverInfo",
+    "quality_gate": "ragkit.stages.retrieval.params:QualityGateInfo",
+    "retrieval": "ragkit.stages.retrieval.params:RetrievalJudgeInfo",
+    "rerank": "ragkit.stages.context.params:RerankJudgeInfo",
+    "enrichment": "ragkit.stages.context.params:EnrichmentJudgeInfo",
+    "compression": "ragkit.stages.context.params:CompressionJudgeInfo",
+    "generator": "ragkit.stages.answer.params:GeneratorInfo",
+    "groundedness": "ragkit.stages.answer.params:GroundednessJudgeInfo",
+    "answer_check": "ragkit.stages.answer.params:AnswerCheckJudgeInfo",
+}
+
+
+class StageRegistry(Registry[Judge, JudgeInfo]):
     """The judge registry: the entry points, with the built-ins' in-code targets taking precedence."""
 
     def _entry_points(self) -> dict[str, Any]:
@@ -194,4 +225,4 @@ class StageRegistry(Registry[Judge]):
                 **{name: EntryPoint(name, target, self.group) for name, target in BUILT_IN_STAGES.items()}}
 
 
-judges: StageRegistry = StageRegistry("judge")
+judges: StageRegistry = StageRegistry("judge", infos=BUILT_IN_STAGE_INFOS)

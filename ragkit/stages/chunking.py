@@ -24,18 +24,19 @@ import ast
 import re
 import time
 from pathlib import PurePosixPath
-from typing import Any, ClassVar
+from typing import Any
 
 from llama_index.core.schema import Document
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from ragkit.chunkers.registry import chunkers
 from ragkit.chunkers.registry import judge_choosable_chunkers as judge_choosable_chunkers  # re-exported: its old home
 from ragkit.errors import ConfigError, LLMError
 from ragkit.hashing import content_key, text_sha256
 from ragkit.registry import ComponentSpec
-from ragkit.stages.base import Judge, Judgement, JudgeParams
-from ragkit.stages.chunking_sizes import SizeRule, check_suffixes, file_suffix, scaled
+from ragkit.stages.base import Judge, Judgement
+from ragkit.stages.chunking_params import ChunkingJudgeInfo, ChunkingJudgeParams
+from ragkit.stages.chunking_sizes import file_suffix, scaled
 
 SEMANTIC = "semantic"
 _PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -52,55 +53,6 @@ CHUNKER_HINTS = {
     "token": "fixed token windows; params chunk_size, chunk_overlap (tokens)",
     "semantic": "splits where the topic changes (uses the embedder)",
 }
-
-
-class ChunkingJudgeParams(JudgeParams):
-    default: ComponentSpec = Field(
-        default=ComponentSpec(type="recursive"),
-        description="The chunker used when the judge is off or its choice is unusable.",
-    )
-    allow_semantic: bool = Field(default=False, description="Let the judge choose the semantic chunker (embeds).")
-    sample_chars: int = Field(
-        default=5000, ge=300, le=50_000,
-        description="Characters of the document shown to the model: its beginning, middle and end.",
-    )
-    short_doc_chars: int = Field(
-        default=2000, ge=0, le=100_000, description="heuristic: documents shorter than this stay one chunk."
-    )
-    min_markdown_headers: int = Field(
-        default=2, ge=1, le=100, description="heuristic: markdown header lines that make a document markdown."
-    )
-    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
-    strategies: list[str] | None = Field(
-        default=None, min_length=1,
-        description="The chunkers the judge may choose (an allowlist; listing semantic allows it). "
-        "None: every registered chunker that calls no LLM (semantic only with allow_semantic).",
-    )
-    show_file_name: bool = Field(default=False, description="Show the document's file name in the prompt.")
-    size_rules: dict[str, SizeRule] = Field(
-        default_factory=dict,
-        description="Per file suffix ('.txt'), factors on the chosen chunk_size and chunk_overlap, "
-        "e.g. {'.txt': {size: 3, overlap: 2}}; the fallback chunker is never scaled.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"strategies", "show_file_name", "size_rules"}
-
-    @field_validator("strategies")
-    @classmethod
-    def _known_strategies(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        choosable = judge_choosable_chunkers()
-        unknown = [name for name in value if name not in choosable]
-        if unknown:
-            raise ValueError(f"strategies {unknown} are not chunkers the judge can choose. "
-                             f"Valid chunkers: {', '.join(choosable)}")
-        return list(dict.fromkeys(value))
-
-    @field_validator("size_rules")
-    @classmethod
-    def _suffixes(cls, value: dict[str, SizeRule]) -> dict[str, SizeRule]:
-        return check_suffixes(value)
 
 
 class ChunkingReply(BaseModel):
@@ -169,14 +121,8 @@ def _looks_like_python(text: str) -> bool:
     return any(isinstance(statement, kinds) for statement in tree.body)
 
 
-class ChunkingJudge(Judge):
-    name: ClassVar[str] = "chunking"
-    role: ClassVar[str] = "chunking"
-    inputs: ClassVar[tuple[str, ...]] = ("document",)
-    outputs: ClassVar[tuple[str, ...]] = ("chunker",)
-    Params: ClassVar[type[ChunkingJudgeParams]] = ChunkingJudgeParams
+class ChunkingJudge(ChunkingJudgeInfo, Judge):
     params: ChunkingJudgeParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: ChunkingJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

@@ -33,7 +33,7 @@ class WiredStages:
 
 def specs_in_role(specs: Sequence[ComponentSpec], role: str) -> list[ComponentSpec]:
     """The specs among ``specs`` whose stage runs in ``role``."""
-    return [spec for spec in specs if role_of(judges.get(spec.type)).name == role]
+    return [spec for spec in specs if role_of(judges.info(spec.type)).name == role]
 
 
 def wire_stages(specs: Sequence[ComponentSpec], build: Callable[..., Judge], retriever: Any,

@@ -15,7 +15,7 @@ from ragkit.stages.base import judges as judge_registry
 from ragkit.stages.roles import role_of
 
 if TYPE_CHECKING:
-    from ragkit.stages.base import Judge
+    from ragkit.stages.base import JudgeInfo
 
 # The generator answers questions; it is configured by `generator`, not toggled as a judge.
 GENERATOR = "generator"
@@ -41,7 +41,7 @@ def role_name(name: str) -> str | None:
     """The role a registered stage declares, or None when it declares none the pipeline has (or
     its plugin fails to import: naming it then shows why)."""
     try:
-        return role_of(judge_registry.get(name)).name
+        return role_of(judge_registry.info(name)).name
     except (ConfigError, ImportError, AttributeError):
         return None
 
@@ -53,7 +53,7 @@ def check_judge_roles(names: list[str], where: str = "judges") -> None:
     registered = set(judge_registry.names())
     for name in names:
         if name in registered:
-            role_of(judge_registry.get(name), where)
+            role_of(judge_registry.info(name), where)
 
 
 class JudgeChoice(StrictModel):
@@ -95,7 +95,7 @@ class JudgeChoice(StrictModel):
 
 def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
     """One resolved spec per mode, in the order off, heuristic, llm; `both`/`on` expanded."""
-    cls: type[Judge] = judge_registry.get(name)
+    cls: type[JudgeInfo] = judge_registry.info(name)
     strongest = "llm" if "llm" in cls.modes else cls.modes[-1]
     variants = choice.variants()
     if not variants:

@@ -209,9 +209,9 @@ class ExperimentConfig(StrictModel):
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
         # The router (a conversational route is answered by the generator) and what reads the answer.
         needs_generator = sorted((name for name in self.judges if is_judge(name) and name != "groundedness"
-                                  and (role_name(name) == "route" or "answer" in judge_registry.get(name).inputs)
+                                  and (role_name(name) == "route" or "answer" in judge_registry.info(name).inputs)
                                   and any(s.params["mode"] != "off" for s in judge_specs(name, self.judges[name]))),
-                                 key=lambda name: position(judge_registry.get(name)))
+                                 key=lambda name: position(judge_registry.info(name)))
         if needs_generator and self.generator is None:
             raise ValueError(f"judges {needs_generator} need generated answers: set 'generator: true'")
         if self.evaluation is not None and self.generator is None:
@@ -228,7 +228,7 @@ class ExperimentConfig(StrictModel):
         check_judge_roles(unknown)  # a plugin's stage the pipeline would never run
         if unknown:
             raise ConfigError(f"judges: unknown judge {quoted(unknown)}. Valid judges: {', '.join(judge_names())}")
-        check_single_roles([judge_registry.get(name) for name in sorted(self.judges)], "judges")
+        check_single_roles([judge_registry.info(name) for name in sorted(self.judges)], "judges")
         generator = self.generator
         return {
             "chunkers": [resolve_at(f"chunkers.{i}", chunker_registry.resolve, s)

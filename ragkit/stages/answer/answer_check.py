@@ -19,73 +19,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.answer.retry_strategy import RetryStrategy
-from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
+from ragkit.stages.answer.params import (
+    AnswerCheckJudgeInfo,
+    AnswerCheckParams,
+)
+from ragkit.stages.base import Judge, Judgement, JudgeTrace
 from ragkit.stages.prompts import joined_context
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)
-
-
-# The issue a failed answer has: the aspect graded lowest (ties: this order).
-ANSWER_ISSUES = {"relevance": "off_topic", "completeness": "incomplete", "accuracy": "unsupported"}
-RetryAction = Literal["regenerate", "re_retrieve"]
-
-
-def default_issue_actions() -> dict[str, RetryAction]:
-    """Missing content is searched for again; an off-topic or unsupported answer is rewritten from
-    the same chunks (told not to repeat what it said)."""
-    return {"off_topic": "regenerate", "incomplete": "re_retrieve", "unsupported": "regenerate"}
-
-
-class AnswerCheckParams(JudgeParams):
-    context_chars: int = Field(default=1500, ge=100, le=100_000, description="Characters of context shown.")
-    answer_chars: int = Field(default=800, ge=50, le=20_000, description="Characters of the answer shown.")
-    max_tokens: int = Field(default=80, ge=16, le=2048, description="Most tokens in one reply.")
-    retry: bool = Field(
-        default=False, description="Late tier: a failed check retries the answer (re-retrieve or regenerate by "
-        "its issue); off: the check only scores.")
-    pass_scores: list[int] = Field(
-        default_factory=lambda: [65, 50], min_length=1, max_length=6,
-        description="retry: the gate score (0-100) an answer needs, per attempt (first, first retry, ...; the "
-        "last repeats): the design's adaptive thresholds 65, then 50.")
-    gate_score: Literal["min", "mean"] = Field(
-        default="min", description="retry: the gate score is the lowest of the three grades, or their mean.")
-    max_retries: int = Field(default=1, ge=1, le=3, description="retry: most retried answers after the first.")
-    issue_actions: dict[str, RetryAction] = Field(
-        default_factory=default_issue_actions,
-        description="retry: issue (off_topic, incomplete, unsupported) -> regenerate or re_retrieve.")
-    retry_strategy: RetryStrategy = Field(
-        default="same", description="retry: the strategy a re-retrieval searches with: same, next (dense -> bm25 "
-        "-> hybrid -> dense) or a named one (dense, bm25, hybrid).")
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "retry", "pass_scores", "gate_score", "max_retries", "issue_actions", "retry_strategy"}
-
-    @field_validator("pass_scores")
-    @classmethod
-    def _scores_in_range(cls, value: list[int]) -> list[int]:
-        wrong = [score for score in value if not 0 <= score <= 100]
-        if wrong:
-            raise ValueError(f"pass_scores {wrong} out of range: each is a score from 0 to 100")
-        return value
-
-    @field_validator("issue_actions")
-    @classmethod
-    def _known_issues(cls, value: dict[str, RetryAction]) -> dict[str, RetryAction]:
-        unknown = sorted(set(value) - set(ANSWER_ISSUES.values()))
-        if unknown:
-            raise ValueError(f"unknown answer issue {unknown}. Valid issues: {', '.join(ANSWER_ISSUES.values())}")
-        return {**default_issue_actions(), **value}
-
-    def threshold(self, attempt: int) -> int:
-        """The pass score of attempt ``attempt`` (0: the first answer)."""
-        return self.pass_scores[min(attempt, len(self.pass_scores) - 1)]
 
 
 class AnswerCheckReply(BaseModel):
@@ -120,14 +67,8 @@ def answer_check_scores(check: dict[str, float | None]) -> dict[str, float | Non
     return {f"answer_{aspect}": check.get(aspect) for aspect in ASPECTS}
 
 
-class AnswerCheckJudge(Judge):
-    name: ClassVar[str] = "answer_check"
-    role: ClassVar[str] = "check"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "answer", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("answer_check", "answer", "nodes")  # answer, nodes: the late tier's retry
-    Params: ClassVar[type[AnswerCheckParams]] = AnswerCheckParams
+class AnswerCheckJudge(AnswerCheckJudgeInfo, Judge):
     params: AnswerCheckParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: AnswerCheckParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

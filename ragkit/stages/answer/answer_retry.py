@@ -38,9 +38,10 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.stages.answer.answer_check import ANSWER_ISSUES, ASPECTS, EXAMPLE_REASON, AnswerCheckParams
+from ragkit.stages.answer.answer_check import ASPECTS, EXAMPLE_REASON
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import split_claims
+from ragkit.stages.answer.params import ANSWER_ISSUES, AnswerCheckParams
 from ragkit.stages.answer.retry_strategy import retry_strategy
 from ragkit.stages.base import Judgement, JudgeTrace
 from ragkit.stages.keywords import with_new_keywords

@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragkit.stages.prompts import shown_chunks, with_parent_summary
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
 
 ContextFitMode = Literal["fixed", "window"]
 

@@ -26,57 +26,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMClient, LLMResult
-from ragkit.stages.answer.context_fit import ContextFitMode, fit_context, no_label
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.answer.context_fit import fit_context, no_label
+from ragkit.stages.answer.params import GeneratorInfo, GeneratorParams
+from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn, conversation_block, source_label, with_source_names
 from ragkit.text import cited_numbers
 
 STAGE = "generate"
-
-
-class GeneratorParams(JudgeParams):
-    constrained: bool = Field(
-        default=True, description="Ask for JSON {answer, citations}; off: free text, citations read from [n]."
-    )
-    max_chunks: int = Field(default=5, ge=1, le=50, description="Most chunks shown to the model.")
-    chunk_chars: int = Field(default=400, ge=40, le=8000, description="Characters of each chunk shown.")
-    max_context_chars: int = Field(
-        default=2000, ge=100, le=100_000, description="Characters of all chunks shown together (small context)."
-    )
-    max_tokens: int = Field(default=200, ge=8, le=4096, description="Most tokens in the answer.")
-    system_prompt: str | None = Field(
-        default=None, min_length=1, max_length=4000,
-        description="The system message; default: answer only from the numbered sources and cite them.",
-    )
-    abstain_text: str | None = Field(
-        default=None, min_length=1, max_length=500,
-        description="The answer when no chunk is left to answer from (e.g. none passed the score threshold); "
-        "default: ask the model anyway.",
-    )
-    history_turns: int = Field(default=4, ge=1, le=50, description="Turns of a conversation shown, latest last.")
-    turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
-    context_fit: ContextFitMode = Field(
-        default="fixed", description="fixed: chunk_chars of each chunk, max_context_chars in all; window: whole "
-        "chunks first, as many as the model's context window holds beside the prompt and max_tokens (a model "
-        "that declares no window, such as the bundled SmolLM2-135M, keeps the fixed limits).",
-    )
-    temperature: float | None = Field(
-        default=None, ge=0.0, le=2.0,
-        description="Sampling temperature of the answers; default: the LLM's own (its params, 0 unless set).",
-    )
-
-    show_file_name: bool = Field(
-        default=False, description="Show each chunk's source file name before its text: (file: notes.txt).")
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name"}
 
 
 class GeneratorReply(BaseModel):
@@ -124,16 +87,8 @@ def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequ
     )
 
 
-
-
-class Generator(Judge):
-    name: ClassVar[str] = "generator"
-    role: ClassVar[str] = "generate"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("answer",)
-    Params: ClassVar[type[GeneratorParams]] = GeneratorParams
+class Generator(GeneratorInfo, Judge):
     params: GeneratorParams
-    modes: ClassVar[tuple[str, ...]] = ("llm",)
 
     def __init__(self, params: GeneratorParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

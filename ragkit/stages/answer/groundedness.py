@@ -24,75 +24,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.local_models import entailment_probabilities
-from ragkit.stages.answer.retry_strategy import RetryStrategy
-from ragkit.stages.base import Judge, Judgement, JudgeParams, JudgeTrace
+from ragkit.stages.answer.params import GroundednessJudgeInfo, GroundednessParams
+from ragkit.stages.base import Judge, Judgement, JudgeTrace
 from ragkit.stages.prompts import joined_context
 from ragkit.text import rule_sentences, strip_citations
 
 SUPPORTED, UNSUPPORTED, UNKNOWN = "supported", "unsupported", "unknown"
-
-
-class GroundednessParams(JudgeParams):
-    claim_split: Literal["heuristic", "llm"] = Field(
-        default="heuristic", description="Split the answer into claims by sentence rule, or ask the LLM."
-    )
-    max_claims: int = Field(default=8, ge=1, le=50, description="Claims checked per answer; the rest are ignored.")
-    min_claim_words: int = Field(default=3, ge=1, le=20, description="Shorter sentences are not claims.")
-    context_chars: int = Field(
-        default=1500, ge=100, le=100_000, description="Characters of context shown per check (small context)."
-    )
-    max_tokens: int = Field(default=80, ge=8, le=2048, description="Most tokens in one reply.")
-    passing_score: float = Field(
-        default=1.0, ge=0.0, le=1.0, description="aevaluate: an answer passes when its score reaches this."
-    )
-    on_fail: Literal["off", "regenerate", "re_retrieve"] = Field(
-        default="off",
-        description="Hallucination correction after a check below accept_at: off; regenerate listing the "
-        "unsupported claims; or re_retrieve with a refined query first when the score or retrieval is poor.",
-    )
-    accept_at: float = Field(
-        default=0.8, ge=0.0, le=1.0, description="Correction: a supported share this high is kept."
-    )
-    regenerate_at: float = Field(
-        default=0.6, ge=0.0, le=1.0,
-        description="Correction: at least this supported share regenerates; below it re_retrieve re-retrieves first.",
-    )
-    min_retrieval_quality: float = Field(
-        default=0.6, ge=0.0, le=1.0,
-        description="Correction: retrieval quality (the quality gate's, 0-1) below this re-retrieves first.",
-    )
-    max_corrections: int = Field(default=2, ge=1, le=5, description="Correction: most correction rounds.")
-    re_retrieve_strategy: RetryStrategy = Field(
-        default="same",
-        description="Correction: the strategy a re-retrieval searches with: same (the one in use), next (the one "
-        "after it: dense -> bm25 -> hybrid -> dense), or a named one (dense, bm25, hybrid).",
-    )
-    nli_model_path: str | None = Field(
-        default=None, description="nli: local folder of an NLI cross-encoder (labels include entailment).")
-    entailment_threshold: float = Field(
-        default=0.7, ge=0.0, le=1.0, description="nli: a claim is supported when P(entailment) exceeds this.")
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections", "nli_model_path",
-        "entailment_threshold", "re_retrieve_strategy"}
-
-    @model_validator(mode="after")
-    def _tiers_in_order(self) -> GroundednessParams:
-        if self.regenerate_at > self.accept_at:
-            raise ValueError(f"regenerate_at ({self.regenerate_at}) must not exceed accept_at ({self.accept_at})")
-        if self.mode == "nli" and not self.nli_model_path:
-            raise ValueError("mode nli needs nli_model_path: a local folder of an NLI cross-encoder")
-        return self
 
 
 class ClaimsReply(BaseModel):
@@ -132,14 +79,8 @@ def split_claims(answer: str, min_words: int) -> list[str]:
     return [sentence for sentence in rule_sentences(strip_citations(answer)) if len(sentence.split()) >= min_words]
 
 
-class GroundednessJudge(Judge, BaseEvaluator):
-    name: ClassVar[str] = "groundedness"
-    role: ClassVar[str] = "verify"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "answer", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("groundedness", "answer", "nodes")
-    Params: ClassVar[type[GroundednessParams]] = GroundednessParams
+class GroundednessJudge(GroundednessJudgeInfo, Judge, BaseEvaluator):
     params: GroundednessParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm", "nli")
 
     def __init__(self, params: GroundednessParams, llm: Any = None, **_dependencies: Any) -> None:
         Judge.__init__(self, params, llm)
@@ -148,11 +89,6 @@ class GroundednessJudge(Judge, BaseEvaluator):
         # Any template: _update_prompts takes what LlamaIndex's PromptMixin hands it.
         self.split_prompt: BasePromptTemplate = PromptTemplate(SPLIT_TEMPLATE)
         self.verify_prompt: BasePromptTemplate = PromptTemplate(VERIFY_TEMPLATE)
-
-    @classmethod
-    def calls_llm(cls, params: Mapping[str, Any]) -> bool:
-        """Mode llm, or mode nli whose claims the LLM splits."""
-        return super().calls_llm(params) or (params.get("mode") == "nli" and params.get("claim_split") == "llm")
 
     def _get_prompts(self) -> PromptDictType:
         return {"split_prompt": self.split_prompt, "verify_prompt": self.verify_prompt}
@@ -251,7 +187,6 @@ class GroundednessJudge(Judge, BaseEvaluator):
         quoted = " ".join(verdict.evidence.lower().split()).strip(" .")
         return {**check, "verdict": SUPPORTED if verdict.supported else UNSUPPORTED, "evidence": verdict.evidence,
                 "evidence_in_context": bool(quoted) and quoted in context.lower()}
-
 
     def _nli_checks(self, claims: list[str], contexts: Sequence[str]) -> list[dict[str, Any]]:
         """Each claim's best entailment probability over the context chunks, against the threshold."""

@@ -23,23 +23,15 @@ from __future__ import annotations
 import math
 import time
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.context.params import CompressionJudgeInfo, CompressionParams
 from ragkit.text import content_words, sentence_spans, word_stem
-
-
-class CompressionParams(JudgeParams):
-    min_overlap: float = Field(
-        default=0.3, ge=0.0, le=1.0,
-        description="heuristic: a sentence is kept when it holds at least this share of the question's content "
-        "words (and at least one of them).",
-    )
-    max_tokens: int = Field(default=64, ge=8, le=1024, description="llm: most tokens in one reply.")
 
 
 class CompressionReply(BaseModel):
@@ -103,15 +95,8 @@ def compressed(node: NodeWithScore, sentences: list[str], kept: list[int]) -> No
     return NodeWithScore(node=node.node.model_copy(update={"text": text, "metadata": metadata}), score=node.score)
 
 
-class CompressionJudge(Judge):
-    name: ClassVar[str] = "compression"
-    role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
-    order: ClassVar[int] = 30  # after rerank (10) and enrichment (20): it shapes what the generator reads
-    Params: ClassVar[type[CompressionParams]] = CompressionParams
+class CompressionJudge(CompressionJudgeInfo, Judge):
     params: CompressionParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: CompressionParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

@@ -23,50 +23,23 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
-from pydantic import Field
 
 from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.retrievers.base import hit_to_node
-from ragkit.stages.base import Judge, JudgeMode, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.context.params import EnrichmentJudgeInfo, EnrichmentParams
 from ragkit.stages.prompts import PARENT_SUMMARY
 
 # Where a chunk's parent summary line comes from, best first.
 PARENT_SUMMARY_SOURCES = ("doc_summary", "description")
 
 
-class EnrichmentParams(JudgeParams):
-    mode: JudgeMode = Field(default="heuristic", description="off: the reranked chunks as they are; heuristic: "
-                            "add neighbours and same-section chunks.")
-    window: int = Field(default=1, ge=0, le=5, description="Chunks before and after each hit added (0: none).")
-    max_related: int = Field(default=3, ge=0, le=20,
-                             description="Most other chunks of the hit's section added (0: none).")
-    related_min_score: float = Field(
-        default=0.7, ge=0.0, le=1.0,
-        description="A same-section chunk is added when its cosine similarity to the query exceeds this.",
-    )
-    parent_summary: bool = Field(
-        default=False,
-        description="Show each chunk with its document's summary line (doc_summary from a chunker with "
-        "summaries on, else the document's description).",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"parent_summary"}
-
-
-class EnrichmentJudge(Judge):
-    name: ClassVar[str] = "enrichment"
-    role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
-    order: ClassVar[int] = 20
-    needs: ClassVar[tuple[str, ...]] = ("index", "embedder")
-    Params: ClassVar[type[EnrichmentParams]] = EnrichmentParams
+class EnrichmentJudge(EnrichmentJudgeInfo, Judge):
     params: EnrichmentParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic")
 
     def __init__(self, params: EnrichmentParams, llm: Any = None, index: ChunkIndex | None = None,
                  embedder: Any = None, **_dependencies: Any) -> None:
@@ -75,11 +48,6 @@ class EnrichmentJudge(Judge):
             raise ValueError("judge 'enrichment' needs the run's index")
         self.index = index
         self.embedder = embedder
-
-    @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        own = cast(EnrichmentParams, params)  # final_depth checked it is cls.Params
-        return depth * (1 + 2 * own.window + own.max_related)
 
     def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
         """The context role's call (``enrich``)."""

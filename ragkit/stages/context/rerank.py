@@ -19,52 +19,18 @@ import math
 import time
 from collections import Counter
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar, Literal, cast
+from typing import Annotated, Any, cast
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
 from ragkit.local_models import cross_encoder_scores
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.context.params import RerankJudgeInfo, RerankJudgeParams
 from ragkit.stages.prompts import numbered_chunks, sourced_chunks
 from ragkit.text import terms
-
-
-class RerankJudgeParams(JudgeParams):
-    top_n: int = Field(default=5, ge=1, le=100, description="Chunks kept after reranking.")
-    batch_size: int = Field(default=8, ge=1, le=50, description="Chunks scored in one LLM call.")
-    chunk_chars: int = Field(
-        default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
-    )
-    max_tokens: int = Field(default=96, ge=8, le=2048, description="Most tokens in one reply.")
-    model_path: str | None = Field(
-        default=None, description="Local folder of a sentence-transformers CrossEncoder (mode cross_encoder, "
-        "or the first stage of a two-stage rerank); nothing is downloaded.",
-    )
-    prefilter_n: int | None = Field(
-        default=None, ge=1, le=200,
-        description="llm: first keep this many candidates by the prefilter, then the LLM scores those (two stages).",
-    )
-    prefilter: Literal["cross_encoder", "bm25"] = Field(
-        default="cross_encoder", description="The first stage of a two-stage rerank: the cross-encoder at "
-        "model_path, or BM25 over the candidates (no model needed).",
-    )
-    show_source: bool = Field(
-        default=False, description="llm: show each chunk's title and section (and summary) in the prompt.")
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "model_path", "prefilter_n", "prefilter", "show_source"}
-
-    @model_validator(mode="after")
-    def _model_when_needed(self) -> RerankJudgeParams:
-        needs_model = self.mode == "cross_encoder" or (
-            self.mode == "llm" and self.prefilter_n is not None and self.prefilter == "cross_encoder")
-        if needs_model and not self.model_path:
-            raise ValueError("model_path is required for a cross-encoder (mode cross_encoder, or prefilter_n with "
-                             "prefilter cross_encoder): a local CrossEncoder folder, or set prefilter: bm25")
-        return self
 
 
 class RerankReply(BaseModel):
@@ -92,8 +58,6 @@ EXAMPLE = (
     "[2] Cats purr when they are content.\n"
     '{"scores": [0, 90]}'
 )
-
-
 
 
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, show_source: bool = False) -> str:
@@ -128,18 +92,8 @@ def bm25_scores(query: str, texts: list[str], k1: float = 1.2, b: float = 0.75) 
     return scores
 
 
-class RerankJudge(Judge, BaseNodePostprocessor):
+class RerankJudge(RerankJudgeInfo, Judge, BaseNodePostprocessor):
     """A LlamaIndex node postprocessor; every decision goes to ``trace`` (one per batch)."""
-
-    name: ClassVar[str] = "rerank"
-    role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
-    order: ClassVar[int] = 10
-    # It reorders and cuts the list: a quality gate with ``position: after_rerank`` judges its output.
-    reranks: ClassVar[bool] = True
-    Params: ClassVar[type[RerankJudgeParams]] = RerankJudgeParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm", "cross_encoder")
 
     params: Any = None
     llm: Any = None
@@ -154,10 +108,6 @@ class RerankJudge(Judge, BaseNodePostprocessor):
     @classmethod
     def class_name(cls) -> str:
         return "RerankJudge"
-
-    @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        return min(depth, cast(RerankJudgeParams, params).top_n)  # final_depth checked it is cls.Params
 
     def use_trace(self, trace: JudgeTrace) -> None:
         """Record the next decisions into ``trace`` (one per question)."""

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.keywords import with_new_keywords
 from ragkit.stages.prompts import ConversationTurn, conversation_block
-
-
-class CondenseParams(JudgeParams):
-    history_turns: int = Field(default=4, ge=1, le=50, description="Turns of the conversation shown, latest last.")
-    turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
-    max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
+from ragkit.stages.query.params import CondenseJudgeInfo, CondenseParams
 
 
 class CondenseReply(BaseModel):
@@ -60,14 +55,8 @@ def heuristic_rewrite(question: str, history: Sequence[ConversationTurn]) -> str
     return with_new_keywords(question, [last_user], exclude=REQUEST_WORDS)
 
 
-class CondenseJudge(Judge):
-    name: ClassVar[str] = "condense"
-    role: ClassVar[str] = "follow_up"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("query",)
-    Params: ClassVar[type[CondenseParams]] = CondenseParams
+class CondenseJudge(CondenseJudgeInfo, Judge):
     params: CondenseParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: CondenseParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

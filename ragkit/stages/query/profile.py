@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel
 
 from ragkit.corpus.profile import CorpusProfile
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.query.params import ProfileJudgeInfo, ProfileParams
 from ragkit.text import content_words
 
 Intent = Literal["factual", "comparison", "procedural", "exploratory"]
@@ -48,29 +49,6 @@ _PROCEDURAL = re.compile(r"\bhow (?:to|(?:do|can|should|would) (?:i|you|we))\b"
 _EXPLORATORY = re.compile(r"\b(?:explain\w*|describe\w*|overview|tell me about|why|implications?|role of|"
                           r"impacts? of|discuss\w*|summari[sz]e\w*)\b")
 _JOINTS = re.compile(r"\b(?:and|or|as well as)\b|[,;]")
-
-
-class ProfileParams(JudgeParams):
-    documents: Literal["mode", "heuristic"] = Field(
-        default="mode",
-        description="How each document's profile is written, once per corpus: mode (as the query is: by rule, "
-                    "or by the model in llm mode, one call per document) or heuristic (always by rule).",
-    )
-    technical_density: float = Field(
-        default=0.3, ge=0.0, le=1.0,
-        description="The corpus counts as technical at this mean technical density (0-1) or more.",
-    )
-    simple_words: int = Field(default=3, ge=1, le=50, description="heuristic: at most this many content words "
-                                                                   "and no joint -> simple.")
-    complex_words: int = Field(default=8, ge=2, le=100, description="heuristic: this many content words or "
-                                                                    "more -> complex.")
-    max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
-
-    @model_validator(mode="after")
-    def _words_in_order(self) -> ProfileParams:
-        if self.simple_words >= self.complex_words:
-            raise ValueError(f"simple_words ({self.simple_words}) must be below complex_words ({self.complex_words})")
-        return self
 
 
 @dataclass(frozen=True)
@@ -147,15 +125,8 @@ def heuristic_complexity(query: str, intent: Intent, simple_words: int = 3, comp
     return "moderate"
 
 
-class ProfileJudge(Judge):
-    name: ClassVar[str] = "profile"
-    role: ClassVar[str] = "profile"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("profile",)
-    needs: ClassVar[tuple[str, ...]] = ("document_profiles",)
-    Params: ClassVar[type[ProfileParams]] = ProfileParams
+class ProfileJudge(ProfileJudgeInfo, Judge):
     params: ProfileParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: ProfileParams, llm: Any = None, *, document_profiles: CorpusProfile | None = None,
                  **_dependencies: Any) -> None:

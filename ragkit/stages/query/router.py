@@ -41,17 +41,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
-from ragkit.corpus.summary import SummaryMethod
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMResult
 from ragkit.llms.parsing import ModelT
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn
 from ragkit.stages.query import router_prompts
+from ragkit.stages.query.params import RouterJudgeInfo, RouterParams
 from ragkit.stages.query.router_prompts import RelevanceReply, SourceReply, conversation_block
 from ragkit.text import content_words, word_stem, words
 
@@ -68,47 +68,6 @@ SMALL_TALK_WORDS = frozenset(
 )
 SMALL_TALK_CONFIDENCE = 0.9
 MAYBE_CONFIDENCE = 0.5
-
-
-class RouterParams(JudgeParams):
-    summary: SummaryMethod = Field(
-        default="heuristic",
-        description="How the corpus summary the router reads is written: heuristic (titles and distinctive "
-                    "words) or llm (the model summarises titles and opening lines). Written once per corpus.",
-    )
-    yes_share: float = Field(
-        default=0.5, gt=0.0, le=1.0,
-        description="heuristic: at least this share of the question's content words in the corpus vocabulary "
-                    "-> documents, relevance yes.",
-    )
-    maybe_share: float = Field(
-        default=0.2, gt=0.0, le=1.0,
-        description="heuristic: at least this share (and below yes_share) -> documents, relevance maybe; "
-                    "below it -> web, relevance no.",
-    )
-    summary_chars: int = Field(
-        default=1200, ge=100, le=20000, description="llm: characters of the corpus summary shown to the model."
-    )
-    history_turns: int = Field(
-        default=4, ge=0, le=50, description="llm: most recent conversation turns shown (0: none)."
-    )
-    turn_chars: int = Field(
-        default=300, ge=20, le=4000, description="llm: characters of each conversation turn shown."
-    )
-    max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
-    decisions: Literal["one", "two"] = Field(
-        default="one",
-        description="one: route and relevance in one decision; two: relevance first, then (only if the "
-                    "documents do not cover the question) conversational or web, each decision recorded.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions"}
-
-    @model_validator(mode="after")
-    def _shares_in_order(self) -> RouterParams:
-        if self.maybe_share > self.yes_share:
-            raise ValueError(f"maybe_share ({self.maybe_share}) must not exceed yes_share ({self.yes_share})")
-        return self
 
 
 class RouteReply(BaseModel):
@@ -162,15 +121,8 @@ def vocabulary(summary: str) -> frozenset[str]:
     return frozenset(word_stem(word) for word in content_words(summary))
 
 
-class RouterJudge(Judge):
-    name: ClassVar[str] = "router"
-    role: ClassVar[str] = "route"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("route",)
-    needs: ClassVar[tuple[str, ...]] = ("summary",)
-    Params: ClassVar[type[RouterParams]] = RouterParams
+class RouterJudge(RouterJudgeInfo, Judge):
     params: RouterParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: RouterParams, llm: Any = None, *, summary: str = "", **_dependencies: Any) -> None:
         super().__init__(params, llm)

@@ -20,35 +20,19 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.query.params import Strategy, StrategyJudgeInfo, StrategyParams
 from ragkit.text import CODE_LIKE
 
 if TYPE_CHECKING:
     from ragkit.stages.query.profile import QueryProfile
 
-Strategy = Literal["dense", "bm25", "hybrid"]
-ALL_STRATEGIES: tuple[Strategy, ...] = ("dense", "bm25", "hybrid")
 _QUOTED = re.compile(r"[\"“][^\"”]+[\"”]")
-
-
-class StrategyParams(JudgeParams):
-    strategies: list[Strategy] = Field(
-        default_factory=lambda: list(ALL_STRATEGIES), min_length=1,
-        description="The strategies the judge may pick from.",
-    )
-    max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
-
-    @field_validator("strategies")
-    @classmethod
-    def _distinct(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"strategies must not repeat, got {value}")
-        return value
 
 
 class StrategyReply(BaseModel):
@@ -95,14 +79,8 @@ def profiled_choice(query: str, profile: QueryProfile) -> tuple[str, float, str]
     return heuristic_choice(query)
 
 
-class StrategyJudge(Judge):
-    name: ClassVar[str] = "strategy"
-    role: ClassVar[str] = "strategy"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "profile")
-    outputs: ClassVar[tuple[str, ...]] = ("strategy",)
-    Params: ClassVar[type[StrategyParams]] = StrategyParams
+class StrategyJudge(StrategyJudgeInfo, Judge):
     params: StrategyParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: StrategyParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

@@ -18,7 +18,7 @@ expansions for it (without the option the same prompt returns the cached rewrite
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal, cast
+from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -27,6 +27,14 @@ from pydantic import BaseModel, Field
 from ragkit.errors import LLMError
 from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.query.params import (
+    VARIANT_TYPES,
+    HyDEParams,
+    HyDERetrieverInfo,
+    MultiQueryParams,
+    MultiQueryRetrieverInfo,
+    TransformInfo,
+)
 
 
 def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithScore]:
@@ -46,15 +54,9 @@ def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithS
     return [NodeWithScore(node=nodes[node_id].node, score=fused[node_id]) for node_id in order]
 
 
-class _TransformRetriever(Judge, BaseRetriever):
+class _TransformRetriever(TransformInfo, Judge, BaseRetriever):
     """A judge that is also a LlamaIndex retriever over ``retriever``; decisions go to ``trace``.
     Every transform rewrites the query and retrieves with the rewrites, so its place is declared here."""
-
-    role: ClassVar[str] = "transform"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
-    needs: ClassVar[tuple[str, ...]] = ("retriever",)
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: JudgeParams, llm: Any = None, *, retriever: BaseRetriever | None = None,
                  trace: JudgeTrace | None = None, **_dependencies: Any) -> None:
@@ -73,32 +75,11 @@ class _TransformRetriever(Judge, BaseRetriever):
         return self.retriever.retrieve(query)
 
 
-class MultiQueryParams(JudgeParams):
-    num_queries: int = Field(default=3, ge=1, le=5, description="Rewrites of the question the LLM writes.")
-    include_original: bool = Field(default=True, description="Also retrieve with the question itself.")
-    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank).")
-    top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned after fusion.")
-    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
-    style: Literal["generic", "typed"] = Field(
-        default="generic",
-        description="generic: num_queries rewrites; typed: three variants, technical, simple and "
-        "aspect-focused (num_queries is then ignored).",
-    )
-    strategy_in_prompt: bool = Field(
-        default=False,
-        description="Name the retrieval strategy in use (when the strategy judge or the quality gate chose one) "
-        "in the prompt, so the rewrites suit it and a gate retry with another strategy regenerates them.",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style", "strategy_in_prompt"}
-
-
 class MultiQueryReply(BaseModel):
     queries: list[str] = Field(description="Search queries that ask the same thing in other words.")
 
 
 MULTI_QUERY_SYSTEM = "You rewrite a question as search queries. Reply with one JSON object only."
-VARIANT_TYPES = ("technical", "simple", "aspect")
 
 
 class TypedQueries(BaseModel):
@@ -156,18 +137,8 @@ def multi_query_prompt(query: str, count: int, strategy: str | None = None) -> s
     )
 
 
-class MultiQueryRetriever(_TransformRetriever):
-    name: ClassVar[str] = "multi_query"
-    order: ClassVar[int] = 20
-    Params: ClassVar[type[MultiQueryParams]] = MultiQueryParams
+class MultiQueryRetriever(MultiQueryRetrieverInfo, _TransformRetriever):
     params: MultiQueryParams
-
-    @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        own = cast(MultiQueryParams, params)  # final_depth checked it is cls.Params
-        variants = len(VARIANT_TYPES) if own.style == "typed" else own.num_queries
-        queries = variants + int(own.include_original)
-        return min(own.top_k, queries * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
@@ -246,18 +217,6 @@ class MultiQueryRetriever(_TransformRetriever):
         return kept, dropped
 
 
-class HyDEParams(JudgeParams):
-    combine: Literal["passage", "concatenate", "rrf"] = Field(
-        default="concatenate",
-        description="passage: retrieve with the hypothetical passage alone; concatenate: with the question "
-        "followed by the passage; rrf: retrieve with each and fuse the two rankings.",
-    )
-    passage_chars: int = Field(default=500, ge=20, le=4000, description="Characters of the passage used.")
-    rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k (combine: rrf).")
-    top_k: int = Field(default=10, ge=1, le=1000, description="Chunks returned.")
-    max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
-
-
 class HyDEReply(BaseModel):
     passage: str = Field(description="A short passage that answers the question.")
 
@@ -275,17 +234,8 @@ def hyde_prompt(query: str) -> str:
     )
 
 
-class HyDERetriever(_TransformRetriever):
-    name: ClassVar[str] = "hyde"
-    order: ClassVar[int] = 10
-    Params: ClassVar[type[HyDEParams]] = HyDEParams
+class HyDERetriever(HyDERetrieverInfo, _TransformRetriever):
     params: HyDEParams
-
-    @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        own = cast(HyDEParams, params)  # final_depth checked it is cls.Params
-        fused = 2 if own.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
-        return min(own.top_k, fused * depth)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str

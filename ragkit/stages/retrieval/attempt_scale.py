@@ -32,11 +32,12 @@ empty attempt: -inf), and the heuristic thresholds (``min_top_score``, ``min_mea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
-
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING, Literal
 
 from ragkit.text import keywords, word_stem
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
 
 AttemptScale = Literal["retriever", "question_overlap"]
 SCALES: tuple[str, ...] = ("retriever", "question_overlap")

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel
@@ -66,6 +66,7 @@ from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.retrieval import quality_gate_scoring as scoring
 from ragkit.stages.retrieval.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.retrieval.params import QualityGateInfo
 from ragkit.stages.retrieval.quality_gate_issues import (
     DESIGN_ISSUES,
     HEURISTIC_TO_DESIGN,
@@ -95,14 +96,8 @@ def _normal(query: str) -> str:
     return " ".join(query.lower().split())
 
 
-class QualityGate(Judge):
-    name: ClassVar[str] = "quality_gate"
-    role: ClassVar[str] = "gate"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes", "quality")
-    Params: ClassVar[type[QualityGateParams]] = QualityGateParams
+class QualityGate(QualityGateInfo, Judge):
     params: QualityGateParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
     def __init__(self, params: QualityGateParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)

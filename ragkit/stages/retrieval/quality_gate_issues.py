@@ -14,13 +14,15 @@ ambiguous words (dense); partial or no coverage needs both (hybrid).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, field_validator
 
 from ragkit.stages.prompts import numbered_chunks
 from ragkit.stages.retrieval.quality_gate_prompts import ISSUE_TYPES, NO_ISSUE
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
 
 IssueSet = Literal["basic", "design"]
 ISSUE_SETS: tuple[str, ...] = ("basic", "design")

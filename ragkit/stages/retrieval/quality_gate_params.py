@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ragkit.retrievers.switchable import STRATEGIES
+from ragkit.retrievers.params import STRATEGIES
 from ragkit.stages.base import JudgeParams
 from ragkit.stages.retrieval.attempt_scale import AttemptScale
 from ragkit.stages.retrieval.quality_gate_issues import DESIGN_SWITCH_MAP, IssueSet, issue_names

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field, field_validator
 
 from ragkit.stages.prompts import numbered_chunks
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
 
 ISSUE_TYPES = ("off_topic", "too_broad", "missing_aspect", "wrong_entity", "outdated", "partial", "contradictory",
                "no_coverage")

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
-
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING, Any
 
 from ragkit.stages.retrieval.attempt_scale import (
     SCALE_LABELS,
@@ -21,6 +19,9 @@ from ragkit.stages.retrieval.attempt_scale import (
 )
 from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
 from ragkit.text import keywords
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
 
 
 @dataclass

@@ -16,39 +16,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated, Any, ClassVar, cast
+from typing import Annotated, Any, cast
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import Judge, JudgeTrace
 from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks
-
-
-class RetrievalJudgeParams(JudgeParams):
-    max_iterations: int = Field(
-        default=2, ge=1, le=5,
-        description="Most judging rounds; a round after the first runs only when the model asks for more chunks.",
-    )
-    keep_unjudged: bool = Field(
-        default=False, description="After the relevant chunks, append the rest (True) or drop them (False)."
-    )
-    max_chunks: int = Field(
-        default=8, ge=1, le=50, description="Most chunks shown to the model per round; the rest count as unjudged."
-    )
-    chunk_chars: int = Field(
-        default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
-    )
-    max_tokens: int = Field(default=160, ge=16, le=2048, description="Most tokens in one reply.")
-    min_relevance: float | None = Field(
-        default=None, ge=0.0, le=1.0,
-        description="Relevance filter: the model rates each chunk 0-1 and a relevant chunk rated below this "
-        "is dropped (none: no ratings asked).",
-    )
-
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"min_relevance"}
+from ragkit.stages.retrieval.params import RetrievalJudgeInfo, RetrievalJudgeParams
 
 
 class RetrievalReply(BaseModel):
@@ -138,25 +115,11 @@ def _ids(nodes: list[NodeWithScore]) -> list[str]:
     return [node.node.node_id for node in nodes]
 
 
-class RetrievalJudge(Judge):
-    name: ClassVar[str] = "retrieval"
-    role: ClassVar[str] = "refine"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
-    Params: ClassVar[type[RetrievalJudgeParams]] = RetrievalJudgeParams
+class RetrievalJudge(RetrievalJudgeInfo, Judge):
     params: RetrievalJudgeParams
-    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     def __init__(self, params: RetrievalJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
-
-    @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
-        own = cast(RetrievalJudgeParams, params)  # final_depth checked it is cls.Params
-        # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
-        # keeps chunks from the max_chunks shown, and keep_unjudged appends the rest of the pool.
-        pool = depth + (own.max_iterations - 1) * top_k
-        return pool if own.keep_unjudged else min(pool, own.max_chunks)
 
     def refine(self, query: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
                trace: JudgeTrace, history: Sequence[ConversationTurn] = ()) -> list[NodeWithScore]:

@@ -1,0 +1,71 @@
+"""Each built-in retrieval stage's parameters and declarations, without LlamaIndex.
+
+The retrieval stages read and re-retrieve chunks; validating a config and planning a grid read
+only a stage's ``Params``, modes, role and plan-time rules (how many chunks it passes on), so
+these live here, in an *info* class the stage class subclasses, readable through
+``judges.info(name)`` without importing the stage. The quality gate's own params model is in
+``quality_gate_params`` (it is large), which imports no LlamaIndex either.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, cast
+
+from pydantic import Field
+
+from ragkit.stages.base import JudgeInfo, JudgeParams
+from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
+
+
+class RetrievalJudgeParams(JudgeParams):
+    max_iterations: int = Field(
+        default=2, ge=1, le=5,
+        description="Most judging rounds; a round after the first runs only when the model asks for more chunks.",
+    )
+    keep_unjudged: bool = Field(
+        default=False, description="After the relevant chunks, append the rest (True) or drop them (False)."
+    )
+    max_chunks: int = Field(
+        default=8, ge=1, le=50, description="Most chunks shown to the model per round; the rest count as unjudged."
+    )
+    chunk_chars: int = Field(
+        default=300, ge=40, le=4000, description="Characters of each chunk shown to the model (small context)."
+    )
+    max_tokens: int = Field(default=160, ge=16, le=2048, description="Most tokens in one reply.")
+    min_relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Relevance filter: the model rates each chunk 0-1 and a relevant chunk rated below this "
+        "is dropped (none: no ratings asked).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"min_relevance"}
+
+
+class RetrievalJudgeInfo(JudgeInfo):
+    """What ``RetrievalJudge`` declares; it subclasses this."""
+
+    name: ClassVar[str] = "retrieval"
+    role: ClassVar[str] = "refine"
+    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes", "history")
+    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
+    Params: ClassVar[type[RetrievalJudgeParams]] = RetrievalJudgeParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    @classmethod
+    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+        own = cast(RetrievalJudgeParams, params)  # final_depth checked it is cls.Params
+        # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
+        # keeps chunks from the max_chunks shown, and keep_unjudged appends the rest of the pool.
+        pool = depth + (own.max_iterations - 1) * top_k
+        return pool if own.keep_unjudged else min(pool, own.max_chunks)
+
+
+class QualityGateInfo(JudgeInfo):
+    """What ``QualityGate`` declares; it subclasses this."""
+
+    name: ClassVar[str] = "quality_gate"
+    role: ClassVar[str] = "gate"
+    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
+    outputs: ClassVar[tuple[str, ...]] = ("nodes", "quality")
+    Params: ClassVar[type[QualityGateParams]] = QualityGateParams
+    modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
