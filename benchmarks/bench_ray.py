@@ -131,6 +131,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=40, help="questions of the sample to ask (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dataset", type=Path, default=ROOT / "datasets" / "covidqa_sample",
+                        help="a SQuAD-format dataset folder (default: the bundled sample; a larger one shows "
+                             "the workers' fixed cost, their imports and model loads, spread over more work)")
     parser.add_argument("--artefacts", choices=["cold", "built"], default="cold",
                         help="cold: each executor builds chunk sets and indexes in its clock; built: they exist")
     parser.add_argument("--child-build", nargs=3, help=argparse.SUPPRESS)
@@ -140,7 +143,7 @@ def main() -> None:
         child_build(*args.child_build)
         return
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    data = grid(ROOT / "datasets" / "covidqa_sample", args.questions or None)
+    data = grid(args.dataset, args.questions or None)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         (workdir / "grid.json").write_text(json.dumps(data))
