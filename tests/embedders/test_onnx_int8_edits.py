@@ -35,7 +35,8 @@ def two_matmuls(path: Path) -> Path:
 
 
 def inputs() -> np.ndarray:
-    x = RNG.normal(size=(20, 64)).astype(np.float32)
+    # Its own generator: drawn from the shared one, the values would depend on the tests' order.
+    x = np.random.default_rng(11).normal(size=(20, 64)).astype(np.float32)
     x[:, 5] *= 40  # one outlier channel, as MiniLM's LayerNorm outputs have
     return x
 
@@ -61,10 +62,11 @@ def test_smoothing_keeps_the_product_and_moves_the_outlier_into_the_weights(tmp_
     before, after = run(fp32, x), run(smoothed, x)
     for expected, got in zip(before, after):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
-    # One Mul feeds both MatMuls, and the channel that was 40x the others is now within 2x of them.
+    # One Mul feeds both MatMuls, and the channel that was over 20x the others is now within 3x of them
+    # (alpha 0.8 leaves it 40^0.2, about 2.1x, times the weights' share).
     (scaled,) = run(smoothed, x, ["x_smoothed"])
     peaks = np.abs(scaled).max(axis=0)
-    assert peaks[5] < 2 * np.median(peaks) and np.abs(x).max(axis=0)[5] > 20 * np.median(np.abs(x).max(axis=0))
+    assert peaks[5] < 3 * np.median(peaks) and np.abs(x).max(axis=0)[5] > 20 * np.median(np.abs(x).max(axis=0))
 
 
 def test_smoothing_only_the_named_matmuls(tmp_path):
