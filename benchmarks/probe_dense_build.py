@@ -17,7 +17,6 @@ tracemalloc/memray are not used: most of the memory is native (LanceDB, Arrow). 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -28,23 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_scale import hashed_vectors  # the scale benchmark's stand-in vectors, so the probe builds what it builds
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DIM = 384
 
 
 def rss_mb() -> float:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
-
-
-def hashed_vectors(texts: list[str]) -> np.ndarray:
-    vectors = np.empty((len(texts), DIM), dtype=np.float32)
-    for row, text in enumerate(texts):
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        vectors[row] = np.random.default_rng(seed).standard_normal(DIM, dtype=np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def write_chunkset(path: Path, rows: int, window_rows: int) -> None:
