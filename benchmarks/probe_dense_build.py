@@ -32,7 +32,6 @@ from bench_scale import hashed_vectors  # the scale benchmark's stand-in vectors
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-
 def rss_mb() -> float:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
