@@ -47,13 +47,32 @@ def connect(root: Path) -> sqlite3.Connection:
     root.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(root / TABLE_FILE, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)  # shared by threads under RetrievalCache's lock
-    connection.execute("PRAGMA journal_mode=WAL")
+    _set_up_wal(connection)
     # No fsync per commit (WAL stays consistent; a power loss may only drop the last flushes,
     # which a cache recomputes), as the file-per-search layout did not fsync either.
     connection.execute("PRAGMA synchronous=NORMAL")
     connection.execute("CREATE TABLE IF NOT EXISTS retrievals "
                        "(key TEXT PRIMARY KEY, entry TEXT NOT NULL, written REAL NOT NULL)")
     return connection
+
+
+def _set_up_wal(connection: sqlite3.Connection) -> None:
+    """Switch ``connection``'s database to WAL, waiting for another process that is doing the same.
+
+    Changing the journal mode needs the database to itself, and SQLite answers "database is
+    locked" at once, without its busy timeout, while another process creates the file or switches
+    it too (two workers opening a fresh cache at the same moment), so we wait here ourselves."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
 
 class RetrievalCache:
