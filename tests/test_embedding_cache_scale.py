@@ -35,16 +35,20 @@ def _filled(tmp_path, n: int, batch: int) -> tuple[EmbeddingCache, list[str], np
     return cache, keys, vectors
 
 
-PATHS = {"filter": (0, 0), "key scan": (10**9, 0), "read all": (10**9, 10**9)}  # (SCAN_RATIO, READ_ALL_RATIO)
+# (SCAN_RATIO, READ_ALL_RATIO, SCAN_GROUP_ROWS); 333 keys tested at a time cross batch boundaries.
+PATHS = {"filter": (0, 0, None), "key scan": (10**9, 0, None), "key scan in small groups": (10**9, 0, 333),
+         "read all": (10**9, 10**9, None)}
 
 
 @pytest.fixture(params=list(PATHS))
 def lookup_path(request, monkeypatch) -> str:
     """A few keys are looked up by filtered queries, a good part of a table by one scan of its key
     column, most of it by reading it all: each lookup test runs all three ways."""
-    scan_ratio, read_all_ratio = PATHS[request.param]
+    scan_ratio, read_all_ratio, group_rows = PATHS[request.param]
     monkeypatch.setattr(EmbeddingCache, "SCAN_RATIO", scan_ratio)
     monkeypatch.setattr(EmbeddingCache, "READ_ALL_RATIO", read_all_ratio)
+    if group_rows is not None:
+        monkeypatch.setattr(EmbeddingCache, "SCAN_GROUP_ROWS", group_rows)
     return request.param
 
 
