@@ -57,7 +57,8 @@ class TextsInFiles(Protocol):
 
     def __len__(self) -> int: ...
 
-    def take(self, order: Sequence[int]) -> TextsInFiles: ...
+    def take(self, order: Sequence[int]) -> Sequence[str]:
+        """The texts at positions ``order``, still in their files (the same kind of sequence)."""
 
     def sha256s(self) -> Iterator[str]: ...
 
@@ -109,7 +110,11 @@ class DocumentRows(Sequence["Document"]):
 
     def sorted_by_id(self) -> DocumentRows:
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
-        texts = self._texts.take(order) if isinstance(self._texts, TextsInFiles) else [self._texts[i] for i in order]
+        texts: Sequence[str]
+        if isinstance(self._texts, TextsInFiles):
+            texts = self._texts.take(order)
+        else:
+            texts = [self._texts[i] for i in order]
         return DocumentRows([self._ids[i] for i in order], texts, [self._metadata[i] for i in order])
 
     @property

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from ragkit.atomic import write_json_atomic
@@ -293,7 +292,8 @@ class CorpusStore:
         """Corpus ``name`` with its texts left in the parsed files (``ParsedTexts``), read back a
         batch at a time; ids and metadata stay in memory (the labels ``label_records`` adds: about
         1.5 KB a document measured, most of it the 300-character description, plus any
-        page_starts/sections lists a parser made, about 0.1 KB a page or heading). Same documents and corpus_id as reading it whole."""
+        page_starts/sections lists a parser made, about 0.1 KB a page or heading). Same documents
+        and corpus_id as reading it whole."""
         return Corpus.from_documents(name, self._rows_in_files(self._require(name)))
 
     def _rows_in_files(self, manifest: Manifest) -> DocumentRows:
