@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
 
-from ragkit.corpus.jsonl_texts import JsonlTexts
 from ragkit.hashing import content_key_of_rows, text_sha256
 
 if TYPE_CHECKING:
@@ -49,6 +48,23 @@ def document_from_json(value: dict[str, Any]) -> Document:
     return make_document(value["doc_id"], value["text"], value.get("metadata"))
 
 
+@runtime_checkable
+class TextsInFiles(Protocol):
+    """Texts left in their files and read back a batch at a time when sliced: a dataset's
+    corpus.jsonl (``jsonl_texts.JsonlTexts``) or an ingested corpus's parsed files
+    (``parsed_texts.ParsedTexts``). Both keep the texts' digests from the scan until the corpus
+    key is made, so the key needs no second read."""
+
+    def __len__(self) -> int: ...
+
+    def take(self, order: Sequence[int]) -> Sequence[str]:
+        """The texts at positions ``order``, still in their files (the same kind of sequence)."""
+
+    def sha256s(self) -> Iterator[str]: ...
+
+    def forget_hashes(self) -> None: ...
+
+
 class DocumentRows(Sequence["Document"]):
     """Documents kept as their parts (id, text, metadata) and made into LlamaIndex Documents when
     read. A Document object costs about 2 KB beyond its text (a million short documents: about
@@ -57,8 +73,9 @@ class DocumentRows(Sequence["Document"]):
     ``metadata`` holds each document's metadata dict as made by ``make_document``, or None for
     the commonest one, ``{"doc_id": <id>}`` alone (a dataset row without a title).
 
-    ``texts`` is a list, or a sequence that reads them from their file when asked (``JsonlTexts``:
-    a dataset's corpus.jsonl keeps offsets, not texts); a slice of the rows holds its texts."""
+    ``texts`` is a list, or a sequence that reads them from their files when asked
+    (``TextsInFiles``: a dataset's corpus.jsonl keeps offsets, an ingested corpus the places in its
+    parsed files, not texts); a slice of the rows holds its texts."""
 
     __slots__ = ("_ids", "_metadata", "_texts")
 
@@ -93,7 +110,11 @@ class DocumentRows(Sequence["Document"]):
 
     def sorted_by_id(self) -> DocumentRows:
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
-        texts = self._texts.take(order) if isinstance(self._texts, JsonlTexts) else [self._texts[i] for i in order]
+        texts: Sequence[str]
+        if isinstance(self._texts, TextsInFiles):
+            texts = self._texts.take(order)
+        else:
+            texts = [self._texts[i] for i in order]
         return DocumentRows([self._ids[i] for i in order], texts, [self._metadata[i] for i in order])
 
     @property
@@ -160,9 +181,9 @@ class Corpus:
     def from_documents(cls, name: str, documents: Iterable[Document | DocumentRecord]) -> Corpus:
         ordered = DocumentRows.from_documents(documents).sorted_by_id()
         texts = ordered.texts
-        hashes = texts.sha256s() if isinstance(texts, JsonlTexts) else map(text_sha256, texts)
+        hashes = texts.sha256s() if isinstance(texts, TextsInFiles) else map(text_sha256, texts)
         key = content_key_of_rows("corpus", zip(ordered.ids, hashes))
-        if isinstance(texts, JsonlTexts):
+        if isinstance(texts, TextsInFiles):
             texts.forget_hashes()  # sorted_by_id made this copy: nothing else holds it
         return cls(name=name, corpus_id=key, documents=ordered)
 
