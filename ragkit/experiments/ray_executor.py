@@ -7,7 +7,9 @@ embedder of the indexes still to build on it (``ragkit.window_embedding``): the 
 embedded by several workers at once into the embedding cache, and the index steps of that
 (chunk set, embedder) pair, which wait for all of them, find every vector there. The vectors
 are the ones the in-process build computes (same texts in the same batches per window), and
-``chunks_embedded`` counts each vector once, as in-process. A chunk set of one window keeps its
+``chunks_embedded`` counts each vector once, as in-process. The index's "embed" stage row counts
+the window steps' seconds (summed over workers: CPU-side time, not wall) with the index step's own
+lookups, as the in-process row counts the whole embedding. A chunk set of one window keeps its
 single index step. A worker (``ray_worker.PlanWorker``) stays up for the
 whole execution, so ragkit's imports, the plan, the models, the opened indexes and each run's
 pipeline load once per worker, not once per task; the query vectors are computed by one worker
@@ -234,8 +236,16 @@ class WindowSteps:
         self.index_store = index_store
         self.index_steps = {s.index_id: s for s in plan.index_steps}
         self.queued = [step for step in steps if step.method == "build_index"]
+        self.waiting: dict[Hashable, list[Step]] = {}  # window step key -> the index steps waiting for it
 
     def __call__(self, step: Step, outcome: Any) -> list[Step]:
+        if step.method == "embed_window":
+            # Called before anything else is handed out, so the index steps (which wait for every
+            # window) go out with all their windows' seconds: their "embed" stage row counts them.
+            for index_step in self.waiting.pop(step.key, []):
+                index_id, compact, seconds = index_step.args
+                index_step.args = (index_id, compact, seconds + outcome["seconds"])
+            return []
         if step.method != "build_chunkset" or outcome["windows"] <= 1:
             return []
         chunkset_id = step.args[0]
@@ -251,7 +261,10 @@ class WindowSteps:
             windows += [Step(key, "embed_window", (waiting[0].args[0], key[3]), (step.key,)) for key in keys]
             for index_step in waiting:
                 index_step.needs = (*index_step.needs, *keys)
-                index_step.args = (index_step.args[0], True)  # compact the window steps' commits first
+                # Compact the window steps' commits first; the windows' seconds are added as they finish.
+                index_step.args = (index_step.args[0], True, 0.0)
+            for key in keys:
+                self.waiting[key] = waiting
         return windows
 
 

@@ -123,10 +123,12 @@ class PlanWorker:
         record_throughput(data_dir, "embedders", embedder_key, spec.type, added, seconds)
         return {"embedded": added, "seconds": seconds}
 
-    def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False) -> dict:
+    def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False,
+                    window_seconds: float = 0.0) -> dict:
         """Build (or find) one index once its chunk set exists; what it built and embedded.
         ``compact``: its vectors were appended by window steps, whose many small commits the
-        cache merges first (a build that embeds nothing itself would not)."""
+        cache merges first (a build that embeds nothing itself would not). ``window_seconds``:
+        those steps' seconds summed, counted in the index's "embed" stage row with its own."""
         self._steps_run += 1
         plan = self._fetch(plan_ref)
         report = ExecutionReport()
@@ -136,7 +138,10 @@ class PlanWorker:
             embedder_key = component_key(embedders, step.embedder)
             with content_lock(self.executor.data_dir, "embedder", embedder_key):
                 EmbeddingCache(self.executor.data_dir / "embeddings", embedder_key).compact()
+        if window_seconds:
+            self.executor.builds.embedded_before[index_id] = window_seconds
         self.executor.open_index(plan, step, report)
+        self.executor.builds.embedded_before.pop(index_id, None)  # found built: nothing to charge
         return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
                 "built_keys": sorted(self.executor.built_keys - before)}
 

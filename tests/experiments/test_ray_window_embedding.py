@@ -5,6 +5,7 @@ the in-process streamed build; the steps' wiring; nothing added for a chunk set 
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -106,6 +107,15 @@ def test_windows_embedded_on_several_workers_make_the_in_process_index(tmp_path,
         assert table.equals(local_tables[name], check_metadata=True), name  # the vectors byte for byte
     pd.testing.assert_frame_equal(scores(tmp_path / "ray"), scores(tmp_path / "local"))
 
+    # The index's "embed" stage row counts its window steps' seconds (each window recorded its own
+    # in the throughput measurement: the index step itself embedded nothing), not only its lookups.
+    from ragkit.experiments.throughput import read_throughput
+
+    [measured] = read_throughput(tmp_path / "ray-data")["embedders"].values()
+    [step] = plan.index_steps
+    timings = json.loads((derived / "steps" / f"{step.index_id}.json").read_text())
+    assert timings["embed"] >= measured.seconds > 0
+
 
 class ReadyIndexes:
     def __init__(self, ready=()):
@@ -153,9 +163,28 @@ def test_each_window_is_one_step_that_every_index_of_the_pair_waits_for(tmp_path
     by_index = {step.args[0]: step for step in steps if step.method == "build_index"}
     for index_id in (exact.index_id, twin.index_id):
         assert set(window_keys) <= set(by_index[index_id].needs)
-        assert by_index[index_id].args == (index_id, True)  # compacts the windows' commits first
+        assert by_index[index_id].args == (index_id, True, 0.0)  # compacts the windows' commits first
     other = next(s for s in plan.index_steps if s.chunkset_id != exact.chunkset_id)
     assert by_index[other.index_id].needs == (("chunkset", other.chunkset_id),)  # another chunk set: untouched
+
+
+@pytest.mark.unit
+def test_index_steps_go_out_with_their_windows_seconds_summed(tmp_path, monkeypatch):
+    """Each window step's seconds are added to every index step waiting for it (exact and ANN),
+    so the index's "embed" stage row counts the embedding done on other workers."""
+    from ragkit.experiments.ray_executor import WindowSteps
+
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    plan, steps, exact, twin = wiring(tmp_path)
+    expand = WindowSteps(plan, steps, ReadyIndexes())
+    added = expand(steps[0], {"built": True, "windows": 3})
+    for window, seconds in zip(added, (1.5, 0.25, 2.0)):
+        assert expand(window, {"embedded": 7, "seconds": seconds}) == []
+    assert expand(added[0], {"embedded": 0, "seconds": 9.0}) == []  # a step given back once counts once
+    by_index = {step.args[0]: step for step in steps if step.method == "build_index"}
+    assert by_index[exact.index_id].args == (exact.index_id, True, 3.75)
+    assert by_index[twin.index_id].args == (twin.index_id, True, 3.75)
 
 
 @pytest.mark.unit
