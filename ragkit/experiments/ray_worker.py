@@ -88,9 +88,10 @@ class PlanWorker:
             self._steps = {step.index_id: step for step in self.plan.index_steps}
         return self.plan
 
-    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str) -> dict:
-        """Build (or find) one chunk set: whether this call built it, and how many windows a
-        streamed index build of it embeds (1 when its index is built whole: nothing to share).
+    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str, window_rows: int) -> dict:
+        """Build (or find) one chunk set: whether this call built it, and how many windows of
+        ``window_rows`` (the driver's setting, not this worker's) a streamed index build of it
+        embeds (1 when its index is built whole: nothing to share).
         Its file only, as the in-process executor's index build reads it: a frame held here
         would make this worker build the index from the whole frame, in other batches."""
         self._steps_run += 1
@@ -98,13 +99,14 @@ class PlanWorker:
         report = ExecutionReport()
         path = self.executor.builds.chunkset_file(plan, chunkset_id, report)
         settings = get_settings()
-        streamed = settings.build_window_rows and chunkset_id not in self.executor.builds.loaded_chunksets
+        streamed = window_rows and chunkset_id not in self.executor.builds.loaded_chunksets
         # With shared artefacts an index may be fetched, not built: embedding its windows first would be waste.
-        windows = window_count(path, settings.build_window_rows) if streamed and not settings.shared_artefacts else 1
+        windows = window_count(path, window_rows) if streamed and not settings.shared_artefacts else 1
         return {"built": report.chunksets_built > 0, "windows": windows}
 
-    def embed_window(self, plan_ref: list[Any], index_id: str, number: int) -> dict:
-        """Embed window ``number`` of the chunk set of ``index_id`` with its embedder into the
+    def embed_window(self, plan_ref: list[Any], index_id: str, number: int, window_rows: int) -> dict:
+        """Embed window ``number`` (of ``window_rows``, the driver's setting: this worker's own
+        environment may say another) of the chunk set of ``index_id`` with its embedder into the
         embedding cache (``ragkit.window_embedding``); the vectors it added and its seconds."""
         self._steps_run += 1
         self._fetch(plan_ref)
@@ -117,7 +119,7 @@ class PlanWorker:
         data_dir = self.executor.data_dir
         added, seconds = embed_window(
             self.executor.components.embedder(spec),
-            chunkset_path(self.executor.derived_dir, step.chunkset_id), get_settings().build_window_rows, number,
+            chunkset_path(self.executor.derived_dir, step.chunkset_id), window_rows, number,
             EmbeddingCache(data_dir / "embeddings", embedder_key), get_settings().embed_batch_size,
             content_lock(data_dir, "embedder", embedder_key))
         record_throughput(data_dir, "embedders", embedder_key, spec.type, added, seconds)
