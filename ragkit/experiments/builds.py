@@ -53,6 +53,9 @@ class ArtefactBuilds:
         self._decisions: dict[str, list[dict]] = {}  # chunk set id -> Chunking Judge decisions
         self._chunkset_files: set[str] = set()  # chunk set ids whose file this process has made sure of
         self._built: set[str] = set()  # chunk set and index ids built by this execution (not cached)
+        # Index id -> seconds its vectors took in other steps (a Ray run's window steps): added to
+        # the index's "embed" stage, which would otherwise count only this build's cache lookups.
+        self.embedded_before: dict[str, float] = {}
         self._index_store = IndexStore(derived_dir / "lancedb")
         shared = get_settings().shared_artefacts
         self._shared = ArtefactSync(SharedArtefacts(shared), derived_dir, data_dir, self.step_record) \
@@ -247,6 +250,7 @@ class ArtefactBuilds:
                 timings["embed"] = time.perf_counter() - started
             report.chunks_embedded += embedded
             record_throughput(self.data_dir, "embedders", embedder_key, step.embedder.type, embedded, timings["embed"])
+            timings["embed"] += self.embedded_before.pop(step.index_id, 0.0)
         started = time.perf_counter()
 
         def record_build() -> None:
@@ -279,7 +283,8 @@ class ArtefactBuilds:
 
         def record_build() -> None:
             # Written before the index is published, so a published index always has its cost recorded.
-            timings = {"embed": tally.seconds} if step.embedder is not None else {}
+            before = self.embedded_before.pop(step.index_id, 0.0)
+            timings = {"embed": tally.seconds + before} if step.embedder is not None else {}
             timings["index"] = time.perf_counter() - started - tally.seconds
             write_json_atomic(self.step_record(step.index_id), timings)
 

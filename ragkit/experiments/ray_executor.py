@@ -7,7 +7,9 @@ embedder of the indexes still to build on it (``ragkit.window_embedding``): the 
 embedded by several workers at once into the embedding cache, and the index steps of that
 (chunk set, embedder) pair, which wait for all of them, find every vector there. The vectors
 are the ones the in-process build computes (same texts in the same batches per window), and
-``chunks_embedded`` counts each vector once, as in-process. A chunk set of one window keeps its
+``chunks_embedded`` counts each vector once, as in-process. The index's "embed" stage row counts
+the window steps' seconds (summed over workers: CPU-side time, not wall) with the index step's own
+lookups, as the in-process row counts the whole embedding. A chunk set of one window keeps its
 single index step. A worker (``ray_worker.PlanWorker``) stays up for the
 whole execution, so ragkit's imports, the plan, the models, the opened indexes and each run's
 pipeline load once per worker, not once per task; the query vectors are computed by one worker
@@ -133,7 +135,9 @@ class RayExecutor(LocalExecutor):
         plan's steps and commit each shard as it comes back; end the workers after."""
         report.runs_computed = len(todo)
         shards: dict[Hashable, tuple[PendingRun, list[Question]]] = {}
-        steps = plan_steps(plan, todo, shards)
+        # The driver's window size, handed to the workers with the steps: a worker's own environment
+        # (a Ray started before the variable was set, a remote cluster) must not cut other windows.
+        steps = plan_steps(plan, todo, shards, get_settings().build_window_rows)
         cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
         actor = ray.remote(num_cpus=1, max_restarts=TASK_RETRIES)(PlanWorker)
         plan_ref = ray.put(plan)  # fetched once per worker, on its first step (PlanWorker._fetch)
@@ -198,14 +202,15 @@ class RayExecutor(LocalExecutor):
 
 
 def plan_steps(plan: Plan, todo: list[PendingRun],
-               shards: dict[Hashable, tuple[PendingRun, list[Question]]]) -> list[Step]:
+               shards: dict[Hashable, tuple[PendingRun, list[Question]]], window_rows: int = 0) -> list[Step]:
     """The steps of what ``todo`` lacks, builds first: each chunk set and index once, the
     question texts once per embedder, then every (run, shard of questions); ``shards`` gets
-    what each shard step answers."""
+    what each shard step answers. ``window_rows``: the driver's streamed-build window, with
+    which a chunk set step counts its windows (and its window steps cut them)."""
     index_steps = {s.index_id: s for s in plan.index_steps}
     index_ids = list(dict.fromkeys(p.run.index_id for p in todo))
     chunkset_ids = list(dict.fromkeys(index_steps[i].chunkset_id for i in index_ids))
-    steps = [Step(("chunkset", cid), "build_chunkset", (cid,)) for cid in chunkset_ids]
+    steps = [Step(("chunkset", cid), "build_chunkset", (cid, window_rows)) for cid in chunkset_ids]
     query_keys: dict[str, str] = {}  # embedder key -> the first run using it
     for pending in todo:
         if pending.run.point.embedder is not None:
@@ -234,11 +239,19 @@ class WindowSteps:
         self.index_store = index_store
         self.index_steps = {s.index_id: s for s in plan.index_steps}
         self.queued = [step for step in steps if step.method == "build_index"]
+        self.waiting: dict[Hashable, list[Step]] = {}  # window step key -> the index steps waiting for it
 
     def __call__(self, step: Step, outcome: Any) -> list[Step]:
+        if step.method == "embed_window":
+            # Called before anything else is handed out, so the index steps (which wait for every
+            # window) go out with all their windows' seconds: their "embed" stage row counts them.
+            for index_step in self.waiting.pop(step.key, []):
+                index_id, compact, seconds = index_step.args
+                index_step.args = (index_id, compact, seconds + outcome["seconds"])
+            return []
         if step.method != "build_chunkset" or outcome["windows"] <= 1:
             return []
-        chunkset_id = step.args[0]
+        chunkset_id, window_rows = step.args
         pairs: dict[str, list[Step]] = {}  # embedder key -> the index steps waiting for its windows
         for index_step in self.queued:
             built = self.index_steps[index_step.args[0]]
@@ -248,10 +261,14 @@ class WindowSteps:
         windows: list[Step] = []
         for embedder_key, waiting in pairs.items():
             keys = [("embed", chunkset_id, embedder_key, number) for number in range(outcome["windows"])]
-            windows += [Step(key, "embed_window", (waiting[0].args[0], key[3]), (step.key,)) for key in keys]
+            windows += [Step(key, "embed_window", (waiting[0].args[0], key[3], window_rows), (step.key,))
+                        for key in keys]
             for index_step in waiting:
                 index_step.needs = (*index_step.needs, *keys)
-                index_step.args = (index_step.args[0], True)  # compact the window steps' commits first
+                # Compact the window steps' commits first; the windows' seconds are added as they finish.
+                index_step.args = (index_step.args[0], True, 0.0)
+            for key in keys:
+                self.waiting[key] = waiting
         return windows
 
 

@@ -88,9 +88,10 @@ class PlanWorker:
             self._steps = {step.index_id: step for step in self.plan.index_steps}
         return self.plan
 
-    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str) -> dict:
-        """Build (or find) one chunk set: whether this call built it, and how many windows a
-        streamed index build of it embeds (1 when its index is built whole: nothing to share).
+    def build_chunkset(self, plan_ref: list[Any], chunkset_id: str, window_rows: int) -> dict:
+        """Build (or find) one chunk set: whether this call built it, and how many windows of
+        ``window_rows`` (the driver's setting, not this worker's) a streamed index build of it
+        embeds (1 when its index is built whole: nothing to share).
         Its file only, as the in-process executor's index build reads it: a frame held here
         would make this worker build the index from the whole frame, in other batches."""
         self._steps_run += 1
@@ -98,13 +99,14 @@ class PlanWorker:
         report = ExecutionReport()
         path = self.executor.builds.chunkset_file(plan, chunkset_id, report)
         settings = get_settings()
-        streamed = settings.build_window_rows and chunkset_id not in self.executor.builds.loaded_chunksets
+        streamed = window_rows and chunkset_id not in self.executor.builds.loaded_chunksets
         # With shared artefacts an index may be fetched, not built: embedding its windows first would be waste.
-        windows = window_count(path, settings.build_window_rows) if streamed and not settings.shared_artefacts else 1
+        windows = window_count(path, window_rows) if streamed and not settings.shared_artefacts else 1
         return {"built": report.chunksets_built > 0, "windows": windows}
 
-    def embed_window(self, plan_ref: list[Any], index_id: str, number: int) -> dict:
-        """Embed window ``number`` of the chunk set of ``index_id`` with its embedder into the
+    def embed_window(self, plan_ref: list[Any], index_id: str, number: int, window_rows: int) -> dict:
+        """Embed window ``number`` (of ``window_rows``, the driver's setting: this worker's own
+        environment may say another) of the chunk set of ``index_id`` with its embedder into the
         embedding cache (``ragkit.window_embedding``); the vectors it added and its seconds."""
         self._steps_run += 1
         self._fetch(plan_ref)
@@ -117,16 +119,18 @@ class PlanWorker:
         data_dir = self.executor.data_dir
         added, seconds = embed_window(
             self.executor.components.embedder(spec),
-            chunkset_path(self.executor.derived_dir, step.chunkset_id), get_settings().build_window_rows, number,
+            chunkset_path(self.executor.derived_dir, step.chunkset_id), window_rows, number,
             EmbeddingCache(data_dir / "embeddings", embedder_key), get_settings().embed_batch_size,
             content_lock(data_dir, "embedder", embedder_key))
         record_throughput(data_dir, "embedders", embedder_key, spec.type, added, seconds)
         return {"embedded": added, "seconds": seconds}
 
-    def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False) -> dict:
+    def build_index(self, plan_ref: list[Any], index_id: str, compact: bool = False,
+                    window_seconds: float = 0.0) -> dict:
         """Build (or find) one index once its chunk set exists; what it built and embedded.
         ``compact``: its vectors were appended by window steps, whose many small commits the
-        cache merges first (a build that embeds nothing itself would not)."""
+        cache merges first (a build that embeds nothing itself would not). ``window_seconds``:
+        those steps' seconds summed, counted in the index's "embed" stage row with its own."""
         self._steps_run += 1
         plan = self._fetch(plan_ref)
         report = ExecutionReport()
@@ -136,7 +140,10 @@ class PlanWorker:
             embedder_key = component_key(embedders, step.embedder)
             with content_lock(self.executor.data_dir, "embedder", embedder_key):
                 EmbeddingCache(self.executor.data_dir / "embeddings", embedder_key).compact()
+        if window_seconds:
+            self.executor.builds.embedded_before[index_id] = window_seconds
         self.executor.open_index(plan, step, report)
+        self.executor.builds.embedded_before.pop(index_id, None)  # found built: nothing to charge
         return {"built": report.indexes_built > 0, "embedded": report.chunks_embedded,
                 "built_keys": sorted(self.executor.built_keys - before)}
 
