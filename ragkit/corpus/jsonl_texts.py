@@ -8,20 +8,20 @@ The file must not change while a corpus made from it is in use: its size and mod
 are taken when it is scanned and checked at every read, so a changed file stops the build with a
 one-line error instead of chunking texts that do not match the corpus key.
 
-A ``JsonlTexts`` pickles as the list of its texts (``__reduce__``): the Ray executor ships the
-plan, corpus included, to workers that may not see this file, so they get the texts as before.
+A ``JsonlTexts`` pickles as the list of its texts (``texts_on_disk.TextsOnDisk``): the Ray
+executor ships the plan, corpus included, to workers that may not see this file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
+from ragkit.corpus.texts_on_disk import TextsOnDisk
 from ragkit.errors import ConfigError
 
 _BOM = b"\xef\xbb\xbf"
@@ -48,79 +48,35 @@ def scan_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
                 yield line_no, start, line
 
 
-class JsonlTexts(Sequence[str]):
-    """The texts of chosen lines of one JSONL file, by position; ``read_text`` makes a line's text
-    (as the loader that scanned the file did). ``hashes`` are the texts' SHA-256 digests in the
-    same order (rows of 32 bytes), kept from the scan so the corpus key needs no second read."""
+class JsonlTexts(TextsOnDisk):
+    """The texts of chosen lines of one JSONL file, by position (their byte offsets are the
+    places); ``read_text`` makes a line's text (as the loader that scanned the file did)."""
 
-    __slots__ = ("_hashes", "_offsets", "_path", "_read_text", "_stamp")
+    __slots__ = ("_path", "_read_text", "_stamp")
 
     def __init__(self, path: Path, offsets: np.ndarray, read_text: Callable[[bytes], str],
                  stamp: tuple[int, int], hashes: np.ndarray | None = None) -> None:
-        if hashes is not None and len(hashes) != len(offsets):
-            raise ValueError(f"{len(offsets)} offsets and {len(hashes)} hashes must be as many")
-        self._path, self._offsets, self._read_text, self._stamp = Path(path), offsets, read_text, stamp
-        self._hashes = hashes
+        super().__init__(offsets, hashes)
+        self._path, self._read_text, self._stamp = Path(path), read_text, stamp
 
-    def __len__(self) -> int:
-        return len(self._offsets)
+    def _with(self, places: np.ndarray, hashes: np.ndarray | None) -> JsonlTexts:
+        return JsonlTexts(self._path, places, self._read_text, self._stamp, hashes)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
+    def _source(self) -> tuple[Any, ...]:
+        return self._path, self._stamp
 
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return self._read(self._offsets[index])
-        position = range(len(self._offsets))[index]  # negative positions, IndexError as a list's
-        return self._read(self._offsets[position:position + 1])[0]
-
-    def __iter__(self) -> Iterator[str]:
-        for start in range(0, len(self), 1_000):  # one open file per thousand texts, one batch held
-            yield from self[start:start + 1_000]
-
-    def take(self, order: Sequence[int]) -> JsonlTexts:
-        """The texts at positions ``order`` (a permutation or a selection), still in the file."""
-        positions = np.asarray(order, dtype=np.int64)
-        hashes = None if self._hashes is None else self._hashes[positions]
-        return JsonlTexts(self._path, self._offsets[positions], self._read_text, self._stamp, hashes)
-
-    def sha256s(self) -> Iterator[str]:
-        """Each text's SHA-256 (hex), in order: from the scan when kept, else read and hashed."""
-        if self._hashes is not None:
-            return (row.tobytes().hex() for row in self._hashes)
-        return (hashlib.sha256(text.encode("utf-8")).hexdigest() for text in self)
-
-    def forget_hashes(self) -> None:
-        """Drop the scan's digests (32 bytes a text) once the corpus key is made."""
-        self._hashes = None
-
-    def _read(self, offsets: np.ndarray) -> list[str]:
-        texts: list[str] = [""] * len(offsets)
-        if not len(offsets):
+    def _read(self, places: np.ndarray) -> list[str]:
+        texts: list[str] = [""] * len(places)
+        if not len(places):
             return texts
         with open(self._path, "rb") as handle:
             status = os.fstat(handle.fileno())
             if (status.st_size, status.st_mtime_ns) != self._stamp:
                 raise ConfigError(f"{self._path} changed while a corpus read from it was in use: run again")
-            for position in np.argsort(offsets, kind="stable"):  # file order: forward reads
-                handle.seek(int(offsets[position]))
+            for position in np.argsort(places, kind="stable"):  # file order: forward reads
+                handle.seek(int(places[position]))
                 texts[position] = self._read_text(handle.readline())
         return texts
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, JsonlTexts) and (self._path, self._stamp) == (other._path, other._stamp):
-            return bool(np.array_equal(self._offsets, other._offsets))
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # compared by content, like a list
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return list, (list(self),)
 
     def __repr__(self) -> str:
         return f"JsonlTexts({str(self._path)!r}, {len(self)} texts)"

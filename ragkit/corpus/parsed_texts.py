@@ -14,70 +14,39 @@ An imported entry (``CorpusStore.import_documents``) is one parsed file holding 
 so a batch of it reads the whole file. Nothing in ragkit writes one today (dataset corpora are
 read from their corpus.jsonl, ``JsonlTexts``); it stays correct, not fast, for large imports.
 
-A ``ParsedTexts`` pickles as the list of its texts (``__reduce__``), as ``JsonlTexts`` does: the
+A ``ParsedTexts`` pickles as the list of its texts, as ``JsonlTexts`` does (``TextsOnDisk``): the
 Ray executor ships the corpus to workers that may not see the data dir.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
+from ragkit.corpus.texts_on_disk import TextsOnDisk
 from ragkit.errors import ConfigError
 
 
-class ParsedTexts(Sequence[str]):
+class ParsedTexts(TextsOnDisk):
     """The texts at (file number, document number) ``places`` of parsed files ``paths``, whose
-    (size, mtime) ``stamps`` were taken when the files were read; ``hashes`` as ``JsonlTexts``'."""
+    (size, mtime) ``stamps`` were taken when the files were read."""
 
-    __slots__ = ("_hashes", "_paths", "_places", "_stamps")
+    __slots__ = ("_paths", "_stamps")
 
     def __init__(self, paths: list[Path], stamps: list[tuple[int, int]], places: np.ndarray,
                  hashes: np.ndarray | None = None) -> None:
-        if hashes is not None and len(hashes) != len(places):
-            raise ValueError(f"{len(places)} places and {len(hashes)} hashes must be as many")
-        self._paths, self._stamps, self._places, self._hashes = paths, stamps, places, hashes
+        super().__init__(places, hashes)
+        self._paths, self._stamps = paths, stamps
 
-    def __len__(self) -> int:
-        return len(self._places)
+    def _with(self, places: np.ndarray, hashes: np.ndarray | None) -> ParsedTexts:
+        return ParsedTexts(self._paths, self._stamps, places, hashes)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return self._read(self._places[index])
-        position = range(len(self._places))[index]  # negative positions, IndexError as a list's
-        return self._read(self._places[position:position + 1])[0]
-
-    def __iter__(self) -> Iterator[str]:
-        for start in range(0, len(self), 1_000):  # each file once per thousand texts, one batch held
-            yield from self[start:start + 1_000]
-
-    def take(self, order: Sequence[int]) -> ParsedTexts:
-        """The texts at positions ``order`` (a permutation or a selection), still in their files."""
-        positions = np.asarray(order, dtype=np.int64)
-        hashes = None if self._hashes is None else self._hashes[positions]
-        return ParsedTexts(self._paths, self._stamps, self._places[positions], hashes)
-
-    def sha256s(self) -> Iterator[str]:
-        """Each text's SHA-256 (hex), in order: from the load when kept, else read and hashed."""
-        if self._hashes is not None:
-            return (row.tobytes().hex() for row in self._hashes)
-        return (hashlib.sha256(text.encode("utf-8")).hexdigest() for text in self)
-
-    def forget_hashes(self) -> None:
-        """Drop the load's digests (32 bytes a text) once the corpus key is made."""
-        self._hashes = None
+    def _source(self) -> tuple[Any, ...]:
+        return self._paths, self._stamps
 
     def _read(self, places: np.ndarray) -> list[str]:
         texts: list[str] = [""] * len(places)
@@ -103,18 +72,6 @@ class ParsedTexts(Sequence[str]):
             raise ConfigError(f"{path} changed while a corpus read from it was in use: ingest its source file again")
         documents: list[dict[str, Any]] = json.loads(raw)["documents"]
         return documents
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ParsedTexts) and (self._paths, self._stamps) == (other._paths, other._stamps):
-            return bool(np.array_equal(self._places, other._places))
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(self) == len(other) and list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # compared by content, like a list
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return list, (list(self),)
 
     def __repr__(self) -> str:
         return f"ParsedTexts({len(self._paths)} files, {len(self)} texts)"
