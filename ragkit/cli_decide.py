@@ -79,7 +79,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ragkit.analysis.regression import run_gate
 
     text, code = run_gate(as_location(args.baseline), as_location(args.new), args.fail_if, args.allow_different,
-                          args.format)
+                          args.format, args.allow_partial)
     print(text, end="")
     sys.stdout.flush()
     return code
@@ -91,7 +91,8 @@ def _cmd_slices(args: argparse.Namespace) -> int:
     from ragkit.analysis.json_rows import json_records
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.report import default_metrics
-    from ragkit.analysis.slices import sliced, to_text
+    from ragkit.analysis.comparison import holm_family
+    from ragkit.analysis.slices import FAMILIES_OVER_SLICES, sliced, to_text
 
     results = load_results(as_location(args.results))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else \
@@ -99,7 +100,8 @@ def _cmd_slices(args: argparse.Namespace) -> int:
     result = sliced(results, metrics, args.by, pairs=not args.no_detail)
     if args.format == "json":
         print(json.dumps({"column": result.column, "sizes": result.sizes.to_dict(),
-                          "family": "Holm over every comparison row of every slice",
+                          "family": FAMILIES_OVER_SLICES,
+                          "families": holm_family(result.comparisons),
                           "means": json_records(result.means),
                           "comparisons": json_records(result.comparisons)}, indent=1))
     else:
@@ -137,6 +139,9 @@ def register(sub) -> None:
                          help="fail when new - baseline is significantly below T (or above, with >); repeatable")
     compare.add_argument("--allow-different", action="store_true",
                          help="compare even when question sets, corpora or LLMs differ (they are listed)")
+    compare.add_argument("--allow-partial", action="store_true",
+                         help="compare even when a new run was asked fewer questions than its baseline run (a run "
+                              "that stopped short), on the questions both were asked")
     compare.add_argument("--format", default="text", choices=["text", "json"])
     compare.set_defaults(func=_cmd_compare)
 

@@ -18,8 +18,10 @@ Report, summary, export and dashboard all call this module; what makes its numbe
   better by crashing; ``signs_disagree`` flags a row whose two differences point opposite ways.
 - **The unit is named.** Intervals and p-values treat the question's source document as the
   independent draw (``unit``), see ``statistics``.
-- **One family each.** ``p_holm`` is Holm over the ``p`` of every row returned, ``strict_p_holm``
-  over their ``strict_p``: ask for exactly the rows shown (``holm_family`` describes it).
+- **Families by the question asked** (``families``): per metric, the factor rows form one family
+  and the pairs another; a row's ``p`` and ``strict_p`` are two tests of its family (one where
+  they are the same test), Holm over the family (``p_holm``, ``strict_p_holm``), with a
+  simultaneous interval beside the unadjusted one (``sim_ci_*``); ``holm_family`` describes it.
 - **One answer per factor, against a reference fixed in advance.** ``factor`` rows compare each
   level (``level_b``) with the factor's *reference* (``level_a``): the baseline the experiment
   names (``baseline:`` in its YAML, or ``ragkit report --baseline``), else the factor's first
@@ -44,6 +46,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ragkit.analysis import families
 from ragkit.analysis import matrices as score_matrices
 from ragkit.analysis import statistics
 from ragkit.analysis.differences import CASE_COUNTS, pair_differences, question_means, with_stats
@@ -60,8 +63,10 @@ PAIR_BLOCK = 512
 MARGINAL = "factor"
 COLUMNS = [
     "kind", "factor", "level_a", "level_b", "run_a", "run_b", "settings", "metric", "metric_compared", "depth",
-    "unit", "n", "n_units", *CASE_COUNTS, "diff", "ci_low", "ci_high", "p", "p_holm", "p_note",
-    "n_strict", "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_holm", "strict_p_note",
+    "unit", "n", "n_units", *CASE_COUNTS, "diff", "se", "df", "ci_low", "ci_high", "sim_ci_low", "sim_ci_high", "p",
+    "p_holm", "p_note", "n_strict", "strict_diff", "strict_se", "strict_df", "strict_ci_low", "strict_ci_high",
+    "strict_sim_ci_low", "strict_sim_ci_high", "strict_p", "strict_p_holm", "strict_p_note", "family",
+    "family_tests",
     "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
 ]
 # Why a factor's reference level is what it is (``Reference.source``).
@@ -345,40 +350,31 @@ def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame({column: pd.Series(dtype="object") for column in COLUMNS})
     table = pd.concat(frames, ignore_index=True)
-    table["p_holm"] = np.nan
-    table["strict_p_holm"] = np.nan
+    for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "strict_sim_ci_low",
+                   "strict_sim_ci_high", "family_tests"):
+        table[column] = np.nan
+    table["family"] = None
     return table[COLUMNS]
 
 
-def with_holm(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with p_holm over the p of all its rows and strict_p_holm over their strict_p: each
-    family is exactly what is shown (``holm_family``)."""
-    if not len(table):
-        return table.assign(p_holm=[], strict_p_holm=[])
-    return table.assign(p_holm=statistics.holm(table["p"].to_numpy(dtype="float64")),
-                        strict_p_holm=statistics.holm(table["strict_p"].to_numpy(dtype="float64")))
+def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA) -> pd.DataFrame:
+    """``table`` with each row's family, Holm p and simultaneous intervals (``families``): the
+    family is decided by the row's kind and metric, so any subset of a family's rows given here
+    whole gets the same numbers as the family in any other view."""
+    return families.with_families(table, alpha)
 
 
 def holm_family(table: pd.DataFrame) -> dict:
-    """What the Holm correction of ``table`` (``with_holm``) ran over: its rows by kind, metrics,
-    and how many rows had a p (tested; a row without one is not in the count), for the difference
-    over scored questions and for the strict one."""
-    kinds = table["kind"].astype(str).value_counts() if len(table) else pd.Series(dtype="int64")
-    return {
-        "rows": len(table),
-        "rows_by_kind": {str(kind): int(count) for kind, count in kinds.items()},
-        "metrics": [str(m) for m in dict.fromkeys(table["metric"].tolist())] if len(table) else [],
-        "tested": int(table["p"].notna().sum()) if len(table) else 0,
-        "strict_tested": int(table["strict_p"].notna().sum()) if len(table) else 0,
-        "rule": "Holm step-down, p over scored questions and strict p as two separate families, each over the "
-                "rows with a p among the rows listed",
-    }
+    """What the Holm correction of ``table`` (``with_holm``) ran over: per family its rows and
+    tests (a row without a p is not a test), and the rule."""
+    return families.describe(table)
 
 
 def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair_rows: bool = True,
             depth_rule: DepthRule = "common", baselines: Mapping[str, object] | None = None) -> pd.DataFrame:
     """Factor effects (each level vs its factor's reference) and/or every single-factor pair, for
-    ``metrics``, Holm-corrected as one family over all rows returned (one for p, one for strict_p)."""
+    ``metrics``, Holm-corrected within each family (``families``: per kind and metric, the same
+    whatever else is asked)."""
     comparer = Comparer(results, depth_rule, baselines)
     parts = []
     if factor_rows:

@@ -124,15 +124,17 @@ def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units:
                unit: str) -> pd.DataFrame:
     """``rows`` with each comparison's statistics: for ``diffs`` (questions x rows, over scored
     questions) and ``strict`` (over asked questions, failures at the failure value) each its mean,
-    cluster-robust CI, p and the reason a p is missing; questions won, tied and lost; units in
-    favour of each side; whether the two differences disagree in sign."""
+    standard error and degrees of freedom (CR2, Bell-McCaffrey), CI, p and the reason a p is
+    missing; questions won, tied and lost; units in favour of each side; whether the two
+    differences disagree in sign."""
     column = statistics.column_stats(diffs, units)
     strict_column = statistics.column_stats(strict, units)
     present = ~np.isnan(diffs)
     return rows.assign(
-        unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, ci_low=column.ci_low,
-        ci_high=column.ci_high, p=column.p_value, p_note=column.p_note,
-        n_strict=strict_column.n, strict_diff=strict_column.mean, strict_ci_low=strict_column.ci_low,
+        unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, se=column.se, df=column.df,
+        ci_low=column.ci_low, ci_high=column.ci_high, p=column.p_value, p_note=column.p_note,
+        n_strict=strict_column.n, strict_diff=strict_column.mean, strict_se=strict_column.se,
+        strict_df=strict_column.df, strict_ci_low=strict_column.ci_low,
         strict_ci_high=strict_column.ci_high, strict_p=strict_column.p_value, strict_p_note=strict_column.p_note,
         signs_disagree=signs_disagree(column.mean, strict_column.mean),
         wins=(present & (np.nan_to_num(diffs) > 0)).sum(axis=0), ties=(present & (diffs == 0)).sum(axis=0),

@@ -23,11 +23,15 @@ COUNTS = {
 
 
 def holm_note(family: dict) -> str:
-    """The Holm family in words: how many comparisons had a p and were corrected together."""
-    kinds = ", ".join(f"{count} {kind} rows" for kind, count in family["rows_by_kind"].items()) or "no rows"
-    return (f"p (Holm): corrected over the {family['tested']} comparisons with a p of the {family['rows']} "
-            f"rows in this report ({kinds}; metrics {', '.join(family['metrics']) or '-'}); strict p (Holm) over "
-            f"the {family['strict_tested']} with a strict p, as a family of its own.")
+    """The families in words (``families.describe``): which comparisons were corrected together,
+    how many tests each, and what the simultaneous intervals are."""
+    listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"
+    return (f"p (Holm): Holm within each family ({listed}). Families are fixed by the question asked, not by "
+            "what is shown: per metric, the factor table's rows; per metric, the single-factor pairs. A row's "
+            "difference and strict difference are two tests of its family (one when no question failed); rows "
+            "without a p (e.g. identical on every question) are not tested. sim. CI: simultaneous 95% interval "
+            "of the family (Bonferroni, level 1 - 0.05 / tests): one that excludes 0 always has p (Holm) < 0.05; "
+            "CI: the comparison alone.")
 
 
 def reference_line(references) -> str:

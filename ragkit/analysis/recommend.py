@@ -16,7 +16,9 @@ The rules, in order:
    common depth unless ``depth_rule="asked"``, the unit resampled named). The family is exactly
    these runners-up, two tests each: the engine's difference over the questions both scored, and
    the strict difference over every question both were asked (a failure as the worst value, as in
-   rule 2; its own CI and p, cluster-robust over the same unit), Holm over all of these tests. A
+   rule 2; its own CI and p, cluster-robust over the same unit), Holm over all of these tests
+   (``families``: one test where the two are the same; a row identical on every question is not
+   tested, and is not worse). A
    runner-up is *not significantly worse* unless one of its two differences from the best is in
    the worse direction with p (Holm) < ``alpha``.
 4. **Pareto front** over quality (the mean of rule 2), latency and cost among the eligible runs
@@ -36,7 +38,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.analysis import statistics
 from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
@@ -74,9 +75,10 @@ class Recommendation:
 
     @property
     def family(self) -> str:
-        return (f"Holm over the {2 * len(self.comparisons)} tests (difference over the questions both scored, and "
-                f"strict difference) of the {len(self.comparisons)} other eligible runs against the best on "
-                f"{self.params.metric}")
+        tests = int(self.comparisons["family_tests"].max()) if len(self.comparisons) else 0
+        return (f"Holm over the {tests} tests (difference over the questions both scored, and strict difference, "
+                f"once where no question failed; rows identical on every question untested) of the "
+                f"{len(self.comparisons)} other eligible runs against the best on {self.params.metric}")
 
     def label(self, run_id: str) -> str:
         return str(self.runs.set_index("run_id").at[run_id, "label"])
@@ -176,11 +178,7 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
                           "value_a": table.set_index("run_id").at[best, "label"],
                           "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
     # The engine gives each pair the strict difference's own CI and p (a failure as the worst value).
-    comparisons = comparer.pair_comparisons([params.metric], pairs)
-    p_all = np.concatenate([comparisons["p"].to_numpy(dtype="float64"),
-                            comparisons["strict_p"].to_numpy(dtype="float64")])
-    adjusted = statistics.holm(p_all)
-    comparisons = comparisons.assign(p_holm=adjusted[:len(comparisons)], strict_p_holm=adjusted[len(comparisons):])
+    comparisons = with_holm(comparer.pair_comparisons([params.metric], pairs), alpha=params.alpha)
     direction = better_direction(params.metric)
     worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
              | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))

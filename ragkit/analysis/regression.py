@@ -27,17 +27,28 @@ pair, the per-question difference new - baseline is significantly below T; ``MET
 lower-is-better rate) when it is significantly above T. The difference is the strict one, over
 every question both runs were asked, a failed question counting as the metric's worst value
 (``names.failure_value``), so a new version does not pass by crashing. Significance: a one-sided
-cluster-robust t test of the mean difference against T (H0: mean >= T for ``<``), over the
-question's source documents as the unit (``statistics.column_stats``), Holm-adjusted over every
-pair and condition checked, failing when p (Holm) < alpha (0.05). Equivalently, for one pair, the
-one-sided 95% upper bound of the difference is below T.
+cluster-robust t test (CR2, Bell-McCaffrey df) of the mean difference against T (H0: mean >= T
+for ``<``), over the question's source documents as the unit (``statistics.column_stats``),
+Holm-adjusted over every pair and condition with a p, failing when p (Holm) < alpha (0.05).
+Equivalently, for one pair, the one-sided 95% upper bound of the difference is below T.
+
+**No spread, one rule** (``one_sided``): where the shifted differences have no spread between
+units (every question moved by the same amount, or every document's mean by the same amount while
+questions inside vary) there is no t statistic; the mean's side of the threshold decides (p 0
+beyond it, 1 not), so the same shift gets the same verdict either way. A pair with fewer than two
+units has no verdict: it is shown UNTESTED, is not among the tests Holm counts, and without a
+regression elsewhere the gate exits 2.
+
+**Like with like.** A new run asked fewer questions of a condition's metric than its baseline run
+(a run that stopped short) is refused (exit 2, naming the run and both counts) unless
+``allow_partial``; then it is compared on the questions both were asked, and the text says so.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -216,10 +227,23 @@ class GateResult:
     differences: list[str]
     rows: pd.DataFrame  # per pair x condition: label, means, strict diff, CI, one-sided p, p_holm, regressed
     alpha: float
+    partial: list[str] = field(default_factory=list)  # new runs asked fewer questions (allowed)
+
+    @property
+    def tests(self) -> int:
+        """Tests the Holm correction ran over: the rows with a p (a pair with one unit has none)."""
+        return int(self.rows["p_one_sided"].notna().sum())
+
+    @property
+    def untested(self) -> int:
+        return len(self.rows) - self.tests
 
     @property
     def exit_code(self) -> int:
-        return FAIL if bool(self.rows["regressed"].any()) else PASS
+        """1 on a regression; else 2 when some pair could not be tested (no verdict); else 0."""
+        if bool(self.rows["regressed"].any()):
+            return FAIL
+        return REFUSE if self.untested else PASS
 
 
 def _combined(baseline: Results, new: Results, pairs: pd.DataFrame, metrics: list[str]) -> Results:
@@ -241,10 +265,38 @@ def _combined(baseline: Results, new: Results, pairs: pd.DataFrame, metrics: lis
                    pd.concat(scores, ignore_index=True), questions=questions)
 
 
+def partial_runs(pairs: pd.DataFrame, asked: np.ndarray, base_at: np.ndarray, new_at: np.ndarray,
+                 metric: str) -> list[str]:
+    """Each new run asked fewer questions of ``metric`` than its baseline run, one sentence each
+    (``asked``: questions x runs of the combined matrices)."""
+    n_base, n_new = asked[:, base_at].sum(axis=0), asked[:, new_at].sum(axis=0)
+    return [f"new run {pair.new_run} ({pair.label}) was asked {int(new)} of the {int(base)} questions its baseline "
+            f"run {pair.base_run} was asked on {metric}"
+            for pair, base, new in zip(pairs.itertuples(), n_base, n_new) if new < base]
+
+
+def one_sided(column: statistics.ColumnStats, op: str) -> tuple[np.ndarray, np.ndarray]:
+    """(one-sided p, the rule that decided it) of the shifted differences' mean against 0: below 0
+    for ``<``, above for ``>``. The t test where it has a p; where the differences have no spread
+    between units (``ZERO_SE_RULE``, every question moved alike or every document's mean alike) or
+    are all exactly at the threshold, the mean's side decides: p 0 beyond the threshold, 1 not
+    (the same verdict for the same shift whether or not questions vary inside documents). NaN
+    (no verdict) with fewer than two units."""
+    beyond = column.mean < 0 if op == "<" else column.mean > 0
+    # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
+    p_one = np.where(beyond, column.p_value / 2, 1 - column.p_value / 2)
+    flat = (column.n_units >= 2) & np.isnan(column.p_value)
+    p_one = np.where(flat, np.where(beyond, 0.0, 1.0), p_one)
+    how = np.where(flat, "no spread between units: the mean's side decides",
+                   np.where(np.isnan(p_one), column.p_note.astype(str), "t test"))
+    return p_one, how
+
+
 def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_different: bool = False,
-         alpha: float = 0.05) -> GateResult:
-    """The gate of the module docstring; a ConfigError when the folders differ (unless allowed),
-    a condition names an unscored metric, or no run pairs."""
+         alpha: float = 0.05, allow_partial: bool = False) -> GateResult:
+    """The gate of the module docstring; a ConfigError when the folders differ (unless allowed), a
+    new run was asked fewer questions than its baseline (unless ``allow_partial``), a condition
+    names an unscored metric, or no run pairs."""
     scored = set(baseline.metric_names) & set(new.metric_names)
     for condition in conditions:
         if condition.metric not in scored:
@@ -266,6 +318,11 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     positions = pd.Index(matrices.run_ids)
     base_at = positions.get_indexer("base:" + pairs["base_run"])
     new_at = positions.get_indexer("new:" + pairs["new_run"])
+    partial = [line for metric in metrics for line in partial_runs(pairs, matrices.get(metric)[1], base_at, new_at,
+                                                                   metric)]
+    if partial and not allow_partial:
+        raise ConfigError("a new run stopped short: " + "; ".join(partial)
+                          + ". Add --allow-partial to compare on the questions both were asked")
     frames = []
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
@@ -275,26 +332,22 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         diffs = np.where(both, strict[:, new_at] - strict[:, base_at], np.nan)
         # At 90%, the interval's bound on the side tested is the one-sided 95% bound of the rule.
         column = statistics.column_stats(diffs - condition.threshold, units, confidence=1 - 2 * alpha)
-        below = column.mean < 0 if condition.op == "<" else column.mean > 0
-        # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
-        p_one = np.where(below, column.p_value / 2, 1 - column.p_value / 2)
-        # Every question moved by exactly the same amount: no spread, so no t statistic; the
-        # data say it plainly (a sure regression, or none), whatever the t test gives for 0/0.
-        with np.errstate(invalid="ignore"):
-            flat = (column.n_units >= 2) & (np.nanmax(diffs, axis=0) == np.nanmin(diffs, axis=0))
-        p_one = np.where(flat, np.where(below, 0.0, 1.0), p_one)
+        p_one, how = one_sided(column, condition.op)
+        counted = both.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a pair with no question in common: NaN means
+            means = [np.where(counted > 0, np.where(both, strict[:, at], 0.0).sum(axis=0) / counted, np.nan)
+                     for at in (base_at, new_at)]
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
-            "condition": str(condition), "n": column.n, "n_units": column.n_units,
-            "baseline": np.nanmean(np.where(both, strict[:, base_at], np.nan), axis=0),
-            "new": np.nanmean(np.where(both, strict[:, new_at], np.nan), axis=0),
+            "condition": str(condition), "n": column.n, "n_units": column.n_units, "df": column.df,
+            "baseline": means[0], "new": means[1],
             "diff": column.mean + condition.threshold, "ci_low": column.ci_low + condition.threshold,
-            "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one,
+            "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one, "decided_by": how,
         }))
     rows = pd.concat(frames, ignore_index=True)
     rows["p_holm"] = statistics.holm(rows["p_one_sided"].to_numpy(dtype="float64"))
     rows["regressed"] = rows["p_holm"] < alpha
-    return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha)
+    return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
 def selection_differences(runs: pd.DataFrame) -> list[str]:
@@ -324,23 +377,26 @@ def selection_differences(runs: pd.DataFrame) -> list[str]:
 
 
 def run_gate(baseline_dir: str | Path, new_dir: str | Path, conditions: list[str], allow_different: bool = False,
-             fmt: str = "text") -> tuple[str, int]:
+             fmt: str = "text", allow_partial: bool = False) -> tuple[str, int]:
     """(what to print, exit code) for `ragkit compare`."""
     if fmt not in ("text", "json"):
         raise ConfigError(f"unknown format '{fmt}'. Valid formats: text, json")
     if not conditions:
         raise ConfigError("give at least one --fail-if condition, e.g. --fail-if \"ndcg@10 < -0.02\"")
     parsed = [FailIf.parse(text) for text in conditions]
-    result = gate(load_results(baseline_dir), load_results(new_dir), parsed, allow_different)
+    result = gate(load_results(baseline_dir), load_results(new_dir), parsed, allow_different,
+                  allow_partial=allow_partial)
     return (to_json(result) if fmt == "json" else to_text(result)), result.exit_code
 
 
 def to_json(result: GateResult) -> str:
     return json.dumps({
         "conditions": [str(c) for c in result.conditions], "alpha": result.alpha,
-        "rule": "one-sided cluster-robust t of the strict difference new - baseline against the threshold, "
-                "Holm over every pair and condition",
-        "differences_allowed": result.differences, "unpaired_baseline_runs": result.unpaired_base,
+        "rule": "one-sided cluster-robust t (CR2, Bell-McCaffrey df) of the strict difference new - baseline "
+                "against the threshold, Holm over every pair and condition with a p; no spread between units: "
+                "the mean's side decides",
+        "tests": result.tests, "untested": result.untested,
+        "differences_allowed": result.differences, "partial_runs_allowed": result.partial, "unpaired_baseline_runs": result.unpaired_base,
         "unpaired_new_runs": result.unpaired_new, "regressed": bool(result.rows["regressed"].any()),
         "rows": json_records(result.rows),
     }, indent=1) + "\n"
@@ -348,17 +404,26 @@ def to_json(result: GateResult) -> str:
 
 def to_text(result: GateResult) -> str:
     lines = [f"{len(result.pairs)} run pair(s); strict difference new - baseline (a failure counts as the worst "
-             f"value); one-sided test against the threshold, Holm over {len(result.rows)} test(s), alpha "
-             f"{result.alpha:g}; [90% CI]:"]
+             f"value); one-sided test against the threshold, Holm over the {result.tests} test(s) with a p"
+             + (f" ({result.untested} without: see below)" if result.untested else "")
+             + f", alpha {result.alpha:g}; [90% CI]:"]
     for row in result.rows.itertuples():
-        verdict = "REGRESSED" if row.regressed else "ok"
+        verdict = "REGRESSED" if row.regressed else ("UNTESTED" if np.isnan(row.p_one_sided) else "ok")
+        spread = "" if row.decided_by == "t test" else f" ({row.decided_by})"
         lines.append(f"  {verdict:9} {row.label} [{row.condition}]: {row.baseline:.3f} -> {row.new:.3f}, "
                      f"diff {row.diff:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], p (one-sided) "
-                     f"{row.p_one_sided:.3g}, p (Holm) {row.p_holm:.3g}, n {row.n}")
+                     f"{row.p_one_sided:.3g}, p (Holm) {row.p_holm:.3g}, n {row.n} in {row.n_units} units{spread}")
     for what in result.differences:
+        lines.append(f"  warning (allowed): {what}")
+    for what in result.partial:
         lines.append(f"  warning (allowed): {what}")
     if result.unpaired_base or result.unpaired_new:
         lines.append(f"  not compared: {len(result.unpaired_base)} baseline and {len(result.unpaired_new)} new "
                      "run(s) without a partner")
-    lines.append("regression: exit 1" if result.exit_code == FAIL else "no significant regression")
+    if result.exit_code == FAIL:
+        lines.append("regression: exit 1")
+    elif result.exit_code == REFUSE:
+        lines.append(f"no verdict: {result.untested} comparison(s) could not be tested (exit 2)")
+    else:
+        lines.append("no significant regression")
     return "\n".join(lines) + "\n"

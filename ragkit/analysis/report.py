@@ -10,8 +10,9 @@ Three parts, in reading order:
 2. **Configurations**: each run's mean per metric with its interval and scored/failed counts.
 3. **Single-factor pairs** (unless ``detail=False``): every pair of runs differing in one factor.
 
-Every comparison shown is in one Holm family (one for p, one for strict p), described by
-``holm_family``. Where any question failed, the strict difference (a failure scoring the failure
+Every comparison's Holm p and simultaneous interval come from its family (``families``: per
+metric, the factor rows; per metric, the pairs), described by ``holm_family``: the same numbers
+with and without the pairs (``detail=False``) or other metrics beside it. Where any question failed, the strict difference (a failure scoring the failure
 value) leads. JSON carries the same rows with every number at full precision (no rounding): per
 comparison the engine's columns (``comparison.COLUMNS``), with ``references`` (each factor's
 reference level and why), ``partial_runs`` (runs not asked every question), ``holm_family`` and
@@ -173,15 +174,22 @@ def has_failures(rows: pd.DataFrame) -> bool:
 
 
 def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str, object]:
-    """The strict and the over-scored difference with interval and Holm p, the strict one first
-    when ``lead_strict``, and whether they disagree in sign."""
+    """The strict and the over-scored difference, each with its interval alone (CI), its
+    simultaneous interval over its family (sim. CI) and Holm p, the strict one first when
+    ``lead_strict``, and whether they disagree in sign."""
     def cells(prefix: str) -> list[str]:
         low, high = rows[f"{prefix}ci_low"], rows[f"{prefix}ci_high"]
         return [f"{_number(d, signed=True)} {_interval(lo, hi, signed=True)}"
                 for d, lo, hi in zip(rows[f"{prefix}diff"], low, high)]
 
-    strict = {f"strict Δ ({label})": cells("strict_"), "strict p (Holm)": rows["strict_p_holm"].map(_p)}
-    scored = {f"Δ over scored ({label})": cells(""), "p (Holm)": rows["p_holm"].map(_p)}
+    def simultaneous(prefix: str) -> list[str]:
+        return [_interval(lo, hi, signed=True) for lo, hi in zip(rows[f"{prefix}sim_ci_low"],
+                                                                 rows[f"{prefix}sim_ci_high"])]
+
+    strict = {f"strict Δ ({label}) [CI]": cells("strict_"), "strict sim. CI": simultaneous("strict_"),
+              "strict p (Holm)": rows["strict_p_holm"].map(_p)}
+    scored = {f"Δ over scored ({label}) [CI]": cells(""), "sim. CI": simultaneous(""),
+              "p (Holm)": rows["p_holm"].map(_p)}
     ordered = {**strict, **scored} if lead_strict else {**scored, **strict}
     return {**ordered, "signs": np.where(rows["signs_disagree"].astype(bool), "DISAGREE", "")}
 

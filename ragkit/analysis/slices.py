@@ -5,8 +5,11 @@ A *slice* is the questions sharing one value of a column of the ``questions`` ta
 in no slice. Within a slice, everything is what the engine computes on those questions alone:
 per-run means with their cluster-robust CIs (``means.metric_means``), and the comparison rows
 (``Comparer.factor_effects`` and ``pair_comparisons``) with theirs, the unit resampled named as
-everywhere. **One family**: p (Holm) is adjusted over every comparison row of every slice
-returned, so looking at many slices does not make a chance difference in one look significant.
+everywhere. Each factor is tested against the same reference as in the report (the baselines
+the experiment named, stored with the results; ``Comparer.references``). **Families span the
+slices** (``families``): per metric, the factor rows of every slice form one family and the pairs
+of every slice another, so looking at many slices does not make a chance difference in one look
+significant.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ragkit.errors import ConfigError
 NOT_SLICES = ("question_id", "text", "question_key")
 MAX_SLICES = 50
 SLICE = "slice"
+FAMILIES_OVER_SLICES = "per metric, the factor rows of every slice; per metric, the pairs of every slice"
 
 
 @dataclass
@@ -57,7 +61,10 @@ def _within(results: Results, question_ids: pd.Index) -> Results:
     scores = results.scores
     mine = scores[scores["question_id"].astype(str).isin(question_ids)].reset_index(drop=True)
     questions = results.questions[results.questions["question_id"].astype(str).isin(question_ids)]
-    return Results(results.runs, mine, questions=questions.reset_index(drop=True))
+    within = Results(results.runs, mine, questions=questions.reset_index(drop=True))
+    # The experiment's reference levels, read from the folder: a slice tests against the same ones.
+    within.__dict__["baselines"] = results.baselines
+    return within
 
 
 def sliced(results: Results, metrics: list[str], column: str, pairs: bool = True) -> Sliced:
@@ -92,7 +99,8 @@ def to_text(result: Sliced) -> str:
     lines = [f"slices by {result.column}: " + ", ".join(f"{value} ({n} questions)" for value, n in
                                                         result.sizes.items()),
              "", "means per slice (95% CI):", result.means.to_string(index=False) if not result.means.empty else "-",
-             "", f"comparisons per slice; p (Holm) over all {len(result.comparisons)} rows of every slice:"]
+             "", f"comparisons per slice; p (Holm) within each family of every slice's rows "
+             f"({FAMILIES_OVER_SLICES}):"]
     shown = ["slice", "kind", "factor", "level_a", "level_b", "metric", "n", "diff", "ci_low", "ci_high", "p",
              "p_holm", "strict_diff", "unit"]
     lines.append(result.comparisons[shown].to_string(index=False) if not result.comparisons.empty else "-")

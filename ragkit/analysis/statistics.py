@@ -3,30 +3,48 @@
 Questions drawn from one document are not independent: a chunker that splits that document badly
 fails all of them together. Every interval and p-value here therefore treats the *unit* (the
 question's source document, or the question itself when no document is known) as the
-independent draw, with the cluster-robust (CR1) variance of a mean:
+independent draw, with the bias-reduced cluster-robust variance (CR2, Bell and McCaffrey 2002)
+of a mean and Bell-McCaffrey (Satterthwaite) degrees of freedom, as clubSandwich computes them
+(``vcovCR(type = "CR2")``, ``coef_test(test = "Satterthwaite")``) for the intercept of an
+unweighted regression with an identity working model (Imbens and Kolesar 2016):
 
     mean   = sum of values / N                                  (every question weighs the same)
-    V      = G / (G - 1) * sum over units g of (S_g - n_g * mean)^2 / N^2
-    95% CI = mean +- t(0.975, G - 1) * sqrt(V);   p = 2 * P(T_{G-1} > |mean| / sqrt(V))
+    V      = sum over units g of (S_g - n_g * mean)^2 / (N * (N - n_g))
+    df     = N^2 / (sum_g n_g^2 + (sum_g q_g)^2 - sum_g q_g^2),    q_g = n_g^2 / (N - n_g)
+    95% CI = mean +- t(0.975, df) * sqrt(V);   p = 2 * P(T_df > |mean| / sqrt(V))
 
 with S_g and n_g the sum and count of unit g's values, N the count of all values and G the number
-of units. With one question per unit this is exactly the one-sample t interval and t-test. It is
-what statsmodels reports for an intercept-only OLS with ``cov_type="cluster"`` (a test checks), it
-is analytic, so p-values are exact enough that a clear effect survives Holm over hundreds of
-comparisons (a resampled p cannot go below 1 / resamples), and it is vectorised over thousands of
-columns at once. Simulation tests check the coverage (93-97%) and the false-positive rate.
+of units. Derivation: the design is a column of ones, so the leverage block of unit g is
+H_gg = 1 1' / N, and A_g = (I - H_gg)^(-1/2) scales the sum of g's residuals by
+(1 - n_g / N)^(-1/2); the Satterthwaite df is tr(B)^2 / tr(B^2) for the G x G matrix
+B_gh = c_g c_h (n_g [g = h] - n_g n_h / N), c_g^2 = N / (N - n_g), whose trace is N. With equal
+units (n_g = N / G) V is the CR1 variance G / (G - 1) * sum (S_g - n_g mean)^2 / N^2 and df = G - 1;
+with one question per unit, the one-sample t interval and t-test. Uneven units get fewer degrees
+of freedom than G - 1 (one large document dominates the mean), which is what keeps the false
+positive rate near its nominal level on real corpora: CR1 with G - 1 df rejected a true null 8%
+of the time on the quickstart's 18 documents (5 to 53 questions each); benchmarks/README.md
+("Null size and power") has the measured table. The test suite checks this closed form against
+a direct matrix implementation (full H_gg, symmetric inverse square roots, generic design).
 
-Why not the bootstrap: a percentile bootstrap over G units has no G / (G - 1) small-sample
-correction and under-covers with the 20-40 documents typical of QA sets.
+It is analytic, so p-values are exact enough that a clear effect survives Holm over hundreds of
+comparisons (a resampled p cannot go below 1 / resamples), and it is vectorised over thousands of
+columns at once. ``ColumnStats.se`` and ``ColumnStats.df`` give the estimate's standard error and
+degrees of freedom per column (``interval`` turns them into an interval at any level).
+
+Why not the bootstrap: a percentile bootstrap over G units has no small-sample correction and
+under-covers with the 20-40 documents typical of QA sets; a wild cluster bootstrap needs
+thousands of resamples per comparison for a p small enough to survive Holm.
 
 **Zero standard error** (the rule, ``ZERO_SE_RULE``): when every unit's values sum to exactly
 n_g * mean (every document's mean difference equal, while questions inside a document may vary),
-V is 0 and t = mean / 0. That is no certainty: CR1 sees only the spread *between* units and there
-is none to see. Such a column gets no interval and no p (NaN, ``p_note`` says why), unless every
-single value is 0 (two runs that scored identically): then p is 1 and the interval [0, 0], which
-claims no effect. "Zero" allows for rounding (se <= 1e-12 x the largest |value|), so equal document
-means that differ only in the last bit are zero too. A p that underflows to 0 from a finite t is
-reported as the smallest positive double instead: every p is > 0 or NaN with a note.
+V is 0 and t = mean / 0. That is no certainty: CR2 sees only the spread *between* units and there
+is none to see. Such a column gets no interval and no p (NaN, ``p_note`` says why). When every
+single value is 0 (two runs that scored identically on every question, as top_k 5 and 10 do on
+recall@5 by construction) there is nothing to test: the interval is [0, 0], p is NaN with the note
+``IDENTICAL_NOTE``, and a family leaves the row out of its count. "Zero" allows for rounding
+(se <= 1e-12 x the largest |value|), so equal document means that differ only in the last bit
+are zero too. A p that underflows to 0 from a finite t is reported as the smallest positive
+double instead: every p is > 0 or NaN with a note.
 """
 
 from __future__ import annotations
@@ -39,8 +57,9 @@ import pandas as pd
 CONFIDENCE = 0.95
 # Relative size below which a standard error is rounding, not spread (see the module docstring).
 ZERO_SE_TOLERANCE = 1e-12
-ZERO_SE_RULE = ("zero standard error (every unit's mean is the same, so CR1 sees no spread between units): no "
+ZERO_SE_RULE = ("zero standard error (every unit's mean is the same, so CR2 sees no spread between units): no "
                 "interval or p, never p = 0")
+IDENTICAL_NOTE = "identical on every question (e.g. by construction): nothing to test"
 ONE_UNIT_NOTE = "one unit: no spread between units to measure"
 NO_VALUES_NOTE = "no values"
 QUESTION_UNIT = "question"
@@ -49,13 +68,16 @@ DOCUMENT_UNIT = "document"
 
 @dataclass(frozen=True)
 class ColumnStats:
-    """Per column of a (questions x columns) matrix: values counted, units, mean, CI, p (H0: mean 0),
-    why p is missing where it is (``p_note``, "" where p is known), and how many units had a
-    positive, zero and negative mean."""
+    """Per column of a (questions x columns) matrix: values counted, units, mean, its standard
+    error (CR2) and degrees of freedom (Bell-McCaffrey), CI, p (H0: mean 0), why p is missing where
+    it is (``p_note``, "" where p is known), and how many units had a positive, zero and negative
+    mean."""
 
     n: np.ndarray
     n_units: np.ndarray
     mean: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
     p_value: np.ndarray
@@ -83,14 +105,44 @@ def unit_codes(question_ids: pd.Index | list[str], units: pd.Series | None) -> n
     return codes
 
 
+def cr2_variance_df(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, CR2 variance of the mean, Bell-McCaffrey df) per column, from each unit's sum and
+    count of values (units x columns; a unit with count 0 is absent from that column). The module
+    docstring has the formulas; NaN where fewer than two units have values."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = counts.sum(axis=0)
+        mean = sums.sum(axis=0) / n
+        g = (counts > 0).sum(axis=0)
+        # N - n_g is 0 only for a lone unit (g < 2: no variance to speak of); keep it finite here.
+        rest = np.where(counts < n, n - counts, 1.0)
+        residual = np.where(counts > 0, sums - counts * mean, 0.0)
+        variance = (residual ** 2 / rest).sum(axis=0) / n
+        q = counts ** 2 / rest
+        df = n ** 2 / ((counts ** 2).sum(axis=0) + q.sum(axis=0) ** 2 - (q ** 2).sum(axis=0))
+    few = g < 2
+    return mean, np.where(few, np.nan, variance), np.where(few, np.nan, df)
+
+
+def interval(mean, se, df, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """The two-sided t interval mean +- t(0.5 + confidence / 2, df) * se, elementwise (NaN where any
+    input is); ``confidence`` may be an array (a simultaneous interval per row)."""
+    from scipy import special
+
+    with np.errstate(invalid="ignore"):
+        half = special.stdtrit(df, 0.5 + np.asarray(confidence, dtype="float64") / 2) * se  # stats.t.ppf
+    mean = np.asarray(mean, dtype="float64")
+    return mean - half, mean + half
+
+
 def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONFIDENCE) -> ColumnStats:
-    """Cluster-robust mean, CI and p-value of each column of ``values`` (questions x columns; NaN =
-    no value), questions grouped into units by the integer codes ``units``.
+    """Cluster-robust (CR2, Bell-McCaffrey df) mean, CI and p-value of each column of ``values``
+    (questions x columns; NaN = no value), questions grouped into units by the integer codes
+    ``units``.
 
     A column with no value has NaN everywhere; with one unit, a mean but no interval or p-value;
     with a zero standard error, no interval or p either (``ZERO_SE_RULE``), except when every value
-    is 0: p 1 and the interval [0, 0]. ``p_note`` names the reason wherever p is NaN. A p that
-    underflows to 0 is the smallest positive double.
+    is 0: the interval [0, 0] and no p (``IDENTICAL_NOTE``). ``p_note`` names the reason wherever p
+    is NaN. A p that underflows to 0 is the smallest positive double.
     """
     # Here, not at the top, and scipy.special rather than scipy.stats (the same functions under
     # stats.t, a tenth of the import): a finished run's summary must start at once.
@@ -107,31 +159,28 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     sums = np.asarray(membership @ np.where(present, values, 0.0))
     counts = np.asarray(membership @ present.astype("float64"))
     n = counts.sum(axis=0)
+    has_unit = counts > 0
+    g = has_unit.sum(axis=0)
+    mean, variance, df = cr2_variance_df(sums, counts)
+    se = np.sqrt(variance)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = sums.sum(axis=0) / n
-        has_unit = counts > 0
-        g = has_unit.sum(axis=0)
-        residual = np.where(has_unit, sums - counts * mean, 0.0)
-        variance = g / (g - 1) * (residual ** 2).sum(axis=0) / n ** 2
-        se = np.sqrt(variance)
-        critical = special.stdtrit(np.maximum(g - 1, 1), 0.5 + confidence / 2)  # stats.t.ppf
-        half = critical * se
         t_value = np.abs(mean) / se
-        p = 2 * special.stdtr(np.maximum(g - 1, 1), -t_value)  # stats.t.sf
+        p = 2 * special.stdtr(df, -t_value)  # stats.t.sf
         unit_means = np.where(has_unit, sums / np.where(has_unit, counts, 1), np.nan)
         largest = np.nanmax(np.where(present, np.abs(values), 0.0), axis=0, initial=0.0)
+    low, high = interval(mean, se, df, confidence)
     # No spread between units (rounding allowed for): t is 0/0 or x/0, which proves nothing.
     flat = (g >= 2) & (se <= ZERO_SE_TOLERANCE * largest)
     all_zero = flat & (largest == 0)
-    p = np.where(flat, np.where(all_zero, 1.0, np.nan), np.maximum(p, np.finfo("float64").tiny))
-    low, high = np.where(all_zero, 0.0, mean - half), np.where(all_zero, 0.0, mean + half)
+    p = np.where(flat, np.nan, np.maximum(p, np.finfo("float64").tiny))
+    low, high = np.where(all_zero, 0.0, low), np.where(all_zero, 0.0, high)
     undefined = (g < 2) | (flat & ~all_zero)
     low, high, p = (np.where(undefined, np.nan, column) for column in (low, high, p))
-    note = np.where(n == 0, NO_VALUES_NOTE, np.where(g < 2, ONE_UNIT_NOTE,
-                                                     np.where(flat & ~all_zero, ZERO_SE_RULE, "")))
+    note = np.where(n == 0, NO_VALUES_NOTE, np.where(g < 2, ONE_UNIT_NOTE, np.where(
+        all_zero, IDENTICAL_NOTE, np.where(flat, ZERO_SE_RULE, ""))))
     return ColumnStats(
-        n=n.astype("int64"), n_units=g.astype("int64"), mean=mean, ci_low=low, ci_high=high, p_value=p,
-        p_note=note.astype(object),
+        n=n.astype("int64"), n_units=g.astype("int64"), mean=mean, se=se, df=df, ci_low=low, ci_high=high,
+        p_value=p, p_note=note.astype(object),
         units_positive=(unit_means > 0).sum(axis=0), units_zero=(unit_means == 0).sum(axis=0),
         units_negative=(unit_means < 0).sum(axis=0),
     )
@@ -154,5 +203,7 @@ def holm(p_values) -> np.ndarray:
 
 def describe_method(unit: str, confidence: float = CONFIDENCE) -> str:
     """One sentence naming the procedure and its unit, for every table that shows its numbers."""
-    return (f"{confidence:.0%} CI and p: cluster-robust (CR1) t over {unit}s (each {unit} is one independent "
-            f"draw; df = {unit}s - 1); p tests a zero mean, two-sided. A {ZERO_SE_RULE}.")
+    return (f"{confidence:.0%} CI and p: cluster-robust t over {unit}s (each {unit} is one independent draw; "
+            f"bias-reduced CR2 variance with Bell-McCaffrey degrees of freedom, fewer than {unit}s - 1 when "
+            f"{unit}s differ in size); p tests a zero mean, two-sided. A {ZERO_SE_RULE}. Rows {IDENTICAL_NOTE} "
+            "are not tested.")

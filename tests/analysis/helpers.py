@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ragkit.analysis.loading import Results
@@ -43,3 +44,29 @@ def results_of(runs: list[dict], scores: pd.DataFrame, documents: dict[str, str]
     if stages is not None:
         tables["stages"] = stages
     return Results(runs_frame, scores, **tables)
+
+
+def cr2_by_matrices(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, contrast: np.ndarray):
+    """(estimate, CR2 standard error, Satterthwaite df) of contrast' beta in the OLS fit of y on x,
+    straight from the definitions (Bell and McCaffrey 2002; Pustejovsky and Tipton 2018 with an
+    identity working model): full leverage blocks H_gg, A_g = (I - H_gg)^(-1/2) by an
+    eigendecomposition, V = M sum_g X_g' A_g e_g e_g' A_g X_g M, and df = tr(P)^2 / tr(P^2) for
+    P_gh = p_g' p_h, p_g = (I - H)_g' A_g X_g M c (the N-vector whose square is g's share of V)."""
+    m = np.linalg.inv(x.T @ x)
+    beta = m @ x.T @ y
+    hat = x @ m @ x.T
+    residual = y - x @ beta
+    identity = np.eye(len(y))
+    meat = np.zeros((x.shape[1], x.shape[1]))
+    shares = []
+    for cluster in np.unique(clusters):
+        rows = np.flatnonzero(clusters == cluster)
+        values, vectors = np.linalg.eigh(identity[np.ix_(rows, rows)] - hat[np.ix_(rows, rows)])
+        adjust = vectors @ np.diag(values ** -0.5) @ vectors.T
+        score = x[rows].T @ adjust @ residual[rows]
+        meat += np.outer(score, score)
+        shares.append((identity - hat)[rows].T @ adjust @ x[rows] @ m @ contrast)
+    variance = contrast @ m @ meat @ m @ contrast
+    p = np.array(shares)
+    gram = p @ p.T
+    return contrast @ beta, np.sqrt(variance), np.trace(gram) ** 2 / np.sum(gram ** 2)

@@ -1,5 +1,5 @@
 """ragkit.analysis.comparison: pairs with failures and strict differences, common depth, factor
-effects against a reference level, one Holm family. Hand-computed cases."""
+effects against a reference level, families per kind and metric. Hand-computed cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from scipy import stats
 
 from ragkit.analysis.comparison import Comparer, check_baselines, compare, compared_metric
 from ragkit.analysis.means import metric_means
-from ragkit.analysis.statistics import holm
+from ragkit.analysis.statistics import IDENTICAL_NOTE, holm
 from ragkit.metrics.retrieval import run_metrics
 from tests.analysis.helpers import judge_run, results_of, run_row, score_rows
 
@@ -53,7 +53,8 @@ def test_a_judge_that_crashes_on_the_hard_half_cannot_come_out_ahead():
     strict = stats.ttest_1samp([-0.4] * 10 + [0.0] * 10, 0.0)
     assert pair["strict_p"] == pytest.approx(strict.pvalue) and pair["strict_p"] < 0.05
     assert (pair["strict_ci_low"], pair["strict_ci_high"]) == pytest.approx(tuple(strict.confidence_interval()))
-    assert pair["p"] == 1.0  # over the survivors the two runs are identical
+    # over the survivors the two runs are identical: nothing to test, not a p of 1 counted by Holm
+    assert np.isnan(pair["p"]) and pair["p_note"] == IDENTICAL_NOTE and pair["family_tests"] == 1
     factor = compare(results, ["recall@5"], pair_rows=False).iloc[0]
     assert (factor["level_a"], factor["level_b"]) == ("off", "llm"), "tested against the reference, judge off"
     assert factor["strict_diff"] == pytest.approx(-0.2)
@@ -94,7 +95,8 @@ def _truncation_results(n_questions: int = 40):
 def test_a_truncation_only_judge_shows_no_effect_at_the_common_depth(metric, compared):
     row = compare(_truncation_results(), [metric], factor_rows=False).iloc[0]
     assert row["metric_compared"] == compared
-    assert row["diff"] == 0.0 and row["strict_diff"] == 0.0 and row["p"] == 1.0
+    assert row["diff"] == 0.0 and row["strict_diff"] == 0.0 and np.isnan(row["p"]) and row["p_note"] == IDENTICAL_NOTE
+    assert (row["ci_low"], row["ci_high"], row["family_tests"]) == (0.0, 0.0, 0)
     assert row["n"] == 40
 
 
@@ -167,11 +169,31 @@ def test_a_named_baseline_is_the_reference_and_an_unknown_one_is_refused():
         check_baselines({"chunkr": "A"}, results.runs)
 
 
-def test_one_holm_family_over_every_row_returned():
-    table = compare(_factor_grid(), ["ndcg@5"])
+def test_families_are_per_kind_and_metric_whatever_else_is_asked():
+    grid = _factor_grid()
+    table = compare(grid, ["ndcg@5"])
     assert set(table["kind"]) == {"factor", "pair"}
-    assert table["p_holm"].to_numpy() == pytest.approx(holm(table["p"]), nan_ok=True)
-    assert (table["p_holm"].dropna() >= table["p"].dropna()).all()
+    for kind, family in table.groupby("kind"):
+        # p and strict p of a row are two tests of one family, one where they are the same test
+        separate = ~((family["n"] == family["n_strict"]) & (family["p"] == family["strict_p"])).to_numpy()
+        tests = np.r_[family["p"].to_numpy(dtype=float), family["strict_p"].to_numpy(dtype=float)[separate]]
+        assert family["p_holm"].to_numpy() == pytest.approx(holm(tests)[:len(family)], nan_ok=True)
+        m = int(np.count_nonzero(~np.isnan(tests)))
+        assert (family["family_tests"] == m).all()
+        assert set(family["family"]) == {("factor table" if kind == "factor" else "pairs") + " on ndcg@5"}
+        # simultaneous intervals: the t interval at 1 - 0.05 / m, by hand
+        tested = family[family["p"].notna()]
+        half = stats.t.ppf(1 - 0.025 / m, tested["df"]) * tested["se"]
+        assert tested["sim_ci_low"].to_numpy() == pytest.approx((tested["diff"] - half).to_numpy())
+        assert (tested["sim_ci_high"] - tested["sim_ci_low"] >= tested["ci_high"] - tested["ci_low"]).all()
+        # one that excludes 0 always sits beside p (Holm) < 0.05
+        excludes = (tested["sim_ci_low"] > 0) | (tested["sim_ci_high"] < 0)
+        assert (~excludes | (tested["p_holm"] < 0.05)).all()
+    # The factor table's numbers do not depend on whether the pairs are asked for too.
+    alone = compare(grid, ["ndcg@5"], pair_rows=False)
+    shown = table[table["kind"] == "factor"].reset_index(drop=True)
+    for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "family_tests"):
+        assert alone[column].to_numpy(dtype=float) == pytest.approx(shown[column].to_numpy(dtype=float), nan_ok=True)
 
 
 def test_questions_of_one_document_resample_together_and_the_unit_is_named():

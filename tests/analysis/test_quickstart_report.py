@@ -83,7 +83,11 @@ def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
     assert {"factor": "retriever", "level": "dense", "source": "named in the experiment"} in payload["references"]
     # every p is positive, or missing with its reason
     assert all((row["p"] or 0) > 0 or row["p_note"] for row in comparisons)
-    assert payload["holm_family"]["tested"] == sum(row["p"] is not None for row in comparisons)
+    # rows identical by construction (top_k 5 vs 10 on a metric @5) are not tested
+    identical = [row for row in comparisons if row["kind"] == "pair" and row["factor"] == "top_k"
+                 and row["metric_compared"].endswith("@5") and row["diff"] == 0 and row["n_failed_a"] == 0]
+    assert identical and all(row["p"] is None and "identical" in row["p_note"] for row in identical)
+    assert payload["holm_family"]["tests"] == sum(family["tests"] for family in payload["holm_family"]["families"])
 
 
 def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_results, capsys):
@@ -117,10 +121,75 @@ def test_best_names_a_configuration_and_its_not_worse_set_as_the_reports_pairs_i
         assert mine["p"] == pytest.approx(row["p"], rel=1e-9, abs=1e-300)
         checked += 1
     assert checked >= 3  # chunker (2 others), retriever (2), top_k (1)
-    # By hand: Holm over the two tests of every runner-up; not worse unless one rejects downwards.
+    # By hand: Holm over the two tests of every runner-up (one where no question failed); not worse
+    # unless one rejects downwards.
     rows = best["comparisons"]
-    adjusted = holm([row["p"] for row in rows] + [row["strict_p"] for row in rows])
+    separate = [i for i, row in enumerate(rows) if not (row["n"] == row["n_strict"] and row["p"] == row["strict_p"])]
+    adjusted = holm([row["p"] if row["p"] is not None else float("nan") for row in rows]
+                    + [rows[i]["strict_p"] if rows[i]["strict_p"] is not None else float("nan") for i in separate])
+    strict_adjusted = list(adjusted[:len(rows)])
+    for position, i in enumerate(separate):
+        strict_adjusted[i] = adjusted[len(rows) + position]
     expected = [row["run_b"] for i, row in enumerate(rows)
                 if not ((adjusted[i] < 0.05 and row["diff"] < 0)
-                        or (adjusted[len(rows) + i] < 0.05 and row["strict_diff"] < 0))]
+                        or (strict_adjusted[i] < 0.05 and row["strict_diff"] < 0))]
     assert best["not_significantly_worse"] == expected
+
+
+def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, capsys):
+    """Each pair row's difference, CR2 standard error, Satterthwaite df, CI, p and simultaneous CI
+    recomputed from the score rows with the direct matrix implementation of the tests
+    (``cr2_by_matrices``: full leverage blocks, generic design), and every Holm p recomputed from
+    the families' rule: per kind and metric, p and strict p in one family, one test where equal."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from ragkit.analysis.loading import load_results
+    from ragkit.analysis.statistics import holm
+    from tests.analysis.helpers import cr2_by_matrices
+
+    payload = json.loads(_report(quickstart_results, capsys, "--format", "json"))
+    table = pd.DataFrame(payload["comparisons"])
+    results = load_results(quickstart_results)
+    scores = results.scores
+    documents = results.units
+    values = scores.pivot_table(index="question_id", columns=["run_id", "metric"], values="value", aggfunc="first",
+                                dropna=False)
+    pairs = table[table["kind"] == "pair"]
+    assert len(pairs) > 200
+    for row in pairs.itertuples():
+        a, b = values[(row.run_a, row.metric_compared)], values[(row.run_b, row.metric_compared)]
+        diff = (b - a).dropna()
+        if (diff == 0).all():
+            assert row.p is None or np.isnan(row.p)
+            continue
+        codes = pd.factorize(documents.reindex(diff.index.astype("string")).to_numpy())[0]
+        mean, se, df = cr2_by_matrices(diff.to_numpy(), np.ones((len(diff), 1)), codes, np.array([1.0]))
+        assert (row.n, row.diff, row.se, row.df) == pytest.approx((len(diff), mean, se, df), rel=1e-9)
+        assert row.p == pytest.approx(2 * stats.t.sf(abs(mean / se), df), rel=1e-8)
+        half = stats.t.ppf(0.975, df) * se
+        assert (row.ci_low, row.ci_high) == pytest.approx((mean - half, mean + half), rel=1e-9, abs=1e-12)
+        sim = stats.t.ppf(1 - 0.025 / row.family_tests, df) * se
+        assert (row.sim_ci_low, row.sim_ci_high) == pytest.approx((mean - sim, mean + sim), rel=1e-9, abs=1e-12)
+    for (kind, metric), family in table.groupby(["kind", "metric"]):
+        p, strict = family["p"].astype(float).to_numpy(), family["strict_p"].astype(float).to_numpy()
+        same = (family["n"] == family["n_strict"]).to_numpy() & (p == strict)
+        tests = np.concatenate([p, strict[~same]])
+        adjusted = holm(tests)
+        assert family["p_holm"].astype(float).to_numpy() == pytest.approx(adjusted[:len(family)], nan_ok=True)
+        assert (family["family_tests"] == np.count_nonzero(~np.isnan(tests))).all()
+        assert family["family"].iloc[0] == f"{'factor table' if kind == 'factor' else 'pairs'} on {metric}"
+
+
+def test_no_detail_gives_every_factor_row_the_same_adjusted_p(quickstart_results, capsys):
+    full = json.loads(_report(quickstart_results, capsys, "--format", "json"))
+    brief = json.loads(_report(quickstart_results, capsys, "--format", "json", "--no-detail"))
+    key = ("kind", "factor", "level_a", "level_b", "metric")
+    shown = {tuple(row[k] for k in key): row for row in brief["comparisons"]}
+    both = [(row, shown[tuple(row[k] for k in key)]) for row in full["comparisons"] if tuple(row[k] for k in key)
+            in shown]
+    assert len(both) == len(brief["comparisons"]) > 10
+    for row, other in both:
+        for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "family_tests"):
+            assert row[column] == other[column] or (row[column] is None and other[column] is None)

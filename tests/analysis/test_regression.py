@@ -5,6 +5,7 @@ or model, and the one-sided rule checked against scipy."""
 from __future__ import annotations
 
 import shutil
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ N = 40
 
 
 def _folder(path, drop: float = 0.0, questions: int = N, changed: str | None = None, llm: str = "local:smollm2",
-            corpus_id: str = "c1", seed: int = 3):
+            corpus_id: str = "c1", seed: int = 3, r2_asked: int | None = None):
     rng = np.random.default_rng(seed)
     store = ResultStore(path)
     ids = [f"q{i:02d}" for i in range(questions)]
@@ -37,9 +38,10 @@ def _folder(path, drop: float = 0.0, questions: int = N, changed: str | None = N
         store.write_run(run, run_row(run, chunker=chunker, corpus_id=corpus_id, **{"llm.generator": llm}))
         noise = rng.normal(0, 0.05, questions)
         values = np.clip(base + noise - (drop if run == "r2" else 0.0), 0, 1)
-        scores = pd.DataFrame({"run_id": run, "question_id": ids, "metric": "ndcg@10", "value": values,
-                               "error": None})
-        store.commit_shard(run, ids, {"scores": scores}, keys)
+        asked = questions if run == "r1" or r2_asked is None else r2_asked
+        scores = pd.DataFrame({"run_id": run, "question_id": ids[:asked], "metric": "ndcg@10",
+                               "value": values[:asked], "error": None})
+        store.commit_shard(run, ids[:asked], {"scores": scores}, keys[:asked])
     return path
 
 
@@ -125,22 +127,49 @@ def test_runs_pair_by_run_id_first_then_by_configuration():
                                                                      ["b", "x", "configuration"]]
 
 
-def test_a_drop_the_same_on_every_question_fails_without_a_t_statistic(tmp_path):
-    """Every question of r2 drops by exactly 0.25: the differences have no spread, so there is no t
-    statistic (0/0-like); the gate still fails, whatever the engine's t test says of zero spread."""
-    base = _folder(tmp_path / "base")
-    new = tmp_path / "new"
-    shutil.copytree(base, new)
-    for folder, value in ((base, 0.75), (new, 0.5)):  # exact in binary: every difference is -0.25
+def _set_r2(base, new, before: np.ndarray, after: np.ndarray) -> None:
+    """r2's value per question (q00..q39) in the baseline and the new folder."""
+    for folder, values in ((base, before), (new, after)):
         store = ResultStore(folder)
         scores = store.read("scores")
-        rows = scores[scores["run_id"] == "r2"].assign(value=value)
+        rows = scores[scores["run_id"] == "r2"].sort_values("question_id")
+        rows = rows.assign(value=values[rows["question_id"].str[1:].astype(int).to_numpy()])
         ids = rows["question_id"].astype(str).tolist()
         store.commit_shard("r2", ids, {"scores": rows}, [f"key-{q}" for q in ids])
-    result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
-    rows = result.rows.set_index("base_run")
-    assert rows.loc["r2", "diff"] == pytest.approx(-0.25) and rows.loc["r2", "p_one_sided"] == 0.0
-    assert rows.loc["r2", "regressed"] and not rows.loc["r1", "regressed"] and result.exit_code == 1
+
+
+@pytest.mark.parametrize("shift", [-0.25, 0.25])
+def test_an_exact_shift_gets_one_verdict_whether_or_not_questions_vary_inside_documents(tmp_path, shift):
+    """r2 moves by exactly ``shift`` on every question, or on every document's mean while its
+    questions move by shift -+ 0.125 (document d holds q_d, q_d+10, q_d+20, q_d+30). Neither has a
+    t statistic (no spread between documents); both get the verdict of the mean's side of the
+    threshold: a drop of 0.25 fails "< -0.02", a rise passes (values exact in binary)."""
+    verdicts = []
+    for inside in (0.0, 0.125):
+        base = _folder(tmp_path / f"base{inside}{shift}")
+        new = tmp_path / f"new{inside}{shift}"
+        shutil.copytree(base, new)
+        wiggle = np.where((np.arange(N) // 10) % 2 == 0, inside, -inside)
+        _set_r2(base, new, np.full(N, 0.5), 0.5 + shift + wiggle)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = gate(load_results(base), load_results(new), [FailIf.parse("ndcg@10 < -0.02")])
+        row = result.rows.set_index("base_run").loc["r2"]
+        assert row["diff"] == pytest.approx(shift) and row["p_one_sided"] == (0.0 if shift < 0 else 1.0)
+        assert row["decided_by"].startswith("no spread between units")
+        verdicts.append((bool(row["regressed"]), result.exit_code))
+    assert verdicts[0] == verdicts[1] == ((True, 1) if shift < 0 else (False, 0))
+
+
+def test_a_new_run_that_stopped_short_is_refused_unless_allowed(tmp_path, capsys):
+    base = _folder(tmp_path / "base")
+    new = _folder(tmp_path / "new", r2_asked=29)  # r2 stopped after 29 of the 40 questions
+    assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.02"]) == 2
+    err = capsys.readouterr().err
+    assert "new run r2" in err and "asked 29 of the 40 questions" in err and "--allow-partial" in err
+    assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.02", "--allow-partial"]) == 0
+    out = capsys.readouterr().out
+    assert "warning (allowed): new run r2" in out and "Holm over the 2 test(s)" in out and "n 29 " in out
 
 
 def _ann_row(run_id: str, retriever: str = "dense", **ann) -> dict:

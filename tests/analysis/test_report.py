@@ -76,15 +76,19 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     judge = [row for row in _rows(text, "judge.rerank") if row[2] == "recall@10"]
     assert judge[0][:3] == ["judge.rerank", "llm vs off", "recall@10"]
     # A question failed (groundedness), so the strict difference leads; recall has no failure: equal.
-    assert judge[0][3] == judge[0][5] == f"+0.750 [{interval.low:+.3f}, {interval.high:+.3f}]"
-    assert judge[0][8:11] == ["6/8", "8", "0/0"]
+    assert judge[0][3] == judge[0][6] == f"+0.750 [{interval.low:+.3f}, {interval.high:+.3f}]"
+    assert judge[0][10:13] == ["6/8", "8", "0/0"]
+    # beside it, the simultaneous interval of its family (the factor table on recall@10) is at least
+    # as wide
+    low, high = (float(x) for x in judge[0][7].strip("[]").split(", "))
+    assert low <= interval.low + 5e-4 and high >= interval.high - 5e-4
     # groundedness: q8 failed in the judge's run. Equal on the 7 questions both scored (identical:
     # p 1); the strict difference scores the failure 0: -0.5 on q8, so -0.5 / 8 over 8 questions.
     grounded = next(row for row in _rows(text, "judge.rerank") if row[2] == "groundedness")
     strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0).confidence_interval(0.95)
-    assert grounded[1] == "llm vs off" and grounded[5].startswith("+0.000")
+    assert grounded[1] == "llm vs off" and grounded[6].startswith("+0.000")
     assert grounded[3] == f"{-0.5 / 8:+.3f} [{strict.low:+.3f}, {strict.high:+.3f}]"
-    assert grounded[9:11] == ["7", "0/1"]
+    assert grounded[11:13] == ["7", "0/1"]
     assert "cluster-robust" in text and "over questions" in text and "the strict difference leads" in text
 
 
@@ -97,16 +101,23 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
                 "signs_disagree", "settings", "unit"}
     assert expected <= set(comparisons.columns)
     assert set(comparisons["kind"]) == {"factor", "pair"}
-    assert comparisons["p_holm"].to_numpy() == pytest.approx(holm(comparisons["p"].to_numpy(dtype=float)),
-                                                             nan_ok=True)
-    assert comparisons["strict_p_holm"].to_numpy() == pytest.approx(
-        holm(comparisons["strict_p"].to_numpy(dtype=float)), nan_ok=True)
+    # One family per kind and metric; a row's p and strict p in it (once where they are one test).
+    for (kind, metric), family in comparisons.groupby(["kind", "metric"]):
+        p, strict_p = family["p"].to_numpy(dtype=float), family["strict_p"].to_numpy(dtype=float)
+        separate = ~((family["n"] == family["n_strict"]).to_numpy() & (p == strict_p))
+        adjusted = holm(np.r_[p, strict_p[separate]])
+        assert family["p_holm"].to_numpy(dtype=float) == pytest.approx(adjusted[:len(family)], nan_ok=True)
+        assert family["strict_p_holm"].to_numpy(dtype=float)[separate] == pytest.approx(adjusted[len(family):],
+                                                                                        nan_ok=True)
     for p, note in [*zip(comparisons["p"], comparisons["p_note"]),
                     *zip(comparisons["strict_p"], comparisons["strict_p_note"])]:
         assert (p is not None and not np.isnan(p) and p > 0) or note
     family = payload["holm_family"]
-    assert family["rows"] == len(comparisons) and family["tested"] == comparisons["p"].notna().sum()
-    assert family["metrics"] == ["recall@10", "groundedness"] and set(family["rows_by_kind"]) == {"factor", "pair"}
+    assert family["rows"] == len(comparisons)
+    assert {f["family"] for f in family["families"]} == {"factor table on recall@10", "factor table on groundedness",
+                                                         "pairs on recall@10", "pairs on groundedness"}
+    assert family["tests"] == sum(f["tests"] for f in family["families"]) == comparisons["family_tests"].groupby(
+        [comparisons["kind"], comparisons["metric"]]).first().sum()
     factor = comparisons[(comparisons["kind"] == "factor") & (comparisons["metric"] == "groundedness")
                          & (comparisons["factor"] == "judge.rerank")].iloc[0]
     assert (factor["level_a"], factor["level_b"], factor["unit"]) == ("off", "llm", "question")
@@ -182,14 +193,29 @@ def test_strict_statistics_sign_disagreement_and_a_stopped_run_by_hand(stopped_d
     header = next(line for line in text.splitlines() if line.startswith("Runs not asked every question"))
     assert "(llm): 6 of 8" in header
     row = _rows(text, "judge.rerank")[-1]  # the pair row; the strict difference leads (failures exist)
-    assert row[4].startswith(f"{-1 / 6:+.3f}") and row[8] == "DISAGREE"
+    assert row[4].startswith(f"{-1 / 6:+.3f}") and row[10] == "DISAGREE"
 
 
-def test_no_detail_leaves_out_the_pairs_and_shrinks_the_family(results_dir, capsys):
-    full = json.loads(_report(results_dir, capsys, "--format", "json"))["comparisons"]
-    short = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))["comparisons"]
-    assert {row["kind"] for row in short} == {"factor"} and len(short) < len(full)
+def test_no_detail_leaves_out_the_pairs_and_keeps_every_adjusted_p(results_dir, capsys):
+    full = json.loads(_report(results_dir, capsys, "--format", "json"))
+    short = json.loads(_report(results_dir, capsys, "--format", "json", "--no-detail"))
+    assert {row["kind"] for row in short["comparisons"]} == {"factor"} and len(short["comparisons"]) < len(
+        full["comparisons"])
     assert "Single-factor pairs" not in _report(results_dir, capsys, "--no-detail")
+    # Every row both print has the same family, adjusted p and simultaneous interval: the family is
+    # the question asked (the factor table on one metric), not what is shown.
+    key = ("kind", "factor", "level_a", "level_b", "metric")
+    shown = {tuple(row[k] for k in key): row for row in short["comparisons"]}
+    same = [row for row in full["comparisons"] if tuple(row[k] for k in key) in shown]
+    assert len(same) == len(shown)
+    columns = ("family", "family_tests", "p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high")
+    for row in same:
+        assert [row[c] for c in columns] == [shown[tuple(row[k] for k in key)][c] for c in columns]
+    # and so does the text: the factor table's rows are the same lines
+    lines = [line for line in _report(results_dir, capsys).splitlines() if line.startswith("| judge.rerank | llm vs")]
+    brief = [line for line in _report(results_dir, capsys, "--no-detail").splitlines()
+             if line.startswith("| judge.rerank | llm vs")]
+    assert brief and brief == lines[:len(brief)]
 
 
 def test_html_renders_the_same_sections_to_a_file(results_dir, tmp_path, capsys):

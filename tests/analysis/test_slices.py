@@ -1,5 +1,6 @@
 """ragkit.analysis.slices: per-slice means and comparisons equal the engine on the slice's
-questions alone, and p (Holm) is one family over every slice."""
+questions alone, families span the slices (per kind and metric), and a slice tests each factor
+against the reference the report uses (the experiment's baselines)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,44 @@ def test_each_slice_is_the_engine_on_its_questions_and_holm_spans_every_slice():
     # The pair reads sentence -> token (the engine orders levels), so b - a is about -0.3.
     assert abs(pairs.loc["factoid", "diff"]) == pytest.approx(0.3, abs=0.03) and pairs.loc["factoid", "p_holm"] < 0.001
     assert pairs.loc["list", "p_holm"] > 0.05
-    # One family: every row of every slice (factor rows and pairs).
-    assert out.comparisons["p_holm"].to_numpy() == pytest.approx(holm(out.comparisons["p"].to_numpy()),
-                                                                 nan_ok=True)
+    # Families span the slices: the factor rows of every slice, and the pairs of every slice, each
+    # with p and strict p as one test where no question failed.
+    for kind, family in out.comparisons.groupby("kind"):
+        assert family["p_holm"].to_numpy() == pytest.approx(holm(family["p"].to_numpy()), nan_ok=True)
+        assert (family["family"] == ("factor table" if kind == "factor" else "pairs") + " on recall@5").all()
     assert len(out.comparisons) == 4 and out.comparisons["unit"].eq("document").all()
 
 
 def test_an_unknown_column_is_a_one_line_error_naming_the_valid_ones():
     with pytest.raises(ConfigError, match=r"unknown slice column 'type'. Valid question columns: kind, document"):
         sliced(_results(), ["recall@5"], "type")
+
+
+def test_slices_test_against_the_references_the_report_uses(tmp_path):
+    from ragkit.analysis.loading import load_results
+    from ragkit.analysis.report import build_report
+    from ragkit.results import ResultStore
+
+    results = _results()
+    store = ResultStore(tmp_path / "r")
+    # The stored questions table has no free columns: the kind goes in as n_answer_groups (1 or 2).
+    store.write_questions("q1", results.questions.assign(question_key=results.questions["question_id"],
+                                                         n_answer_groups=(results.questions["kind"] == "list") + 1))
+    runs = [run_row("a", chunker="token"), run_row("b", chunker="sentence"), run_row("c", chunker="semantic")]
+    for row in runs:
+        store.write_run(row["run_id"], row)
+        rows = results.scores[results.scores["run_id"] == ("a" if row["run_id"] == "c" else row["run_id"])]
+        rows = rows.assign(run_id=row["run_id"])
+        ids = rows["question_id"].astype(str).tolist()
+        store.commit_shard(row["run_id"], ids, {"scores": rows}, ids)
+    # The experiment names sentence, which is neither the first level listed nor the first in order.
+    store.write_baselines({"chunker": "sentence"}, {"chunker": "token"})
+    folder = load_results(tmp_path / "r")
+    report = build_report(folder, ["recall@5"])
+    out = sliced(folder, ["recall@5"], "n_answer_groups")
+    expected = {(r.factor, r.level) for r in report.references}
+    assert expected == {("chunker", "sentence")}
+    factor_rows = out.comparisons[out.comparisons["kind"] == "factor"]
+    assert len(factor_rows) == 4  # two other levels in each of two slices
+    assert set(zip(factor_rows["factor"], factor_rows["level_a"])) == expected
+    assert set(zip(report.factor_rows["factor"], report.factor_rows["level_a"])) == expected

@@ -1,5 +1,7 @@
-"""ragkit.analysis.statistics: the cluster-robust mean, CI and p-value, checked by hand, against
-scipy and statsmodels, and by simulation (coverage and false positives); Holm by hand."""
+"""ragkit.analysis.statistics: the cluster-robust (CR2, Bell-McCaffrey df) mean, CI and p-value,
+checked by hand, against scipy, against a direct matrix implementation of CR2 and its
+Satterthwaite df written here for any design, against clubSandwich's closed forms for the
+intercept, and by simulation (coverage and false positives); Holm by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ragkit.analysis.statistics import ONE_UNIT_NOTE, ZERO_SE_RULE, column_stats, holm, unit_codes
+from tests.analysis.helpers import cr2_by_matrices
+from ragkit.analysis.statistics import IDENTICAL_NOTE, ONE_UNIT_NOTE, ZERO_SE_RULE, column_stats, holm, interval, unit_codes
 
 pytestmark = pytest.mark.unit
 
@@ -35,19 +38,74 @@ def test_one_question_per_unit_is_the_one_sample_t_test():
     assert (result.ci_low[0], result.ci_high[0]) == pytest.approx((interval.low, interval.high))
 
 
-def test_equals_statsmodels_cluster_robust_ols_of_an_intercept():
-    import statsmodels.api as sm
+def _uneven(seed: int, n_units: int = 14):
+    rng = np.random.default_rng(seed)
+    sizes = 1 + rng.negative_binomial(2, 2 / 7, n_units)  # clubSandwich's test: 1 + rnbinom(size 2, mu 5)
+    units = np.repeat(np.arange(n_units), sizes)
+    values = rng.normal(0, np.sqrt(0.2), n_units)[units] + rng.normal(0, np.sqrt(0.8), len(units))
+    return values, units, sizes
 
-    rng = np.random.default_rng(8)
-    sizes = rng.integers(1, 9, 23)
-    units = np.repeat(np.arange(23), sizes)
-    values = rng.normal(0.05, 0.2, len(units)) + rng.normal(0, 0.1, 23)[units]
-    fit = sm.OLS(values, np.ones((len(values), 1))).fit(cov_type="cluster", cov_kwds={"groups": units}, use_t=True)
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_equals_a_direct_matrix_implementation_of_cr2_and_satterthwaite(seed):
+    values, units, _ = _uneven(seed)
+    mean, se, df = cr2_by_matrices(values, np.ones((len(values), 1)), units, np.array([1.0]))
     result = column_stats(values, units)
-    low, high = fit.conf_int(0.05)[0]
-    assert result.mean[0] == pytest.approx(fit.params[0])
-    assert (result.ci_low[0], result.ci_high[0]) == pytest.approx((low, high))
-    assert result.p_value[0] == pytest.approx(fit.pvalues[0])
+    assert (result.mean[0], result.se[0], result.df[0]) == pytest.approx((mean, se, df), rel=1e-10)
+    assert result.p_value[0] == pytest.approx(2 * stats.t.sf(abs(mean / se), df), rel=1e-9)
+    low, high = mean + np.array([-1, 1]) * stats.t.ppf(0.975, df) * se
+    assert (result.ci_low[0], result.ci_high[0]) == pytest.approx((low, high), rel=1e-10)
+    # Uneven documents: fewer degrees of freedom than documents - 1.
+    assert df < len(np.unique(units)) - 1
+
+
+def test_equals_clubsandwichs_closed_forms_for_the_intercept():
+    # clubSandwich's tests/testthat/test_intercept_formulas.R states what coef_test(lm(Y ~ 1),
+    # vcov = "CR2", test = "Satterthwaite") gives, in unit means y_j and sizes n_j:
+    # V = sum n_j^2 (y_j - y)^2 / (1 - n_j / N) / N^2 and
+    # df = N^2 / (N^2 sum n_j^2 / (N - n_j)^2 - 2 N sum n_j^3 / (N - n_j)^2 + (sum n_j^2 / (N - n_j))^2).
+    values, units, sizes = _uneven(20190513)
+    n = len(values)
+    unit_means = np.bincount(units, weights=values) / sizes
+    variance = np.sum(sizes ** 2 * (unit_means - values.mean()) ** 2 / (1 - sizes / n)) / n ** 2
+    df = n ** 2 / (n ** 2 * np.sum(sizes ** 2 / (n - sizes) ** 2) - 2 * n * np.sum(sizes ** 3 / (n - sizes) ** 2)
+                   + np.sum(sizes ** 2 / (n - sizes)) ** 2)
+    result = column_stats(values, units)
+    assert (result.se[0] ** 2, result.df[0]) == pytest.approx((variance, df), rel=1e-10)
+
+
+def test_the_matrix_implementation_is_cr2_for_a_general_design():
+    """The reference above on a design with a cluster-level and a question-level covariate: CR2's
+    defining property, E[V] = c' (X'X)^-1 c exactly under independent unit-variance errors, computed
+    exactly as the sum of V over the N unit error vectors (V is a quadratic form in the errors,
+    and its residuals are (I - H) e), and its df as 2 E[V]^2 / Var[V] by simulation."""
+    rng = np.random.default_rng(5)
+    values, units, _ = _uneven(7, n_units=12)
+    x = np.column_stack([np.ones(len(units)), rng.normal(size=12)[units], rng.normal(size=len(units))])
+    contrast = np.array([0.0, 1.0, 0.0])
+    expected = contrast @ np.linalg.inv(x.T @ x) @ contrast
+    # V(e) = sum_g (p_g' e)^2, so E[V] under e ~ N(0, I) is the sum of V over the basis vectors.
+    basis = sum(cr2_by_matrices(e, x, units, contrast)[1] ** 2 for e in np.eye(len(units)))
+    assert basis == pytest.approx(expected, rel=1e-9)
+    draws = np.array([cr2_by_matrices(rng.normal(size=len(units)), x, units, contrast)[1] ** 2 for _ in range(3000)])
+    df = cr2_by_matrices(values, x, units, contrast)[2]
+    assert 2 * draws.mean() ** 2 / draws.var() == pytest.approx(df, rel=0.1)
+    assert draws.mean() == pytest.approx(expected, rel=0.05)
+
+
+def test_equal_units_give_the_cr1_variance_and_units_minus_one_df():
+    rng = np.random.default_rng(8)
+    units = np.repeat(np.arange(9), 4)
+    values = rng.normal(0.05, 0.2, len(units)) + rng.normal(0, 0.1, 9)[units]
+    sums = np.bincount(units, weights=values)
+    cr1 = 9 / 8 * np.sum((sums - 4 * values.mean()) ** 2) / len(values) ** 2
+    result = column_stats(values, units)
+    assert (result.se[0] ** 2, result.df[0]) == pytest.approx((cr1, 8.0), rel=1e-10)
+
+
+def test_interval_at_another_level():
+    low, high = interval(np.array([1.0]), np.array([0.5]), np.array([7.3]), 0.99)
+    assert (low[0], high[0]) == pytest.approx((1 - stats.t.ppf(0.995, 7.3) * 0.5, 1 + stats.t.ppf(0.995, 7.3) * 0.5))
 
 
 def test_columns_are_independent_and_missing_values_are_skipped():
@@ -65,8 +123,8 @@ def test_columns_are_independent_and_missing_values_are_skipped():
 @pytest.mark.parametrize(("values", "units", "mean", "low", "high", "p"), [
     # one unit: a mean, but nothing to say how far it could be off
     ([0.2, 0.4], [0, 0], 0.3, np.nan, np.nan, np.nan),
-    # every value 0 (two runs scoring identically): nothing to reject, p 1
-    ([0.0, 0.0, 0.0], [0, 1, 2], 0.0, 0.0, 0.0, 1.0),
+    # every value 0 (two runs scoring identically): nothing to test, interval [0, 0], no p
+    ([0.0, 0.0, 0.0], [0, 1, 2], 0.0, 0.0, 0.0, np.nan),
     # no spread between units but a nonzero mean: a zero standard error proves nothing (not p 0)
     ([0.5, 0.5, 0.5], [0, 1, 2], 0.5, np.nan, np.nan, np.nan),
     # nothing at all
@@ -80,7 +138,7 @@ def test_degenerate_columns(values, units, mean, low, high, p):
 
 def test_equal_document_means_with_varying_questions_give_no_p_of_zero():
     # Documents {0.0, 0.2}, {0.1, 0.1}, {0.3, -0.1}: every document's mean is 0.1 while questions vary,
-    # so the CR1 variance is 0 and t = 0.1 / 0. The fourth column has mean 0 the same way.
+    # so the CR2 variance is 0 and t = 0.1 / 0. The fourth column has mean 0 the same way.
     units = np.array([0, 0, 1, 1, 2, 2])
     values = np.array([[0.0, 0.2, 0.1, 0.1, 0.3, -0.1],
                        # 0.1 + 0.2 is 0.30000000000000004: equal means up to rounding count as equal
@@ -94,6 +152,7 @@ def test_equal_document_means_with_varying_questions_give_no_p_of_zero():
     # a real (small) spread between documents gives an ordinary, positive p
     assert 0 < result.p_value[2] < 1 and result.p_note[2] == ""
     assert column_stats(np.array([0.2, 0.4]), np.array([0, 0])).p_note[0] == ONE_UNIT_NOTE
+    assert column_stats(np.zeros(4), np.array([0, 0, 1, 2])).p_note[0] == IDENTICAL_NOTE
 
 
 def test_a_p_never_underflows_to_zero():
