@@ -88,10 +88,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_slices(args: argparse.Namespace) -> int:
     import json
 
+    from ragkit.analysis.comparison import holm_family
     from ragkit.analysis.json_rows import json_records
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.report import default_metrics
-    from ragkit.analysis.comparison import holm_family
     from ragkit.analysis.slices import FAMILIES_OVER_SLICES, sliced, to_text
 
     results = load_results(as_location(args.results))

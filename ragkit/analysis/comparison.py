@@ -46,9 +46,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ragkit.analysis import families
+from ragkit.analysis import families, statistics
 from ragkit.analysis import matrices as score_matrices
-from ragkit.analysis import statistics
 from ragkit.analysis.differences import CASE_COUNTS, pair_differences, question_means, with_stats
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs

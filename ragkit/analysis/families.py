@@ -97,10 +97,10 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
 
 def describe(table: pd.DataFrame) -> dict:
     """What the correction of ``table`` ran over: per family its rows and tests, and the rule."""
-    families = []
+    families: list[dict] = []
     if len(table) and "family" in table.columns:
         for name, rows in table.groupby("family", sort=False):
             families.append({"family": str(name), "rows": len(rows), "tests": int(rows["family_tests"].iloc[0])})
     return {"rule": FAMILY_RULE, "alpha": ALPHA, "families": families,
-            "tests": int(sum(family["tests"] for family in families)), "rows": len(table),
+            "tests": sum(int(family["tests"]) for family in families), "rows": len(table),
             "simultaneous_intervals": f"t interval at level 1 - {ALPHA:g} / tests of the row's family (Bonferroni)"}

@@ -396,7 +396,8 @@ def to_json(result: GateResult) -> str:
                 "against the threshold, Holm over every pair and condition with a p; no spread between units: "
                 "the mean's side decides",
         "tests": result.tests, "untested": result.untested,
-        "differences_allowed": result.differences, "partial_runs_allowed": result.partial, "unpaired_baseline_runs": result.unpaired_base,
+        "differences_allowed": result.differences, "partial_runs_allowed": result.partial,
+        "unpaired_baseline_runs": result.unpaired_base,
         "unpaired_new_runs": result.unpaired_new, "regressed": bool(result.rows["regressed"].any()),
         "rows": json_records(result.rows),
     }, indent=1) + "\n"

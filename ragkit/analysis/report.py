@@ -12,11 +12,12 @@ Three parts, in reading order:
 
 Every comparison's Holm p and simultaneous interval come from its family (``families``: per
 metric, the factor rows; per metric, the pairs), described by ``holm_family``: the same numbers
-with and without the pairs (``detail=False``) or other metrics beside it. Where any question failed, the strict difference (a failure scoring the failure
-value) leads. JSON carries the same rows with every number at full precision (no rounding): per
-comparison the engine's columns (``comparison.COLUMNS``), with ``references`` (each factor's
-reference level and why), ``partial_runs`` (runs not asked every question), ``holm_family`` and
-``counts`` (what each count column counts).
+with and without the pairs (``detail=False``) or other metrics beside it. Where any question
+failed, the strict difference (a failure scoring the failure value) leads. JSON carries the
+same rows with every number at full precision (no rounding): per comparison the engine's
+columns (``comparison.COLUMNS``), with ``references`` (each factor's reference level and why),
+``partial_runs`` (runs not asked every question), ``holm_family`` and ``counts`` (what each
+count column counts).
 """
 
 from __future__ import annotations

@@ -3,28 +3,37 @@
 Questions drawn from one document are not independent: a chunker that splits that document badly
 fails all of them together. Every interval and p-value here therefore treats the *unit* (the
 question's source document, or the question itself when no document is known) as the
-independent draw, with the bias-reduced cluster-robust variance (CR2, Bell and McCaffrey 2002)
-of a mean and Bell-McCaffrey (Satterthwaite) degrees of freedom, as clubSandwich computes them
-(``vcovCR(type = "CR2")``, ``coef_test(test = "Satterthwaite")``) for the intercept of an
-unweighted regression with an identity working model (Imbens and Kolesar 2016):
+independent draw, with the bias-reduced cluster-robust variance of a mean (CR2, Bell and
+McCaffrey 2002; clubSandwich's ``vcovCR(type = "CR2")`` of an intercept-only regression) and
+Satterthwaite degrees of freedom computed under a random-effects working model whose intra-unit
+correlation is estimated from the data, as Imbens and Kolesar (2016) recommend:
 
     mean   = sum of values / N                                  (every question weighs the same)
     V      = sum over units g of (S_g - n_g * mean)^2 / (N * (N - n_g))
-    df     = N^2 / (sum_g n_g^2 + (sum_g q_g)^2 - sum_g q_g^2),    q_g = n_g^2 / (N - n_g)
+    rho    = [sum_g (R_g^2 - sum_{i in g} e_i^2) / sum_g n_g (n_g - 1)] / [sum_i e_i^2 / N], in [0, 1]
+    df     = tr(B)^2 / tr(B^2)
     95% CI = mean +- t(0.975, df) * sqrt(V);   p = 2 * P(T_df > |mean| / sqrt(V))
 
-with S_g and n_g the sum and count of unit g's values, N the count of all values and G the number
-of units. Derivation: the design is a column of ones, so the leverage block of unit g is
-H_gg = 1 1' / N, and A_g = (I - H_gg)^(-1/2) scales the sum of g's residuals by
-(1 - n_g / N)^(-1/2); the Satterthwaite df is tr(B)^2 / tr(B^2) for the G x G matrix
-B_gh = c_g c_h (n_g [g = h] - n_g n_h / N), c_g^2 = N / (N - n_g), whose trace is N. With equal
-units (n_g = N / G) V is the CR1 variance G / (G - 1) * sum (S_g - n_g mean)^2 / N^2 and df = G - 1;
-with one question per unit, the one-sample t interval and t-test. Uneven units get fewer degrees
-of freedom than G - 1 (one large document dominates the mean), which is what keeps the false
-positive rate near its nominal level on real corpora: CR1 with G - 1 df rejected a true null 8%
-of the time on the quickstart's 18 documents (5 to 53 questions each); benchmarks/README.md
-("Null size and power") has the measured table. The test suite checks this closed form against
-a direct matrix implementation (full H_gg, symmetric inverse square roots, generic design).
+with S_g and n_g the sum and count of unit g's values, R_g = S_g - n_g mean, e_i = value - mean,
+N the count of all values and G the number of units. Derivation: the design is a column of
+ones, so the leverage block of unit g is H_gg = 1 1' / N, and A_g = (I - H_gg)^(-1/2) scales the
+sum of g's residuals by c_g = (1 - n_g / N)^(-1/2). V = sum_g (p_g' e)^2 with
+p_g = c_g (1_g - n_g / N 1) / N; under errors of covariance Omega = (1 - rho) I + rho (within
+units), E[V] and Var[V] / 2 are tr(B) and tr(B^2) for B_gh = p_g' Omega p_h, which is
+B_gh = c_g c_h (u_g [g = h] - (n_h u_g + n_g u_h) / N + n_g n_h W / N^2) / N^2 with
+u_g = n_g (1 - rho + rho n_g) and W = sum_g u_g (``_satterthwaite_df`` sums it without a G x G
+array). With rho = 0 this is clubSandwich's ``coef_test(test = "Satterthwaite")`` (Bell-McCaffrey
+df, identity working model; equal units then give the CR1 variance and G - 1 df); with one
+question per unit, the one-sample t interval and t-test.
+
+Why this df: uneven documents leave fewer effective degrees of freedom than G - 1 (one large
+document dominates the mean), and the more so the more a document's questions move together.
+CR1 with G - 1 df rejected a true null 8% of the time on the quickstart's 18 documents (5 to 53
+questions each); CR2 with the identity model's df still about 6-7% where questions of one
+document correlate; the estimated working model brings it to about 4.5-5% at the cost of some
+power (benchmarks/README.md, "Null size and power", has the measured table). The test suite
+checks these closed forms against a direct matrix implementation (full H_gg, symmetric inverse
+square roots, generic design, a working covariance matrix) and clubSandwich's stated formulas.
 
 It is analytic, so p-values are exact enough that a clear effect survives Holm over hundreds of
 comparisons (a resampled p cannot go below 1 / resamples), and it is vectorised over thousands of
@@ -105,10 +114,12 @@ def unit_codes(question_ids: pd.Index | list[str], units: pd.Series | None) -> n
     return codes
 
 
-def cr2_variance_df(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, CR2 variance of the mean, Bell-McCaffrey df) per column, from each unit's sum and
-    count of values (units x columns; a unit with count 0 is absent from that column). The module
-    docstring has the formulas; NaN where fewer than two units have values."""
+def cr2_variance_df(sums: np.ndarray, counts: np.ndarray,
+                    squares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, CR2 variance of the mean, degrees of freedom, working intra-unit correlation rho) per
+    column, from each unit's sum, count and sum of squares of values (units x columns; a unit with
+    count 0 is absent from that column). The module docstring has the formulas; NaN where fewer
+    than two units have values."""
     with np.errstate(invalid="ignore", divide="ignore"):
         n = counts.sum(axis=0)
         mean = sums.sum(axis=0) / n
@@ -117,13 +128,33 @@ def cr2_variance_df(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, n
         rest = np.where(counts < n, n - counts, 1.0)
         residual = np.where(counts > 0, sums - counts * mean, 0.0)
         variance = (residual ** 2 / rest).sum(axis=0) / n
-        q = counts ** 2 / rest
-        df = n ** 2 / ((counts ** 2).sum(axis=0) + q.sum(axis=0) ** 2 - (q ** 2).sum(axis=0))
+        # The working model's correlation: the residuals' mean cross-product within units over
+        # their mean square (Imbens and Kolesar 2016), 0 when no unit has two values.
+        own = np.where(counts > 0, squares - 2 * mean * sums + counts * mean ** 2, 0.0)
+        within = (residual ** 2 - own).sum(axis=0) / (counts * (counts - 1)).sum(axis=0)
+        rho = np.clip(np.nan_to_num(within / (own.sum(axis=0) / n), nan=0.0, posinf=0.0, neginf=0.0), 0.0, 1.0)
+        df = _satterthwaite_df(counts, n, rest, rho)
     few = g < 2
-    return mean, np.where(few, np.nan, variance), np.where(few, np.nan, df)
+    return mean, np.where(few, np.nan, variance), np.where(few, np.nan, df), rho
 
 
-def interval(mean, se, df, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+def _satterthwaite_df(counts: np.ndarray, n: np.ndarray, rest: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """tr(B)^2 / tr(B^2) for B = diag(d) + L, the G x G matrix of the module docstring, in sums
+    over units (no G x G array): d_g = c_g^2 u_g, L = -(y x' + x y') / N + (W / N^2) x x' with
+    x = c n, y = c u, u_g = n_g (1 - rho + rho n_g), W = sum u_g, c_g^2 = N / (N - n_g)."""
+    c = np.sqrt(n / rest)
+    u = counts * (1 - rho + rho * counts)
+    x, y, d = c * counts, c * u, c ** 2 * u
+    alpha, beta = -1 / n, u.sum(axis=0) / n ** 2
+    s_xx, s_xy, s_yy = (x * x).sum(axis=0), (x * y).sum(axis=0), (y * y).sum(axis=0)
+    trace = d.sum(axis=0) + 2 * alpha * s_xy + beta * s_xx
+    low_rank = alpha ** 2 * (2 * s_xy ** 2 + 2 * s_xx * s_yy) + 4 * alpha * beta * s_xx * s_xy + beta ** 2 * s_xx ** 2
+    square = ((d ** 2).sum(axis=0) + 2 * (2 * alpha * (d * x * y).sum(axis=0) + beta * (d * x * x).sum(axis=0))
+              + low_rank)
+    return trace ** 2 / square
+
+
+def interval(mean, se, df, confidence: float | np.ndarray = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """The two-sided t interval mean +- t(0.5 + confidence / 2, df) * se, elementwise (NaN where any
     input is); ``confidence`` may be an array (a simultaneous interval per row)."""
     from scipy import special
@@ -156,12 +187,14 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     # units x questions indicator: unit sums and counts for every column in two sparse products.
     membership = sparse.csr_matrix((np.ones(len(units)), (units, np.arange(len(units)))),
                                    shape=(n_units_total, len(units)))
-    sums = np.asarray(membership @ np.where(present, values, 0.0))
+    filled = np.where(present, values, 0.0)
+    sums = np.asarray(membership @ filled)
     counts = np.asarray(membership @ present.astype("float64"))
+    squares = np.asarray(membership @ filled ** 2)
     n = counts.sum(axis=0)
     has_unit = counts > 0
     g = has_unit.sum(axis=0)
-    mean, variance, df = cr2_variance_df(sums, counts)
+    mean, variance, df, _ = cr2_variance_df(sums, counts, squares)
     se = np.sqrt(variance)
     with np.errstate(invalid="ignore", divide="ignore"):
         t_value = np.abs(mean) / se

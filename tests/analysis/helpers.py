@@ -46,12 +46,14 @@ def results_of(runs: list[dict], scores: pd.DataFrame, documents: dict[str, str]
     return Results(runs_frame, scores, **tables)
 
 
-def cr2_by_matrices(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, contrast: np.ndarray):
+def cr2_by_matrices(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, contrast: np.ndarray,
+                    working: np.ndarray | None = None):
     """(estimate, CR2 standard error, Satterthwaite df) of contrast' beta in the OLS fit of y on x,
-    straight from the definitions (Bell and McCaffrey 2002; Pustejovsky and Tipton 2018 with an
-    identity working model): full leverage blocks H_gg, A_g = (I - H_gg)^(-1/2) by an
-    eigendecomposition, V = M sum_g X_g' A_g e_g e_g' A_g X_g M, and df = tr(P)^2 / tr(P^2) for
-    P_gh = p_g' p_h, p_g = (I - H)_g' A_g X_g M c (the N-vector whose square is g's share of V)."""
+    straight from the definitions (Bell and McCaffrey 2002; Imbens and Kolesar 2016): full
+    leverage blocks H_gg, A_g = (I - H_gg)^(-1/2) by an eigendecomposition,
+    V = M sum_g X_g' A_g e_g e_g' A_g X_g M, which is sum_g (p_g' e)^2 for
+    p_g = (I - H)_g' A_g X_g M c; under errors of covariance ``working`` (N x N; the identity when
+    None) its Satterthwaite df is 2 E[V]^2 / Var[V] = tr(P W P')^2 / tr((P W P')^2), P's rows p_g."""
     m = np.linalg.inv(x.T @ x)
     beta = m @ x.T @ y
     hat = x @ m @ x.T
@@ -68,5 +70,21 @@ def cr2_by_matrices(y: np.ndarray, x: np.ndarray, clusters: np.ndarray, contrast
         shares.append((identity - hat)[rows].T @ adjust @ x[rows] @ m @ contrast)
     variance = contrast @ m @ meat @ m @ contrast
     p = np.array(shares)
-    gram = p @ p.T
+    gram = p @ (identity if working is None else working) @ p.T
     return contrast @ beta, np.sqrt(variance), np.trace(gram) ** 2 / np.sum(gram ** 2)
+
+
+def random_effects_working_model(y: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """Imbens and Kolesar's working covariance for a mean: (1 - rho) I + rho within clusters, rho
+    the OLS residuals' mean product over pairs of distinct questions of one cluster divided by
+    their mean square, clipped to [0, 1] (pair by pair here, with Python loops)."""
+    residual = y - y.mean()
+    products, pairs = 0.0, 0
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if i != j and clusters[i] == clusters[j]:
+                products += residual[i] * residual[j]
+                pairs += 1
+    rho = min(max(products / pairs / np.mean(residual ** 2), 0.0), 1.0) if pairs else 0.0
+    same = clusters[:, None] == clusters[None, :]
+    return (1 - rho) * np.eye(len(y)) + rho * same

@@ -102,7 +102,7 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
     assert expected <= set(comparisons.columns)
     assert set(comparisons["kind"]) == {"factor", "pair"}
     # One family per kind and metric; a row's p and strict p in it (once where they are one test).
-    for (kind, metric), family in comparisons.groupby(["kind", "metric"]):
+    for _, family in comparisons.groupby(["kind", "metric"]):
         p, strict_p = family["p"].to_numpy(dtype=float), family["strict_p"].to_numpy(dtype=float)
         separate = ~((family["n"] == family["n_strict"]).to_numpy() & (p == strict_p))
         adjusted = holm(np.r_[p, strict_p[separate]])

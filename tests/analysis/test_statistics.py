@@ -10,8 +10,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from tests.analysis.helpers import cr2_by_matrices
-from ragkit.analysis.statistics import IDENTICAL_NOTE, ONE_UNIT_NOTE, ZERO_SE_RULE, column_stats, holm, interval, unit_codes
+from ragkit.analysis.statistics import (
+    IDENTICAL_NOTE,
+    ONE_UNIT_NOTE,
+    ZERO_SE_RULE,
+    column_stats,
+    holm,
+    interval,
+    unit_codes,
+)
+from tests.analysis.helpers import cr2_by_matrices, random_effects_working_model
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +57,8 @@ def _uneven(seed: int, n_units: int = 14):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_equals_a_direct_matrix_implementation_of_cr2_and_satterthwaite(seed):
     values, units, _ = _uneven(seed)
-    mean, se, df = cr2_by_matrices(values, np.ones((len(values), 1)), units, np.array([1.0]))
+    working = random_effects_working_model(values, units)
+    mean, se, df = cr2_by_matrices(values, np.ones((len(values), 1)), units, np.array([1.0]), working)
     result = column_stats(values, units)
     assert (result.mean[0], result.se[0], result.df[0]) == pytest.approx((mean, se, df), rel=1e-10)
     assert result.p_value[0] == pytest.approx(2 * stats.t.sf(abs(mean / se), df), rel=1e-9)
@@ -57,6 +66,17 @@ def test_equals_a_direct_matrix_implementation_of_cr2_and_satterthwaite(seed):
     assert (result.ci_low[0], result.ci_high[0]) == pytest.approx((low, high), rel=1e-10)
     # Uneven documents: fewer degrees of freedom than documents - 1.
     assert df < len(np.unique(units)) - 1
+
+
+def test_with_no_correlation_inside_units_the_df_are_clubsandwichs():
+    """Residuals that correlate negatively inside units (rho clipped to 0): the working model is
+    the identity, clubSandwich's own, whose closed forms its tests state (next test)."""
+    units = np.repeat(np.arange(6), [2, 3, 2, 5, 2, 4])
+    values = np.array([1.0, -1.0, 2.0, -1.0, -1.0, 0.5, -0.5, 3.0, -1.0, -1.0, -0.5, -0.5, 1.0, -1.0,
+                       0.25, -0.25, 0.5, -0.5])
+    assert (random_effects_working_model(values, units) == np.eye(len(values))).all()
+    assert column_stats(values, units).df[0] == pytest.approx(
+        cr2_by_matrices(values, np.ones((len(values), 1)), units, np.array([1.0]))[2], rel=1e-10)
 
 
 def test_equals_clubsandwichs_closed_forms_for_the_intercept():
@@ -70,27 +90,30 @@ def test_equals_clubsandwichs_closed_forms_for_the_intercept():
     variance = np.sum(sizes ** 2 * (unit_means - values.mean()) ** 2 / (1 - sizes / n)) / n ** 2
     df = n ** 2 / (n ** 2 * np.sum(sizes ** 2 / (n - sizes) ** 2) - 2 * n * np.sum(sizes ** 3 / (n - sizes) ** 2)
                    + np.sum(sizes ** 2 / (n - sizes)) ** 2)
-    result = column_stats(values, units)
-    assert (result.se[0] ** 2, result.df[0]) == pytest.approx((variance, df), rel=1e-10)
+    assert column_stats(values, units).se[0] ** 2 == pytest.approx(variance, rel=1e-10)
+    # The df there are the identity working model's: the reference implementation's, which with no
+    # correlation inside units are ragkit's (previous test).
+    identity = cr2_by_matrices(values, np.ones((n, 1)), units, np.array([1.0]))
+    assert (identity[1] ** 2, identity[2]) == pytest.approx((variance, df), rel=1e-10)
 
 
 def test_the_matrix_implementation_is_cr2_for_a_general_design():
     """The reference above on a design with a cluster-level and a question-level covariate: CR2's
-    defining property, E[V] = c' (X'X)^-1 c exactly under independent unit-variance errors, computed
-    exactly as the sum of V over the N unit error vectors (V is a quadratic form in the errors,
-    and its residuals are (I - H) e), and its df as 2 E[V]^2 / Var[V] by simulation."""
+    defining property, E[V] = c' (X'X)^-1 c exactly under independent unit-variance errors,
+    computed exactly as the sum of V over the N unit error vectors (V is a quadratic form in the
+    errors: its residuals are (I - H) e). Without the adjustment (CR0) it falls short."""
     rng = np.random.default_rng(5)
-    values, units, _ = _uneven(7, n_units=12)
+    _, units, _ = _uneven(7, n_units=12)
     x = np.column_stack([np.ones(len(units)), rng.normal(size=12)[units], rng.normal(size=len(units))])
     contrast = np.array([0.0, 1.0, 0.0])
     expected = contrast @ np.linalg.inv(x.T @ x) @ contrast
-    # V(e) = sum_g (p_g' e)^2, so E[V] under e ~ N(0, I) is the sum of V over the basis vectors.
     basis = sum(cr2_by_matrices(e, x, units, contrast)[1] ** 2 for e in np.eye(len(units)))
     assert basis == pytest.approx(expected, rel=1e-9)
-    draws = np.array([cr2_by_matrices(rng.normal(size=len(units)), x, units, contrast)[1] ** 2 for _ in range(3000)])
-    df = cr2_by_matrices(values, x, units, contrast)[2]
-    assert 2 * draws.mean() ** 2 / draws.var() == pytest.approx(df, rel=0.1)
-    assert draws.mean() == pytest.approx(expected, rel=0.05)
+    m = np.linalg.inv(x.T @ x)
+    hat = x @ m @ x.T
+    cr0 = sum((contrast @ m @ x[units == g].T @ ((np.eye(len(units)) - hat) @ e)[units == g]) ** 2
+              for e in np.eye(len(units)) for g in range(12))
+    assert cr0 < 0.95 * expected
 
 
 def test_equal_units_give_the_cr1_variance_and_units_minus_one_df():
