@@ -25,13 +25,13 @@ N = 40
 
 
 def _folder(path, drop: float = 0.0, questions: int = N, changed: str | None = None, llm: str = "local:smollm2",
-            corpus_id: str = "c1", seed: int = 3, r2_asked: int | None = None):
+            corpus_id: str = "c1", seed: int = 3, r2_asked: int | None = None, documents: int = 10):
     rng = np.random.default_rng(seed)
     store = ResultStore(path)
     ids = [f"q{i:02d}" for i in range(questions)]
     keys = [f"key-{q}" + ("-edited" if q == changed else "") for q in ids]
-    store.write_questions("q1", pd.DataFrame({"question_id": ids, "text": ids, "document": [f"d{i % 10}" for i in
-                                                                                            range(questions)],
+    store.write_questions("q1", pd.DataFrame({"question_id": ids, "text": ids, "document": [f"d{i % documents}"
+                                                                                         for i in range(questions)],
                                               "question_key": keys}))
     base = np.random.default_rng(0).uniform(0.3, 0.9, questions)
     for run, chunker in (("r1", "token"), ("r2", "sentence")):
@@ -161,6 +161,7 @@ def test_an_exact_shift_gets_one_verdict_whether_or_not_questions_vary_inside_do
     assert verdicts[0] == verdicts[1] == ((True, 1) if shift < 0 else (False, 0))
 
 
+@pytest.mark.filterwarnings("error")
 def test_a_new_run_that_stopped_short_is_refused_unless_allowed(tmp_path, capsys):
     base = _folder(tmp_path / "base")
     new = _folder(tmp_path / "new", r2_asked=29)  # r2 stopped after 29 of the 40 questions
@@ -196,3 +197,13 @@ def test_an_exact_folder_pairs_with_the_same_grid_searched_through_an_ann_index(
     # Any other difference still keeps them apart.
     other = pd.DataFrame([_ann_row("a3", kind="ivf_pq") | {"top_k": 99}])
     assert pair_runs(base, other)[0].empty
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_pair_with_one_document_has_no_verdict_and_is_not_counted(tmp_path, capsys):
+    base = _folder(tmp_path / "base", documents=1)
+    new = _folder(tmp_path / "new", drop=0.2, seed=4, documents=1)
+    assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.02"]) == 2
+    out = capsys.readouterr().out
+    assert "Holm over the 0 test(s) with a p (2 without" in out and out.count("UNTESTED") == 2
+    assert "no verdict: 2 comparison(s) could not be tested (exit 2)" in out
