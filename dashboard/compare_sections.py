@@ -154,8 +154,8 @@ def why_questions_fail(c: Compared) -> None:
                "the cut is the first 5 chunks; evidence at span level where the question has answer spans.")
 
 
-JUDGE_TABLE_NUMBERS = ("Δ mean", "CI low", "CI high", "p", "p (Holm)", "strict Δ", "strict CI low", "strict CI high",
-                       "strict p (Holm)")
+JUDGE_TABLE_NUMBERS = ("Δ mean", "CI low", "CI high", "sim. CI low", "sim. CI high", "p", "p (Holm)", "strict Δ",
+                       "strict CI low", "strict CI high", "strict p (Holm)")
 
 
 def judges_on_off(c: Compared) -> None:

@@ -356,11 +356,11 @@ def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return table[COLUMNS]
 
 
-def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA) -> pd.DataFrame:
+def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA, question: str | None = None) -> pd.DataFrame:
     """``table`` with each row's family, Holm p and simultaneous intervals (``families``): the
-    family is decided by the row's kind and metric, so any subset of a family's rows given here
-    whole gets the same numbers as the family in any other view."""
-    return families.with_families(table, alpha)
+    family is decided by the row's kind and metric (or a view's own ``question`` and the metric),
+    so a family's rows given here whole get the same numbers in any view."""
+    return families.with_families(table, alpha, question)
 
 
 def holm_family(table: pd.DataFrame) -> dict:

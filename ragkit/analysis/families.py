@@ -6,8 +6,9 @@ never by what a view happens to show:
 - **the factor table on one metric** (``kind == "factor"``): "which levels differ from their
   factor's reference on METRIC?", every level of every factor;
 - **the single-factor pairs on one metric** (``kind == "pair"``): "which pairs of runs differ on
-  METRIC?", every pair given (a report's pairs, a judge table's judge pairs, `ragkit best`'s
-  runners-up against the best).
+  METRIC?", every pair given;
+- **a view's own question on one metric**: the judge table's "what does each judge do?" (its
+  judge pairs), `ragkit best`'s "which runners-up are worse than the best?".
 
 The same rows get the same adjusted p whether the report prints the pairs (``--no-detail``), a
 page shows one tab or another, or other metrics are chosen beside this one (``FAMILY_RULE``).
@@ -43,9 +44,11 @@ FAMILY_COLUMNS = ["family", "family_tests", "p_holm", "strict_p_holm", "sim_ci_l
                   "strict_sim_ci_low", "strict_sim_ci_high"]
 
 
-def family_names(table: pd.DataFrame) -> pd.Series:
-    """Each row's family: "<factor table | pairs> on <metric>"."""
-    kinds = table["kind"].astype(str).map(lambda kind: KIND_NAMES.get(kind, kind))
+def family_names(table: pd.DataFrame, question: str | None = None) -> pd.Series:
+    """Each row's family: "<factor table | pairs> on <metric>", or "<question> on <metric>" for a
+    view that asks a question of its own (the judge table's judge pairs, `ragkit best`'s
+    runners-up)."""
+    kinds = table["kind"].astype(str).map(lambda kind: KIND_NAMES.get(kind, kind)) if question is None else question
     return kinds + " on " + table["metric"].astype(str)
 
 
@@ -57,16 +60,16 @@ def same_test(table: pd.DataFrame) -> np.ndarray:
             & (table["strict_p"].to_numpy(dtype="float64") == table["p"].to_numpy(dtype="float64")))
 
 
-def with_families(table: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | None = None) -> pd.DataFrame:
     """``table`` (the engine's rows, with ``se``/``df`` and ``strict_se``/``strict_df``) with its
-    ``FAMILY_COLUMNS``: each row's family, the family's number of tests, Holm p of both
-    differences over the family, and simultaneous intervals at level 1 - alpha / tests."""
+    ``FAMILY_COLUMNS``: each row's family (``family_names``), the family's number of tests, Holm p
+    of both differences over the family, and simultaneous intervals at level 1 - alpha / tests."""
     out = table.copy()
     if not len(table):
         for column in FAMILY_COLUMNS:
             out[column] = pd.Series(dtype="object" if column == "family" else "float64")
         return out
-    names = family_names(table).to_numpy(dtype=object)
+    names = family_names(table, question).to_numpy(dtype=object)
     p = table["p"].to_numpy(dtype="float64")
     strict_p = table["strict_p"].to_numpy(dtype="float64")
     once = same_test(table)

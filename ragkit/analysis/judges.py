@@ -11,6 +11,9 @@ from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import JUDGE_PREFIX, single_factor_pairs
 from ragkit.analysis.statistics import describe_method
 
+# The judge table's families: per metric, every judge pair of the selected runs.
+JUDGE_QUESTION = "judge pairs"
+
 
 def judge_pairs(runs: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The single-factor pairs that toggle a judge's mode (or change its parameters); ``pairs``:
@@ -21,7 +24,8 @@ def judge_pairs(runs: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.Dat
 
 def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     """Every judge pair x metric: the engine's paired comparison (common depth, failures per side,
-    strict difference, unit-clustered CI and p), p_holm over exactly these rows, and the pipeline
+    strict difference, unit-clustered CI and p), p_holm per metric over the judge pairs
+    (``JUDGE_QUESTION``), and the pipeline
     LLM tokens per question turning the judge on cost (`tokens_diff`). Judge by judge, pair by
     pair, metrics in the order given."""
     comparer = Comparer(results)
@@ -34,7 +38,7 @@ def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
         ["factor", "run_a", "run_b", "metric_order"], kind="stable").drop(columns="metric_order")
     tokens = llm_tokens_per_question(pipeline_stages(results.stages))
     effects["tokens_diff"] = effects["run_b"].map(tokens) - effects["run_a"].map(tokens)
-    return with_holm(effects.reset_index(drop=True))
+    return with_holm(effects.reset_index(drop=True), question=JUDGE_QUESTION)
 
 
 def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -45,7 +49,8 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     labels = runs.set_index("run_id")["label"]
     return pd.DataFrame({
         "judge pair": pair_names(effects), "metric": effects["metric"], "compared as": effects["metric_compared"],
-        "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"], "p": effects["p"],
+        "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"],
+        "sim. CI low": effects["sim_ci_low"], "sim. CI high": effects["sim_ci_high"], "p": effects["p"],
         "p (Holm)": effects["p_holm"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
         "strict CI high": effects["strict_ci_high"], "strict p (Holm)": effects["strict_p_holm"],
         "signs disagree": effects["signs_disagree"],

@@ -48,6 +48,8 @@ from ragkit.metrics.names import better_direction, failure_value, parse_metric, 
 # Pairs of arbitrary runs: named so, not after a factor (the engine's depth rule treats every
 # factor but top_k alike).
 CONFIGURATION = "configuration"
+# The family of rule 3, per metric.
+RUNNERS_UP = "runners-up against the best"
 FORMATS = ("text", "json")
 
 
@@ -178,7 +180,8 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
                           "value_a": table.set_index("run_id").at[best, "label"],
                           "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
     # The engine gives each pair the strict difference's own CI and p (a failure as the worst value).
-    comparisons = with_holm(comparer.pair_comparisons([params.metric], pairs), alpha=params.alpha)
+    comparisons = with_holm(comparer.pair_comparisons([params.metric], pairs), alpha=params.alpha,
+                            question=RUNNERS_UP)
     direction = better_direction(params.metric)
     worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
              | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))

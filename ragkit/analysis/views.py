@@ -31,7 +31,8 @@ def latency_means(results: Results) -> pd.DataFrame:
 
 
 def factor_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Each factor level against the factor's reference level, Holm over exactly these rows."""
+    """Each factor level against the factor's reference level, Holm per metric over the factor
+    table (``families``)."""
     return with_holm(Comparer(results).factor_effects(list(metrics)))
 
 
@@ -43,7 +44,7 @@ def factor_references(results: Results) -> pd.DataFrame:
 
 
 def pair_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Every single-factor pair, Holm over exactly these rows."""
+    """Every single-factor pair, Holm per metric over the pairs (``families``)."""
     return with_holm(Comparer(results).pair_comparisons(list(metrics)))
 
 
