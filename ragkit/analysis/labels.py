@@ -113,7 +113,8 @@ def resolve_runs(runs: pd.DataFrame, given: str, option: str = "--runs") -> list
                               f"{MIN_ID_PREFIX}+ characters). Valid runs: {choices or '(none)'}")
         if len(matched) > 1:
             which = "; ".join(f"{run_id} ({labels[ids.index(run_id)]})" for run_id in matched)
-            raise ConfigError(f"{option} '{reference}' matches {len(matched)} runs: {which}. Give a run id (or more of it)")
+            raise ConfigError(f"{option} '{reference}' matches {len(matched)} runs: {which}. "
+                              "Give a run id (or more of it)")
         if matched[0] not in found:
             found.append(matched[0])
     return found
