@@ -228,12 +228,14 @@ def judges_against_people(c: Compared) -> None:
     if labelled.empty:
         st.caption("No labels for this experiment yet (Label page, `ragkit labels`).")
         return
-    from ragkit.labels.tables import AGREEMENT_NOTE, PPI_NOTE, agreement_table, ppi_text_table
+    from ragkit.labels.tables import PPI_NOTE, agreement_caption, agreement_notes, agreement_table, ppi_text_table
 
     st.subheader("Judges against people")
     if labelled.agreements:
+        for note in agreement_notes(labelled):
+            st.warning(note)
         st.dataframe(agreement_table(labelled), hide_index=True, key="agreement_table")
-        st.caption(AGREEMENT_NOTE.format(resamples=labelled.resamples))
+        st.caption(agreement_caption(labelled))
         for number, agreement in enumerate(labelled.agreements):
             with st.expander(f"Confusion: {agreement.decision}"):
                 st.dataframe(agreement.confusion, key=f"confusion_{number}")

@@ -181,7 +181,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
     _check_output_file(args.out, "--out")
     from ragkit.results import ResultStore
 
-    run_ids = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
+    run_ids = None
+    if args.runs:
+        from ragkit.analysis.labels import resolve_runs
+
+        run_ids = resolve_runs(ResultStore(as_location(args.results)).read("runs"), args.runs)
     print(export_results(as_location(args.results), args.format, args.out, run_ids))
     for line in ResultStore(as_location(args.results)).unreadable():  # exported what could be read
         print(line, file=sys.stderr)
@@ -265,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("results")
     export.add_argument("--format", required=True, choices=["csv", "parquet", "xlsx", "json", "html"])
     export.add_argument("--out", help="output file (default: beside the results folder, named after it)")
-    export.add_argument("--runs", help="comma-separated run ids (default: every run)")
+    export.add_argument("--runs", help="comma-separated runs, each its label as `ragkit summary` prints it, its "
+                                       "id or a unique id prefix (4+ characters) (default: every run)")
     export.set_defaults(func=_cmd_export)
 
     report = sub.add_parser("report", help="print what each factor does (each level vs its reference level), "

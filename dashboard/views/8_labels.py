@@ -1,6 +1,8 @@
 """Label: pool the selected runs' top-k chunks and answers, grade them with the configurations
-hidden (chunks in a seeded random order), save each pass as a session. The work is ragkit.labels';
-the same is `ragkit labels pool / sheet / add` on the command line."""
+hidden (chunks in a seeded random order), save each pass as a session; below, each judge's
+agreement with the labels, with its warnings (a judge that used one grade only, too few documents
+for the CIs). The work is ragkit.labels'; the same is `ragkit labels pool / sheet / add /
+agreement` on the command line."""
 
 from __future__ import annotations
 
@@ -79,3 +81,15 @@ if st.button("Save labels", type="primary", key="save_labels"):
             st.success(f"{len(rows)} label(s) saved.")
     except ConfigError as error:
         st.error(str(error))
+
+labelled = state.label_tables(experiment)
+if labelled.agreements:
+    from ragkit.labels.tables import agreement_caption, agreement_notes, agreement_table
+
+    st.subheader("Judges against people")
+    for note in agreement_notes(labelled):  # outside the expander: a judge that cannot be read is said up front
+        st.warning(note)
+    with st.expander("Agreement of each judge with the people's labels"):
+        st.dataframe(agreement_table(labelled), hide_index=True, key="label_agreement_table")
+        st.caption(agreement_caption(labelled) + " Confusion tables and prediction-powered means: the Compare "
+                   "page's Judges vs people tab (`ragkit labels agreement`).")

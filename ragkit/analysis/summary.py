@@ -77,7 +77,9 @@ def summary_table(store: ResultStore, metrics: tuple[str, ...] = SUMMARY_METRICS
 
 
 def format_summary(table: pd.DataFrame) -> str:
+    """The summary as text, each run's id beside its label: `--runs` of `ragkit labels pool` and
+    `ragkit export` take either (or a unique prefix of the id)."""
     if table.empty:
         return "(no runs)"
-    shown = table.drop(columns=["run_id"]).copy()
-    return shown.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")
+    columns = ["label", "run_id", *[c for c in table.columns if c not in ("label", "run_id")]]
+    return table[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")

@@ -11,7 +11,13 @@ CIs: a cluster bootstrap over the questions' source documents (questions drawn f
 document are not independent), ``resamples`` = 1000 by default, 95% percentile intervals. A
 resample in which a statistic is undefined (every item in one category) is left out of its
 interval and counted (``resamples_used``). With few documents a percentile interval is too
-narrow; the table says how many documents it resampled.
+narrow: below ``MIN_CLUSTERS`` documents an agreement carries a warning (``notes``) beside the
+number of documents it resampled.
+
+Readability: each agreement keeps both sides' grade distributions. When the judge or the people
+used one category only, kappa is 0 by construction (or undefined when both did) and agreement
+cannot be measured; ``notes`` says so in words and ``readable`` is False, so the tables, the
+report and the dashboard never show such a judge's figures as if they ranked anything.
 
 Bias: the judge's mean minus the person's mean on the same items and the same 0-1 (or grade)
 scale; positive means the judge is more generous.
@@ -28,6 +34,11 @@ import pandas as pd
 
 DEFAULT_RESAMPLES = 1000
 LEVEL = 0.95
+# Below this many documents (clusters) a bootstrap interval is flagged: with a handful of
+# clusters the resamples repeat the same few documents and the percentile interval is too
+# narrow (Cameron, Gelbach and Miller 2008 find cluster bootstraps unreliable below ~10-20
+# clusters); 10 is the smallest count at which the intervals are shown without a warning.
+MIN_CLUSTERS = 10
 
 
 @dataclass
@@ -50,8 +61,60 @@ class Agreement:
     resamples_used: int = 0
     confusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     grades: str = "human vs judge"
-    left_out: int | None = None  # the judge's invalid (unparseable or fallen-back) replies left out, where counted
+    left_out: int = 0  # the judge's invalid (unparseable, failed or fallen-back) replies on labelled items, left out
     unlocated: int | None = None  # judged chunks whose span the results folder does not hold
+    item: str = "item"  # what one item is ("chunk", "answer"), for the notes
+    human_counts: dict[str, int] = field(default_factory=dict)  # category name -> items, the people's
+    judge_counts: dict[str, int] = field(default_factory=dict)  # category name -> items, the judge's
+    judge_scale: dict[str, int] = field(default_factory=dict)  # the judge's own grades before mapping, if any
+
+    @property
+    def judge_constant(self) -> bool:
+        return sum(count > 0 for count in self.judge_counts.values()) == 1
+
+    @property
+    def human_constant(self) -> bool:
+        return sum(count > 0 for count in self.human_counts.values()) == 1
+
+    @property
+    def readable(self) -> bool:
+        """Whether kappa can say anything: both sides used two categories or more, and it is defined."""
+        return bool(self.n_items > 0 and not self.judge_constant and not self.human_constant
+                    and np.isfinite(self.kappa))
+
+    def degeneracy(self) -> str | None:
+        """Why agreement cannot be measured, in words; None when it can."""
+        if self.readable:
+            return None
+        if self.n_items == 0:
+            return f"no labelled {self.item} has a valid judge grade: agreement cannot be measured"
+        items = f"every {self.item}" if self.n_items != 1 else f"the one {self.item}"
+        judge = _only(self.judge_scale) or _only(self.judge_counts)
+        human = _only(self.human_counts)
+        if self.judge_constant and self.human_constant:
+            return (f"the judge gave {judge} and the people gave {human} to {items}: agreement cannot be "
+                    "measured; kappa is undefined")
+        if self.judge_constant:
+            return f"the judge gave {judge} to {items}: agreement cannot be measured; kappa is 0 by construction"
+        if self.human_constant:
+            return (f"the people gave {human} to {items}: agreement cannot be measured; kappa is 0 by "
+                    "construction")
+        return "kappa is undefined on these items: agreement cannot be measured"
+
+    def notes(self) -> list[str]:
+        """Every warning a reader needs before reading this agreement's figures, as sentences."""
+        found = []
+        reason = self.degeneracy()
+        if reason:
+            found.append(f"{self.decision}: {reason}.")
+        if self.n_units < MIN_CLUSTERS:
+            found.append(f"{self.decision}: CIs from {self.n_units} document(s), fewer than {MIN_CLUSTERS}: a "
+                         "cluster bootstrap over so few documents gives intervals that are too narrow; read them "
+                         "as rough.")
+        if self.left_out:
+            found.append(f"{self.decision}: {self.left_out} invalid judge repl{'y' if self.left_out == 1 else 'ies'} "
+                         f"on labelled {self.item}s left out (no grade, never counted as one).")
+        return found
 
 
     def as_row(self) -> dict:
@@ -62,7 +125,19 @@ class Agreement:
                 "judge_mean": self.judge_mean, "human_mean": self.human_mean, "bias": self.bias,
                 "bias_ci_low": self.bias_ci[0], "bias_ci_high": self.bias_ci[1], "resamples": self.resamples,
                 "resamples_used": self.resamples_used, "invalid_left_out": self.left_out,
-                "unlocated": self.unlocated}
+                "unlocated": self.unlocated, "human_grades": dict(self.human_counts),
+                "judge_grades": dict(self.judge_scale or self.judge_counts), "readable": self.readable,
+                "notes": self.notes()}
+
+
+def _only(counts: dict[str, int]) -> str | None:
+    used = [name for name, count in counts.items() if count > 0]
+    return used[0] if len(used) == 1 else None
+
+
+def grade_counts(classes: np.ndarray, names: list[str]) -> dict[str, int]:
+    """Category name -> how many items got it, every category shown (0 where none)."""
+    return {name: int((classes == number).sum()) for number, name in enumerate(names)}
 
 
 def kappa(human: np.ndarray, judge: np.ndarray, categories: list, weights: np.ndarray | None = None) -> float:
@@ -155,7 +230,8 @@ def measure(decision: str, items: pd.DataFrame, names: list[str], level: Level =
         bias=float(gap.mean()) if len(items) else np.nan, bias_ci=_percentile(biases),
         judge_mean=float(items["judge_value"].mean()), human_mean=float(items["human_value"].mean()),
         resamples=resamples, resamples_used=int(np.isfinite(kappas).sum()),
-        confusion=confusion_table(human, judge, names))
+        confusion=confusion_table(human, judge, names), human_counts=grade_counts(human, names),
+        judge_counts=grade_counts(judge, names))
     if several and ratings is not None:
         result.alpha = alpha(ratings, categories, level)
         columns = [np.flatnonzero(unit_of_item == unit) for unit in range(len(units))]

@@ -29,6 +29,16 @@ def _store(results: str):
     return LabelStore(as_location(results))
 
 
+def _resolved_runs(root, text: str | None) -> list[str] | None:
+    """--runs as run ids: labels, ids and unique id prefixes (ragkit.analysis.labels.resolve_runs)."""
+    if not text or text.strip() == "*":
+        return None
+    from ragkit.analysis.labels import resolve_runs
+    from ragkit.results import ResultStore
+
+    return resolve_runs(ResultStore(root).read("runs"), text)
+
+
 def _pool(store, pool_id: str | None):
     if pool_id:
         return store.pool(pool_id)
@@ -45,8 +55,9 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     from ragkit.labels.sources import make_pool
 
     store = _store(args.results)
+    runs = _resolved_runs(store.root, args.runs)
     try:
-        params = PoolParams(runs=_csv_list(args.runs) or ["*"], k=args.k, seed=args.seed,
+        params = PoolParams(runs=runs or ["*"], k=args.k, seed=args.seed,
                             questions=_csv_list(args.questions))
     except ValidationError as error:
         first = error.errors()[0]
@@ -89,7 +100,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
-    from ragkit.labels.relevance_judge import RelevanceJudgeParams, judge_pool
+    from ragkit.labels.relevance_judge import STAGE, RelevanceJudgeParams, judge_pool
     from ragkit.llms.base import llms
     from ragkit.llms.calls import LLMClient
     from ragkit.llms.defaults import resolve_default_backend
@@ -104,17 +115,32 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     problem = client.backend.problem()
     if problem:
         raise ConfigError(problem)
-    rows = judge_pool(pool, client, store.current(pool.pool_id),
-                      RelevanceJudgeParams(skip_human_labelled=args.skip_human_labelled))
+    from tqdm import tqdm
+
+    bars: list[tqdm] = []  # made on the first chunk: nothing to judge shows no bar
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="chunk", desc="judged", disable=args.quiet))
+        bars[0].update(1)
+
+    try:
+        rows = judge_pool(pool, client, store.current(pool.pool_id),
+                          RelevanceJudgeParams(skip_human_labelled=args.skip_human_labelled), progress)
+    finally:
+        for bar in bars:
+            bar.close()
     if not rows:
         print(f"nothing to judge: every chunk of pool {pool.pool_id} has a valid grade from this judge")
         return 0
     store.add(rows)
     invalid = sum(not row["valid"] for row in rows)
-    usage = client.usage_by_stage()
-    calls = sum(stage.backend_calls for stage in usage)
+    records = [record for record in client.records() if record.stage == STAGE]
+    cached = sum(record.cache_hit for record in records)
+    failed = len(rows) - len(records)  # a call that failed left no record
     print(f"judged {len(rows)} chunk(s) of pool {pool.pool_id} with {rows[0]['model']}: {invalid} invalid "
-          f"repl{'y' if invalid == 1 else 'ies'} (no grade); {calls} call(s) sent, the rest from the cache")
+          f"repl{'y' if invalid == 1 else 'ies'} (no grade); {len(records) - cached} call(s) sent to the model, "
+          f"{cached} answered from the cache" + (f", {failed} failed" if failed else ""))
     return 0
 
 
@@ -162,18 +188,33 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
     from ragkit.analysis.report import _markdown_table
-    from ragkit.labels.tables import pool_metric_means
+    from ragkit.labels.tables import pool_metric_means, ranking_problem
 
     store = _store(args.results)
     pool = _pool(store, args.pool)
-    table = pool_metric_means(pool, store.current(pool.pool_id), args.grades)
+    labels = store.current(pool.pool_id)
+    table = pool_metric_means(pool, labels, args.grades)
     if table.empty:
         print(f"no run of pool {pool.pool_id} has every pooled chunk of a question graded ({args.grades} grades)")
         return 0
+    problem = ranking_problem(pool, labels, args.grades)
+    if problem:
+        print(f"Not a ranking: {problem}.\n")
+    table.insert(1, "label", table["run"].map(_run_labels(store.root)).fillna("-"))
     print(_markdown_table(table))
     print(f"\npool_precision@{pool.k}: share of a run's pooled top-{pool.k} chunks graded partly or relevant, over the "
-          "questions whose chunks are all graded; grades: whose grades each question used (questions per source).")
+          "questions whose chunks are all graded ('questions': of the questions the run has in the pool; a chunk "
+          "without a grade, e.g. an invalid judge reply, leaves its question out); grades: whose grades each "
+          "question used (questions per source); invalid replies: the judge's, on the run's pooled chunks; flag: "
+          "fewer questions than the run with most, or grades that cannot rank runs.")
     return 0
+
+
+def _run_labels(root) -> dict[str, str]:
+    from ragkit.analysis.labels import labels_by_run
+    from ragkit.results import ResultStore
+
+    return labels_by_run(ResultStore(root).read("runs"))
 
 
 def _resamples(text: str) -> int:
@@ -191,7 +232,8 @@ def add_labels_parser(sub) -> None:
     pool = group.add_parser("pool", help="pool the runs' top-k chunks and answers per question (shuffled, "
                                          "configurations hidden)")
     pool.add_argument("results", help="results folder")
-    pool.add_argument("--runs", help="comma-separated run ids (default: every run)")
+    pool.add_argument("--runs", help="comma-separated runs, each its label as `ragkit summary` prints it, its id "
+                                     "or a unique id prefix (4+ characters) (default: every run)")
     pool.add_argument("--k", type=int, default=10, help="top-k chunks of each run (default 10)")
     pool.add_argument("--seed", type=int, default=0, help="seed of the shown order (recorded in the pool)")
     pool.add_argument("--questions", help="comma-separated question ids (default: every question)")
@@ -220,6 +262,7 @@ def add_labels_parser(sub) -> None:
     judge.add_argument("--model", help="the backend's model")
     judge.add_argument("--skip-human-labelled", action="store_true",
                        help="judge only chunks no person graded (default: every chunk, for agreement)")
+    judge.add_argument("--quiet", action="store_true", help="no progress bar (chunks judged of the total)")
     judge.set_defaults(func=_cmd_judge)
 
     export = group.add_parser("export", help="export labels as TREC qrels or the raw label table (csv)")

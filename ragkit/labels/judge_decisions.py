@@ -130,7 +130,7 @@ def chunk_judge_agreements(labels: pd.DataFrame, judgements: pd.DataFrame, retri
         ratings, human_ratings = _binary_ratings(chunks, items)
         result = measure(f"judge:{judge} (kept vs grade >= {RELEVANT_FROM})", items, list(KEEP_NAMES), "nominal",
                          ratings, human_ratings, resamples, seed)
-        result.left_out = invalid
+        result.item, result.left_out = "chunk", invalid
         result.unlocated = int(len(decided) - len(located))
         found.append(result)
     return found

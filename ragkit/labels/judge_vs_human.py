@@ -26,7 +26,7 @@ from ragkit.labels.agreement import DEFAULT_RESAMPLES, Agreement, measure
 from ragkit.labels.grades import GradeSource, chunk_grades, human_consensus, judge_grades
 from ragkit.labels.pooling import Pool
 from ragkit.labels.ppi import prediction_powered_means
-from ragkit.labels.store import CORRECT_NAMES, HUMAN, RELEVANCE_NAMES
+from ragkit.labels.store import CORRECT_NAMES, HUMAN, JUDGE, JUDGE_RELEVANCE_MAX, RELEVANCE_NAMES
 
 # metric -> the answer label it is measured against
 ANSWER_METRICS = {"faithfulness": "grounded", "groundedness": "grounded", "answer_accuracy": "correct",
@@ -52,21 +52,40 @@ def _ratings(labels: pd.DataFrame, items: pd.DataFrame, field: str, judge_classe
     return np.vstack([human, judge_classes[None, :].astype(float)]), human
 
 
-def relevance_agreement(labels: pd.DataFrame, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Agreement | None:
-    """The relevance judge against people on the chunks both graded; None without such chunks."""
+def relevance_agreements(labels: pd.DataFrame, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[Agreement]:
+    """Each relevance judge (one per judge annotator, i.e. model) against people on the chunks both
+    graded, with the judge's own 0-3 grade counts and its invalid replies on people's chunks counted
+    (left out: no grade). A judge whose every reply on people's chunks was invalid still has a row,
+    with no items, so its invalid count shows."""
     chunks = labels[labels["item_kind"] == "chunk"]
     human = human_consensus(chunks, "relevance")
-    judged = judge_grades(chunks)
-    items = human.merge(judged.rename(columns={"relevance": "judge_class"}), on=["question_id", "item_id"])
-    if items.empty:
-        return None
+    judges = chunks[chunks["source"] == JUDGE]
+    if human.empty or judges.empty:
+        return []
     units = chunks.drop_duplicates(["question_id"]).set_index("question_id")["document"]
-    items = items.assign(unit=items["question_id"].map(units), human_class=items["relevance"].astype(int),
-                         judge_class=items["judge_class"].astype(int))
-    items = items.assign(human_value=items["human_class"].astype(float), judge_value=items["judge_class"].astype(float))
-    ratings, human_ratings = _ratings(chunks, items, "relevance", items["judge_class"].to_numpy())
-    return measure("relevance judge (chunk grade 0-2)", items, list(RELEVANCE_NAMES), "ordinal", ratings,
-                   human_ratings, resamples, seed)
+    people_items = set(zip(human["question_id"], human["item_id"]))
+    several = judges["annotator"].nunique() > 1
+    found = []
+    for annotator, mine in judges.groupby("annotator", sort=True):
+        graded = judge_grades(mine)
+        invalid = mine[~mine["valid"].fillna(False).astype(bool)]
+        left_out = sum(key in people_items for key in zip(invalid["question_id"], invalid["item_id"]))
+        items = human.merge(graded.rename(columns={"relevance": "judge_class"}), on=["question_id", "item_id"])
+        if items.empty and not left_out:
+            continue
+        items = items.assign(unit=items["question_id"].map(units), human_class=items["relevance"].astype(int),
+                             judge_class=items["judge_class"].astype(int))
+        items = items.assign(human_value=items["human_class"].astype(float),
+                             judge_value=items["judge_class"].astype(float))
+        ratings, human_ratings = _ratings(chunks, items, "relevance", items["judge_class"].to_numpy())
+        model = f" {str(annotator).removeprefix(f'{JUDGE}:')}" if several else ""
+        result = measure(f"relevance judge{model} (chunk grade 0-2)", items, list(RELEVANCE_NAMES), "ordinal",
+                         ratings, human_ratings, resamples, seed)
+        result.item, result.left_out = "chunk", int(left_out)
+        result.judge_scale = {str(grade): int((items["judge_grade"] == grade).sum())
+                              for grade in range(JUDGE_RELEVANCE_MAX + 1)}
+        found.append(result)
+    return found
 
 
 def _judge_class(values: pd.Series, field: str) -> pd.Series:
@@ -106,9 +125,20 @@ def answer_agreements(labels: pd.DataFrame, scores: pd.DataFrame, resamples: int
             continue
         names = list(CORRECT_NAMES) if field == "correct" else list(GROUNDED_NAMES)
         ratings, human_ratings = _ratings(answers, items, field, items["judge_class"].to_numpy())
-        found.append(measure(f"{metric} vs {field}", items, names, "ordinal" if field == "correct" else "nominal",
-                             ratings, human_ratings, resamples, seed))
+        result = measure(f"{metric} vs {field}", items, names, "ordinal" if field == "correct" else "nominal",
+                         ratings, human_ratings, resamples, seed)
+        result.item, result.left_out = "answer", _failed_answer_scores(answers, scores, metric, field)
+        found.append(result)
     return found
+
+
+def _failed_answer_scores(answers: pd.DataFrame, scores: pd.DataFrame, metric: str, field: str) -> int:
+    """Labelled answers whose ``metric`` row has no value (the judge's reply unusable or its call
+    failed): left out of the agreement, counted."""
+    labelled = answers[answers[field].notna()].drop_duplicates("item_id")[["run_id", "question_id"]]
+    failed = scores[(scores["metric"] == metric) & (scores["value"].isna() | (
+        scores["error"].notna() if "error" in scores.columns else False))]
+    return len(labelled.merge(failed[["run_id", "question_id"]].drop_duplicates(), on=["run_id", "question_id"]))
 
 
 def pool_metrics(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "combined") -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pytest
 
 from ragkit.labels.agreement import alpha, kappa, measure
 from ragkit.labels.grades import JUDGE_TO_HUMAN
-from ragkit.labels.judge_vs_human import answer_agreements, relevance_agreement
+from ragkit.labels.judge_vs_human import answer_agreements, relevance_agreements
 from ragkit.labels.store import conform
 
 # The classic 2x2: human yes/judge yes 20, yes/no 5, no/yes 10, no/no 15 (50 items).
@@ -56,7 +56,7 @@ def test_kappa_and_alpha_from_labels_equal_the_libraries_on_random_tables(seed):
                  for name, grades in people.items() if not (name == "cy" and i % 4 == 0)]  # cy skipped some
         rows.append({**base, "annotator": "judge:x", "source": "judge", "relevance": int(judge[i])})
     labels = conform(pd.DataFrame(rows))
-    result = relevance_agreement(labels, resamples=100)
+    (result,) = relevance_agreements(labels, resamples=100)
     # independent: the low median of the people who graded each item, the judge mapped to 0-2
     stacked = np.vstack([people["ann"], people["bo"], np.where(np.arange(n) % 4 == 0, -1, people["cy"])])
     consensus = [sorted(v for v in stacked[:, i] if v >= 0)[(len([v for v in stacked[:, i] if v >= 0]) - 1) // 2]

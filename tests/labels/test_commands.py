@@ -132,7 +132,12 @@ def test_labels_metrics_says_whose_grades_each_mean_used(folder, capsys):
     capsys.readouterr()
     assert main(["labels", "metrics", results]) == 0
     out = capsys.readouterr().out
-    # q1 graded by a person (all 0), q2 by the judge only (all 3 -> relevant): mean 0.5 over 2 questions
-    assert "| r1 | pool_precision@2 | 0.5 | 2 | human 1, judge 1 |" in out
+    # q1 graded by a person (all 0), q2 by the judge only (all 3 -> relevant): mean 0.5 over 2 questions;
+    # a judge that gave 3 to every chunk tells no run apart, and the table says so.
+    label = "token(chunk_size=64) · - · bm25 · k=4"
+    assert f"| r1 | {label} | pool_precision@2 | 0.5 | 2 of 2 | human 1, judge 1 | 0 | not a ranking |" in out
+    assert out.startswith("Not a ranking: the judge gave 3 to every chunk it graded (")
     assert main(["labels", "metrics", results, "--grades", "human"]) == 0
-    assert "| r1 | pool_precision@2 | 0.0 | 1 | human 1 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"| r1 | {label} | pool_precision@2 | 0.0 | 1 of 2 | human 1 | 0 | not a ranking |" in out
+    assert "every graded chunk counts as not relevant, so every run's pool_precision@2 is 0.0 by construction" in out
