@@ -68,7 +68,7 @@ def torch_vectors(minilm_embed_model) -> np.ndarray:
 
 
 def onnx_vectors(data_dir: Path, precision: str) -> np.ndarray:
-    return MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision), data_dir=data_dir).embed_texts(sample_texts())
+    return MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision), cache_dir=data_dir).embed_texts(sample_texts())
 
 
 def cosine_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -93,7 +93,7 @@ def test_int8_vectors_are_close_to_the_torch_models(onnx_data_dir, torch_vectors
 def test_a_second_load_reuses_the_export(onnx_data_dir, monkeypatch):
     onnx_vectors(onnx_data_dir, "fp32")  # exported by the first test, or now
     monkeypatch.setattr(onnx_export, "export", lambda *args: pytest.fail("exported again"))
-    vectors = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision="fp32"), data_dir=onnx_data_dir).embed_texts(["a text"])
+    vectors = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision="fp32"), cache_dir=onnx_data_dir).embed_texts(["a text"])
     assert vectors.shape == (1, 384)
 
 
@@ -194,7 +194,7 @@ def test_a_grid_can_name_it_and_a_bad_precision_lists_the_choices():
 def test_without_onnxruntime_the_error_is_one_line_naming_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # what an import of a missing package does
     with pytest.raises(ConfigError, match=r"pip install 'ragkit\[onnx\]'"):
-        MiniLMOnnxEmbedder(MiniLMOnnxParams(), data_dir=tmp_path).embed_texts(["a text"])
+        MiniLMOnnxEmbedder(MiniLMOnnxParams(), cache_dir=tmp_path).embed_texts(["a text"])
 
 
 @pytest.mark.slow
