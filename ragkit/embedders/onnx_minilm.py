@@ -49,11 +49,9 @@ class OnnxSentenceModel:
     def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32,
                  threads: int = 0) -> None:
         """``threads``: ONNX Runtime's intra-op threads; 0 is its default (one per physical core)."""
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime
-        from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=True)
+        self.tokenizer = shipped_tokenizer(folder, max_length)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         self.session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
@@ -74,11 +72,25 @@ class OnnxSentenceModel:
         out = np.zeros((len(texts), 384), dtype=np.float32)
         if not texts:
             return out
-        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         for batch in unpadded_batches([len(tokens) for tokens in ids], self.batch_size, MAX_BATCH_TOKENS):
             (vectors,) = self.session.run(None, {"input_ids": np.array([ids[i] for i in batch], dtype=np.int64)})
             out[batch] = vectors
         return out
+
+
+def shipped_tokenizer(folder: Path, max_length: int) -> Any:
+    """The model's fast tokenizer (``tokenizer.json``) from the ``tokenizers`` library itself,
+    truncating to ``max_length`` tokens with [CLS] and [SEP] and padding nothing: the ids
+    transformers' ``AutoTokenizer`` gives with ``truncation=True``, without importing transformers
+    (which imports torch: seconds on a first run)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
 
 
 def unpadded_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
@@ -93,13 +105,14 @@ def unpadded_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -
 
 
 def onnx_runtime_installed() -> bool:
-    """Whether onnx (the exporter) and onnxruntime import."""
+    """Whether onnxruntime imports and onnx (the exporter's, needed only to export) is installed."""
+    import importlib.util
+
     try:
-        import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
     except ImportError:
         return False
-    return True
+    return importlib.util.find_spec("onnx") is not None
 
 
 def shipped_sentence_model(precision: str, cache_dir: Path | None) -> OnnxSentenceModel:

@@ -17,6 +17,7 @@ from ragkit.embedders.onnx_minilm import (
     MiniLMOnnxEmbedder,
     MiniLMOnnxParams,
     OnnxSentenceModel,
+    shipped_tokenizer,
     unpadded_batches,
 )
 from ragkit.errors import ConfigError
@@ -149,16 +150,18 @@ def test_encode_runs_unpadded_batches_and_returns_vectors_in_the_texts_order():
     from transformers import AutoTokenizer
 
     folder = onnx_export.shipped_model_folder()
-    model.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model.tokenizer = shipped_tokenizer(folder, 256)
     model.session, model.max_length, model.batch_size = RecordingSession(), 256, 16
     # Questions and paragraphs (many lengths, some past 256 tokens), and one short text 20 times.
     texts = sample_texts()[::6] + ["Is it a short question?"] * 20
     vectors = model.encode(texts)
-    pad = model.tokenizer.pad_token_id
+    reference = AutoTokenizer.from_pretrained(str(folder))  # what sentence-transformers tokenizes with
+    pad = reference.pad_token_id
     assert all(len(batch) <= 16 and not (batch == pad).any() for batch in model.session.batches)
     assert all(batch.size <= MAX_BATCH_TOKENS for batch in model.session.batches)
     assert max(len(batch) for batch in model.session.batches) == 16  # short texts still fill a batch
-    expected = model.tokenizer(texts, truncation=True, max_length=256)["input_ids"]
+    expected = reference(texts, truncation=True, max_length=256)["input_ids"]
+    assert max(map(len, expected)) == 256
     assert vectors[:, 0].tolist() == [len(ids) for ids in expected]
     assert vectors[:, 1].tolist() == [sum(ids) for ids in expected]
     assert model.encode([]).shape == (0, 384)
