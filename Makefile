@@ -13,6 +13,8 @@ LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON 
 
 install:
 	$(PIP) install $(TORCH) -e .
+	# minilm's ONNX export, made now so that no first run waits for it (it loads torch).
+	python -m ragkit.embedders.onnx_export
 
 install-test: browser install-local-llm
 	$(PIP) install $(TORCH) -e ".[test]"

@@ -71,7 +71,7 @@ def onnx_encoder(precision: Literal["fp32", "int8"], threads: int = 0):
         model = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision)).sentence_model()  # exports if not cached
     else:
         folder = shipped_model_folder()
-        model_file = cached_model(get_settings().resolved_data_dir(), folder, precision)
+        model_file = cached_model(get_settings().resolved_model_cache_dir(), folder, precision)
         model = OnnxSentenceModel(model_file, folder, max_seq_length(folder), threads=threads)
     assert model.batch_size == BATCH
     return model.encode

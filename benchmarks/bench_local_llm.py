@@ -1,6 +1,16 @@
 """Speed of the embedded local LLM, against baselines measured in the same run.
 
     python benchmarks/bench_local_llm.py [repeats]
+    python benchmarks/bench_local_llm.py --raw [repeats]   # ragkit's calls against raw llama-cpp-python
+
+``--raw`` (issue 41, item 3): the same chat messages (a RAG answer prompt under a shared system
+prompt, a judge prompt with a JSON schema) sent through ragkit's ``LLMClient`` (no cache) and
+straight to a ``llama_cpp.Llama`` of the same GGUF with the same n_ctx, threads, seed and sampling
+(``create_chat_completion``, the call ragkit makes), interleaved, each side's KV cache cleared
+before every call. Prompt tokens/s is from ``max_tokens=1`` calls; generated tokens/s is the
+remaining tokens over the remaining time of a full call. Then the same for a series of distinct
+questions under one system prompt without clearing (what a run does: llama.cpp keeps the longest
+common prefix of the previous call's tokens).
 
 Every call goes through LLMClient without a cache, as a cold experiment would. Measures:
 load time; the same prompt with max_tokens=1 (prompt processing only: the baseline that
@@ -19,6 +29,10 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import Measurement, print_table
 
 PROMPT = "Write a detailed paragraph about how rivers shape the landscape over thousands of years."
 JUDGE_PROMPT = (
@@ -47,7 +61,108 @@ def timed_calls(client, prompt: str, repeats: int, **kwargs) -> tuple[float, int
     return statistics.median(seconds), result.prompt_tokens, result.completion_tokens
 
 
+SYSTEM = ("You answer questions about the documents given. Use only the passages below; cite them as [1], [2]. "
+          "If the passages do not contain the answer, say that you do not know. Keep the answer short.")
+PASSAGES = [
+    "Rivers erode their beds and banks, carrying sediment downstream; over thousands of years this cuts valleys "
+    "and canyons, and where the current slows the sediment settles into floodplains and deltas.",
+    "Glaciers carve U-shaped valleys; rivers carve V-shaped ones. Meanders migrate across a floodplain as the outer "
+    "bank erodes and the inner bank gains point bars, leaving oxbow lakes when a loop is cut off.",
+    "Sediment load depends on discharge and slope. Floods move most of a river's sediment in a few days a year, "
+    "and dams trap it, starving deltas downstream of the sand that builds them.",
+]
+QUESTIONS = ["How do rivers form deltas?", "What leaves oxbow lakes behind?", "Why do dams starve deltas?",
+             "When does a river move most of its sediment?"]
+
+
+def answer_messages(question: str) -> list[dict[str, str]]:
+    context = "\n".join(f"[{n}] {text}" for n, text in enumerate(PASSAGES, 1))
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Passages:\n{context}\n\nQuestion: {question}\nAnswer:"}]
+
+
+def raw_vs_ragkit(repeats: int) -> None:
+    """ragkit's LocalLLM calls against raw llama-cpp-python on the same messages and settings."""
+    import os
+
+    from llama_cpp import Llama
+
+    from ragkit.llms import LLMClient
+    from ragkit.llms.local import LocalLLM, LocalParams, default_threads
+
+    params = LocalParams(max_tokens=MAX_TOKENS)
+    backend = LocalLLM(params)
+    client = LLMClient(backend, None)
+    threads = params.threads or default_threads()
+    raw = Llama(model_path=str(backend.model_path()), n_ctx=params.context_window, n_threads=threads,
+                seed=params.seed, verbose=False)
+    print(f"threads {threads} (n_threads_batch: llama-cpp-python's default on both sides), n_ctx "
+          f"{params.context_window}, load average {os.getloadavg()[0]:.1f}")
+
+    def ragkit_call(messages, max_tokens, schema=None, reset=True):
+        if reset:
+            backend.client().reset()
+        result = client.call(messages, stage="bench", max_tokens=max_tokens, schema=schema)
+        return result.seconds, result.prompt_tokens, result.completion_tokens
+
+    def raw_call(messages, max_tokens, schema=None, reset=True):
+        if reset:
+            raw.reset()
+        extra = {"response_format": {"type": "json_object", "schema": Verdict.model_json_schema()}} if schema else {}
+        started = time.perf_counter()
+        reply = raw.create_chat_completion(messages=messages, temperature=params.temperature, max_tokens=max_tokens,
+                                           repeat_penalty=params.repeat_penalty, seed=params.seed, **extra)
+        usage = reply["usage"]
+        return time.perf_counter() - started, usage["prompt_tokens"], usage["completion_tokens"]
+
+    sides = {"ragkit": ragkit_call, "raw": raw_call}
+    for call in sides.values():
+        call(answer_messages("warm up"), 4)
+    cases = {"answer": (answer_messages(QUESTIONS[0]), None),
+             "judge (JSON schema)": ([{"role": "user", "content": JUDGE_PROMPT}], Verdict)}
+    rows = []
+    for case, (messages, schema) in cases.items():
+        times: dict[str, dict[str, list[float]]] = {side: {"prefill": [], "full": []} for side in sides}
+        tokens: dict[str, tuple[int, int]] = {}
+        for _ in range(repeats):
+            for side, call in sides.items():  # interleaved: load changes hit both sides alike
+                seconds, prompt_tokens, _ = call(messages, 1, schema)
+                times[side]["prefill"].append(seconds)
+                seconds, prompt_tokens, completion_tokens = call(messages, MAX_TOKENS, schema)
+                times[side]["full"].append(seconds)
+                tokens[side] = (prompt_tokens, completion_tokens)
+        speeds = {}
+        for side in sides:
+            prefill, full = statistics.median(times[side]["prefill"]), statistics.median(times[side]["full"])
+            prompt_tokens, completion_tokens = tokens[side]
+            speeds[side] = (prompt_tokens / prefill, (completion_tokens - 1) / max(full - prefill, 1e-3))
+            print(f"{case:20} {side:6}: {prompt_tokens} prompt tokens in {prefill:.3f} s = {speeds[side][0]:7.1f} "
+                  f"tokens/s; {completion_tokens} generated, {speeds[side][1]:6.1f} tokens/s")
+        rows += [Measurement(f"{case}: prompt tokens/s", speeds["ragkit"][0], speeds["raw"][0], "t/s",
+                             ">= 0.90x", speeds["ragkit"][0] >= 0.9 * speeds["raw"][0]),
+                 Measurement(f"{case}: generated tokens/s", speeds["ragkit"][1], speeds["raw"][1], "t/s",
+                             ">= 0.90x", speeds["ragkit"][1] >= 0.9 * speeds["raw"][1])]
+    # A run's calls: distinct questions under one system prompt, the KV cache kept between calls.
+    series = {}
+    for side, call in sides.items():
+        call(answer_messages("warm up"), 1, reset=True)
+        started = time.perf_counter()
+        for _ in range(repeats):
+            for question in QUESTIONS:
+                call(answer_messages(question), MAX_TOKENS, reset=False)
+        series[side] = time.perf_counter() - started
+    print(f"series of {repeats * len(QUESTIONS)} answers, KV cache kept: ragkit {series['ragkit']:.2f} s, "
+          f"raw {series['raw']:.2f} s")
+    rows.append(Measurement("answer series, KV cache kept: time", series["ragkit"], series["raw"], "s",
+                            "<= 1.10x", series["ragkit"] <= 1.1 * series["raw"]))
+    print_table(rows, "raw llama-cpp")
+
+
 def main() -> None:
+    if "--raw" in sys.argv:
+        sys.argv.remove("--raw")
+        raw_vs_ragkit(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+        return
     from ragkit.llms import LLMClient
     from ragkit.llms.local import LocalLLM, LocalParams
 

@@ -139,7 +139,7 @@ def main() -> None:
     from tests.embedders.test_onnx_minilm import sample_texts
 
     folder = onnx_export.shipped_model_folder()
-    fp32 = onnx_export.cached_model(args.data_dir or get_settings().resolved_data_dir(), folder, "fp32")
+    fp32 = onnx_export.cached_model(args.data_dir or get_settings().resolved_model_cache_dir(), folder, "fp32")
     texts = sample_texts()
     torch_encode = torch_encoder()
     reference = torch_encode(texts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
@@ -55,6 +56,16 @@ class RagkitSettings(BaseSettings):
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")
+    model_cache_dir: Path | None = Field(
+        default=None,
+        description="Where models made from shipped weights (minilm's ONNX export) are cached, once for every data "
+                    "directory; default: $XDG_CACHE_HOME/ragkit (~/.cache/ragkit).",
+    )
+    minilm_runtime: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="What runs the bundled minilm embedder: auto is ONNX Runtime (its fp32 export) when onnx and "
+                    "onnxruntime are installed, else torch; the vectors agree within 1e-5, so its identity is one.",
+    )
     build_window_rows: int = Field(
         default=65_536, ge=0, le=10_000_000,
         description="Chunks per window of a streamed build: chunk sets are written, embedded and indexed this many "
@@ -79,6 +90,12 @@ class RagkitSettings(BaseSettings):
 
     def resolved_data_dir(self) -> Path:
         path = self.data_dir.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def resolved_model_cache_dir(self) -> Path:
+        default = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "ragkit"
+        path = (self.model_cache_dir or default).expanduser().resolve()
         path.mkdir(parents=True, exist_ok=True)
         return path
 

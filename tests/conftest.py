@@ -16,13 +16,21 @@ SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
 SAMPLE_DATASET = REPO_ROOT / "datasets" / "covidqa_sample"
 
 
+@pytest.fixture(scope="session")
+def model_cache_dir(tmp_path_factory) -> Path:
+    """One model cache for the session (RAGKIT_MODEL_CACHE_DIR if set): minilm's ONNX export is
+    made once, not once per test, as it is once per machine outside the tests."""
+    return Path(os.environ.get("RAGKIT_MODEL_CACHE_DIR") or tmp_path_factory.mktemp("ragkit-models"))
+
+
 @pytest.fixture(autouse=True)
-def isolated_data_dir(tmp_path_factory, monkeypatch) -> Path:
+def isolated_data_dir(tmp_path_factory, monkeypatch, model_cache_dir) -> Path:
     """Every test gets RAGKIT_DATA_DIR in a temp folder so nothing touches ~/.ragkit."""
     from ragkit.settings import get_settings
 
     data_dir = tmp_path_factory.mktemp("ragkit-data")
     monkeypatch.setenv("RAGKIT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("RAGKIT_MODEL_CACHE_DIR", str(model_cache_dir))
     get_settings.cache_clear()
     yield data_dir
     get_settings.cache_clear()

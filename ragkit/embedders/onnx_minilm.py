@@ -1,7 +1,8 @@
 """``minilm-onnx``: the shipped all-MiniLM-L6-v2 run by ONNX Runtime, fp32 or int8.
 
 The same weights and tokenizer as ``minilm`` (its vectors agree with the torch model's to 1e-5
-cosine in fp32), exported at first use and cached (``onnx_export``). ``int8`` is faster on a CPU
+cosine in fp32; ``minilm`` itself runs this fp32 model when ONNX Runtime is installed), exported
+at first use and cached (``onnx_export``). ``int8`` is faster on a CPU
 and slightly different; it is a separate embedder, so its run ids, chunk vectors and indexes are
 its own and a grid can compare it with ``minilm``. Building the config loads nothing: the export,
 the session and the tokenizer are made on the first text embedded.
@@ -48,11 +49,9 @@ class OnnxSentenceModel:
     def __init__(self, model_file: Path, folder: Path, max_length: int, batch_size: int = 32,
                  threads: int = 0) -> None:
         """``threads``: ONNX Runtime's intra-op threads; 0 is its default (one per physical core)."""
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime
-        from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), use_fast=True)
+        self.tokenizer = shipped_tokenizer(folder, max_length)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         self.session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
@@ -73,11 +72,25 @@ class OnnxSentenceModel:
         out = np.zeros((len(texts), 384), dtype=np.float32)
         if not texts:
             return out
-        ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         for batch in unpadded_batches([len(tokens) for tokens in ids], self.batch_size, MAX_BATCH_TOKENS):
             (vectors,) = self.session.run(None, {"input_ids": np.array([ids[i] for i in batch], dtype=np.int64)})
             out[batch] = vectors
         return out
+
+
+def shipped_tokenizer(folder: Path, max_length: int) -> Any:
+    """The model's fast tokenizer (``tokenizer.json``) from the ``tokenizers`` library itself,
+    truncating to ``max_length`` tokens with [CLS] and [SEP] and padding nothing: the ids
+    transformers' ``AutoTokenizer`` gives with ``truncation=True``, without importing transformers
+    (which imports torch: seconds on a first run)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
 
 
 def unpadded_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
@@ -91,8 +104,30 @@ def unpadded_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -
     return batches
 
 
-def _llama_index_model(model: OnnxSentenceModel) -> Any:
-    """The model as a LlamaIndex ``BaseEmbedding`` (what ``Embedder.embed_model`` returns)."""
+def onnx_runtime_installed() -> bool:
+    """Whether onnxruntime imports and onnx (the exporter's, needed only to export) is installed."""
+    import importlib.util
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return importlib.util.find_spec("onnx") is not None
+
+
+def shipped_sentence_model(precision: str, cache_dir: Path | None) -> OnnxSentenceModel:
+    """The shipped MiniLM at ``precision`` on ONNX Runtime, exported into ``cache_dir`` (default: the
+    settings' model cache, shared by every data directory) on first use."""
+    from ragkit.embedders.onnx_export import cached_model, max_seq_length, shipped_model_folder
+    from ragkit.settings import get_settings
+
+    folder = shipped_model_folder()
+    cache_dir = cache_dir or get_settings().resolved_model_cache_dir()
+    return OnnxSentenceModel(cached_model(cache_dir, folder, precision), folder, max_seq_length(folder))
+
+
+def llama_index_model(model: OnnxSentenceModel, name: str) -> Any:
+    """The model as a LlamaIndex ``BaseEmbedding`` named ``name`` (what ``Embedder.embed_model`` returns)."""
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from pydantic import PrivateAttr
 
@@ -100,7 +135,7 @@ def _llama_index_model(model: OnnxSentenceModel) -> Any:
         _model: Any = PrivateAttr()
 
         def __init__(self, sentence_model: OnnxSentenceModel) -> None:
-            super().__init__(model_name="minilm-onnx", embed_batch_size=sentence_model.batch_size)
+            super().__init__(model_name=name, embed_batch_size=sentence_model.batch_size)
             self._model = sentence_model
 
         def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
@@ -126,29 +161,20 @@ class MiniLMOnnxEmbedder(Embedder):
     Params: ClassVar[type[MiniLMOnnxParams]] = MiniLMOnnxParams
     params: MiniLMOnnxParams
 
-    def __init__(self, params: ComponentParams, data_dir: Path | None = None) -> None:
+    def __init__(self, params: ComponentParams, cache_dir: Path | None = None) -> None:
         super().__init__(params)
-        self._data_dir = data_dir
+        self._cache_dir = cache_dir
         self._sentence_model: OnnxSentenceModel | None = None
 
     def sentence_model(self) -> OnnxSentenceModel:
         if self._sentence_model is None:
-            try:
-                import onnx  # noqa: F401 - the exporter needs it; checked here to fail in one line
-                import onnxruntime  # noqa: F401
-            except ImportError:
-                raise ConfigError(MISSING_RUNTIME) from None
-            from ragkit.embedders.onnx_export import cached_model, max_seq_length, shipped_model_folder
-            from ragkit.settings import get_settings
-
-            folder = shipped_model_folder()
-            data_dir = self._data_dir or get_settings().resolved_data_dir()
-            self._sentence_model = OnnxSentenceModel(cached_model(data_dir, folder, self.params.precision),
-                                                     folder, max_seq_length(folder))
+            if not onnx_runtime_installed():  # the exporter needs onnx: checked here to fail in one line
+                raise ConfigError(MISSING_RUNTIME)
+            self._sentence_model = shipped_sentence_model(self.params.precision, self._cache_dir)
         return self._sentence_model
 
     def _create_model(self) -> Any:
-        return _llama_index_model(self.sentence_model())
+        return llama_index_model(self.sentence_model(), self.name)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         # Straight to the session: LlamaIndex's batching and list conversion would only cost time.

@@ -24,6 +24,7 @@ and LLM backend; with no measurement the part says so instead of inventing a rat
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,10 @@ def format_estimate(estimate: PlanEstimate) -> str:
         lines.append(f"  ({estimate.llm_calls_rule})")
     total = "unknown (some part has no measurement yet)" if estimate.seconds is None else f"~{estimate.seconds:.0f} s"
     lines.append(f"time (embedding + LLM calls, from this machine's measurements): {total}")
+    advice = int8_advice({f"embed ({e.embedder})": e.seconds for e in estimate.embedding}
+                         | {f"LLM calls ({e.backend})": e.seconds for e in estimate.llm})
+    if advice:
+        lines.append(advice)
     if estimate.search:
         lines.append(estimate.search)
     return "\n".join(lines)
@@ -276,3 +281,32 @@ def format_estimate(estimate: PlanEstimate) -> str:
 
 def _time(seconds: float | None, measured: str) -> str:
     return f"time {NO_MEASUREMENT}" if seconds is None else f"~{seconds:.0f} s ({measured})"
+
+
+# minilm-onnx int8 against minilm (on ONNX Runtime fp32, its default runtime), measured in
+# benchmarks/README.md ("The estimate's int8 advice"): CPU time per text, and retrieval quality.
+INT8_TIME_RATIO = 0.51
+INT8_QUALITY = ("nDCG@10 on SciFact 0.6488 against 0.6451 (+0.004, all 5,183 documents), on the bundled "
+                "COVID-QA sample 0.814 against 0.821 (-0.007); vectors 0.007 cosine from minilm's on average")
+MINILM_STAGE = "embed (minilm)"
+
+
+def int8_advice(stage_seconds: Mapping[str, float | None]) -> str | None:
+    """The faster embedder, offered when embedding with ``minilm`` is most of the estimated time.
+
+    ``stage_seconds``: stage name -> estimated seconds (None: no measurement); the bundled MiniLM's
+    embedding is ``embed (minilm)``. The advice is given when that stage is more than half of the
+    total and every stage is measured (otherwise "most of the time" is not known); it states
+    int8's measured time ratio and quality cost, and that int8 is a different embedder (its own
+    run ids and indexes)."""
+    embedding = stage_seconds.get(MINILM_STAGE)
+    if embedding is None or any(seconds is None for seconds in stage_seconds.values()):
+        return None
+    total = sum(seconds for seconds in stage_seconds.values() if seconds is not None)
+    if total <= 0 or embedding <= total / 2:
+        return None
+    saved = embedding * (1 - INT8_TIME_RATIO)
+    return (f"faster: embedding is {embedding / total:.0%} of the time. minilm-onnx with precision int8 "
+            f"(embedders: [{{type: minilm-onnx, params: {{precision: int8}}}}]) took {INT8_TIME_RATIO:.2f}x "
+            f"minilm's time per text (measured, benchmarks/README.md): about {saved:.0f} s less. Its cost, "
+            f"measured: {INT8_QUALITY}. It is another embedder: new run ids and indexes, not minilm's cache.")

@@ -17,6 +17,7 @@ from ragkit.embedders.onnx_minilm import (
     MiniLMOnnxEmbedder,
     MiniLMOnnxParams,
     OnnxSentenceModel,
+    shipped_tokenizer,
     unpadded_batches,
 )
 from ragkit.errors import ConfigError
@@ -68,7 +69,7 @@ def torch_vectors(minilm_embed_model) -> np.ndarray:
 
 
 def onnx_vectors(data_dir: Path, precision: str) -> np.ndarray:
-    return MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision), data_dir=data_dir).embed_texts(sample_texts())
+    return MiniLMOnnxEmbedder(MiniLMOnnxParams(precision=precision), cache_dir=data_dir).embed_texts(sample_texts())
 
 
 def cosine_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -93,7 +94,7 @@ def test_int8_vectors_are_close_to_the_torch_models(onnx_data_dir, torch_vectors
 def test_a_second_load_reuses_the_export(onnx_data_dir, monkeypatch):
     onnx_vectors(onnx_data_dir, "fp32")  # exported by the first test, or now
     monkeypatch.setattr(onnx_export, "export", lambda *args: pytest.fail("exported again"))
-    vectors = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision="fp32"), data_dir=onnx_data_dir).embed_texts(["a text"])
+    vectors = MiniLMOnnxEmbedder(MiniLMOnnxParams(precision="fp32"), cache_dir=onnx_data_dir).embed_texts(["a text"])
     assert vectors.shape == (1, 384)
 
 
@@ -149,16 +150,18 @@ def test_encode_runs_unpadded_batches_and_returns_vectors_in_the_texts_order():
     from transformers import AutoTokenizer
 
     folder = onnx_export.shipped_model_folder()
-    model.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model.tokenizer = shipped_tokenizer(folder, 256)
     model.session, model.max_length, model.batch_size = RecordingSession(), 256, 16
     # Questions and paragraphs (many lengths, some past 256 tokens), and one short text 20 times.
     texts = sample_texts()[::6] + ["Is it a short question?"] * 20
     vectors = model.encode(texts)
-    pad = model.tokenizer.pad_token_id
+    reference = AutoTokenizer.from_pretrained(str(folder))  # what sentence-transformers tokenizes with
+    pad = reference.pad_token_id
     assert all(len(batch) <= 16 and not (batch == pad).any() for batch in model.session.batches)
     assert all(batch.size <= MAX_BATCH_TOKENS for batch in model.session.batches)
     assert max(len(batch) for batch in model.session.batches) == 16  # short texts still fill a batch
-    expected = model.tokenizer(texts, truncation=True, max_length=256)["input_ids"]
+    expected = reference(texts, truncation=True, max_length=256)["input_ids"]
+    assert max(map(len, expected)) == 256
     assert vectors[:, 0].tolist() == [len(ids) for ids in expected]
     assert vectors[:, 1].tolist() == [sum(ids) for ids in expected]
     assert model.encode([]).shape == (0, 384)
@@ -194,7 +197,7 @@ def test_a_grid_can_name_it_and_a_bad_precision_lists_the_choices():
 def test_without_onnxruntime_the_error_is_one_line_naming_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # what an import of a missing package does
     with pytest.raises(ConfigError, match=r"pip install 'ragkit\[onnx\]'"):
-        MiniLMOnnxEmbedder(MiniLMOnnxParams(), data_dir=tmp_path).embed_texts(["a text"])
+        MiniLMOnnxEmbedder(MiniLMOnnxParams(), cache_dir=tmp_path).embed_texts(["a text"])
 
 
 @pytest.mark.slow

@@ -1,0 +1,124 @@
+"""`minilm` on ONNX Runtime (the default) against torch, side by side in one run (issue 41, item 1).
+
+    python benchmarks/bench_minilm_runtime.py quickstart            # the bundled quickstart, first run
+    python benchmarks/bench_minilm_runtime.py filings --pages 50    # 12 configurations over 20 stand-in filings
+
+Each side is a child process, `python -m ragkit.cli run CONFIG --quiet`, timed wall to wall (the
+interpreter's start and every import count: a new user waits for them too), with its own fresh
+RAGKIT_DATA_DIR. The sides:
+
+- torch: `RAGKIT_MINILM_RUNTIME=torch` (what `minilm` ran before ONNX Runtime was its default);
+- onnx, first ever: the default with an empty model cache, so the one-time ONNX export (torch
+  loaded to make it) is inside the time;
+- onnx, export made: the default with the export already in the model cache (a second data
+  directory on the same machine, or an install that made it: `python -m ragkit.embedders.onnx_export`).
+
+`filings` writes 20 stand-in filings of `--pages` pages (`standin_filings.py`: text-dense pages, a
+table on every third), one question per filing (a sentence of it, its filing the relevant
+document), and runs 2 chunkers x 3 retrievers x 2 top-k over them. Each side prints whether torch
+and sentence-transformers were imported, and the load average before and after. Sides run one
+after another in the order given by `--sides`; on a shared machine read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import REPO_ROOT, Measurement, print_table
+
+QUICKSTART = REPO_ROOT / "experiments" / "quickstart.yaml"
+# Runs the CLI, then reports which heavy modules the run imported (on stderr, after the run).
+CHILD = ("import sys\nfrom ragkit.cli import main\ncode = 1\ntry:\n    code = main(sys.argv[1:])\nfinally:\n"
+         "    print('imported:', ','.join(m for m in ('torch', 'sentence_transformers', 'transformers', "
+         "'onnxruntime') if m in sys.modules), file=sys.stderr)\nsys.exit(code)\n")
+SIDES = {"torch": ("torch", False), "onnx-first": ("auto", False), "onnx-made": ("auto", True)}
+
+
+def filings_experiment(folder: Path, pages: int) -> Path:
+    """20 stand-in filings, one question per filing, and the 12-configuration grid's YAML."""
+    from standin_filings import sentence, write_filing
+
+    rng = random.Random(0)
+    docs = folder / "filings"
+    docs.mkdir(parents=True)
+    for number in range(20):
+        write_filing(docs / f"filing-{number:02d}.pdf", pages, rng, number)
+    questions = folder / "questions.jsonl"
+    with questions.open("w") as out:
+        for number in range(20):
+            out.write(json.dumps({"id": f"q{number}", "question": sentence(rng),
+                                  "relevant_doc_ids": [f"filing-{number:02d}.pdf"]}) + "\n")
+    config = {
+        "name": "filings-grid", "dataset": {"path": str(questions), "format": "jsonl"},
+        "corpus": {"path": str(docs)},
+        "chunkers": [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 32}},
+                     {"type": "sentence", "params": {"chunk_size": 512, "chunk_overlap": 64}}],
+        "embedders": ["minilm"], "retrievers": ["bm25", "dense", "hybrid"], "top_k": [5, 10],
+    }
+    path = folder / "filings.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def make_export(cache: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_MODEL_CACHE_DIR": str(cache)}
+    subprocess.run([sys.executable, "-m", "ragkit.embedders.onnx_export"], env=env, check=True, cwd=REPO_ROOT)
+
+
+def run_side(name: str, config: Path, scratch: Path, made_cache: Path) -> tuple[float, str]:
+    runtime, export_made = SIDES[name]
+    cache = made_cache if export_made else scratch / f"models-{name}"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(scratch / f"data-{name}"),
+           "RAGKIT_MODEL_CACHE_DIR": str(cache), "RAGKIT_MINILM_RUNTIME": runtime}
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CHILD, "run", str(config), "--quiet"], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        sys.exit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    imported = [line for line in done.stderr.splitlines() if line.startswith("imported:")][-1]
+    note = f"load {load:.1f} -> {os.getloadavg()[0]:.1f}; {imported}"
+    print(f"{name:11} {seconds:7.1f} s  ({note})", flush=True)
+    return seconds, note
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=["quickstart", "filings"])
+    parser.add_argument("--pages", type=int, default=50, help="pages per stand-in filing")
+    parser.add_argument("--sides", default="torch,onnx-first,onnx-made")
+    args = parser.parse_args()
+    sides = args.sides.split(",")
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        config = QUICKSTART if args.experiment == "quickstart" else filings_experiment(scratch, args.pages)
+        made_cache = scratch / "models-made"
+        if "onnx-made" in sides:
+            make_export(made_cache)
+        seconds = {name: run_side(name, config, scratch, made_cache)[0] for name in sides}
+    goal = {"quickstart": ("<= 35 s", lambda s: s <= 35.0), "filings": (">= 1.6x faster", None)}[args.experiment]
+    rows = []
+    for name in sides:
+        if name == "torch" or "torch" not in seconds:
+            continue
+        passed = goal[1](seconds[name]) if goal[1] else seconds["torch"] >= 1.6 * seconds[name]
+        rows.append(Measurement(f"{args.experiment}: {name} vs torch", seconds[name], seconds["torch"], "s",
+                                goal[0], passed))
+    print_table(rows, "torch")
+
+
+if __name__ == "__main__":
+    main()
