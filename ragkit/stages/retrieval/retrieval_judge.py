@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeTrace
-from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks
+from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks, source_label
 from ragkit.stages.retrieval.params import RetrievalJudgeInfo, RetrievalJudgeParams
 
 
@@ -72,13 +72,15 @@ RATED_EXAMPLE = (
 
 
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "",
-                 rated: bool = False) -> str:
+                 rated: bool = False, show_file_name: bool = False) -> str:
     """``conversation``: the turns before a follow-up (``prompts.conversation_block``), or empty;
-    ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter)."""
+    ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter); ``show_file_name``:
+    each preview after its source file name, ``[1] (file: notes.txt) text``."""
     ratings = f", and ratings (relevance 0 to 1 of each of the {len(nodes)} chunks, in order)" if rated else ""
+    chunks = numbered_chunks(nodes, chunk_chars, label=source_label if show_file_name else None)
     return (
         f"{RATED_EXAMPLE if rated else EXAMPLE}\n\n{conversation}"
-        f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
+        f"Question: {query}\n{chunks}\n"
         "Which chunks help answer the question? Reply as JSON with refined_query, relevant (chunk numbers), "
         f"order (relevant numbers, best first), request_more (true if they are not enough) and reason{ratings}."
     )
@@ -141,7 +143,9 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 return []
             rated = self.params.min_relevance is not None
             try:
-                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated),
+                prompt = build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated,
+                                      self.params.show_file_name)
+                result = self.ask(prompt,
                                   rated_reply_model(len(shown)) if rated else RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as call_error:
@@ -159,6 +163,13 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 error = f"no chunk number in 1..{len(shown)}: relevant={reply.relevant}"
                 trace.add(self.fallback(summary, {**decision, "dropped_numbers": dropped}, result, started, error))
                 return list(nodes)
+            if not reply.relevant and not reply.request_more and self.params.none_relevant == "keep_all":
+                # The design keeps every chunk when the model finds none relevant: it never empties the context.
+                decision.update(refined_query=reply.refined_query, relevant=[], request_more=False,
+                                reason=reply.reason, action="final", stopped="none relevant: kept all",
+                                kept=_ids(pool), dropped=[])
+                trace.add(self.judgement(summary, decision, result, started=started))
+                return list(pool)
             ranked = [number for number in order if number in relevant]
             ranked += [number for number in relevant if number not in ranked]
             if rated:
