@@ -39,7 +39,7 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
         "answer_check": {"gate_score": "min", "good_retrieval_at": 0.6, "issue_set": "basic", "max_retries": 1,
                          "pass_by": "attempt", "re_retrieve_via": "retriever", "retry": False,
                          "retry_strategy": "same"},
-        "chunking": {"show_file_name": False}, "compression": {}, "condense": {},
+        "chunking": {"show_file_name": False, "token_divisor": 1}, "compression": {}, "condense": {},
         "enrichment": {"parent_summary": False}, "hyde": {}, "profile": {}, "router": {"decisions": "one"},
         "strategy": {},
         "generator": {"context_fit": "fixed", "context_in": "user", "history_turns": 4, "show_file_name": False,
