@@ -6,6 +6,10 @@ and whether to search again with a refined query. Asking for more re-retrieves t
 given retriever and merges the new chunks (one copy per chunk id, its best score), up to
 ``max_iterations`` rounds. A reply that cannot be used falls back to the unjudged retrieval.
 
+With ``none_relevant: keep_all`` a final reply that names no chunk relevant keeps every chunk (the
+Retrieval Judge design's rule) instead of leaving the context empty. With ``show_file_name`` each
+preview follows its source file name.
+
 With ``min_relevance`` set the model also rates each chunk shown 0-1, and a chunk it calls
 relevant is kept only when its rating reaches the threshold (a relevance filter); without it the
 prompt and reply are exactly the ones before the option existed.
@@ -163,13 +167,6 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 error = f"no chunk number in 1..{len(shown)}: relevant={reply.relevant}"
                 trace.add(self.fallback(summary, {**decision, "dropped_numbers": dropped}, result, started, error))
                 return list(nodes)
-            if not reply.relevant and not reply.request_more and self.params.none_relevant == "keep_all":
-                # The design keeps every chunk when the model finds none relevant: it never empties the context.
-                decision.update(refined_query=reply.refined_query, relevant=[], request_more=False,
-                                reason=reply.reason, action="final", stopped="none relevant: kept all",
-                                kept=_ids(pool), dropped=[])
-                trace.add(self.judgement(summary, decision, result, started=started))
-                return list(pool)
             ranked = [number for number in order if number in relevant]
             ranked += [number for number in relevant if number not in ranked]
             if rated:
@@ -196,6 +193,11 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 trace.add(self.judgement(summary, decision, result, started=started))
                 continue
 
+            if not reply.relevant and self.params.none_relevant == "keep_all":
+                # The design keeps every chunk when the model finds none relevant: it never empties the context.
+                decision.update(action="final", stopped="none relevant: kept all", kept=_ids(pool), dropped=[])
+                trace.add(self.judgement(summary, decision, result, started=started))
+                return list(pool)
             final = [shown[n - 1] for n in ranked]
             kept = set(_ids(final))
             if self.params.keep_unjudged:
