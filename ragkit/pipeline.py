@@ -252,6 +252,15 @@ class Pipeline(AnswerChecks):
             return nodes
         return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
+    def _search_again(self, trace: Trace, query: str, judged: JudgeTrace) -> tuple[list[NodeWithScore], float | None]:
+        """The retrieval path once more, for a late retry: query expansion (the transforms in
+        ``retriever``) inside the quality gate with its attempts, then the context stages; and the
+        gate's quality of the kept attempt (None without a gate)."""
+        nodes = self._retrieve(trace, query, judged)
+        gate = self._one("gate")
+        quality = gate.outcome.quality if gate is not None else None
+        return self._context(trace, query, nodes, judged, skip=self._reranks_before_gate()), quality
+
     def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace,
                  skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]:
         """The context role's stages in order (rerank, then enrichment), each a step of its own;
@@ -300,6 +309,7 @@ class Pipeline(AnswerChecks):
         checker = self._one("check")
         if checker is not None and checker.params.retry and trace.answer is not None and trace.answer.text \
                 and not trace.answer.abstained:
-            self._retry_answer(trace, checker, generator, question, query, history, judged, can_re_retrieve)
+            self._retry_answer(trace, checker, generator, question, query, history, judged, can_re_retrieve,
+                               retrieval_quality)
         else:
             self._check_answer(trace, judged)

@@ -36,6 +36,9 @@ class AnswerChecks(StepAccounting):
         def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace,
                      skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]: ...
 
+        def _search_again(self, trace: Trace, query: str,
+                          judged: JudgeTrace) -> tuple[list[NodeWithScore], float | None]: ...
+
     def _check_groundedness(self, trace: Trace, groundedness: Any, generator: Any,
                             question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
                             retrieval_quality: float | None, can_re_retrieve: bool) -> None:
@@ -78,7 +81,8 @@ class AnswerChecks(StepAccounting):
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
 
     def _retry_answer(self, trace: Trace, checker: Any, generator: Any, question: str, query: str,
-                      history: Sequence[Any], judged: JudgeTrace, can_re_retrieve: bool) -> None:
+                      history: Sequence[Any], judged: JudgeTrace, can_re_retrieve: bool,
+                      retrieval_quality: float | None = None) -> None:
         """The late tier (``answer_check.retry``, ``ragkit.stages.answer.answer_retry``): grade, retry
         a failed answer by its issue, keep the best attempt. A kept retry is checked for
         groundedness again (no correction), so that score is the final answer's."""
@@ -94,17 +98,25 @@ class AnswerChecks(StepAccounting):
             return self._step(trace, "retry:regenerate", lambda: generator.generate(
                 question, nodes, judged, feedback=feedback or None, history=history))
 
+        searched: list[float | None] = []  # the quality of each search through the pipeline
+
         def re_retrieve(retry_query: str) -> list[NodeWithScore]:
+            if checker.params.re_retrieve_via == "pipeline":
+                # Back through query expansion and the quality gate (its own retries), as the design's late tier.
+                nodes, quality = self._search_again(trace, retry_query, judged)
+                searched.append(quality)
+                return nodes
             return self._context(trace, retry_query, self._step(
                 trace, "retry:re_retrieve", lambda: self.retriever.retrieve(retry_query)), judged)
 
         switchable = self.switchable if can_re_retrieve else None
         scores, judgement = grade(answer, trace.nodes)
         result = AnswerRetry(checker.params).run(
-            query, AnswerAttempt(answer, list(trace.nodes), scores, judgement), grade=grade, regenerate=regenerate,
-            re_retrieve=re_retrieve if can_re_retrieve else None, trace=judged,
+            query, AnswerAttempt(answer, list(trace.nodes), scores, judgement, retrieval_quality=retrieval_quality),
+            grade=grade, regenerate=regenerate, re_retrieve=re_retrieve if can_re_retrieve else None, trace=judged,
             switch=switchable.use if switchable is not None else None,
-            strategy=switchable.current if switchable is not None else None)
+            strategy=switchable.current if switchable is not None else None,
+            retrieval_quality=lambda: searched[-1] if searched else None)
         trace.answer, trace.nodes, trace.answer_check = result.answer, list(result.nodes), result.scores
         if all(value is None for value in result.scores.values()) and judgement is not None:
             trace.answer_check_error = judgement.error  # the reason the reply was unusable

@@ -73,6 +73,42 @@ class RecursiveParams(WindowParams):
     )
 
 
+class FileTypeRule(ComponentParams):
+    """How the recursive splitter cuts one file type: factors on its chunk_size and chunk_overlap,
+    and the separators tried for that type (none: the splitter's own)."""
+
+    size: float = Field(default=1.0, gt=0, le=20, description="Factor on chunk_size.")
+    overlap: float = Field(default=1.0, ge=0, le=20, description="Factor on chunk_overlap.")
+    separators: list[str] | None = Field(
+        default=None, min_length=1, max_length=20, description="Separators for this type, tried in order.")
+
+
+class RecursiveSplitterParams(RecursiveParams):
+    file_types: dict[str, FileTypeRule] = Field(
+        default_factory=dict,
+        description="Per file suffix ('.txt', lower case): size and overlap factors and separators, applied to "
+        "each document of that type, e.g. {'.txt': {size: 3, overlap: 2}, '.csv': {size: 2, separators: ['\\n']}}.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = RecursiveParams.added_fields | {"file_types"}
+
+    @model_validator(mode="after")
+    def _suffixes_and_sizes(self) -> RecursiveSplitterParams:
+        bad = [key for key in self.file_types if not key.startswith(".") or key != key.lower() or len(key) < 2]
+        if bad:
+            raise ValueError(f"file_types keys must be lower-case file suffixes like '.txt', got {bad}")
+        for suffix, rule in self.file_types.items():
+            size, overlap = self.sizes(rule)
+            if overlap >= size:
+                raise ValueError(f"file_types {suffix}: chunk_overlap x {rule.overlap} ({overlap}) must be smaller "
+                                 f"than chunk_size x {rule.size} ({size})")
+        return self
+
+    def sizes(self, rule: FileTypeRule) -> tuple[int, int]:
+        """(chunk_size, chunk_overlap) under ``rule``, rounded to whole characters."""
+        return round(self.chunk_size * rule.size), round(self.chunk_overlap * rule.overlap)
+
+
 class SemanticParams(ChunkerParams):
     buffer_size: int = Field(
         default=1, ge=1, le=10, description="Sentences on each side combined with a sentence before embedding it."
@@ -197,7 +233,7 @@ class SentenceChunkerInfo(ChunkerInfo):
 
 class RecursiveChunkerInfo(ChunkerInfo):
     name: ClassVar[str] = "recursive"
-    Params: ClassVar[type[RecursiveParams]] = RecursiveParams
+    Params: ClassVar[type[RecursiveSplitterParams]] = RecursiveSplitterParams
 
 
 class MarkdownChunkerInfo(ChunkerInfo):

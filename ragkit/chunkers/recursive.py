@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from ragkit.chunkers.base import Chunker, Span
-from ragkit.chunkers.params import DEFAULT_SEPARATORS, RecursiveChunkerInfo, RecursiveParams
+from ragkit.chunkers.params import DEFAULT_SEPARATORS, RecursiveChunkerInfo, RecursiveSplitterParams
 
 
 def recursive_spans(
@@ -84,8 +85,17 @@ def _merge(pieces: list[tuple[int, int]], chunk_size: int, chunk_overlap: int) -
 
 
 class RecursiveChunker(RecursiveChunkerInfo, Chunker):
-    params: RecursiveParams
+    """``file_types``: a document whose file suffix has a rule is cut with that rule's sizes and
+    separators (its file name, else its id, gives the suffix); every other document as configured."""
+
+    params: RecursiveSplitterParams
 
     def split_spans(self, text: str, metadata: Mapping[str, Any]) -> list[Span]:
         p = self.params
-        return [Span(s, e) for s, e in recursive_spans(text, 0, len(text), p.chunk_size, p.chunk_overlap, p.separators)]
+        size, overlap, separators = p.chunk_size, p.chunk_overlap, p.separators
+        suffix = PurePosixPath(str(metadata.get("file_name") or metadata.get("doc_id") or "")).suffix.lower()
+        rule = p.file_types.get(suffix)
+        if rule is not None:
+            size, overlap = p.sizes(rule)
+            separators = rule.separators or separators
+        return [Span(s, e) for s, e in recursive_spans(text, 0, len(text), size, overlap, separators)]

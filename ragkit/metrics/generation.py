@@ -17,7 +17,8 @@ Metrics (``EvaluationParams.metrics``):
 - ``context_utilization``, ``noise_sensitivity``: RAGChecker's claim-level diagnostics, judged
   by the evaluation LLM against the reference answer (``ragkit.metrics.claims``).
 - ``answer_length``: words in the answer, citation markers left out (``ragkit.metrics.answer_length``);
-  descriptive (no better direction), and an empty answer is 0, not missing.
+  ``answer_chars``: its characters as written. Both descriptive (no better direction), and an empty
+  answer is 0, not missing.
 
 A value that cannot be computed is NaN and ``error`` says why: a missing input (no reference
 answer, no contexts, empty answer; checked before any LLM call), no LLM or embedder configured,
@@ -53,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics import ragas_adapter
-from ragkit.metrics.answer_length import answer_length
+from ragkit.metrics.answer_length import answer_chars, answer_length
 from ragkit.metrics.grounding import DEFAULT_THRESHOLD, embedding_groundedness
 from ragkit.metrics.names import CLAIM_DIAGNOSTICS
 from ragkit.results.schema import INVALID_SHARE_SUFFIX, JUDGE_SD_SUFFIX
@@ -82,6 +83,7 @@ METRICS: dict[str, MetricSpec] = {
     "context_utilization": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
     "noise_sensitivity": MetricSpec(True, False, ("question", "answer", "contexts", "reference")),
     "answer_length": MetricSpec(False, False, ("answer",)),
+    "answer_chars": MetricSpec(False, False, ("answer",)),
 }
 
 _MISSING = {
@@ -183,6 +185,8 @@ def _metric_rows(
     spec = METRICS[name]
     if name == "answer_length":  # an empty answer has a length (0), not a missing input
         return _rows(sample.question_id, name, [("", float(answer_length(sample.answer)), None)])
+    if name == "answer_chars":
+        return _rows(sample.question_id, name, [("", float(answer_chars(sample.answer)), None)])
     repeated = spec.needs_llm and params.repeats >= 2
     reason = _unmet_need(sample, spec, llm, embed_model)
     if reason is not None:

@@ -37,7 +37,7 @@ SEMANTIC_CACHE_HIT = "semantic_cache_hit"
 NOTHING_TO_SCORE = "no relevant documents or answer spans to score against"
 # Describe the context (or the run) rather than grade it: no "better" direction, never a factor's
 # best level (a cache hit is faster, not better).
-DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length", SEMANTIC_CACHE_HIT)
+DESCRIPTIVE_METRICS = ("final_chunks", "final_tokens", "answer_length", "answer_chars", SEMANTIC_CACHE_HIT)
 # Rates in [0, 1] where less is better: a level with the lowest mean is the best, and when levels are
 # ranked a failed question counts as 1 (the worst), as it counts 0 for every other metric.
 LOWER_IS_BETTER = ("abstention_wrong", "noise_sensitivity")
@@ -54,7 +54,7 @@ CLAIM_DIAGNOSTICS = ("context_utilization", "noise_sensitivity")
 GENERATION_METRICS = (
     "faithfulness", "answer_relevancy", "context_precision", "context_recall", "nonllm_context_precision",
     "nonllm_context_recall", "answer_overlap", "embedding_groundedness", *CLAIM_DIAGNOSTICS, "groundedness",
-    *AGENTIC_METRICS, "answer_length",
+    *AGENTIC_METRICS, "answer_length", "answer_chars",
 )
 # The generation metrics charted and reported by default, when scored.
 CHARTED_GENERATION_METRICS = ("faithfulness", "answer_relevancy", "embedding_groundedness", "groundedness",

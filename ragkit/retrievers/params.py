@@ -8,7 +8,7 @@ live here, in an *info* class the retriever class subclasses, readable through
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -77,6 +77,12 @@ class RetrieverInfo(Component):
     # Its hits' scores are cosine similarities to the query (the similarity filter reads them).
     scores_are_similarities: ClassVar[bool] = False
 
+    @classmethod
+    def score_ceiling(cls, params: dict[str, Any]) -> float | None:
+        """The highest score a hit can have with these params; None: unbounded or unknown (a plugin,
+        bm25's sums). A quality gate's heuristic thresholds on the raw scores must be reachable."""
+        return 1.0 if cls.scores_are_similarities else None
+
 
 class DenseRetrieverInfo(RetrieverInfo):
     name: ClassVar[str] = "dense"
@@ -91,6 +97,11 @@ class BM25RetrieverInfo(RetrieverInfo):
 class HybridRetrieverInfo(RetrieverInfo):
     name: ClassVar[str] = "hybrid"
     Params: ClassVar[type[HybridParams]] = HybridParams
+
+    @classmethod
+    def score_ceiling(cls, params: dict[str, Any]) -> float | None:
+        """LanceDB's RRF gives a hit 1 / (rank + k) per ranking, ranks from 0: first in both, 2 / k."""
+        return 2 / int(params.get("rrf_k", HybridParams.model_fields["rrf_k"].default))
 
 
 class MMRRetrieverInfo(RetrieverInfo):

@@ -204,12 +204,44 @@ class ChunkingJudge(ChunkingJudgeInfo, Judge):
             return self._fallback(document, decision, result, started,
                                   f"chunker '{name}' is not one of the allowed chunkers: {', '.join(allowed)}")
         try:
-            spec = chunkers.resolve(proposed)
+            spec = chunkers.resolve(self._filled(proposed, decision))
             spec = self._sized(document, spec, decision)
+            spec = self._with_file_types(spec, decision)
         except (ValueError, ImportError) as error:  # ConfigError (unknown name, bad params) is a ValueError
             return self._fallback(document, decision, result, started, str(error))
         decision.update(chunker=spec.type, params=spec.params)
         return spec, self.judgement(_summary(document), decision, result, started=started)
+
+    def _filled(self, proposed: dict[str, Any], decision: dict[str, Any]) -> dict[str, Any]:
+        """The reply's spec with the sizes it left out filled in (``fill_size``, ``fill_overlap``) and
+        the token chunker's sizes divided by ``token_divisor``; what changed is recorded."""
+        p = self.params
+        try:
+            fields = chunkers.params_model(proposed["type"]).model_fields
+        except (ConfigError, ImportError):
+            return proposed  # an unknown chunker: resolve names the valid ones
+        params = dict(proposed.get("params") or {})
+        filled = {name: value for name, value in (("chunk_size", p.fill_size), ("chunk_overlap", p.fill_overlap))
+                  if value is not None and name in fields and name not in params}
+        params.update(filled)
+        if filled:
+            decision["filled"] = filled
+        if proposed["type"] == "token" and p.token_divisor > 1:
+            divided = {name: int(params[name]) // p.token_divisor for name in ("chunk_size", "chunk_overlap")
+                       if isinstance(params.get(name), (int, float))}
+            params.update(divided)
+            decision["token_divisor"] = p.token_divisor
+        return {"type": proposed["type"], "params": params}
+
+    def _with_file_types(self, spec: ComponentSpec, decision: dict[str, Any]) -> ComponentSpec:
+        """A chosen chunker of the default's type takes the default's per-file-type rules (the
+        recursive splitter's ``file_types``) unless it sets its own: the rules hold whatever chose it."""
+        default = self.default_spec()
+        rules = default.params.get("file_types")
+        if spec.type != default.type or not rules or "file_types" in spec.params:
+            return spec
+        decision["file_types"] = "the default chunker's"
+        return chunkers.resolve({"type": spec.type, "params": {**spec.params, "file_types": rules}})
 
     def _sized(self, document: Document, spec: ComponentSpec, decision: dict[str, Any]) -> ComponentSpec:
         """``spec`` scaled by the size rule of the document's file type, recorded in ``decision``;

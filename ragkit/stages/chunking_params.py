@@ -46,7 +46,20 @@ class ChunkingJudgeParams(JudgeParams):
         "e.g. {'.txt': {size: 3, overlap: 2}}; the fallback chunker is never scaled.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"strategies", "show_file_name", "size_rules"}
+    fill_size: int | None = Field(
+        default=None, ge=16, le=100_000,
+        description="The chunk_size given to a chosen chunker when the reply leaves it out (the design: 500); "
+        "none: the chunker's own default.")
+    fill_overlap: int | None = Field(
+        default=None, ge=0, le=50_000,
+        description="The chunk_overlap given when the reply leaves it out (the design: 50); none: the chunker's own.")
+    token_divisor: int = Field(
+        default=1, ge=1, le=8,
+        description="The token chunker's chunk_size and chunk_overlap are the chosen (character) sizes divided by "
+        "this (the design: 4, about 4 characters a token); 1: taken as tokens.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "strategies", "show_file_name", "size_rules", "fill_size", "fill_overlap", "token_divisor"}
 
     @field_validator("strategies")
     @classmethod

@@ -7,7 +7,7 @@ and no stage imports another stage's module for a helper.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # annotations only: config checks import these helpers' modules, not LlamaIndex
@@ -37,12 +37,14 @@ def conversation_block(history: Sequence[ConversationTurn], turns: int, chars: i
     return "Conversation so far:\n" + "\n".join(lines) + "\n"
 
 
-def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int) -> str:
-    """``[1] text`` lines, each cut to ``chunk_chars`` and kept on one line."""
+def numbered_chunks(nodes: list[NodeWithScore], chunk_chars: int,
+                    label: Callable[[NodeWithScore], str] | None = None) -> str:
+    """``[1] text`` lines, each cut to ``chunk_chars`` and kept on one line; ``label(node)`` before
+    the text when given (``source_label``: the file name, not counted in ``chunk_chars``)."""
     lines = []
     for number, node in enumerate(nodes, start=1):
         text = " ".join(node.node.get_content().split())
-        lines.append(f"[{number}] {text[:chunk_chars]}")
+        lines.append(f"[{number}] {label(node) if label is not None else ''}{text[:chunk_chars]}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from ragkit.corpus.model import Corpus, make_document
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import make_plan
@@ -22,6 +24,15 @@ PINNED_QUESTIONS_KEY = "017bab3adc94f648"
 PINNED_RUNS = 432
 PINNED_DIGEST = "359ab84d61f80d0478fdcdfb347b77988c527bf391a0e175343b4262f7d39948"
 PINNED_FIRST = ["007daf9a4ae91952", "0131e027a1cc8b93", "0135ebb301f5c23b"]
+
+
+@pytest.fixture(autouse=True)
+def unreachable_gate_thresholds_allowed(monkeypatch):
+    """The pinned grid pairs the heuristic gate's default thresholds (0.5 / 0.3 on raw scores) with
+    hybrid retrieval, whose RRF scores never reach them; the config check refuses that pairing
+    since issue 43. The pin is about ids, not about whether a configuration is sensible, so the
+    check is off here and every pinned id is unchanged."""
+    monkeypatch.setattr("ragkit.experiments.config.models.check_gate_scales", lambda config: None)
 
 
 def _plan(extra_judges: dict | None = None, generator: object = True, more_questions: bool = False):

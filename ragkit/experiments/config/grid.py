@@ -36,11 +36,13 @@ class GridPoint(BaseModel):
     def switches_strategy(self) -> bool:
         """Retrieval may change strategy per query: the strategy judge, the gate's switch map, or a
         late re-retrieval with another strategy (groundedness ``re_retrieve_strategy``, answer check
-        ``retry_strategy``)."""
+        ``retry_strategy``, or the design's issue map: ``issue_set: design``)."""
         gate = self.judge("quality_gate")
         late = [(self.judge("groundedness"), "re_retrieve_strategy"), (self.judge("answer_check"), "retry_strategy")]
+        check = self.judge("answer_check")
         return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy"))) \
-            or any(spec is not None and spec.params.get(option, "same") != "same" for spec, option in late)
+            or any(spec is not None and spec.params.get(option, "same") != "same" for spec, option in late) \
+            or (check is not None and check.params.get("issue_set") == "design")
 
     def active_judges(self) -> tuple[ComponentSpec, ...]:
         """The judges that do something here: a judge that is off is as if it were not configured."""

@@ -30,6 +30,7 @@ from ragkit.quoting import quoted
 from ragkit.registry import ComponentSpec
 from ragkit.retrievers.registry import retrievers as retriever_registry
 from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
 from ragkit.stages.roles import check_single_roles, position
 from ragkit.web import web_providers
 
@@ -202,6 +203,7 @@ class ExperimentConfig(StrictModel):
             raise ValueError(f"retrievers {textual} set min_similarity, which compares chunk vectors their "
                              "text-only index does not hold: use score_threshold (their own scores) or a dense or "
                              "hybrid retriever")
+        check_gate_scales(self)
         if "groundedness" in self.judges and self.generator is None:
             specs = judge_specs("groundedness", self.judges["groundedness"])
             needs_answer = [s for s in specs if s.params["mode"] != "off"]
@@ -252,4 +254,25 @@ def point_switches(config: ExperimentConfig, judge: str) -> bool:
     # The same tests as GridPoint.switches_strategy, the late tier's re-retrievals included.
     late = {"groundedness": "re_retrieve_strategy", "answer_check": "retry_strategy"}.get(judge)
     return any(judge == "strategy" or spec.params.get("switch_strategy")
-               or (late is not None and spec.params.get(late, "same") != "same") for spec in specs)
+               or (late is not None and spec.params.get(late, "same") != "same")
+               or (judge == "answer_check" and spec.params.get("issue_set") == "design") for spec in specs)
+
+
+def check_gate_scales(config: ExperimentConfig) -> None:
+    """Refuse a heuristic quality gate whose thresholds, on the retriever's raw scores, no hit of a
+    retriever in the grid can reach (hybrid's RRF scores stay under 2 / rrf_k): every attempt would
+    fail, and the gate would retry and fall back on every question whatever was retrieved."""
+    if "quality_gate" not in config.judges:
+        return
+    gates = [QualityGateParams(**spec.params) for spec in judge_specs("quality_gate", config.judges["quality_gate"])]
+    raw = [gate for gate in gates if gate.mode == "heuristic" and gate.scale() == "retriever"
+           and gate.position == "before_rerank"]  # after a rerank the values are the reranker's
+    for gate in raw:
+        top, mean, _ = gate.thresholds()
+        for spec in config.retrievers:
+            ceiling = retriever_registry.info(spec.type).score_ceiling(spec.params)
+            if ceiling is not None and max(top, mean) > ceiling:
+                raise ValueError(
+                    f"quality_gate: heuristic thresholds (top {top}, mean {mean}, preset {gate.preset}) on the retriever "
+                    f"scale cannot be reached by retriever {spec.type!r}, whose scores are at most {round(ceiling, 4)}: "
+                    f"set attempt_scale: question_overlap, or thresholds at most {round(ceiling, 4)}")

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragkit.errors import LLMError
 from ragkit.stages.answer.params import (
@@ -30,6 +30,7 @@ from ragkit.stages.answer.params import (
 )
 from ragkit.stages.base import Judge, Judgement, JudgeTrace
 from ragkit.stages.prompts import joined_context
+from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUES, normal_issue
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)
@@ -40,6 +41,19 @@ class AnswerCheckReply(BaseModel):
     completeness: int = Field(ge=0, le=100, description="0-100: the answer covers every part of the question.")
     accuracy: int = Field(ge=0, le=100, description="0-100: what the answer states is backed by the context.")
     reason: str = ""
+
+
+class DesignAnswerCheckReply(AnswerCheckReply):
+    """The grades and, for the late tier's design issue set, what is wrong (a closed set, so a
+    schema-constrained backend can name only one of the design's issues)."""
+
+    issue: Literal["none", "off_topic", "missing_key_info", "wrong_domain", "partial_coverage", "too_broad",
+                   "too_narrow", "no_coverage"] = Field(default="none", description="none, or what is wrong.")
+
+    @field_validator("issue", mode="before")
+    @classmethod
+    def _normal(cls, value: Any) -> Any:
+        return normal_issue(value)
 
 
 SYSTEM = "You grade an answer to a question. Reply with one JSON object only."
@@ -54,11 +68,20 @@ EXAMPLE = (
 )
 
 
-def build_prompt(question: str, answer: str, context: str) -> str:
+def build_prompt(question: str, answer: str, context: str, design_issues: bool = False) -> str:
+    """``design_issues``: also ask which of the design's issues the answer has, each with its meaning."""
+    if not design_issues:
+        return (
+            f"{EXAMPLE}\n\nContext: {context or '(none)'}\nQuestion: {question}\nAnswer: {answer}\n"
+            "Grade relevance, completeness and accuracy from 0 to 100. "
+            "Reply as JSON with relevance, completeness, accuracy and reason."
+        )
+    issues = "\n".join(f"- {name}: the context is {issue.meaning}" for name, issue in DESIGN_ISSUES.items())
+    example = EXAMPLE[: -1] + ', "issue": "partial_coverage"}'
     return (
-        f"{EXAMPLE}\n\nContext: {context or '(none)'}\nQuestion: {question}\nAnswer: {answer}\n"
-        "Grade relevance, completeness and accuracy from 0 to 100. "
-        "Reply as JSON with relevance, completeness, accuracy and reason."
+        f"{example}\n\nContext: {context or '(none)'}\nQuestion: {question}\nAnswer: {answer}\n"
+        "Grade relevance, completeness and accuracy from 0 to 100. Issue: none, or the one that fits best:\n"
+        f"{issues}\nReply as JSON with relevance, completeness, accuracy, reason and issue."
     )
 
 
@@ -87,10 +110,12 @@ class AnswerCheckJudge(AnswerCheckJudgeInfo, Judge):
             return nothing, None
         started = time.perf_counter()
         shown = " ".join(answer.split())[: self.params.answer_chars]
-        prompt = build_prompt(question, shown, joined_context(contexts, self.params.context_chars))
+        design = self.params.retry and self.params.issue_set == "design"
+        prompt = build_prompt(question, shown, joined_context(contexts, self.params.context_chars), design)
         summary = f"{question} | {len(contexts)} chunks"
+        schema = DesignAnswerCheckReply if design else AnswerCheckReply
         try:
-            result = self.ask(prompt, AnswerCheckReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+            result = self.ask(prompt, schema, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
             return nothing, trace.add(self.fallback(summary, {**nothing, "reason": str(error)}, None, started,
                                                     str(error)))
@@ -99,4 +124,6 @@ class AnswerCheckJudge(AnswerCheckJudgeInfo, Judge):
             return nothing, trace.add(self.fallback(summary, {**nothing, "reason": reason}, result, started, reason))
         reply = result.parsed
         scores: dict[str, float | None] = {aspect: getattr(reply, aspect) / 100 for aspect in ASPECTS}
-        return scores, trace.add(self.judgement(summary, {**scores, "reason": reply.reason}, result, started=started))
+        named = {"named_issue": reply.issue} if isinstance(reply, DesignAnswerCheckReply) else {}
+        return scores, trace.add(self.judgement(summary, {**scores, "reason": reply.reason, **named}, result,
+                                                started=started))

@@ -18,6 +18,14 @@ in that order), and ``issue_actions`` says what retries it:
   answer as ones not to repeat unless a source states them (so the model writes a new answer;
   the same prompt would give the same answer).
 
+The design's late tier (``pass_by: retrieval``, ``issue_set: design``, ``re_retrieve_via:
+pipeline``, ``max_retries: 2``): the pass score is 65 after a good retrieval and 50 after a poor one
+(the quality gate's quality against ``good_retrieval_at``); the grader names one of the design's
+issues (``quality_gate_issues.DESIGN_ISSUES``; when it names none, the lowest grade stands for it:
+``DESIGN_ASPECT_ISSUES``); every failed answer re-retrieves, switching to the strategy the design's
+map gives its issue (``DESIGN_SWITCH_MAP``; the strategy in use for an issue without one), back
+through query expansion and the quality gate (the pipeline's ``re_retrieve``), up to three attempts.
+
 The loop stops at a pass, after ``max_retries`` retries, when a check gives no score (nothing to
 act on) or when a retry gives no answer to grade (empty, or the abstain text). The best attempt is
 kept: the highest gate score, the earliest on a tie (an attempt without a score ranks last), so a
@@ -45,8 +53,12 @@ from ragkit.stages.answer.params import ANSWER_ISSUES, AnswerCheckParams
 from ragkit.stages.answer.retry_strategy import retry_strategy
 from ragkit.stages.base import Judgement, JudgeTrace
 from ragkit.stages.keywords import with_new_keywords
+from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUES, DESIGN_SWITCH_MAP
 
 ACCEPT, REGENERATE, RE_RETRIEVE, STOP = "accept", "regenerate", "re_retrieve", "stop"
+
+# The design issue a failed answer has when the grader names none: the aspect graded lowest.
+DESIGN_ASPECT_ISSUES = {"relevance": "off_topic", "completeness": "partial_coverage", "accuracy": "missing_key_info"}
 
 Scores = dict[str, float | None]
 Grade = Callable[[Answer, list[NodeWithScore]], tuple[Scores, Judgement | None]]
@@ -59,6 +71,7 @@ class AnswerAttempt:
     scores: Scores
     judgement: Judgement | None
     gate_score: float | None = None
+    retrieval_quality: float | None = None  # the quality gate's, of the retrieval this answer read
 
 
 @dataclass
@@ -80,9 +93,12 @@ def gate_score(scores: Scores, how: str) -> float | None:
     return round(100 * (min(known) if how == "min" else sum(known) / len(known)), 6)
 
 
-def answer_issue(scores: Scores) -> str:
-    """The issue of a failed answer: the aspect graded lowest (ties: relevance, completeness, accuracy)."""
+def answer_issue(scores: Scores, issue_set: str = "basic", named: object = None) -> str:
+    """The issue of a failed answer: the aspect graded lowest (ties: relevance, completeness, accuracy);
+    in the design set, the issue the grader named, else the lowest aspect's design issue."""
     lowest = min(ASPECTS, key=lambda aspect: scores.get(aspect) or 0.0)
+    if issue_set == "design":
+        return named if isinstance(named, str) and named in DESIGN_ISSUES else DESIGN_ASPECT_ISSUES[lowest]
     return ANSWER_ISSUES[lowest]
 
 
@@ -103,9 +119,12 @@ class AnswerRetry:
     def run(self, query: str, first: AnswerAttempt, *, grade: Grade,
             regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
             re_retrieve: Callable[[str], list[NodeWithScore]] | None, trace: JudgeTrace,
-            switch: Callable[[str], None] | None = None, strategy: str | None = None) -> RetryResult:
-        """``first``: the answer and its grades; ``re_retrieve`` None when the chunks cannot be
-        searched again; ``switch`` / ``strategy``: change / the strategy in use (``retry_strategy``)."""
+            switch: Callable[[str], None] | None = None, strategy: str | None = None,
+            retrieval_quality: Callable[[], float | None] | None = None) -> RetryResult:
+        """``first``: the answer and its grades (and its retrieval's quality); ``re_retrieve`` None when
+        the chunks cannot be searched again; ``switch`` / ``strategy``: change / the strategy in use
+        (``retry_strategy``, the design's map); ``retrieval_quality()``: the quality of the last
+        re-retrieval (the quality gate's, when it ran again), for ``pass_by: retrieval``."""
         p = self.params
         if first.judgement is None:  # the check is off: nothing was graded, nothing to act on
             return RetryResult(first.answer, first.nodes, first.scores, 0)
@@ -117,14 +136,17 @@ class AnswerRetry:
             latest.gate_score = gate_score(latest.scores, p.gate_score)
             assert latest.judgement is not None  # an attempt without one ends the loop below
             decision = latest.judgement.decision
-            threshold = p.threshold(number)
+            threshold = p.threshold(number, latest.retrieval_quality)
             decision.update(attempt=number, threshold=threshold, gate_score=latest.gate_score)
+            if p.pass_by == "retrieval":
+                decision["retrieval_quality"] = latest.retrieval_quality
             if latest.gate_score is None:
                 stopped = "no score"
                 decision.update(passed=None, action=STOP)
                 break
             passed = latest.gate_score >= threshold
-            decision.update(passed=passed, issue=None if passed else answer_issue(latest.scores))
+            decision.update(passed=passed, issue=None if passed else answer_issue(
+                latest.scores, p.issue_set, decision.get("named_issue")))
             if passed:
                 decision["action"] = ACCEPT
                 break
@@ -132,7 +154,8 @@ class AnswerRetry:
                 stopped = "max_retries"
                 decision["action"] = STOP
                 break
-            action: str = p.issue_actions[decision["issue"]]
+            design = p.issue_set == "design"
+            action: str = RE_RETRIEVE if design else p.issue_actions[decision["issue"]]
             nodes = latest.nodes
             feedback: list[str] = []
             if action == RE_RETRIEVE:
@@ -142,7 +165,12 @@ class AnswerRetry:
                     decision["reason_ignored"] = "the reason is the prompt example's"
                     reason = ""
                 retry_query = with_new_keywords(query, [reason], min_length=3)
-                target = retry_strategy(p.retry_strategy, current) if switch is not None else None
+                if switch is None:
+                    target = None
+                elif design:
+                    target = DESIGN_SWITCH_MAP.get(decision["issue"], current)
+                else:
+                    target = retry_strategy(p.retry_strategy, current)
                 if re_retrieve is None or (retry_query == query and target in (None, current)):
                     decision["action_note"] = ("the chunks cannot be searched again" if re_retrieve is None
                                                else "the same search again: no new query word, no strategy change")
@@ -169,7 +197,10 @@ class AnswerRetry:
                 attempts.append(AnswerAttempt(answer, nodes, dict.fromkeys(ASPECTS), None))
                 break
             scores, judgement = grade(answer, nodes)
-            attempts.append(AnswerAttempt(answer, nodes, scores, judgement))
+            quality = latest.retrieval_quality
+            if "retry_query" in decision:
+                quality = retrieval_quality() if retrieval_quality is not None else None
+            attempts.append(AnswerAttempt(answer, nodes, scores, judgement, retrieval_quality=quality))
         kept = best_attempt(attempts)
         summary = [{"gate_score": a.gate_score, **a.scores, "chunks": len(a.nodes)} for a in attempts]
         last = next(a.judgement for a in reversed(attempts) if a.judgement is not None)

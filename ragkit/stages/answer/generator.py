@@ -68,11 +68,16 @@ EXAMPLE_JSON = '{"answer": "Air scatters blue light more than red [2].", "citati
 EXAMPLE_TEXT = "Air scatters blue light more than red [2]."
 
 
+def numbered_sources(texts: list[str]) -> str:
+    return "\n".join(f"[{number}] {text}" for number, text in enumerate(texts, start=1)) or "(no sources)"
+
+
 def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequence[str] = (),
-                 conversation: str = "") -> str:
+                 conversation: str = "", sources_here: bool = True) -> str:
     """The answer prompt; ``feedback`` (unsupported claims) and ``conversation`` (earlier turns,
-    see ``conversation_block``) add a block each, and without them the prompt is as it always was."""
-    sources = "\n".join(f"[{number}] {text}" for number, text in enumerate(texts, start=1)) or "(no sources)"
+    see ``conversation_block``) add a block each, and without them the prompt is as it always was.
+    ``sources_here`` False: the sources are in the system message (``context_in: system``)."""
+    sources = f"Sources:\n{numbered_sources(texts)}\n" if sources_here else ""
     example = EXAMPLE_JSON if constrained else EXAMPLE_TEXT
     ask = ("Reply as JSON with answer and citations." if constrained
            else "Answer in one or two sentences and cite sources like [1].")
@@ -83,7 +88,7 @@ def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequ
                    f"states them:\n{listed}\n")
     return (
         f"Example:\nSources:\n{EXAMPLE_SOURCES}\nQuestion: {EXAMPLE_QUESTION}\n{example}\n\n"
-        f"{conversation}Sources:\n{sources}\nQuestion: {query}\n{warning}{ask}"
+        f"{conversation}{sources}Question: {query}\n{warning}{ask}"
     )
 
 
@@ -112,10 +117,15 @@ class Generator(GeneratorInfo, Judge):
         if not shown and p.abstain_text is not None:
             return self.abstain(query, "no chunk left to answer from", trace)
         texts = with_source_names(shown) if p.show_file_name else [text for _, text in shown]
-        prompt = build_prompt(query, texts, p.constrained, feedback or (), conversation)
+        in_system = p.context_in == "system"
+        prompt = build_prompt(query, texts, p.constrained, feedback or (), conversation, sources_here=not in_system)
+        if in_system:
+            system = f"{system}\n\nSources:\n{numbered_sources(texts)}"
         summary = f"{query} | {len(shown)} chunks"
         decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown],
                                     "context": fitted.record}
+        if in_system:
+            decision["system"] = system
         if feedback:
             decision["feedback"] = list(feedback)
         try:

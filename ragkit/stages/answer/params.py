@@ -51,9 +51,13 @@ class GeneratorParams(JudgeParams):
 
     show_file_name: bool = Field(
         default=False, description="Show each chunk's source file name before its text: (file: notes.txt).")
+    context_in: Literal["user", "system"] = Field(
+        default="user", description="Where the numbered sources go: the user message (before the question) or "
+        "the system message (after the system prompt, as the plain pipeline's design puts its context).")
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name"}
+        "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name",
+        "context_in"}
 
 
 class GroundednessParams(JudgeParams):
@@ -133,16 +137,34 @@ class AnswerCheckParams(JudgeParams):
         "last repeats): the design's adaptive thresholds 65, then 50.")
     gate_score: Literal["min", "mean"] = Field(
         default="min", description="retry: the gate score is the lowest of the three grades, or their mean.")
-    max_retries: int = Field(default=1, ge=1, le=3, description="retry: most retried answers after the first.")
+    max_retries: int = Field(default=1, ge=1, le=3, description="retry: most retried answers after the first "
+                             "(the design: 2, three attempts in all).")
     issue_actions: dict[str, RetryAction] = Field(
         default_factory=default_issue_actions,
         description="retry: issue (off_topic, incomplete, unsupported) -> regenerate or re_retrieve.")
     retry_strategy: RetryStrategy = Field(
         default="same", description="retry: the strategy a re-retrieval searches with: same, next (dense -> bm25 "
         "-> hybrid -> dense) or a named one (dense, bm25, hybrid).")
+    pass_by: Literal["attempt", "retrieval"] = Field(
+        default="attempt",
+        description="retry: which of pass_scores an answer needs: by attempt (the first, then the next...), or by "
+        "retrieval quality (the quality gate's, 0-1): the first at or above good_retrieval_at (or unknown), the "
+        "second below it (the design's 65 / 50).")
+    good_retrieval_at: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="retry, pass_by retrieval: retrieval quality this high is good.")
+    issue_set: Literal["basic", "design"] = Field(
+        default="basic",
+        description="retry: basic (the lowest grade names the issue: off_topic, incomplete, unsupported; "
+        "issue_actions acts on it) or design (the grader names one of the agentic design's issues; every failed "
+        "answer re-retrieves with the strategy the design's map gives the issue, in the strategy in use otherwise).")
+    re_retrieve_via: Literal["retriever", "pipeline"] = Field(
+        default="retriever",
+        description="retry: a re-retrieval searches the retriever once, or goes back through the pipeline's "
+        "retrieval (query expansion, the quality gate and its retries), as the design's late tier does.")
 
     added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
-        "retry", "pass_scores", "gate_score", "max_retries", "issue_actions", "retry_strategy"}
+        "retry", "pass_scores", "gate_score", "max_retries", "issue_actions", "retry_strategy", "pass_by",
+        "good_retrieval_at", "issue_set", "re_retrieve_via"}
 
     @field_validator("pass_scores")
     @classmethod
@@ -160,8 +182,12 @@ class AnswerCheckParams(JudgeParams):
             raise ValueError(f"unknown answer issue {unknown}. Valid issues: {', '.join(ANSWER_ISSUES.values())}")
         return {**default_issue_actions(), **value}
 
-    def threshold(self, attempt: int) -> int:
-        """The pass score of attempt ``attempt`` (0: the first answer)."""
+    def threshold(self, attempt: int, retrieval_quality: float | None = None) -> int:
+        """The pass score of attempt ``attempt`` (0: the first answer); with ``pass_by: retrieval``, of
+        an answer from a retrieval of this quality (unknown counts as good)."""
+        if self.pass_by == "retrieval":
+            poor = retrieval_quality is not None and retrieval_quality < self.good_retrieval_at
+            return self.pass_scores[min(int(poor), len(self.pass_scores) - 1)]
         return self.pass_scores[min(attempt, len(self.pass_scores) - 1)]
 
 

@@ -9,7 +9,7 @@ these live here, in an *info* class the stage class subclasses, readable through
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import ClassVar, Literal, cast
 
 from pydantic import Field
 
@@ -38,7 +38,15 @@ class RetrievalJudgeParams(JudgeParams):
         "is dropped (none: no ratings asked).",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"min_relevance"}
+    show_file_name: bool = Field(
+        default=False, description="Show each chunk's source file name before its preview: (file: notes.txt).")
+    none_relevant: Literal["drop_all", "keep_all"] = Field(
+        default="drop_all",
+        description="When the model calls no chunk relevant: drop_all (an empty context) or keep_all (every "
+        "chunk stays, as if unjudged: the Retrieval Judge design's rule).")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+        "min_relevance", "show_file_name", "none_relevant"}
 
 
 class RetrievalJudgeInfo(JudgeInfo):
@@ -55,9 +63,10 @@ class RetrievalJudgeInfo(JudgeInfo):
     def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
         own = cast(RetrievalJudgeParams, params)  # final_depth checked it is cls.Params
         # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
-        # keeps chunks from the max_chunks shown, and keep_unjudged appends the rest of the pool.
+        # keeps chunks from the max_chunks shown; keep_unjudged appends the rest of the pool, and
+        # none_relevant keep_all keeps the whole pool when none is relevant.
         pool = depth + (own.max_iterations - 1) * top_k
-        return pool if own.keep_unjudged else min(pool, own.max_chunks)
+        return pool if own.keep_unjudged or own.none_relevant == "keep_all" else min(pool, own.max_chunks)
 
 
 class QualityGateInfo(JudgeInfo):

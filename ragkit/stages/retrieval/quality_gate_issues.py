@@ -2,13 +2,15 @@
 design's set, which strategy each issue switches to and how the query rewrite fixes it.
 
 ``basic`` is the set the gate always had (``quality_gate_prompts.ISSUE_TYPES``; the heuristic
-diagnoses no_coverage, partial and too_broad). ``design`` is the agentic RAG design's set: each
-issue has a meaning (shown to the model that diagnoses), the retrieval strategy its retry uses
-(``switch_strategy: design``) and rewrite guidance (what the query rewrite is told to fix).
+diagnoses no_coverage, partial and too_broad). ``design`` is the agentic RAG design's set: eight
+types, ``none`` and seven issues, each issue with a meaning (shown to the model that diagnoses)
+and rewrite guidance (what the query rewrite is told to fix).
 
-Why these strategies: a missing key fact or a too broad result needs the exact words of the
-question (bm25); a wrong domain or a too narrow result needs the question's meaning rather than its
-ambiguous words (dense); partial or no coverage needs both (hybrid).
+The design's strategy map (``DESIGN_SWITCH_MAP``): an off-topic or wrong-domain result needs the
+question's exact words (keyword search, bm25); a missing key fact needs its meaning (semantic,
+dense). The early tier (the gate, ``switch_strategy: design``) switches only on off_topic and
+wrong_domain (``EARLY_SWITCHES``) and rewrites the query for every other issue; the late tier
+(``answer_check`` with ``issue_set: design``) reads the whole map.
 """
 
 from __future__ import annotations
@@ -31,33 +33,41 @@ ISSUE_SETS: tuple[str, ...] = ("basic", "design")
 @dataclass(frozen=True)
 class DesignIssue:
     meaning: str  # shown to the model that diagnoses the chunks
-    strategy: str  # the strategy a retry for this issue uses (the design's map)
     guidance: str  # what the rewrite prompt tells the model to fix
 
 
 DESIGN_ISSUES: dict[str, DesignIssue] = {
+    "off_topic": DesignIssue(
+        "about something else than the question asks",
+        "Keep the question's exact subject words and drop words that led elsewhere."),
     "missing_key_info": DesignIssue(
-        "on topic, but the specific fact, name, number or definition asked for is absent", "bm25",
+        "on topic, but the specific fact, name, number or definition asked for is absent",
         "Add the exact key terms, names or numbers the answer must contain, so an exact-word search finds them."),
     "wrong_domain": DesignIssue(
-        "about another field, or another sense of the question's words", "dense",
+        "about another field, or another sense of the question's words",
         "Name the field or context the question belongs to and replace ambiguous words with unambiguous ones."),
     "partial_coverage": DesignIssue(
-        "answers part of the question; some aspects are missing", "hybrid",
+        "answers part of the question; some aspects are missing",
         "Ask for the missing aspects explicitly, keeping the terms of the part already found."),
     "too_broad": DesignIssue(
-        "general background, not specific to the question", "bm25",
+        "general background, not specific to the question",
         "Make the query specific: keep the question's distinguishing terms and drop general words."),
     "too_narrow": DesignIssue(
-        "one detail only, not what the whole question asks", "dense",
+        "one detail only, not what the whole question asks",
         "Use broader wording that covers the whole question."),
     "no_coverage": DesignIssue(
-        "nothing in the chunks is about the question", "hybrid",
+        "nothing in the chunks is about the question",
         "Rephrase the question's main concept with synonyms and related terms."),
 }
 DESIGN_ISSUE_TYPES: tuple[str, ...] = tuple(DESIGN_ISSUES)
-# The design's issue-to-strategy map (``switch_strategy: design``).
-DESIGN_SWITCH_MAP: dict[str, str] = {name: issue.strategy for name, issue in DESIGN_ISSUES.items()}
+# The design's issue-to-strategy map: keyword search for a result about the wrong thing, semantic
+# search for a missing fact. Issues without an entry keep the strategy in use.
+DESIGN_SWITCH_MAP: dict[str, str] = {"off_topic": "bm25", "wrong_domain": "bm25", "missing_key_info": "dense"}
+# The issues on which the early tier (the gate) switches strategy; it rewrites the query on the others.
+EARLY_SWITCHES: tuple[str, ...] = ("off_topic", "wrong_domain")
+# Bumped when the design set's meaning changes (issues, map): part of a design gate's key, so its
+# cached results are not reused for a different gate.
+DESIGN_REVISION = 2
 # The heuristic's diagnoses under the design's names (it cannot tell a missing key fact or a wrong domain).
 HEURISTIC_TO_DESIGN = {"no_coverage": "no_coverage", "partial": "partial_coverage", "too_broad": "too_broad"}
 
@@ -76,8 +86,8 @@ class DesignScoredVerdict(BaseModel):
     constrains replies to the schema can only name one of them."""
 
     score: int = Field(ge=0, le=100, description="0-100: how well the chunks answer the question.")
-    issue: Literal["none", "missing_key_info", "wrong_domain", "partial_coverage", "too_broad", "too_narrow",
-                   "no_coverage"] = Field(default="none", description="none, or what is wrong with the chunks.")
+    issue: Literal["none", "off_topic", "missing_key_info", "wrong_domain", "partial_coverage", "too_broad",
+                   "too_narrow", "no_coverage"] = Field(default="none", description="none, or what is wrong with the chunks.")
     missing_aspects: list[str] = Field(default_factory=list, description="What the question asks that is missing.")
     reformulated_query: str = Field(default="", description="A better search query, if the score is low.")
     reason: str = ""

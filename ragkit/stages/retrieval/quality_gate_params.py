@@ -11,7 +11,13 @@ from pydantic import Field, model_validator
 from ragkit.retrievers.params import STRATEGIES
 from ragkit.stages.base import JudgeParams
 from ragkit.stages.retrieval.attempt_scale import AttemptScale
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_SWITCH_MAP, IssueSet, issue_names
+from ragkit.stages.retrieval.quality_gate_issues import (
+    DESIGN_REVISION,
+    DESIGN_SWITCH_MAP,
+    EARLY_SWITCHES,
+    IssueSet,
+    issue_names,
+)
 from ragkit.stages.retrieval.reformulation_rules import ReformulationRules
 
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
@@ -56,7 +62,8 @@ class QualityGateParams(JudgeParams):
     switch_strategy: dict[str, str] | Literal["design"] = Field(
         default_factory=dict,
         description="Diagnosed issue -> the retrieval strategy (dense, bm25, hybrid) of the next attempt; "
-        "'design': the agentic design's map over its issues (issue_set: design).",
+        "'design': the agentic design's early tier (issue_set: design): off_topic and wrong_domain switch to "
+        "bm25, every other issue rewrites the query in the strategy in use.",
     )
     issue_set: IssueSet = Field(
         default="basic",
@@ -86,7 +93,13 @@ class QualityGateParams(JudgeParams):
         "design (the context-enhancement design's self-RAG verifier rules).",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    design_revision: int = Field(
+        default=1, ge=1, le=DESIGN_REVISION,
+        description="The revision of the design issue set a gate with issue_set: design uses (set from issue_set, "
+        "the latest; part of the run id, so results of an older set are not reused).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"design_revision",
         "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
         "attempt_scale", "issue_set", "position", "reformulation_rules"}
 
@@ -97,6 +110,13 @@ class QualityGateParams(JudgeParams):
         if self.mode != "llm":
             dumped.pop("reformulation_rules", None)
         return dumped
+
+    @model_validator(mode="before")
+    @classmethod
+    def _latest_design_revision(cls, value: Any) -> Any:
+        if isinstance(value, dict) and value.get("issue_set") == "design" and "design_revision" not in value:
+            value = {**value, "design_revision": DESIGN_REVISION}
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -139,7 +159,9 @@ class QualityGateParams(JudgeParams):
 
     def switch_map(self) -> dict[str, str]:
         """Issue -> strategy in effect (empty: the gate never switches)."""
-        return dict(DESIGN_SWITCH_MAP) if self.switch_strategy == "design" else dict(self.switch_strategy)
+        if self.switch_strategy == "design":
+            return {issue: DESIGN_SWITCH_MAP[issue] for issue in EARLY_SWITCHES}
+        return dict(self.switch_strategy)
 
     def thresholds(self) -> tuple[float, float, float | None]:
         """(min_top_score, min_mean_score, max_spread) in effect."""

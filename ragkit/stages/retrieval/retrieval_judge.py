@@ -6,6 +6,10 @@ and whether to search again with a refined query. Asking for more re-retrieves t
 given retriever and merges the new chunks (one copy per chunk id, its best score), up to
 ``max_iterations`` rounds. A reply that cannot be used falls back to the unjudged retrieval.
 
+With ``none_relevant: keep_all`` a final reply that names no chunk relevant keeps every chunk (the
+Retrieval Judge design's rule) instead of leaving the context empty. With ``show_file_name`` each
+preview follows its source file name.
+
 With ``min_relevance`` set the model also rates each chunk shown 0-1, and a chunk it calls
 relevant is kept only when its rating reaches the threshold (a relevance filter); without it the
 prompt and reply are exactly the ones before the option existed.
@@ -24,7 +28,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
 from ragkit.stages.base import Judge, JudgeTrace
-from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks
+from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks, source_label
 from ragkit.stages.retrieval.params import RetrievalJudgeInfo, RetrievalJudgeParams
 
 
@@ -72,13 +76,15 @@ RATED_EXAMPLE = (
 
 
 def build_prompt(query: str, nodes: list[NodeWithScore], chunk_chars: int, conversation: str = "",
-                 rated: bool = False) -> str:
+                 rated: bool = False, show_file_name: bool = False) -> str:
     """``conversation``: the turns before a follow-up (``prompts.conversation_block``), or empty;
-    ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter)."""
+    ``rated``: also ask for a 0-1 rating of each chunk (the relevance filter); ``show_file_name``:
+    each preview after its source file name, ``[1] (file: notes.txt) text``."""
     ratings = f", and ratings (relevance 0 to 1 of each of the {len(nodes)} chunks, in order)" if rated else ""
+    chunks = numbered_chunks(nodes, chunk_chars, label=source_label if show_file_name else None)
     return (
         f"{RATED_EXAMPLE if rated else EXAMPLE}\n\n{conversation}"
-        f"Question: {query}\n{numbered_chunks(nodes, chunk_chars)}\n"
+        f"Question: {query}\n{chunks}\n"
         "Which chunks help answer the question? Reply as JSON with refined_query, relevant (chunk numbers), "
         f"order (relevant numbers, best first), request_more (true if they are not enough) and reason{ratings}."
     )
@@ -141,7 +147,9 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 return []
             rated = self.params.min_relevance is not None
             try:
-                result = self.ask(build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated),
+                prompt = build_prompt(current_query, shown, self.params.chunk_chars, conversation, rated,
+                                      self.params.show_file_name)
+                result = self.ask(prompt,
                                   rated_reply_model(len(shown)) if rated else RetrievalReply,
                                   system=SYSTEM, max_tokens=self.params.max_tokens)
             except LLMError as call_error:
@@ -185,6 +193,11 @@ class RetrievalJudge(RetrievalJudgeInfo, Judge):
                 trace.add(self.judgement(summary, decision, result, started=started))
                 continue
 
+            if not reply.relevant and self.params.none_relevant == "keep_all":
+                # The design keeps every chunk when the model finds none relevant: it never empties the context.
+                decision.update(action="final", stopped="none relevant: kept all", kept=_ids(pool), dropped=[])
+                trace.add(self.judgement(summary, decision, result, started=started))
+                return list(pool)
             final = [shown[n - 1] for n in ranked]
             kept = set(_ids(final))
             if self.params.keep_unjudged:

@@ -20,17 +20,18 @@ from tests.factories import scripted_llm_class
 ScriptedLLM = scripted_llm_class()
 QUESTION = "what is the incubation period of covid-19"
 
-# The design's table, written out here rather than read from the module: issue -> (strategy of the
-# retry, words of its rewrite guidance).
+# The design's table, written out here rather than read from the module: issue -> (strategy the
+# early tier switches to, None: it rewrites the query in the strategy in use; words of its guidance).
 STRATEGY_WORDS = {"dense": "a meaning-based search", "bm25": "an exact-word search",
                   "hybrid": "a search by both meaning and exact words"}
 DESIGN_TABLE = {
-    "missing_key_info": ("bm25", "exact key terms"),
-    "wrong_domain": ("dense", "field or context"),
-    "partial_coverage": ("hybrid", "missing aspects"),
-    "too_broad": ("bm25", "distinguishing terms"),
-    "too_narrow": ("dense", "broader wording"),
-    "no_coverage": ("hybrid", "synonyms"),
+    "off_topic": ("bm25", "exact subject words"),
+    "wrong_domain": ("bm25", "field or context"),
+    "missing_key_info": (None, "exact key terms"),
+    "partial_coverage": (None, "missing aspects"),
+    "too_broad": (None, "distinguishing terms"),
+    "too_narrow": (None, "broader wording"),
+    "no_coverage": (None, "synonyms"),
 }
 
 
@@ -77,27 +78,29 @@ def other_strategy(strategy: str) -> str:
 
 @pytest.mark.unit
 @pytest.mark.parametrize("issue", sorted(DESIGN_TABLE))
-def test_each_design_issue_switches_to_its_strategy_and_rewrites_with_its_guidance(tmp_path, issue):
+def test_each_design_issue_switches_or_rewrites_as_the_early_tier_says(tmp_path, issue):
     target, guidance = DESIGN_TABLE[issue]
     judge, backend = design_gate(
         [scored(20, issue, "verdict query", ["the period"]), rewrite("guided query"), scored(80)], tmp_path,
         switch_strategy="design", max_attempts=2)
     retrieve, switch, trace = StubRetrieve(), Switches(), JudgeTrace()
-    judge.run(QUESTION, retrieve, trace, switch=switch, strategy=other_strategy(target))
-    assert switch.used == [target]
+    judge.run(QUESTION, retrieve, trace, switch=switch, strategy="dense")
+    assert switch.used == ([target] if target else [])
     assert retrieve.queries == [QUESTION, "guided query"]  # the rewrite's query, not the verdict's
     rewrite_prompt = prompt_of(backend, 1)
     assert f"Problem: {issue}" in rewrite_prompt and guidance in rewrite_prompt
-    assert f"used in {STRATEGY_WORDS[target]}." in rewrite_prompt and "Missing: the period" in rewrite_prompt
+    assert f"used in {STRATEGY_WORDS[target or 'dense']}." in rewrite_prompt
+    assert "Missing: the period" in rewrite_prompt
     first = trace.judgements[0].decision
-    assert first["issue"] == issue and first["action"] == "switch" and first["strategy"] == target
-    assert guidance in first["rewrite_guidance"] and first["rewrite_strategy"] == target
+    assert first["issue"] == issue and first["action"] == ("switch" if target else "retry")
+    assert first.get("strategy") == (target or "dense")
+    assert guidance in first["rewrite_guidance"] and first["rewrite_strategy"] == (target or "dense")
     assert first["rewrite_query"] == "guided query"
 
 
 @pytest.mark.unit
 def test_an_issue_mapped_to_the_strategy_in_use_retries_with_the_rewrite_in_it(tmp_path):
-    judge, backend = design_gate([scored(20, "too_broad", "verdict query"), rewrite("specific query"), scored(70)],
+    judge, backend = design_gate([scored(20, "off_topic", "verdict query"), rewrite("specific query"), scored(70)],
                                  tmp_path, switch_strategy="design", max_attempts=2)
     retrieve, switch, trace = StubRetrieve(), Switches(), JudgeTrace()
     judge.run(QUESTION, retrieve, trace, switch=switch, strategy="bm25")
@@ -162,12 +165,12 @@ def test_the_design_verdict_names_only_design_issues():
     assert set(issue_field["enum"]) == {"none", *DESIGN_TABLE}
     assert DesignScoredVerdict.model_validate_json(scored(10, "Missing key-info")).issue == "missing_key_info"
     with pytest.raises(ValidationError):
-        DesignScoredVerdict.model_validate_json(scored(10, "off_topic"))  # a basic-only name
+        DesignScoredVerdict.model_validate_json(scored(10, "missing_aspect"))  # a basic-only name
 
 
 @pytest.mark.unit
 def test_a_basic_issue_in_a_design_verdict_falls_back_to_the_first_retrieval(tmp_path):
-    judge, _ = design_gate([scored(10, "off_topic", "q2")], tmp_path)
+    judge, _ = design_gate([scored(10, "missing_aspect", "q2")], tmp_path)
     retrieve, trace = StubRetrieve(), JudgeTrace()
     judge.run(QUESTION, retrieve, trace)
     assert retrieve.queries == [QUESTION] and trace.judgements[0].fell_back
@@ -186,16 +189,17 @@ def test_the_heuristic_names_its_diagnosis_in_the_design_set():
 def test_design_parameters_are_validated_with_one_line_naming_the_choices():
     assert QualityGateParams(mode="llm", verdict="scored", issue_set="design",
                              switch_strategy={"wrong_domain": "dense"}).switch_map() == {"wrong_domain": "dense"}
+    # The early tier switches on off_topic and wrong_domain only (missing_key_info -> dense is the late tier's).
     assert QualityGateParams(mode="llm", verdict="scored", issue_set="design", switch_strategy="design"
-                             ).switch_map()["missing_key_info"] == "bm25"
+                             ).switch_map() == {"off_topic": "bm25", "wrong_domain": "bm25"}
     with pytest.raises(ValidationError, match="set issue_set: design"):
         QualityGateParams(mode="llm", verdict="scored", switch_strategy="design")
     with pytest.raises(ValidationError, match="needs verdict: scored"):
         QualityGateParams(mode="llm", issue_set="design")
     with pytest.raises(ValidationError, match=r"unknown issue \['wrong_domain'\]\. Valid issues: off_topic"):
         QualityGateParams(mode="llm", verdict="scored", switch_strategy={"wrong_domain": "dense"})
-    with pytest.raises(ValidationError, match=r"unknown issue \['off_topic'\]\. Valid issues: missing_key_info"):
-        QualityGateParams(mode="llm", verdict="scored", issue_set="design", switch_strategy={"off_topic": "dense"})
+    with pytest.raises(ValidationError, match=r"unknown issue \['missing_aspect'\]\. Valid issues: off_topic, missing_key"):
+        QualityGateParams(mode="llm", verdict="scored", issue_set="design", switch_strategy={"missing_aspect": "dense"})
 
 
 @pytest.mark.unit
@@ -205,6 +209,8 @@ def test_the_new_options_at_their_default_leave_the_key_unchanged():
     assert explicit.key_dump() == plain.key_dump() and "issue_set" not in plain.key_dump()
     design = QualityGateParams(mode="llm", verdict="scored", issue_set="design", switch_strategy="design")
     assert design.key_dump()["switch_strategy"] == "design"
+    assert design.key_dump()["design_revision"] == 2  # the set's meaning changed: no stale cached result
+    assert "design_revision" not in explicit.key_dump()
     assert design.attempt_scale == "question_overlap"  # a switching gate ranks on one scale
 
 

@@ -1,0 +1,87 @@
+"""experiments/reference/judges.yaml as written (the data cut to two questions, the LLM a scripted
+backend that replies by schema): the Retrieval Judge is a benchmark of the judges' cost, so each
+question of a judge-on run makes exactly one Retrieval Judge call, on the first search with the
+original question, over 15 dense candidates shown as 300-character previews after their file
+names; an empty "relevant" list keeps every chunk. The scripted replies ask for more chunks and
+name none relevant, the two ways the judge could otherwise call again or empty the context."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+
+from ragkit.experiments.config import config_from_dict
+from ragkit.experiments.runner import run_experiment
+from ragkit.llms import LLMBackend, LLMParams, llms
+from ragkit.llms.base import BackendReply
+from ragkit.registry import ComponentParams
+from ragkit.results import ResultStore
+from tests.experiments.test_judges_example import small_sample
+
+pytestmark = pytest.mark.integration
+
+JUDGES = Path(__file__).resolve().parents[2] / "experiments" / "reference" / "judges.yaml"
+
+
+class ByScheme(LLMBackend):
+    """The Retrieval Judge: nothing relevant, and more wanted; the Chunking Judge: token, no sizes
+    (so the design's 500 / 50 are filled in and divided by 4); anything else: a cited answer."""
+
+    name: ClassVar[str] = "by_schema"
+    Params: ClassVar[type[ComponentParams]] = type("ByParams", (LLMParams,), {"__annotations__": {"model": str},
+                                                                             "model": "by_schema"})
+    prompts: ClassVar[list[tuple[str, str]]] = []
+
+    def _chat(self, messages, *, json_schema, max_tokens) -> BackendReply:
+        title = (json_schema or {}).get("title", "text")
+        ByScheme.prompts.append((title, messages[-1]["content"]))
+        if title == "RetrievalReply":
+            text = json.dumps({"refined_query": "something else", "relevant": [], "order": [], "request_more": True})
+        elif title == "ChunkingReply":
+            text = json.dumps({"chunker": "token", "params": {}, "justification": "plain text"})
+        else:
+            text = "It is in the first source [1]."
+        return BackendReply(text=text, prompt_tokens=10, completion_tokens=5)
+
+
+@pytest.fixture
+def by_schema():
+    ByScheme.prompts = []
+    with llms.registered("by_schema", ByScheme):
+        yield ByScheme
+
+
+def test_the_judges_reference_makes_one_retrieval_judge_call_per_question(tmp_path, by_schema, monkeypatch):
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(tmp_path / "data"))
+    data: dict[str, Any] = yaml.safe_load(JUDGES.read_text(encoding="utf-8"))
+    data["dataset"] = {**data["dataset"], "path": str(small_sample(tmp_path / "sample")), "limit": 2}
+    data["llm"] = {"default": "by_schema"}
+    out = tmp_path / "out"
+    run_experiment(config_from_dict(data), out)
+    store = ResultStore(out)
+    runs, judgements, stages, retrievals = (store.read(t) for t in ("runs", "judgements", "stages", "retrievals"))
+    judged = set(runs.loc[runs["judge.retrieval"] == "llm", "run_id"])
+    assert len(judged) == 2  # chunking judge off and on
+    questions = set(judgements["question_id"].dropna())
+    assert len(questions) == 2
+    calls = judgements[(judgements["judge"] == "retrieval") & judgements["run_id"].isin(judged)]
+    assert calls.groupby(["run_id", "question_id"]).size().to_dict() == {
+        (run, question): 1 for run in judged for question in questions}
+    llm_calls = stages[(stages["stage"] == "judge:retrieval") & stages["run_id"].isin(judged)]
+    assert llm_calls["llm_calls"].sum() == 2 * len(questions)
+    for decision in (json.loads(d) if isinstance(d, str) else d for d in calls["decision"]):
+        # The first search, with the original question; nothing relevant: every chunk kept.
+        assert decision["iteration"] == 1 and decision["stopped"] == "none relevant: kept all"
+        assert decision["kept"] == decision["shown"] and len(decision["shown"]) <= 15
+    asked = [prompt for title, prompt in by_schema.prompts if title == "RetrievalReply"]
+    assert asked and all("(file: " in prompt for prompt in asked)
+    shown_lines = [line for prompt in asked for line in prompt.splitlines() if line.startswith("[")]
+    assert all(len(line.split(") ", 1)[1]) <= 300 for line in shown_lines if line.startswith("[") and "(file: " in line)
+    # Judge on or off, the context is the same chunks: an empty "relevant" emptied nothing.
+    per_run = retrievals.groupby("run_id")["chunk_id"].apply(frozenset)
+    off = set(runs.loc[runs["judge.retrieval"] == "off", "run_id"])
+    assert {len(per_run[run]) for run in judged} == {len(per_run[run]) for run in off}
