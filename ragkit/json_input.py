@@ -49,10 +49,11 @@ def parse_json(text: str | bytes, first_line: int = 1, max_value_chars: int | No
         max_value_chars = get_settings().max_value_chars
     if isinstance(text, bytes):
         try:
-            text = text.decode("utf-8")
+            decoded = text.decode("utf-8")
         except UnicodeDecodeError as error:
             line = first_line + text.count(b"\n", 0, error.start)
             raise JsonInputError(line, f"not UTF-8 text ({error.reason})") from None
+        return _parse(decoded, first_line, max_value_chars)
     return _parse(text, first_line, max_value_chars)
 
 
@@ -60,7 +61,10 @@ def _parse(text: str, first_line: int, max_value_chars: int) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise JsonInputError(first_line + error.lineno - 1, f"{error.msg} (column {error.colno})") from None
+        # The end of the input is on the last line with text, not after a trailing line break.
+        lineno = min(error.lineno, text.rstrip().count("\n") + 1)
+        column = error.colno if lineno == error.lineno else len(text.rstrip().rsplit("\n", 1)[-1]) + 1
+        raise JsonInputError(first_line + lineno - 1, f"{error.msg} (column {column})") from None
     except RecursionError:
         raise _too_deep(text, first_line) from None
     except ValueError as error:  # an integer over Python's digit limit

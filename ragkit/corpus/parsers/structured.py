@@ -14,7 +14,8 @@ import yaml
 from ragkit.corpus.parsers.parsed import ParsedDocument, title_author
 from ragkit.corpus.parsers.plain import read_text
 from ragkit.errors import IngestError
-from ragkit.json_input import JsonInputError, parse_json
+from ragkit.json_input import JsonInputError
+from ragkit.json_input import parse_json as parse_json_text
 from ragkit.yaml_input import parse_yaml_documents
 
 # A top-level key in json.dumps(indent=2): two spaces, never more (nested keys have four or more).
@@ -27,7 +28,7 @@ def _load_json(text: str, first_line: int = 1) -> Any:
     """``ragkit.json_input.parse_json`` (nesting and value size bounded), every failure an
     IngestError naming the line: syntax, over-long integers, deep nesting, an over-long string."""
     try:
-        return parse_json(text, first_line)
+        return parse_json_text(text, first_line)
     except JsonInputError as error:
         raise IngestError(f"invalid JSON on line {error.line}: {error.detail}") from None
 
