@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from ragkit.experiments.config import MODE_ORDER, MODEL_MODES, JudgeChoice, judge_specs
+from ragkit.json_input import JsonInputError, parse_json
 from ragkit.llms.base import llms
 from ragkit.settings import get_settings
 from ragkit.stages.base import judges
@@ -111,9 +112,9 @@ def field_widget(name: str, field: FieldInfo, key: str, default: Any = PydanticU
     if not text.strip():
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        st.error(f"{name}: not valid JSON")
+        return parse_json(text)
+    except JsonInputError as error:
+        st.error(f"{name}: not valid JSON ({error.detail})")
         return default
 
 

@@ -137,6 +137,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from ragkit.qa.generation import write_set
     from ragkit.qa.interop import import_question_set
     from ragkit.qa.sources import load_corpus_source
+    from ragkit.qa.spans import REFUSED_REASON, answers_refused_as_spans
     from ragkit.qa.squad_rows import question_rows
 
     source = load_corpus_source(args.corpus)
@@ -144,7 +145,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
     rows = question_rows(questions)
     path = write_set(Path(args.out), rows, {"imported_from": str(args.file), "format": getattr(args, "from"),
                                              "corpus": source.name}, source.corpus_file)
-    print(f"{len(rows)} questions imported -> {path} ({questions.count_spans()} answer spans)")
+    refused = answers_refused_as_spans(questions)
+    print(f"{len(rows)} questions imported -> {path} ({questions.count_spans()} answer spans"
+          + (f"; {refused} answers not located as spans: {REFUSED_REASON}" if refused else "") + ")")
     return 0
 
 

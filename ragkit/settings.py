@@ -53,6 +53,23 @@ class RagkitSettings(BaseSettings):
         description="PDFs parsed at once during ingestion, each in its own worker process; default: the cores "
                     "this process may use.",
     )
+    max_value_chars: int = Field(
+        default=10_000_000, ge=1, le=1_000_000_000,
+        description="Longest string (a value or a key) a JSON or JSONL file a user gives may hold, in characters: "
+                    "question sets, import files, dataset corpora (a corpus.jsonl text is one value), reviews, "
+                    "ingested JSON. A longer one refuses the file, naming the line.",
+    )
+    max_question_chars: int = Field(
+        default=10_000, ge=1, le=10_000_000,
+        description="Longest question text, in characters; a question set holding a longer one is refused, "
+                    "naming the question, so it never reaches an embedder or an LLM.",
+    )
+    max_answer_chars: int = Field(
+        default=10_000, ge=1, le=10_000_000,
+        description="Longest reference answer (each alternative, each part), in characters; a longer one refuses "
+                    "the question set, naming the question. Reference contexts (ragas, LlamaIndex) are only "
+                    "looked up in the corpus, never sent on, and are bounded by max_value_chars.",
+    )
     ollama_url: str = Field(default=DEFAULT_OLLAMA_URL, description="Where an Ollama server is looked for.")
     ollama_model: str = Field(default=DEFAULT_OLLAMA_MODEL, description="Ollama model used when a config names none.")
     embed_batch_size: int = Field(default=64, ge=1, le=4096, description="Chunks embedded per batch.")

@@ -38,7 +38,7 @@ with st.expander("Import a question set", expanded=False):
     if st.button("Import", type="primary"):
         try:
             if files:
-                target = catalogue.save_question_set_uploads(files, name)
+                target = catalogue.save_checked_question_set_uploads(files, name, format)
             elif given:
                 target = Path(given).expanduser()
             else:

@@ -20,16 +20,16 @@ answer 2 correct / 1 partly / 0 wrong, plus grounded yes/no; the LLM judge grade
 from __future__ import annotations
 
 import io
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, validation_problems
 from ragkit.folders import as_location, open_folder
 from ragkit.hashing import content_key
+from ragkit.json_input import load_json
 from ragkit.labels.pooling import POOLS_FOLDER, Pool
 
 SESSIONS_FOLDER = "labels/sessions"
@@ -110,7 +110,13 @@ class LabelStore:
         valid = self.pool_ids()
         if pool_id not in valid:
             raise ConfigError(f"no pool '{pool_id}' in {self.root}. Valid pools: {', '.join(valid) or '(none)'}")
-        return Pool.model_validate(json.loads(self.files.read_bytes(f"{POOLS_FOLDER}/{pool_id}.json")))
+        relative = f"{POOLS_FOLDER}/{pool_id}.json"
+        data = load_json(self.files.read_bytes(relative), self.files.path(relative))
+        try:
+            return Pool.model_validate(data)
+        except ValidationError as error:
+            raise ConfigError(f"{self.files.path(relative)}: {validation_problems(error, 'field', 'the pool', Pool)}"
+                              ) from None
 
     def pool_ids(self) -> list[str]:
         """Pool ids, oldest first."""

@@ -8,11 +8,13 @@ left out of the listing rather than breaking every page that lists sets.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ragkit.corpus.validation import sanitize_name
+from ragkit.json_input import parse_json
 from ragkit.qa import load_question_set
 from ragkit.qa.corpus import load_dataset_corpus
 from ragkit.qa.quality import quality_report
@@ -36,7 +38,7 @@ def question_sets(data_dir: Path | None = None) -> dict[str, dict[str, str]]:
     folder = catalogue_dir(data_dir)
     for path in sorted(folder.glob("*.json")) if folder.exists() else []:
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = parse_json(path.read_bytes())
             known[str(entry["name"])] = {"name": str(entry["name"]), "path": str(entry["path"]),
                                          "format": str(entry.get("format", "auto"))}
         except (OSError, ValueError, KeyError, TypeError):
@@ -54,10 +56,23 @@ def register_question_set(name: str, path: Path, format: str, data_dir: Path | N
     return entry
 
 
-def save_question_set_uploads(files: Iterable[UploadedFile], name: str) -> Path:
-    """Save the uploaded files of one set and return what to load: the file when there is one,
-    else their folder, with BEIR's ``<split>.tsv`` judgements moved under ``qrels/``."""
-    paths = save_uploads(files, "question_sets", name)
+def save_checked_question_set_uploads(files: Iterable[UploadedFile], name: str, format: str = "auto") -> Path:
+    """``save_question_set_uploads`` once the files read as a question set (and their corpus.jsonl,
+    if any, as a corpus) in a scratch folder outside the data directory, removed after: a set that
+    cannot be read is refused with its one-line ConfigError and nothing is saved."""
+    files = list(files)
+    with tempfile.TemporaryDirectory(prefix="ragkit-upload-") as scratch:
+        target = save_question_set_uploads(files, name, root=Path(scratch))
+        load_question_set(target, format=format)
+        load_dataset_corpus(target)
+    return save_question_set_uploads(files, name)
+
+
+def save_question_set_uploads(files: Iterable[UploadedFile], name: str, root: Path | None = None) -> Path:
+    """Save the uploaded files of one set (under ``root``, default the data directory's uploads)
+    and return what to load: the file when there is one, else their folder, with BEIR's
+    ``<split>.tsv`` judgements moved under ``qrels/``."""
+    paths = save_uploads(files, "question_sets", name, root=root)
     folder = paths[0].parent
     for path in paths:
         if path.suffix == ".tsv":

@@ -15,6 +15,7 @@ from pydantic import Field
 from ragkit.corpus.jsonl_texts import JsonlTexts, file_stamp, scan_lines
 from ragkit.corpus.model import DocumentRows
 from ragkit.errors import ConfigError
+from ragkit.json_input import load_json
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.qa.squad import squad_paragraphs
 from ragkit.quoting import clipped
@@ -70,12 +71,15 @@ def _jsonl_corpus_rows(corpus_path: Path) -> DocumentRows:
     offsets = array("q")
     hashes = bytearray()
     for line_no, offset, line in scan_lines(corpus_path):
-        decoded = line.decode("utf-8")
+        try:
+            decoded = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{corpus_path}, line {line_no}: not UTF-8 text ({error.reason})") from None
         if not decoded.strip():  # blank as ``numbered_lines`` sees it (str.strip: any Unicode space)
             continue
         if "\r" in decoded.rstrip("\r\n"):
             return DocumentRows.from_parts(_rows_in_memory(corpus_path))
-        row = _parse_line(decoded, f"{corpus_path}, line {line_no}")
+        row = _parse_line(decoded, corpus_path, line_no)
         if row.id in seen:
             raise ConfigError(f"{corpus_path}, line {line_no}: duplicate document id '{clipped(row.id)}'")
         seen.add(row.id)
@@ -100,12 +104,11 @@ def _rows_in_memory(corpus_path: Path) -> Iterator[tuple[str, str, dict[str, Any
         yield row.id, row.text, {"title": row.title} if row.title else None
 
 
-def _parse_line(line: str, where: str) -> _CorpusRow:
-    """One corpus.jsonl line as ``jsonl_rows`` and ``parse_row`` read it (the same errors)."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{where}: invalid JSON ({error.msg})") from None
+def _parse_line(line: str, corpus_path: Path, line_no: int) -> _CorpusRow:
+    """One corpus.jsonl line as ``jsonl_rows`` and ``parse_row`` read it (the same bounds, the
+    same errors)."""
+    where = f"{corpus_path}, line {line_no}"
+    obj = load_json(line, str(corpus_path), line_no)
     if not isinstance(obj, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     row: _CorpusRow = parse_row(_CorpusRow, obj, where)
@@ -113,7 +116,8 @@ def _parse_line(line: str, where: str) -> _CorpusRow:
 
 
 def _line_text(line: bytes) -> str:
-    """The text of a line already checked by ``_parse_line`` (a JsonlTexts reader). A string is
+    """The text of a line already checked by ``_parse_line`` (a JsonlTexts reader; the file's stamp
+    is checked before each read, so the line is the one whose bounds were checked). A string is
     the row's text as validated; anything else (a number read as a string) goes through the model:
     validating every row again cost a third of the CPU of reading a million texts back."""
     text = json.loads(line)["text"]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ragkit.hashing import content_key
 from ragkit.qa.rows import duplicates
 from ragkit.quoting import clipped, quoted
+from ragkit.settings import ENV_PREFIX, get_settings
 
 
 class AnswerSpan(BaseModel):
@@ -140,6 +141,7 @@ class Question(BaseModel):
     def _check_ground_truth(self) -> Question:
         if not self.text.strip():
             raise ValueError("question text is blank")
+        self._check_lengths()
         if self.answerable and not self.relevant_docs and not self.answers:
             raise ValueError("a question needs relevant documents or an answer (or answerable: false)")
         not_relevant = {doc: score for doc, score in self.relevant_docs.items() if score <= 0}
@@ -152,6 +154,18 @@ class Question(BaseModel):
             raise ValueError(f"spans point into documents not among relevant_docs: {quoted(outside)}")
         self._check_parts()
         return self
+
+    def _check_lengths(self) -> None:
+        """A question or a reference answer longer than its setting is refused, not cut: cut, it
+        would be another question, and whole, it would go to the embedder and the LLMs."""
+        settings = get_settings()
+        if len(self.text) > settings.max_question_chars:
+            raise ValueError(f"question '{clipped(self.id, 100)}' is {len(self.text):,} characters long, over the "
+                             f"limit of {settings.max_question_chars:,} ({ENV_PREFIX}MAX_QUESTION_CHARS)")
+        longest = max(self.answers, key=len, default="")
+        if len(longest) > settings.max_answer_chars:
+            raise ValueError(f"an answer of question '{clipped(self.id, 100)}' is {len(longest):,} characters long, "
+                             f"over the limit of {settings.max_answer_chars:,} ({ENV_PREFIX}MAX_ANSWER_CHARS)")
 
     def _check_parts(self) -> None:
         groups = sorted({span.group for span in self.spans})

@@ -29,11 +29,11 @@ only those documents; it is the user's choice, not ground truth, so no metric re
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ConfigError
+from ragkit.json_input import JsonInputError, parse_json
 from ragkit.qa.model import Question
 from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
 from ragkit.quoting import clipped
@@ -135,9 +135,9 @@ def _history(raw: list[dict[str, Any] | str] | str, where: str) -> list[dict[str
     user / assistant, starting with the user."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{where}: 'history' is not valid JSON ({error.msg})") from None
+            raw = parse_json(raw)
+        except JsonInputError as error:
+            raise ConfigError(f"{where}: 'history' is not valid JSON ({error.detail})") from None
         if not isinstance(raw, list):
             raise ConfigError(f"{where}: 'history' must be a list of turns, got {type(raw).__name__}")
     roles = ("user", "assistant")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ragkit.qa.dedup import Embed, find_duplicates
 from ragkit.qa.document_bm25 import DocumentBM25
 from ragkit.qa.model import Question, QuestionSet
-from ragkit.qa.spans import find_answer
+from ragkit.qa.spans import REFUSED_REASON, answers_refused_as_spans, find_answer
 from ragkit.qa.wording import passage_around, word_overlap
 
 # Above these, the report warns: written questions overlap their source about 0.1, copied ones 0.5+.
@@ -51,6 +51,9 @@ class QualityReport(BaseModel):
     duplicates_by: str
     answer_checked: int = Field(description="Answerable questions with an answer text to look for.")
     answer_locatable: float | None = Field(description="Share of those whose answer is found where the set says.")
+    answers_not_looked_for: int = Field(
+        default=0, description=f"Answer parts without a span that are never looked for as one: {REFUSED_REASON} "
+                               "(ragkit.qa.spans.locatable_answer).")
     word_overlap: Spread | None = Field(description="Question-to-source-passage content-word overlap.")
     word_overlap_by_type: dict[str, float]
     bm25_checked: int
@@ -75,6 +78,7 @@ def quality_report(question_set: QuestionSet, documents: Mapping[str, Any] | Non
         "documents": len(texts) if documents is not None else None,
         "questions_per_document": None, "documents_without_questions": None,
         "answer_checked": 0, "answer_locatable": None, "word_overlap": None, "word_overlap_by_type": {},
+        "answers_not_looked_for": answers_refused_as_spans(question_set),
         "bm25_checked": 0, "bm25_source_first": None,
     }
     if texts:
@@ -191,6 +195,8 @@ def format_report(report: QualityReport) -> str:
     lines.append(f"answer locatable: {share(report.answer_locatable)} of {report.answer_checked}"
                  + (" (no question has an answer text)" if report.documents is not None and not report.answer_checked
                     else ""))
+    if report.answers_not_looked_for:
+        lines.append(f"answers not located as spans: {report.answers_not_looked_for} ({REFUSED_REASON})")
     if report.word_overlap is not None:
         by_type = ", ".join(f"{kind} {value:.2f}" for kind, value in sorted(report.word_overlap_by_type.items()))
         lines.append(f"word overlap with the source: mean {report.word_overlap.mean:.2f}, median "

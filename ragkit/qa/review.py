@@ -15,11 +15,12 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragkit.atomic import write_bytes_atomic, write_json_atomic
-from ragkit.errors import ConfigError
+from ragkit.errors import ConfigError, validation_problems
 from ragkit.hashing import content_key
+from ragkit.json_input import load_json
 from ragkit.qa.generation.writer import QUESTIONS_FILE, read_rows, write_rows
 
 Status = Literal["accepted", "rejected", "edited"]
@@ -50,7 +51,11 @@ def load_review(set_path: Path) -> Review:
     path = review_path(set_path)
     if not path.is_file():
         return Review()
-    return Review.model_validate_json(path.read_text(encoding="utf-8"))
+    data = load_json(path.read_bytes(), str(path))
+    try:
+        return Review.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"{path}: {validation_problems(error, 'field', 'the review', Review)}") from None
 
 
 def save_review(set_path: Path, review: Review) -> Path:

@@ -6,7 +6,6 @@ nothing is dropped quietly.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragkit.errors import LOCATION_PART_CHARS, MAX_PROBLEMS, PROBLEM_CHARS, ConfigError
+from ragkit.json_input import JsonInputError, load_json, parse_json
 from ragkit.quoting import clipped
 
 
@@ -32,7 +32,7 @@ def parse_row(model: type[BaseModel], obj: Any, where: str) -> Any:
         parts = []
         for item in error.errors(include_url=False):
             field = ".".join(clipped(str(part), LOCATION_PART_CHARS) for part in item["loc"])
-            message = clipped(item["msg"], PROBLEM_CHARS)
+            message = clipped(item["msg"].removeprefix("Value error, "), PROBLEM_CHARS)
             parts.append(f"{field}: {message}" if field else message)
         distinct = list(dict.fromkeys(parts))
         more = [f"and {len(distinct) - MAX_PROBLEMS} more problem(s)"] if len(distinct) > MAX_PROBLEMS else []
@@ -44,19 +44,29 @@ def duplicates(ids: Iterable[str]) -> list[str]:
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) for every non-blank line."""
+    """(1-based line number, line) for every non-blank line; text that is not UTF-8 is a
+    ConfigError naming the last line read (the decoder reads ahead, so not the exact one)."""
     with open(path, encoding="utf-8-sig") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if line.strip():
-                yield line_no, line.rstrip("\r\n")
+        line_no = 0
+        try:
+            for line_no, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield line_no, line.rstrip("\r\n")
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"{path}: not UTF-8 text after line {line_no} ({error.reason})") from None
+
+
+def read_bytes(path: Path) -> bytes:
+    """A whole JSON file's bytes (``ragkit.json_input`` decodes them), a leading UTF-8 byte-order
+    mark dropped as ``numbered_lines`` drops it."""
+    return path.read_bytes().removeprefix(b"\xef\xbb\xbf")
 
 
 def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line, each read by ``ragkit.json_input`` (nesting
+    and value size bounded); anything but an object is a ConfigError naming the line."""
     for line_no, line in numbered_lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{path}, line {line_no}: invalid JSON ({error.msg})") from None
+        obj = load_json(line, str(path), line_no)
         if not isinstance(obj, dict):
             raise ConfigError(f"{path}, line {line_no}: expected a JSON object, got {type(obj).__name__}")
         yield line_no, obj
@@ -64,10 +74,10 @@ def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def first_row_has_offsets(path: Path) -> bool:
     """True if the first row of a JSONL file carries ``answer_start`` (the squad layout)."""
-    for _, line in numbered_lines(path):
+    for line_no, line in numbered_lines(path):
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+            obj = parse_json(line, line_no)
+        except JsonInputError:
             return False  # the loader reports the bad line
         return isinstance(obj, dict) and "answer_start" in obj
     return False

@@ -21,7 +21,6 @@ Two layouts:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator
@@ -31,8 +30,9 @@ from typing import Any
 from pydantic import Field
 
 from ragkit.errors import ConfigError
+from ragkit.json_input import load_json
 from ragkit.qa.model import Question
-from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.qa.rows import RowModel, jsonl_rows, parse_row, read_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -133,10 +133,7 @@ def load_squad_json(path: Path) -> list[Question]:
 
 def squad_paragraphs(path: Path) -> Iterator[tuple[str, str, list[Any], str]]:
     """(doc_id, context, qas, JSON location) per paragraph of an official SQuAD file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    data = load_json(read_bytes(path), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ConfigError(f"{path}: expected SQuAD JSON of the form {{'data': [{{'paragraphs': [...]}}]}}")
     for a_index, article in enumerate(data["data"]):

@@ -4,6 +4,7 @@ where the format can hold one (ragas and LlamaIndex through their contexts)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,12 @@ from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
 pytestmark = pytest.mark.unit
+
+
+def cuts_a_word(text: str, start: int, end: int) -> bool:
+    """Whether [start, end) begins or ends between two word characters."""
+    return bool((start > 0 and re.match(r"\w\w", text[start - 1:start + 1]))
+                or (end < len(text) and re.match(r"\w\w", text[end - 1:end + 1])))
 
 
 def spans_of(question_set):
@@ -45,7 +52,13 @@ def test_context_formats_keep_every_question_and_span_of_the_sample(sample, form
     export_question_set(questions, format, out, documents)
     back = import_question_set(out, format, documents)
     assert len(back.questions) == len(questions.questions) == 247
-    assert spans_of(back) == spans_of(questions)
+    # An answer is located as whole words only: the sample's annotations cut inside a word ("sed"
+    # of "increased", "he case was diagnosed on 1 February") come back without their span.
+    texts = {doc_id: document.text for doc_id, document in documents.items()}
+    cut = {q.id for q in questions.questions for s in q.spans if cuts_a_word(texts[s.doc_id], s.start, s.end)}
+    assert len(cut) == 23
+    assert spans_of(back) == [(text, answerable, [] if q.id in cut else spans)
+                              for q, (text, answerable, spans) in zip(questions.questions, spans_of(questions))]
     if format == "ragas":  # ragas keeps the ids (an extra field it ignores)
         assert [q.id for q in back.questions] == [q.id for q in questions.questions]
 

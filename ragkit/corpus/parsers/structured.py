@@ -14,6 +14,8 @@ import yaml
 from ragkit.corpus.parsers.parsed import ParsedDocument, title_author
 from ragkit.corpus.parsers.plain import read_text
 from ragkit.errors import IngestError
+from ragkit.json_input import JsonInputError
+from ragkit.json_input import parse_json as parse_json_text
 from ragkit.yaml_input import parse_yaml_documents
 
 # A top-level key in json.dumps(indent=2): two spaces, never more (nested keys have four or more).
@@ -22,14 +24,13 @@ _JSON_TOP_KEY = re.compile(r'^  "((?:[^"\\]|\\.)*)": ', re.MULTILINE)
 _YAML_TOP_KEY = re.compile(r"^(?![#\-\s.])(?:\"([^\"]*)\"|'([^']*)'|([^:\n]+?))[ \t]*:(?:[ \t]|$)", re.MULTILINE)
 
 
-def _load_json(text: str, where: str = "") -> Any:
-    """``json.loads`` with every failure an IngestError: syntax, over-long integers, deep nesting."""
+def _load_json(text: str, first_line: int = 1) -> Any:
+    """``ragkit.json_input.parse_json`` (nesting and value size bounded), every failure an
+    IngestError naming the line: syntax, over-long integers, deep nesting, an over-long string."""
     try:
-        return json.loads(text)
-    except ValueError as error:  # JSONDecodeError, or an integer over Python's digit limit
-        raise IngestError(f"invalid JSON{where}: {error}") from None
-    except RecursionError:
-        raise IngestError(f"invalid JSON{where}: nested too deeply to read") from None
+        return parse_json_text(text, first_line)
+    except JsonInputError as error:
+        raise IngestError(f"invalid JSON on line {error.line}: {error.detail}") from None
 
 
 def _dump_json(value: Any, indent: int | None = None) -> str:
@@ -75,7 +76,7 @@ def parse_jsonl(path: Path) -> list[ParsedDocument]:
     records: list[tuple[int, Any]] = []
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if line.strip():
-            records.append((number, _load_json(line, f" on line {number}")))
+            records.append((number, _load_json(line, number)))
     if records and all(_is_beir_record(record) for _, record in records):
         return _beir_documents(records)
     texts = [

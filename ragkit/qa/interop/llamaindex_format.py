@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ConfigError
+from ragkit.json_input import load_json
 from ragkit.qa.interop.contexts import question_contexts, question_fields, reference_text
 from ragkit.qa.model import Question, QuestionSet
-from ragkit.qa.rows import parse_row
+from ragkit.qa.rows import parse_row, read_bytes
 
 
 def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: Path,
@@ -36,10 +37,7 @@ def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: 
 
 
 def read_llamaindex(path: Path, texts: Mapping[str, str], name: str | None = None) -> QuestionSet:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+    data = load_json(read_bytes(path), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
         raise ConfigError(f"{path}: expected a LabelledRagDataset JSON object with an 'examples' list")
     questions: list[Question] = []

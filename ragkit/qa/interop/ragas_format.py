@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ConfigError
+from ragkit.json_input import load_json
 from ragkit.qa.interop.contexts import question_contexts, question_fields, reference_text
 from ragkit.qa.model import Question, QuestionSet
-from ragkit.qa.rows import jsonl_rows, parse_row
+from ragkit.qa.rows import jsonl_rows, parse_row, read_bytes
 
 
 def ragas_rows(question_set: QuestionSet, texts: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -45,10 +46,7 @@ def write_ragas(question_set: QuestionSet, texts: Mapping[str, str], path: Path)
 
 def read_ragas(path: Path, texts: Mapping[str, str], name: str | None = None) -> QuestionSet:
     if path.suffix.lower() == ".json":
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{path}, line {error.lineno}: invalid JSON ({error.msg})") from None
+        loaded = load_json(read_bytes(path), str(path))
         if not isinstance(loaded, list):
             raise ConfigError(f"{path}: expected a JSON list of ragas samples")
         rows = list(enumerate(loaded, start=1))
