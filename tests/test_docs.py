@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"```(?:bash|console|sh)\n(.*?)```", re.S)
 ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\S*$")
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$")
 
 
 def _command_lines(text: str) -> list[str]:
@@ -41,15 +42,19 @@ def _command_lines(text: str) -> list[str]:
 
 def _as_arguments(line: str) -> list[str]:
     """A documented line as the arguments a user would type: `[--opt X]` is shown as given, an
-    `a|b` choice as its first alternative, `X...` as one X."""
-    words = []
+    `a|b` choice as its first alternative, `X...` as one X, and an option's placeholder value in
+    capitals (`--seed N`, `--max-latency-ms MS`) as 1, which every option type reads."""
+    words: list[str] = []
     for word in shlex.split(line)[1:]:
         word = word.strip("[]")
         if not word:
             continue
         if "|" in word and not word.startswith(("s3://", "http")):
             word = word.split("|", 1)[0]
-        words.append(word.removesuffix("..."))
+        word = word.removesuffix("...")
+        if PLACEHOLDER.match(word) and words and words[-1].startswith("--"):
+            word = "1"
+        words.append(word)
     return words
 
 
