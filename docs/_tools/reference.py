@@ -4,6 +4,7 @@
   retrievers, stages, LLM backends, web providers) with its parameters, read from the same pydantic
   parameter models the dashboard's experiment form is generated from.
 - ``docs/reference/cli.md``: every ``ragkit`` command and option, read from the argument parsers.
+- ``docs/index.md``: the site's home page, the README with its links made relative to ``docs/``.
 
 ``python docs/_tools/reference.py`` rewrites both; ``--check`` exits 1 naming the pages that differ
 from what the code says (the test suite runs that check).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,7 +183,26 @@ def _cli_page(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-PAGES = {"components.md": components_page, "cli.md": cli_page}
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def home_page() -> str:
+    """The README as the site's home: links into docs/ made relative to it; a link to a file outside
+    docs/ (which the site does not carry) becomes its text and the file's name in code."""
+    def relink(match: re.Match[str]) -> str:
+        bang, text, target = match.groups()
+        if target.startswith(("http://", "https://", "#")):
+            return match.group(0)
+        if target.startswith("docs/"):
+            return f"{bang}[{text}]({target.removeprefix('docs/')})"
+        return f"{text} (`{target}`)"
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return "<!-- Generated from README.md by docs/_tools/reference.py: edit the README. -->\n\n" + LINK.sub(relink, readme)
+
+
+# Page path under docs/ -> what writes it.
+PAGES = {"reference/components.md": components_page, "reference/cli.md": cli_page, "index.md": home_page}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     REFERENCE.mkdir(parents=True, exist_ok=True)
     for name, make in PAGES.items():
         text = make()
-        path = REFERENCE / name
+        path = ROOT / "docs" / name
         if check:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(str(path.relative_to(ROOT)))
