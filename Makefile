@@ -9,7 +9,7 @@ TORCH = torch==2.13.0
 LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
 	-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: demo test test-slow test-benchmarks test-repeat lint install install-test install-local-llm browser
+.PHONY: demo test test-slow test-benchmarks test-repeat lint install install-test install-local-llm browser docs screenshots
 
 install:
 	$(PIP) install $(TORCH) -e .
@@ -32,6 +32,18 @@ browser:
 
 demo: install
 	ragkit dashboard --demo
+
+# The guide (docs/) as a static site in site/, offline, with a search box: the reference pages are
+# generated from the parameter models and the argument parsers first, then MkDocs builds with
+# --strict (a warning, such as a broken link, fails).
+docs:
+	$(PIP) install $(TORCH) -e ".[docs]"
+	python docs/_tools/reference.py
+	python -m mkdocs build --strict
+
+# The README's and the guide's pictures, taken from the real dashboard on the bundled data.
+screenshots: install browser
+	python docs/_tools/screenshots.py
 
 # Static checks first: configured in pyproject.toml, versions pinned in the test extra.
 lint:
