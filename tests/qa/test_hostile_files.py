@@ -31,6 +31,7 @@ from ragkit.qa.spans import MIN_ANSWER_CHARS, answers_refused_as_spans, locatabl
 from ragkit.settings import get_settings
 from ragkit.yaml_input import MAX_DEPTH
 from tests.corpus.fuzzing import fuzz_settings
+from tests.conftest import REPO_ROOT
 from tests.factories import TINY_DOCS, write_beir
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -201,6 +202,22 @@ def test_the_dashboard_upload_of_a_nested_row_is_refused_and_nothing_is_saved(tm
     target = catalogue.save_checked_question_set_uploads(
         [Upload(file.name, file.read_bytes()) for file in good.iterdir()], "fine")
     assert target.is_relative_to(isolated_data_dir / "uploads") and (target / "questions.jsonl").is_file()
+
+
+@pytest.mark.integration
+def test_the_question_sets_page_shows_one_error_for_a_nested_row(tmp_path, isolated_data_dir):
+    from streamlit.testing.v1 import AppTest
+
+    dataset = plain_set(tmp_path / "set", extra_row=deep_row("question"))
+    app = AppTest.from_file(str(REPO_ROOT / "dashboard" / "views" / "2_question_sets.py"), default_timeout=60).run()
+    app.radio[0].set_value("Path on this machine").run()
+    app.text_input[0].set_value("hostile")
+    app.text_input[1].set_value(str(dataset))
+    app.button[0].click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert [error.value for error in app.error] == [
+        f"{dataset / 'questions.jsonl'}, line 2: invalid JSON: {DEPTH_MESSAGE}"]
+    assert "hostile" not in catalogue.question_sets()
 
 
 # --- answer spans ------------------------------------------------------------------------------------
