@@ -10,6 +10,7 @@ test at the end throws random nesting depths and value sizes at every reader.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tempfile
 from collections.abc import Callable
@@ -24,14 +25,14 @@ from ragkit.corpus.parsers.structured import parse_json as ingest_json
 from ragkit.corpus.parsers.structured import parse_jsonl as ingest_jsonl
 from ragkit.errors import ConfigError, IngestError
 from ragkit.json_input import JsonInputError, load_json, parse_json
-from ragkit.qa import catalogue, find_answer, load_dataset_corpus, load_question_set
+from ragkit.qa import catalogue, find_answer, load_dataset_corpus, load_question_set, resolve_answer_spans
 from ragkit.qa.interop import import_question_set
 from ragkit.qa.review import load_review
 from ragkit.qa.spans import MIN_ANSWER_CHARS, answers_refused_as_spans, locatable_answer
 from ragkit.settings import get_settings
 from ragkit.yaml_input import MAX_DEPTH
-from tests.corpus.fuzzing import fuzz_settings
 from tests.conftest import REPO_ROOT
+from tests.corpus.fuzzing import fuzz_settings
 from tests.factories import TINY_DOCS, write_beir
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -274,6 +275,18 @@ def test_questions_check_counts_answers_not_looked_for(tmp_path, capsys):
     assert "answer locatable: 50% of 2" in out, out
 
 
+@pytest.mark.unit
+def test_a_run_logs_how_many_answers_were_not_looked_for(tmp_path, caplog):
+    dataset = plain_set(tmp_path / "set")
+    (dataset / "questions.jsonl").write_text(jsonl([
+        {"id": "q1", "question": "which word", "answer": "of the", "relevant_doc_ids": ["d1"]},
+        {"id": "q2", "question": "what purrs", "answer": "Cats", "relevant_doc_ids": ["d1"]}]), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="ragkit.qa.spans"):
+        resolved = resolve_answer_spans(load_question_set(dataset), load_dataset_corpus_by_id(dataset))
+    assert [len(question.spans) for question in resolved.questions] == [0, 1]
+    assert "1 answers not looked for as spans: shorter than 2 characters or only function words" in caplog.text
+
+
 def load_dataset_corpus_by_id(folder: Path) -> dict[str, object]:
     return {document.id_: document for document in load_dataset_corpus(folder) or []}
 
@@ -351,6 +364,9 @@ READERS: dict[str, tuple[Callable[[str], tuple[str, str]], Callable[[Path, Path]
     "plain jsonl extra field": (lambda v: ("questions.jsonl", jsonl([
         '{"question": "what purrs", "relevant_doc_ids": ["d1"], "note": VALUE}'.replace("VALUE", v)])),
         lambda folder, path: load_question_set(path)),
+    "csv history": (lambda v: ("questions.csv", "question,relevant_doc_ids,history\n" + '"what purrs",d1,"'
+                               + v.replace('"', '""') + '"\n'),
+                    lambda folder, path: load_question_set(path)),
     "squad json": (lambda v: ("squad.json", '{"data": [{"title": "t", "paragraphs": [{"context": "Cats purr.", '
                               '"qas": [{"id": "q", "question": VALUE, "answers": []}]}]}]}'.replace("VALUE", v)),
                    lambda folder, path: load_question_set(path)),
