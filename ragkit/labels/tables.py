@@ -159,7 +159,7 @@ def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "c
     per_question = pool_metrics(pool, labels, grades)
     if per_question.empty:
         return pd.DataFrame(columns=columns)
-    invalid = _invalid_judge_items(labels) if grades != "human" else set()
+    invalid = _invalid_judge_items(labels)
     problem = ranking_problem(pool, labels, grades)
     rows = []
     for (run_id, metric), group in per_question.groupby(["run_id", "metric"], sort=True):
@@ -169,7 +169,9 @@ def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "c
         rows.append({"run": run_id, "metric": metric, "mean": round(float(group["value"].mean()), 3),
                      "questions": f"{len(group)} of {len(pooled)}",
                      "grades": ", ".join(f"{source} {count}" for source, count in sorted(mix.items())),
-                     "invalid replies": len(run_items & invalid), "scored": len(group)})
+                     # people's grades alone: no judge reply was used, valid or not
+                     "invalid replies": len(run_items & invalid) if grades != "human" else "-",
+                     "scored": len(group)})
     table = pd.DataFrame(rows)
     most = int(table["scored"].max())
     table["flag"] = [_flag(scored, most, problem) for scored in table["scored"]]
