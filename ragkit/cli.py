@@ -182,12 +182,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ragkit.results import ResultStore
 
     run_ids = None
-    if args.runs:
+    store = ResultStore(as_location(args.results))
+    if args.runs and store.exists():  # a missing folder is export_results' error to name
         from ragkit.analysis.labels import resolve_runs
 
-        run_ids = resolve_runs(ResultStore(as_location(args.results)).read("runs"), args.runs)
+        run_ids = resolve_runs(store.read("runs"), args.runs)
     print(export_results(as_location(args.results), args.format, args.out, run_ids))
-    for line in ResultStore(as_location(args.results)).unreadable():  # exported what could be read
+    for line in store.unreadable():  # exported what could be read
         print(line, file=sys.stderr)
     return 0
 

@@ -136,7 +136,7 @@ CASES = [
      ["invalid choice: 'pdf'", "'csv', 'parquet', 'xlsx', 'json', 'html'"]),
     ("export: missing folder", ["export", "{d}/nowhere", "--format", "csv"], 2, ["no results folder at"]),
     ("export: unknown run id", ["export", "{results}", "--format", "csv", "--runs", "nosuchrun", "--out", "{d}/x.zip"],
-     2, ["unknown run id(s): nosuchrun", "Valid run ids"]),
+     2, ["--runs 'nosuchrun' matches no run", "Valid runs"]),
     ("export: --out a folder", ["export", "{results}", "--format", "csv", "--out", "{d}"], 2, ["--out", "is a folder"]),
     ("report: unknown format", ["report", "{results}", "--format", "pdf"], USAGE, ["'md', 'html', 'json'"]),
     ("report: unknown metric", ["report", "{results}", "--metrics", "recal@5"], 2,

@@ -89,8 +89,11 @@ class Agreement:
         if self.n_items == 0:
             return f"no labelled {self.item} has a valid judge grade: agreement cannot be measured"
         items = f"every {self.item}" if self.n_items != 1 else f"the one {self.item}"
-        judge = _only(self.judge_scale) or _only(self.judge_counts)
-        human = _only(self.human_counts)
+        judge = _only(self.judge_scale) or f"'{_only(self.judge_counts)}'"
+        if self.judge_constant and self.judge_scale and not _only(self.judge_scale):  # e.g. 0 and 1, both 'not'
+            used = [grade for grade, count in self.judge_scale.items() if count]
+            judge = f"grades {' and '.join(used)} (all '{_only(self.judge_counts)}')"
+        human = f"'{_only(self.human_counts)}'"
         if self.judge_constant and self.human_constant:
             return (f"the judge gave {judge} and the people gave {human} to {items}: agreement cannot be "
                     "measured; kappa is undefined")
@@ -115,7 +118,6 @@ class Agreement:
             found.append(f"{self.decision}: {self.left_out} invalid judge repl{'y' if self.left_out == 1 else 'ies'} "
                          f"on labelled {self.item}s left out (no grade, never counted as one).")
         return found
-
 
     def as_row(self) -> dict:
         return {"decision": self.decision, "items": self.n_items, "documents": self.n_units,

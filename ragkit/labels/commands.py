@@ -199,7 +199,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         return 0
     problem = ranking_problem(pool, labels, args.grades)
     if problem:
-        print(f"Not a ranking: {problem}.\n")
+        print(f"Not a ranking: {problem}. The means below are what these grades give, not an order of the runs.\n")
     table.insert(1, "label", table["run"].map(_run_labels(store.root)).fillna("-"))
     print(_markdown_table(table))
     print(f"\npool_precision@{pool.k}: share of a run's pooled top-{pool.k} chunks graded partly or relevant, over the "

@@ -159,7 +159,7 @@ def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "c
     per_question = pool_metrics(pool, labels, grades)
     if per_question.empty:
         return pd.DataFrame(columns=columns)
-    invalid = _invalid_judge_items(labels) if grades != "human" else set()
+    invalid = _invalid_judge_items(labels)
     problem = ranking_problem(pool, labels, grades)
     rows = []
     for (run_id, metric), group in per_question.groupby(["run_id", "metric"], sort=True):
@@ -169,7 +169,9 @@ def pool_metric_means(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "c
         rows.append({"run": run_id, "metric": metric, "mean": round(float(group["value"].mean()), 3),
                      "questions": f"{len(group)} of {len(pooled)}",
                      "grades": ", ".join(f"{source} {count}" for source, count in sorted(mix.items())),
-                     "invalid replies": len(run_items & invalid), "scored": len(group)})
+                     # people's grades alone: no judge reply was used, valid or not
+                     "invalid replies": len(run_items & invalid) if grades != "human" else "-",
+                     "scored": len(group)})
     table = pd.DataFrame(rows)
     most = int(table["scored"].max())
     table["flag"] = [_flag(scored, most, problem) for scored in table["scored"]]
@@ -207,20 +209,20 @@ def ranking_problem(pool: Pool, labels: pd.DataFrame, grades: GradeSource = "com
         raw = judge_grades(labels).merge(judged[["question_id", "item_id"]], on=["question_id", "item_id"])
         if raw["judge_grade"].nunique() == 1:
             reasons.append(f"the judge gave {int(raw['judge_grade'].iloc[0])} to every chunk it graded "
-                           f"({len(raw)}): its grades cannot be measured against anything and tell no run apart")
+                           f"({len(raw)}): its grades tell no run apart")
     relevant = used["relevance"] >= RELEVANT_FROM
     if relevant.nunique() == 1:
         side = "relevant" if bool(relevant.iloc[0]) else "not relevant"
         reasons.append(f"every graded chunk counts as {side}, so every run's pool_precision@{pool.k} is "
                        f"{1.0 if bool(relevant.iloc[0]) else 0.0} by construction")
-    return "; ".join(reasons) + ": this table is not a ranking" if reasons else None
+    return "; ".join(reasons) if reasons else None
 
 
 def label_sections(tables: LabelTables) -> list[tuple[str, pd.DataFrame, str]]:
     """(title, table, note) for the report; none without labels."""
     if tables.empty:
         return []
-    warnings = " ".join(f"Warning: {note}" for note in agreement_notes(tables))
+    warnings = "\n".join(f"Warning: {note}" for note in agreement_notes(tables))
     sections = [("Judges against people", agreement_table(tables),
                  (warnings + "\n\n" if warnings else "") + agreement_caption(tables)
                  if tables.agreements else "No item has both a person's label and a judge's value yet.")]

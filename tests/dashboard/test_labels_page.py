@@ -82,3 +82,9 @@ def test_compare_page_shows_judges_against_people_when_labels_exist(labelled_res
     assert table["decision"].tolist() == ["faithfulness vs grounded"] and table["accuracy"].tolist() == ["0.250"]
     ppi = next(d.value for d in app.dataframe if "estimator" in d.value.columns)
     assert set(ppi["estimator"]) == {"judge only", "human only", "PPI", "PPI++"}
+    # Two documents: the intervals' warning is shown, on this page and on the Label page
+    assert any("CIs from 2 document(s), fewer than 10" in warning.value for warning in app.warning)
+    assert table["reading"].tolist() == ["CIs rough (2 < 10 documents)"]
+    labelling = page("8_labels.py").run()
+    assert_ok(labelling)
+    assert any("CIs from 2 document(s), fewer than 10" in warning.value for warning in labelling.warning)

@@ -70,8 +70,8 @@ class Steps:
 def correct(score: float, retrieval_quality: float | None) -> tuple[list[str], list[str]]:
     params = GroundednessParams(mode="llm", **design("groundedness", 1))
     steps = Steps()
-    first = Attempt(Answer("first", [], "p", valid=True), [], score,
-                    Judgement("groundedness", QUESTION, {"claims": [{"claim": "Cats bark.", "verdict": "unsupported"}]}))
+    claims = {"claims": [{"claim": "Cats bark.", "verdict": "unsupported"}]}
+    first = Attempt(Answer("first", [], "p", valid=True), [], score, Judgement("groundedness", QUESTION, claims))
     HallucinationCorrector(params).run(QUESTION, first, regenerate=steps.regenerate, re_retrieve=steps.re_retrieve,
                                        check=steps.check, retrieval_quality=retrieval_quality, trace=JudgeTrace(),
                                        switch=steps.switched.append, strategy="dense")
@@ -141,7 +141,7 @@ def graded(relevance: int, completeness: int, accuracy: int, issue: str = "none"
 def late_tier(tmp_path, replies: list[str], start: str = "hybrid"):
     """A pipeline of the design's gate (scored, no strategy switch: its verdicts here name no issue),
     the generator and the design's late tier, over a switchable retriever starting at ``start``."""
-    llm, backend = client(replies, tmp_path)
+    llm, _ = client(replies, tmp_path)
     gate = QualityGate(QualityGateParams(mode="llm", **design("quality_gate", 0)), llm)
     checker = AnswerCheckJudge(AnswerCheckParams(mode="llm", **design("answer_check")), llm)
     switchable = SwitchableFrom(start)
@@ -165,7 +165,7 @@ def test_after_a_good_retrieval_an_answer_needs_65(tmp_path):
 
 
 def test_after_a_poor_retrieval_an_answer_passes_at_50(tmp_path):
-    trace, _, (first,) = late_tier(tmp_path, [scored(40), "Cats purr.", graded(55, 90, 90)])
+    _, _, (first,) = late_tier(tmp_path, [scored(40), "Cats purr.", graded(55, 90, 90)])
     assert (first["threshold"], first["retrieval_quality"], first["passed"], first["action"]) == (50, 0.4, True,
                                                                                                   "accept")
 
@@ -179,7 +179,7 @@ def test_after_a_poor_retrieval_an_answer_passes_at_50(tmp_path):
     ("none", (90, 90, 30), "missing_key_info", "dense"),
 ])
 def test_a_failed_answers_issue_picks_the_strategy_of_its_retry(tmp_path, named, grades, issue, strategy):
-    trace, switchable, decisions = late_tier(tmp_path, [
+    _, switchable, decisions = late_tier(tmp_path, [
         scored(80), "Cats purr.", graded(*grades, issue=named, reason="purring"),
         scored(80), "Cats purr when content.", graded(90, 90, 90)])
     first = decisions[0]

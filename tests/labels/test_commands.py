@@ -139,5 +139,5 @@ def test_labels_metrics_says_whose_grades_each_mean_used(folder, capsys):
     assert out.startswith("Not a ranking: the judge gave 3 to every chunk it graded (")
     assert main(["labels", "metrics", results, "--grades", "human"]) == 0
     out = capsys.readouterr().out
-    assert f"| r1 | {label} | pool_precision@2 | 0.0 | 1 of 2 | human 1 | 0 | not a ranking |" in out
+    assert f"| r1 | {label} | pool_precision@2 | 0.0 | 1 of 2 | human 1 | - | not a ranking |" in out
     assert "every graded chunk counts as not relevant, so every run's pool_precision@2 is 0.0 by construction" in out

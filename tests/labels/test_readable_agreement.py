@@ -77,9 +77,9 @@ def test_people_using_one_grade_only_are_named_too_and_the_json_report_says_unre
     assert row["readable"] is False and row["kappa"] == pytest.approx(0.0)
     assert row["human_grades"] == {"not": 0, "partly": 0, "relevant": pool.chunk_count()}
     assert sum(row["judge_grades"].values()) == pool.chunk_count() and len(row["judge_grades"]) == 4
-    assert any("the people gave relevant to every chunk: agreement cannot be measured; kappa is 0 by construction"
+    assert any("the people gave 'relevant' to every chunk: agreement cannot be measured; kappa is 0 by construction"
                in note for note in row["notes"])
-    assert "the people gave relevant to every chunk" in render_report(results, "md")
+    assert "the people gave 'relevant' to every chunk" in render_report(results, "md")
 
 
 def test_intervals_from_fewer_documents_than_the_minimum_carry_a_warning(pooled, capsys):
@@ -144,3 +144,22 @@ def test_answer_metrics_count_the_labelled_answers_whose_judge_failed(tmp_path):
     assert found.n_items == 3 and found.left_out == 1
     assert found.human_counts == {"not grounded": 2, "grounded": 1}
     assert found.judge_counts == {"not grounded": 2, "grounded": 1}
+
+
+def test_the_degeneracy_is_said_on_the_judges_own_scale_and_both_sides_constant_is_undefined():
+    from ragkit.labels.agreement import Agreement
+
+    def agreement(human, judge, scale=None):
+        return Agreement("d", 5, 12, 1, 0.6, 0.0, (0.0, 0.0), 0.0, (0.0, 0.0), 0.0, 0.0, item="chunk",
+                         human_counts=human, judge_counts=judge, judge_scale=scale or {})
+
+    varied, only_not = {"not": 3, "partly": 0, "relevant": 2}, {"not": 5, "partly": 0, "relevant": 0}
+    assert agreement(varied, only_not, {"0": 2, "1": 3, "2": 0, "3": 0}).degeneracy() == (
+        "the judge gave grades 0 and 1 (all 'not') to every chunk: agreement cannot be measured; kappa is 0 by "
+        "construction")
+    assert agreement(only_not, only_not).degeneracy() == (
+        "the judge gave 'not' and the people gave 'not' to every chunk: agreement cannot be measured; kappa is "
+        "undefined")
+    readable = agreement(varied, {"not": 2, "partly": 1, "relevant": 2})
+    readable.kappa = 0.4
+    assert readable.readable and readable.degeneracy() is None and readable.notes() == []  # 12 documents

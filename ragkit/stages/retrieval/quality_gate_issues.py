@@ -87,7 +87,8 @@ class DesignScoredVerdict(BaseModel):
 
     score: int = Field(ge=0, le=100, description="0-100: how well the chunks answer the question.")
     issue: Literal["none", "off_topic", "missing_key_info", "wrong_domain", "partial_coverage", "too_broad",
-                   "too_narrow", "no_coverage"] = Field(default="none", description="none, or what is wrong with the chunks.")
+                   "too_narrow", "no_coverage"] = Field(default="none",
+                                                        description="none, or what is wrong with the chunks.")
     missing_aspects: list[str] = Field(default_factory=list, description="What the question asks that is missing.")
     reformulated_query: str = Field(default="", description="A better search query, if the score is low.")
     reason: str = ""

@@ -310,3 +310,29 @@ def test_without_min_relevance_the_prompt_asks_for_no_ratings(tmp_path):
     refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())
     prompt = backend.requests[0][-1]["content"]
     assert "ratings" not in prompt and prompt.endswith("request_more (true if they are not enough) and reason.")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("request_more", [False, True])
+def test_keep_all_keeps_every_chunk_when_none_is_relevant(tmp_path, request_more):
+    trace = JudgeTrace()
+    refined, backend = judge([reply([], request_more=request_more, refined_query="cats")], tmp_path,
+                             max_iterations=1, none_relevant="keep_all")
+    retriever = StubRetriever({"cats": ["kittens"]})
+    assert ids(refined.refine(QUERY, FIRST, retriever, trace)) == ["dogs", "cats", "market"]
+    assert len(backend.requests) == 1 and retriever.queries == []  # one call, no second search
+    assert trace.judgements[0].decision["stopped"] == "none relevant: kept all"
+
+
+@pytest.mark.unit
+def test_by_default_none_relevant_empties_the_context(tmp_path):
+    refined, _ = judge([reply([])], tmp_path)
+    assert refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace()) == []
+
+
+@pytest.mark.unit
+def test_previews_follow_their_file_name_when_asked(tmp_path):
+    refined, backend = judge([reply([2])], tmp_path, show_file_name=True, chunk_chars=40)
+    refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())
+    prompt = backend.requests[0][-1]["content"]
+    assert "[2] (file: cats) Cats purr when they are content, and fel\n" in prompt  # 40 characters of text
