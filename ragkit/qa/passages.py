@@ -12,7 +12,8 @@ hyphenation at line ends, spaces, and running headers and footers. The rule:
    hyphen, alone or before a line break, are one word when the next piece starts lower-case:
    "infec-" line break "tion", "infec-tion" and "infection" all read "infection" (and a compound,
    "virus-cell", reads "viruscell" on both sides alike).
-2. **Exact first.** A context that occurs verbatim in a document is there (score 1.0; the first
+2. **Long enough, exact first.** A context of fewer than ``MIN_WORDS`` words is not located (it
+   would match in too many places). A context that occurs verbatim in a document is there (score 1.0; the first
    occurrence, in the named document first).
 3. **Candidates by shared word k-grams.** Documents sharing at least ``MIN_SHARED_KGRAMS`` runs of
    ``KGRAM`` words with the context are candidates, the densest stretch of shared runs in each
@@ -21,8 +22,7 @@ hyphenation at line ends, spaces, and running headers and footers. The rule:
    subsequence over word tokens (``rapidfuzz.distance.LCSseq.opcodes``); lone matched words
    outside the matched run are trimmed off both ends. The **score** is the share of the
    context's words matched in order inside the trimmed place.
-5. **Located** when the score is at least ``MIN_SHARE`` (0.8) and the context has at least
-   ``MIN_WORDS`` words: a passage, the document and [start, end) in ragkit's text, from the first
+5. **Located** when the score is at least ``MIN_SHARE`` (0.8): a passage, the document and [start, end) in ragkit's text, from the first
    matched word's start to the last one's end. Otherwise the context is not located, with the
    reason and the best score seen.
 
@@ -38,6 +38,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+from rapidfuzz.distance import LCSseq, MatchingBlock
 
 from ragkit.text import WORD
 
@@ -119,7 +121,7 @@ class PassageLocator:
 
     >>> locator = PassageLocator({"d1": "The e\ufb03cacy of the vaccine was 95 per cent."})
     >>> locator.locate("the efficacy of the vaccine was 95 per cent").passage
-    Passage(doc_id='d1', start=0, end=46, score=1.0)
+    Passage(doc_id='d1', start=0, end=41, score=1.0)
     """
 
     def __init__(self, texts: Mapping[str, str], min_share: float = MIN_SHARE) -> None:
@@ -150,12 +152,12 @@ class PassageLocator:
                 index: Mapping[tuple[str, ...], list[tuple[str, int]]]) -> ContextMatch:
         if not context.strip():
             return ContextMatch(None, 0.0, None, EMPTY)
+        if len(words.tokens) < MIN_WORDS:
+            return ContextMatch(None, 0.0, None, TOO_SHORT)
         named = doc_id if doc_id is not None and doc_id in self.texts else None
         exact = self._exact(context, named)
         if exact is not None:
             return ContextMatch(exact, 1.0, exact.doc_id, None)
-        if len(words.tokens) < MIN_WORDS:
-            return ContextMatch(None, 0.0, None, TOO_SHORT)
         best = ContextMatch(None, 0.0, None, NOT_IN_CORPUS)
         for candidate, (low, high) in self._candidates(words.tokens, named, index):
             passage = self._align(words.tokens, candidate, low, high)
@@ -206,18 +208,40 @@ class PassageLocator:
         return [(doc_id, window) for _, doc_id, window in found[:CANDIDATES + (named is not None)]]
 
     def _align(self, tokens: list[str], doc_id: str, low: int, high: int) -> Passage:
-        from rapidfuzz.distance import LCSseq
-
         doc = self.words(doc_id)
-        window = doc.tokens[low:high]
-        blocks = [block for block in LCSseq.opcodes(tokens, window).as_matching_blocks() if block.size]
-        blocks = _trimmed(blocks)
+        blocks = _matched(tokens, doc.tokens, low, high)
         if not blocks:
             return Passage(doc_id, 0, 0, 0.0)
+        # Again over the matched run widened by the context words left unmatched at each end. Of
+        # equally long alignments the first word of the context is matched as late as it can be
+        # (aligning the reversed sequences) and the last as early as it can be, so a repeated word
+        # ("respiratory viruses. Respiratory hygiene") is matched where the passage starts.
         first, last = blocks[0], blocks[-1]
-        start_word, end_word = low + first.b, low + last.b + last.size
+        low = max(0, first.b - first.a)
+        high = min(len(doc.tokens), last.b + len(tokens) - last.a)
+        forward = _matched(tokens, doc.tokens, low, high) or blocks
+        backward = _matched(tokens, doc.tokens, low, high, reverse=True) or forward
+        start_word, end_word = backward[0].b, forward[-1].b + forward[-1].size
+        if end_word <= start_word:
+            start_word, end_word = forward[0].b, forward[-1].b + forward[-1].size
         share = LCSseq.similarity(tokens, doc.tokens[start_word:end_word]) / len(tokens)
         return Passage(doc_id, doc.starts[start_word], doc.ends[end_word - 1], round(share, 4))
+
+
+def _matched(tokens: list[str], doc_tokens: list[str], low: int, high: int,
+             reverse: bool = False) -> list[MatchingBlock]:
+    """The context's matching blocks in the document's words [low, high), trimmed (lone words cut
+    off the matched run at either end), with ``b`` in document word positions; ``reverse`` aligns
+    the reversed sequences (ties then go to the latest match) and maps the blocks back."""
+    window = doc_tokens[low:high]
+    if not reverse:
+        found = LCSseq.opcodes(tokens, window).as_matching_blocks()
+        blocks = [MatchingBlock(block.a, low + block.b, block.size) for block in found if block.size]
+    else:
+        found = LCSseq.opcodes(tokens[::-1], window[::-1]).as_matching_blocks()
+        blocks = sorted((MatchingBlock(len(tokens) - block.a - block.size, low + len(window) - block.b - block.size,
+                                       block.size) for block in found if block.size), key=lambda block: block.a)
+    return _trimmed(blocks)
 
 
 def _kgrams(tokens: Sequence[str]) -> list[tuple[str, ...]]:
@@ -238,10 +262,10 @@ def _densest(hits: Sequence[int], reach: int) -> tuple[int, int, int]:
     return best
 
 
-def _trimmed(blocks: list) -> list:
+def _trimmed(blocks: list[MatchingBlock]) -> list[MatchingBlock]:
     """The matching blocks without lone words cut off from the run at either end (a word that
     matched a common word far from the rest)."""
-    def lone(block, neighbour) -> bool:
+    def lone(block: MatchingBlock, neighbour: MatchingBlock) -> bool:
         gap = abs(neighbour.b - block.b) - (block.size if block.b < neighbour.b else neighbour.size)
         return block.size == 1 and gap > 3
 

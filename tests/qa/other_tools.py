@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from tests.conftest import SAMPLE_DATASET
 
 # Articles of the bundled COVID-QA sample, the first characters of each body: two pages apiece.
-ARTICLES = ("2459", "2643", "1552")
+ARTICLES = ("2459", "2643", "1552", "2555")
 BODY_CHARS = 7000
 _FONT_FILES = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",)
 _LIGATURES = {"fi": "\ufb01", "fl": "\ufb02"}
