@@ -13,18 +13,19 @@ hyphenation at line ends, spaces, and running headers and footers. The rule:
    "infec-" line break "tion", "infec-tion" and "infection" all read "infection" (and a compound,
    "virus-cell", reads "viruscell" on both sides alike).
 2. **Long enough, exact first.** A context of fewer than ``MIN_WORDS`` words is not located (it
-   would match in too many places). A context that occurs verbatim in a document is there (score 1.0; the first
-   occurrence, in the named document first).
+   would match in too many places). A context that occurs verbatim in a document is there (score
+   1.0; the first occurrence, in the named document first).
 3. **Candidates by shared word k-grams.** Documents sharing at least ``MIN_SHARED_KGRAMS`` runs of
    ``KGRAM`` words with the context are candidates, the densest stretch of shared runs in each
    giving the window to align (a document the context names, ``reference_context_ids``, first).
 4. **Alignment.** The context's words are aligned to the window's with rapidfuzz's longest common
    subsequence over word tokens (``rapidfuzz.distance.LCSseq.opcodes``); lone matched words
-   outside the matched run are trimmed off both ends. The **score** is the share of the
-   context's words matched in order inside the trimmed place.
-5. **Located** when the score is at least ``MIN_SHARE`` (0.8): a passage, the document and [start, end) in ragkit's text, from the first
-   matched word's start to the last one's end. Otherwise the context is not located, with the
-   reason and the best score seen.
+   outside the matched run are trimmed off both ends, and the run is aligned again, both ways, so
+   that a repeated word is matched where the passage starts and ends. The **score** is the share
+   of the context's words matched in order inside that place.
+5. **Located** when the score is at least ``MIN_SHARE`` (0.8): a passage, the document and
+   [start, end) in ragkit's text, from the first matched word's start to the last one's end.
+   Otherwise the context is not located, with the reason and the best score seen.
 
 Words of unrelated text share function words in order, and a shuffled context keeps its words
 but not their order; both stay far below 0.8 (``tests/qa/test_passages.py``).
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -274,15 +275,3 @@ def _trimmed(blocks: list[MatchingBlock]) -> list[MatchingBlock]:
     while len(blocks) > 1 and lone(blocks[-1], blocks[-2]):
         blocks = blocks[:-1]
     return blocks
-
-
-def reason_counts(matches: Sequence[ContextMatch]) -> Counter[str]:
-    return Counter(match.reason for match in matches if match.reason)
-
-
-def documents_located(matches: Sequence[ContextMatch]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for match in matches:
-        if match.passage is not None:
-            counts[match.passage.doc_id] += 1
-    return dict(counts)

@@ -63,7 +63,7 @@ def test_a_context_with_words_missing_scores_its_share_in_order():
     dropped = " ".join(words[:4] + words[6:])  # 8 of 10... the context's own words are all found
     match = PassageLocator({"d": DOCUMENT}).locate(dropped)
     assert match.passage is not None and match.score == 1.0
-    changed = " ".join(words[:5] + ["zebra", "quagga"] + words[7:])  # 8 of its 10 words in order
+    changed = " ".join([*words[:5], "zebra", "quagga", *words[7:]])  # 8 of its 10 words in order
     assert PassageLocator({"d": DOCUMENT}).locate(changed).score == pytest.approx(0.8)
 
 
