@@ -161,3 +161,34 @@ def test_an_export_is_what_ragas_and_llamaindex_read_back(made, data_dir, tmp_pa
     assert [q.passages for q in load_question_set(again).questions] == [q.passages for q in questions]
     report = json.loads((again / "import_report.json").read_text(encoding="utf-8"))
     assert {row["score"] for row in report["rows"] if row["located"]} == {1.0}
+
+
+def test_an_imported_set_is_scored_at_the_document_span_and_passage_levels(tmp_path):
+    """Its located passages make document, span and passage metrics; its free-text reference stays
+    the answer. (The sample's own corpus: its corpus.jsonl is copied beside the imported set.)"""
+    from ragkit.experiments.config import config_from_dict
+    from ragkit.experiments.runner import run_experiment
+    from ragkit.results import ResultStore
+    from tests.conftest import SAMPLE_DATASET
+
+    rows = [json.loads(line) for line in (SAMPLE_DATASET / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    contexts = [" ".join(row["text"][1500:2600].split()) for row in rows[:4]]
+    samples = [{"user_input": " ".join(context.split()[10:25]) + "?", "reference": "An LLM's summary.",
+                "reference_contexts": [context]} for context in contexts]
+    (tmp_path / "testset.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    out = tmp_path / "imported"
+    assert _import([str(tmp_path / "testset.jsonl"), "--from", "ragas", "--corpus", str(SAMPLE_DATASET),
+                    "--out", str(out)]) == 0
+    questions = load_question_set(out).questions
+    assert [q.passages[0].doc_id for q in questions] == [row["_id"] for row in rows[:4]]
+    assert all(q.answers == ["An LLM's summary."] and not q.spans for q in questions)
+    config = config_from_dict({"name": "imported", "dataset": {"path": str(out)}, "chunkers": ["document"],
+                               "retrievers": ["bm25"], "top_k": [3]})
+    assert not run_experiment(config, tmp_path / "results").errors
+    scores = ResultStore(tmp_path / "results").read("scores")
+    names = set(scores["metric"])
+    assert {"recall@3", "span_recall@3", "passage_recall@3", "passage_precision@3", "passage_iou@3"} <= names
+    # a whole-document chunk holds the whole passage: passage recall 1 wherever the document is first
+    first = scores[scores["metric"] == "span_recall@1"].set_index("question_id")["value"]
+    recall = scores[scores["metric"] == "passage_recall@1"].set_index("question_id")["value"]
+    assert (recall[first == 1.0] == 1.0).all() and (first == 1.0).any()
