@@ -128,3 +128,22 @@ def test_bad_files_are_one_line_errors(tmp_path: Path):
     (tmp_path / "q.txt").write_text("q1 0 d1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="line 1"):
         read_trec_qrels(tmp_path / "q.txt")
+
+
+def test_ragas_0_1_column_names_and_a_pandas_csv_are_read(sample, tmp_path: Path):
+    """ragas 0.1 testsets name the columns question / contexts / ground_truth(s); a CSV written by
+    pandas holds each list as its Python repr."""
+    import pandas as pd
+
+    questions, documents = sample
+    texts = {doc_id: document.text for doc_id, document in documents.items()}
+    rows = ragas_rows(questions, texts)[:3]
+    old = [{"question": row["user_input"], "contexts": row["reference_contexts"], "ground_truth": row["reference"],
+            "evolution_type": "simple"} for row in rows]
+    (tmp_path / "v01.jsonl").write_text("".join(json.dumps(row) + "\n" for row in old), encoding="utf-8")
+    pd.DataFrame([{**row, "ground_truths": [row.pop("ground_truth")]} for row in old]).to_csv(tmp_path / "v01.csv")
+    for name in ("v01.jsonl", "v01.csv"):
+        imported = import_question_set(tmp_path / name, "ragas", documents)
+        assert [q.text for q in imported.questions.questions] == [row["user_input"] for row in rows]
+        assert spans_of(imported.questions) == spans_of(questions)[:3]
+        assert imported.report.totals["located"] == 3 and imported.report.located_share == 1.0
