@@ -12,17 +12,19 @@ hyphenation at line ends, spaces, and running headers and footers. The rule:
    hyphen, alone or before a line break, are one word when the next piece starts lower-case:
    "infec-" line break "tion", "infec-tion" and "infection" all read "infection" (and a compound,
    "virus-cell", reads "viruscell" on both sides alike).
-2. **Long enough, exact first.** A context of fewer than ``MIN_WORDS`` words is not located (it
-   would match in too many places). A context that occurs verbatim in a document is there (score
-   1.0; the first occurrence, in the named document first).
+2. **Long enough.** A context of fewer than ``MIN_WORDS`` words is not located (it would match in
+   too many places).
 3. **Candidates by shared word k-grams.** Documents sharing at least ``MIN_SHARED_KGRAMS`` runs of
    ``KGRAM`` words with the context are candidates, the densest stretch of shared runs in each
-   giving the window to align (a document the context names, ``reference_context_ids``, first).
-4. **Alignment.** The context's words are aligned to the window's with rapidfuzz's longest common
-   subsequence over word tokens (``rapidfuzz.distance.LCSseq.opcodes``); lone matched words
-   outside the matched run are trimmed off both ends, and the run is aligned again, both ways, so
-   that a repeated word is matched where the passage starts and ends. The **score** is the share
-   of the context's words matched in order inside that place.
+   giving the window to align (a document the context names, ``reference_context_ids``, first;
+   then by shared runs, at most ``CANDIDATES``).
+4. **Exact, else aligned.** A context that occurs verbatim in a candidate is there (score 1.0,
+   its first occurrence, candidates in order). Otherwise the context's words are aligned to the
+   window's with rapidfuzz's longest common subsequence over word tokens
+   (``rapidfuzz.distance.LCSseq.opcodes``); lone matched words outside the matched run are
+   trimmed off both ends, and the run is aligned again, both ways, so that a repeated word is
+   matched where the passage starts and ends. The **score** is the share of the context's words
+   matched in order inside that place.
 5. **Located** when the score is at least ``MIN_SHARE`` (0.8): a passage, the document and
    [start, end) in ragkit's text, from the first matched word's start to the last one's end.
    Otherwise the context is not located, with the reason and the best score seen.
@@ -131,6 +133,8 @@ class PassageLocator:
         self.texts = texts
         self.min_share = min_share
         self._words: dict[str, Words] = {}
+        self._sizes: dict[str, int] = {}
+        self._order = {doc_id: rank for rank, doc_id in enumerate(texts)}
 
     def words(self, doc_id: str) -> Words:
         if doc_id not in self._words:
@@ -156,11 +160,14 @@ class PassageLocator:
         if len(words.tokens) < MIN_WORDS:
             return ContextMatch(None, 0.0, None, TOO_SHORT)
         named = doc_id if doc_id is not None and doc_id in self.texts else None
-        exact = self._exact(context, named)
-        if exact is not None:
-            return ContextMatch(exact, 1.0, exact.doc_id, None)
+        candidates = self._candidates(words.tokens, named, index)
+        # A verbatim context shares every k-gram with its document, so that is a candidate.
+        for candidate, _ in candidates:
+            offset = self.texts[candidate].find(context)
+            if offset >= 0:
+                return ContextMatch(Passage(candidate, offset, offset + len(context), 1.0), 1.0, candidate, None)
         best = ContextMatch(None, 0.0, None, NOT_IN_CORPUS)
-        for candidate, (low, high) in self._candidates(words.tokens, named, index):
+        for candidate, (low, high) in candidates:
             passage = self._align(words.tokens, candidate, low, high)
             if passage.score > best.score:
                 best = ContextMatch(passage, passage.score, candidate, None)
@@ -171,42 +178,37 @@ class PassageLocator:
         return best
 
     def _kgram_index(self, grams: set[tuple[str, ...]]) -> dict[tuple[str, ...], list[tuple[str, int]]]:
+        """k-gram -> (document, word position) of every k-gram in ``grams``; each document's words
+        are cut and let go (only candidates' words are kept, in ``words``)."""
         index: dict[tuple[str, ...], list[tuple[str, int]]] = defaultdict(list)
-        for doc_id in self.texts:
-            for position, gram in enumerate(_kgrams(self.words(doc_id).tokens)):
+        for doc_id, text in self.texts.items():
+            tokens = self._words[doc_id].tokens if doc_id in self._words else text_words(text).tokens
+            self._sizes[doc_id] = len(tokens)
+            for position, gram in enumerate(_kgrams(tokens)):
                 if gram in grams:
                     index[gram].append((doc_id, position))
         return index
 
-    def _exact(self, context: str, named: str | None) -> Passage | None:
-        order = ([named] if named is not None else []) + [other for other in self.texts if other != named]
-        for candidate in order:
-            offset = self.texts[candidate].find(context)
-            if offset >= 0:
-                return Passage(candidate, offset, offset + len(context), 1.0)
-        return None
-
     def _candidates(self, tokens: list[str], named: str | None,
                     index: Mapping[tuple[str, ...], list[tuple[str, int]]]) -> list[tuple[str, tuple[int, int]]]:
         """(document, word window) to align: the named document, then the documents with the most
-        shared k-grams in one stretch of about the context's length."""
+        shared k-grams in one stretch of about the context's length (ties in corpus order)."""
         hits: dict[str, list[int]] = defaultdict(list)
         for gram in set(_kgrams(tokens)):
             for doc_id, position in index.get(gram, ()):
                 hits[doc_id].append(position)
         reach = len(tokens) * 3 // 2 + _SLACK
-        found: list[tuple[int, str, tuple[int, int]]] = []
+        found: list[tuple[bool, int, int, str, tuple[int, int]]] = []
         for doc_id in ([named] if named is not None and named not in hits else []) + list(hits):
             count, low, high = _densest(sorted(hits.get(doc_id, [])), reach)
             if count < MIN_SHARED_KGRAMS and doc_id != named:
                 continue
-            size = len(self.words(doc_id).tokens)
-            window = (max(0, low - _SLACK), min(size, high + KGRAM + _SLACK))
-            if count < MIN_SHARED_KGRAMS:
-                window = (0, size)
-            found.append((count, doc_id, window))
-        found.sort(key=lambda item: (item[1] != named, -item[0]))
-        return [(doc_id, window) for _, doc_id, window in found[:CANDIDATES + (named is not None)]]
+            size = self._sizes[doc_id]
+            window = (max(0, low - _SLACK), min(size, high + KGRAM + _SLACK)) if count >= MIN_SHARED_KGRAMS \
+                else (0, size)
+            found.append((doc_id != named, -count, self._order[doc_id], doc_id, window))
+        found.sort()
+        return [(doc_id, window) for *_, doc_id, window in found[:CANDIDATES + (named is not None)]]
 
     def _align(self, tokens: list[str], doc_id: str, low: int, high: int) -> Passage:
         doc = self.words(doc_id)
