@@ -147,3 +147,20 @@ def test_ragas_0_1_column_names_and_a_pandas_csv_are_read(sample, tmp_path: Path
         assert [q.text for q in imported.questions.questions] == [row["user_input"] for row in rows]
         assert spans_of(imported.questions) == spans_of(questions)[:3]
         assert imported.report.totals["located"] == 3 and imported.report.located_share == 1.0
+
+
+def test_a_question_with_no_located_context_and_no_reference_is_left_out_and_counted(sample, tmp_path: Path):
+    _, documents = sample
+    text = next(iter(documents.values())).text
+    rows = [{"id": "a", "user_input": "Found?", "reference": "", "reference_contexts": [text[200:700]]},
+            {"id": "b", "user_input": "Lost?", "reference": "",
+             "reference_contexts": ["Bananas grow on large herbaceous flowering plants in the tropics."]},
+            {"id": "c", "user_input": "Abstain?", "reference": "", "reference_contexts": []}]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    imported = import_question_set(tmp_path / "r.jsonl", "ragas", documents)
+    assert [(q.id, q.answerable, bool(q.passages)) for q in imported.questions.questions] == [
+        ("a", True, True), ("c", False, False)]
+    report = imported.report
+    assert report.left_out == ["b"] and report.without_ground_truth() == ["b"]
+    assert report.totals == {"located": 1, "partly located": 0, "not located": 1, "unanswerable": 1}
+    assert report.located_share == 0.5 and sum(report.totals.values()) == report.questions == 3

@@ -81,6 +81,12 @@ def import_question_set(path: Path, format: str, documents: Mapping[str, Any], n
     if not samples:
         raise ConfigError(f"no questions found in {path}")
     questions, matches = imported_questions(samples, texts, min_share)
-    question_set = QuestionSet(name=name or path.stem, format=format, questions=questions)
-    report = import_report(questions, matches, [sample.reference for sample in samples], str(path), format, corpus)
+    kept = [question for question in questions if question is not None]
+    report = import_report([sample.id for sample in samples], matches, [sample.reference for sample in samples],
+                           [question is not None for question in questions], str(path), format, corpus)
+    report = report.model_copy(update={"answer_spans": sum(len(question.spans) for question in kept)})
+    if not kept:
+        raise ConfigError(f"{path}: no question has a located context or a reference answer: nothing to import "
+                          f"({'; '.join(f'{r} ({n})' for r, n in list(report.reasons.items())[:3])})")
+    question_set = QuestionSet(name=name or path.stem, format=format, questions=kept)
     return ImportResult(question_set, report)

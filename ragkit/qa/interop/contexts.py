@@ -83,17 +83,21 @@ class Sample:
 
 
 def imported_questions(samples: Sequence[Sample], texts: Mapping[str, str],
-                       min_share: float = MIN_SHARE) -> tuple[list[Question], list[list[ContextMatch]]]:
+                       min_share: float = MIN_SHARE) -> tuple[list[Question | None], list[list[ContextMatch]]]:
     """The questions rebuilt from the samples, and each one's context outcomes: every context is
-    located in the corpus as text (``ragkit.qa.passages``), all samples' contexts at once."""
+    located in the corpus as text (``ragkit.qa.passages``), all samples' contexts at once. A
+    sample with contexts, none located, and no reference answer has no ground truth to keep: its
+    question is None (left out; the import report counts it)."""
     locator = PassageLocator(texts, min_share)
     flat = [(context, sample.context_ids[index] if sample.context_ids else None)
             for sample in samples for index, context in enumerate(sample.contexts)]
     outcomes = iter(locator.locate_all(flat))
-    questions, matches = [], []
+    questions: list[Question | None] = []
+    matches: list[list[ContextMatch]] = []
     for sample in samples:
         found = [next(outcomes) for _ in sample.contexts]
-        questions.append(parse_row(Question, question_fields(sample, found, texts), sample.where))
+        nothing = found and not sample.reference.strip() and all(match.passage is None for match in found)
+        questions.append(None if nothing else parse_row(Question, question_fields(sample, found, texts), sample.where))
         matches.append(found)
     return questions, matches
 

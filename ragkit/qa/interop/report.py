@@ -3,8 +3,9 @@
 Per question: its contexts, how many were located, the best match score, the documents, and the
 reason when one was not. A question is **located** when every context is, **partly located** when
 some are (both have ground truth: relevant documents and passages), **not located** when none is
-(no ground truth), and **unanswerable** when it has neither a context nor a reference answer (the
-right answer is to abstain). The totals add up to the questions; the located share is
+(no ground truth: kept for its reference answer, or left out without one, ``left_out``), and
+**unanswerable** when it has neither a context nor a reference answer (the right answer is to
+abstain). The totals add up to the questions; the located share is
 (located + partly located) / (questions - unanswerable).
 
 The report is printed, written beside the set (``import_report.json``, or
@@ -23,7 +24,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.errors import ConfigError
-from ragkit.qa.model import Question
 from ragkit.qa.passages import ContextMatch
 
 REPORT_FILE = "import_report.json"
@@ -52,6 +52,8 @@ class ImportReport(BaseModel):
     format: str
     corpus: str
     questions: int
+    left_out: list[str] = Field(default_factory=list, description="Questions not imported: no located context "
+                                "and no reference answer.")
     totals: dict[str, int]
     located_share: float | None
     contexts: int
@@ -81,16 +83,19 @@ class ImportReport(BaseModel):
         if missing:
             lines.append(f"without ground truth: {len(missing)} questions ({', '.join(missing[:10])}"
                          + (", ..." if len(missing) > 10 else "") + ")")
+        if self.left_out:
+            lines.append(f"left out: {len(self.left_out)} questions with no located context and no reference answer")
         if self.reasons:
             lines.append("reasons: " + "; ".join(f"{reason} ({count})" for reason, count in self.reasons.items()))
         return "\n".join(lines)
 
 
-def import_report(questions: Sequence[Question], matches: Sequence[Sequence[ContextMatch]], references: Sequence[str],
-                  source: str, format: str, corpus: str) -> ImportReport:
-    """The report of questions rebuilt from samples (their reference texts) and their context outcomes."""
-    rows = [_outcome(question, found, reference) for question, found, reference
-            in zip(questions, matches, references, strict=True)]
+def import_report(ids: Sequence[str], matches: Sequence[Sequence[ContextMatch]], references: Sequence[str],
+                  kept: Sequence[bool], source: str, format: str, corpus: str) -> ImportReport:
+    """The report of the samples (their ids, context outcomes, reference texts, whether each became a
+    question); ``answer_spans`` is left 0 for the caller, who has the questions."""
+    rows = [_outcome(question_id, found, reference) for question_id, found, reference
+            in zip(ids, matches, references, strict=True)]
     totals = {status: sum(row.status == status for row in rows) for status in STATUSES}
     answerable = len(rows) - totals["unanswerable"]
     per_document: Counter[str] = Counter(p.passage.doc_id for found in matches for p in found if p.passage)
@@ -99,12 +104,12 @@ def import_report(questions: Sequence[Question], matches: Sequence[Sequence[Cont
         source=source, format=format, corpus=corpus, questions=len(rows), totals=totals,
         located_share=(totals["located"] + totals["partly located"]) / answerable if answerable else None,
         contexts=sum(row.contexts for row in rows), contexts_located=sum(row.located for row in rows),
-        answer_spans=sum(len(question.spans) for question in questions),
+        answer_spans=0, left_out=[question_id for question_id, keep in zip(ids, kept, strict=True) if not keep],
         per_document=dict(per_document.most_common()), reasons=dict(reasons.most_common()), rows=rows,
     )
 
 
-def _outcome(question: Question, found: Sequence[ContextMatch], reference: str) -> QuestionOutcome:
+def _outcome(question_id: str, found: Sequence[ContextMatch], reference: str) -> QuestionOutcome:
     located = sum(match.passage is not None for match in found)
     if not found and not reference.strip():
         status = "unanswerable"
@@ -118,7 +123,7 @@ def _outcome(question: Question, found: Sequence[ContextMatch], reference: str) 
     if not found and status != "unanswerable":
         reasons = ["no reference context"]
     return QuestionOutcome(
-        id=question.id, status=status, contexts=len(found), located=located,
+        id=question_id, status=status, contexts=len(found), located=located,
         score=max((match.score for match in found), default=0.0),
         documents=list(dict.fromkeys(match.passage.doc_id for match in found if match.passage)), reasons=reasons)
 
