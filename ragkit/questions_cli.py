@@ -135,19 +135,32 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from ragkit.qa.generation import write_set
+    from ragkit.qa.generation.writer import check_out, set_paths
     from ragkit.qa.interop import import_question_set
+    from ragkit.qa.interop.report import check_located, report_path, write_report
     from ragkit.qa.sources import load_corpus_source
     from ragkit.qa.spans import REFUSED_REASON, answers_refused_as_spans
     from ragkit.qa.squad_rows import question_rows
 
+    if not 0 < args.min_located <= 1:
+        raise ConfigError(f"--min-located must be in (0, 1], got {args.min_located}")
+    out = Path(args.out)
+    check_out(out)
     source = load_corpus_source(args.corpus)
-    questions = import_question_set(Path(args.file), getattr(args, "from"), source.by_id())
-    rows = question_rows(questions)
-    path = write_set(Path(args.out), rows, {"imported_from": str(args.file), "format": getattr(args, "from"),
-                                             "corpus": source.name}, source.corpus_file)
-    refused = answers_refused_as_spans(questions)
-    print(f"{len(rows)} questions imported -> {path} ({questions.count_spans()} answer spans"
-          + (f"; {refused} answers not located as spans: {REFUSED_REASON}" if refused else "") + ")")
+    imported = import_question_set(Path(args.file), getattr(args, "from"), source.by_id(), corpus=source.name)
+    report = imported.report
+    print(report.summary())
+    written = write_report(report, report_path(set_paths(out)[0]))
+    check_located(report, args.min_located, args.allow_partial, written)
+    rows = question_rows(imported.questions)
+    path = write_set(out, rows, {"imported_from": str(args.file), "format": getattr(args, "from"),
+                                 "corpus": source.name, "import_report": written.name}, source.corpus_file)
+    located = report.totals["located"] + report.totals["partly located"]
+    print(f"{len(rows)} questions imported -> {path}: {located} with located passages, "
+          f"{len(report.without_ground_truth())} without ground truth (report: {written})")
+    refused = answers_refused_as_spans(imported.questions)
+    if refused:
+        print(f"{refused} reference answers not located as spans: {REFUSED_REASON}")
     return 0
 
 
@@ -156,6 +169,7 @@ def add_questions_parser(sub: Any) -> None:
     from ragkit.qa import FORMATS
     from ragkit.qa.generation import QUESTION_TYPES
     from ragkit.qa.interop import EXPORT_FORMATS, IMPORT_FORMATS
+    from ragkit.qa.interop.report import DEFAULT_MIN_LOCATED
 
     questions = sub.add_parser("questions", help="generate, check, review, freeze, import and export question sets")
     q_sub = questions.add_subparsers(dest="questions_command", required=True)
@@ -206,15 +220,21 @@ def add_questions_parser(sub: Any) -> None:
     export = q_sub.add_parser("export", help="write a question set as ragas, llamaindex, beir or trec qrels")
     export.add_argument("set")
     export.add_argument("--to", required=True, choices=EXPORT_FORMATS)
-    export.add_argument("--out", required=True, help="file (ragas .jsonl/.json, llamaindex .json, trec) or folder "
-                                                     "(beir)")
+    export.add_argument("--out", required=True, help="file (ragas .jsonl/.json/.csv, llamaindex .json, trec) or "
+                                                     "folder (beir)")
     export.add_argument("--format", default="auto", choices=FORMATS, help="the set's own format")
     export.add_argument("--corpus", help="the corpus (default: the set's own corpus.jsonl)")
     export.set_defaults(func=_cmd_export)
 
-    imports = q_sub.add_parser("import", help="read a ragas or llamaindex set into a squad-style set")
-    imports.add_argument("file")
+    imports = q_sub.add_parser("import", help="read a ragas or llamaindex set: its contexts located in the corpus")
+    imports.add_argument("file", help="ragas: .jsonl, .json, .csv, .parquet or a Hugging Face dataset folder; "
+                                      "llamaindex: the LabelledRagDataset .json")
     imports.add_argument("--from", required=True, choices=IMPORT_FORMATS)
     imports.add_argument("--corpus", required=True, help="the corpus its contexts come from")
     imports.add_argument("--out", required=True, help="output folder or .jsonl file")
+    imports.add_argument("--min-located", type=float, default=DEFAULT_MIN_LOCATED,
+                         help="fail (exit 2) when fewer questions than this share have a located context "
+                              f"(default {DEFAULT_MIN_LOCATED})")
+    imports.add_argument("--allow-partial", action="store_true",
+                         help="import even below --min-located (the report lists what was not found)")
     imports.set_defaults(func=_cmd_import)

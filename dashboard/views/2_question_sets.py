@@ -12,6 +12,7 @@ from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
 from ragkit.errors import ConfigError
 from ragkit.qa import FORMATS, catalogue
+from ragkit.qa.interop.report import read_import_report, report_table
 
 if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
@@ -75,7 +76,7 @@ st.dataframe(
     pd.DataFrame(
         [
             {"id": q.id, "question": q.text, "relevant docs": ", ".join(q.relevant_docs),
-             "answer": q.answers[0] if q.answers else "", "spans": len(q.spans)}
+             "answer": q.answers[0] if q.answers else "", "spans": len(q.spans), "passages": len(q.passages)}
             for q in questions.questions[:200]
         ]
     ),
@@ -83,6 +84,24 @@ st.dataframe(
 )
 if len(questions.questions) > 200:
     st.caption(f"First 200 of {len(questions.questions)} questions.")
+
+# --- import report (a set imported from ragas or LlamaIndex) -------------------------------------
+imported = read_import_report(entry["path"])
+if imported is not None:
+    st.subheader("Import report")
+    st.caption(f"{imported.format} set {escape(imported.source)} over corpus {escape(imported.corpus)}: each "
+               "reference context located in the corpus as text; a located one is a relevant passage.")
+    report_cols = st.columns(4)
+    report_cols[0].metric("Located share",
+                          "n/a" if imported.located_share is None else f"{imported.located_share:.0%}")
+    report_cols[1].metric("Without ground truth", len(imported.without_ground_truth()))
+    report_cols[2].metric("Contexts located", f"{imported.contexts_located} of {imported.contexts}")
+    report_cols[3].metric("Documents", len(imported.per_document))
+    st.dataframe(pd.DataFrame([{"status": status, "questions": count} for status, count in imported.totals.items()]),
+                 hide_index=True)
+    for reason, count in imported.reasons.items():
+        st.warning(escape(f"{count} contexts not located: {reason}"))
+    st.dataframe(pd.DataFrame(report_table(imported)), hide_index=True)
 
 # --- quality ----------------------------------------------------------------------------------------
 st.subheader("Quality")

@@ -2,7 +2,8 @@
 
 The rules are the metrics' own (``ragkit.metrics.documents`` and ``ragkit.metrics.spans``): a
 chunk is relevant by document when its document has a grade > 0, and relevant by span when it
-overlaps (half-open, same document, touching does not count) any answer span. So what the
+overlaps (half-open, same document, touching does not count) any span the span metrics scored
+(``Question.scored_span_groups``: the answer spans, else the relevant passages). So what the
 drill-down marks is exactly what recall, nDCG and the span metrics counted.
 """
 
@@ -77,7 +78,9 @@ def mark_retrievals(retrievals: pd.DataFrame, question: Question | None,
     document is missing is marked all the same, with no text. ``question`` None (not in the
     question set): nothing is relevant."""
     relevant_docs = {doc for doc, grade in (question.relevant_docs.items() if question else []) if grade > 0}
-    spans = [(span.doc_id, span.start, span.end) for span in (question.spans if question else [])]
+    # The spans the span metrics scored: the answer's, else the relevant passages.
+    spans = [(span.doc_id, span.start, span.end)
+             for group in (question.scored_span_groups() if question else []) for span in group]
     marked = []
     for row in retrievals.sort_values("rank").itertuples():
         doc_id, start, end = str(row.doc_id), int(row.start_char), int(row.end_char)

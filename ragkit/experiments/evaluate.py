@@ -22,8 +22,11 @@ SPAN_CONTEXT_CHARS = 300
 
 
 def reference_contexts(question: Question, documents: Mapping[str, Document]) -> list[str]:
-    """The text around each answer span, the gold passage the non-LLM context metrics compare to."""
-    passages = []
+    """The gold passages the non-LLM context metrics compare to: the question's relevant passages
+    (an imported set's located reference contexts), else the text around each answer span."""
+    passages = [documents[p.doc_id].text[p.start:p.end] for p in question.passages if p.doc_id in documents]
+    if passages:
+        return passages
     for span in question.spans:
         document = documents.get(span.doc_id)
         if document is not None:

@@ -62,14 +62,15 @@ def failure_scores(run: RunStep, question: Question, error: str, evaluation: Eva
 
 
 def _answer_groups(question: Question) -> AnswerGroups:
-    return [[(span.doc_id, span.start, span.end) for span in group] for group in question.span_groups()]
+    return [[(span.doc_id, span.start, span.end) for span in group] for group in question.scored_span_groups()]
 
 
 def _scores(run: RunStep, question: Question, context: FinalContext, trace: Trace) -> list[dict]:
     """The score rows of the final context and the groundedness judge (not the evaluation)."""
     keys = {"run_id": run.run_id, "question_id": question.id}
     groups = _answer_groups(question)
-    values = question_metrics(context, question.relevant_docs, groups, run.point.top_k, run.ks)
+    passages = [(span.doc_id, span.start, span.end) for span in question.passages]
+    values = question_metrics(context, question.relevant_docs, groups, run.point.top_k, run.ks, passages)
     scores = [{**keys, "metric": name, "value": value, "error": None} for name, value in values.items()]
     if not (has_relevant(question.relevant_docs) or has_spans(groups)):
         # a question nothing can be scored against is a visible row, not a silent gap

@@ -3,7 +3,8 @@
 A score row's ``metric`` is one of:
 
 - ``<family>@<k>``: a ranking metric over the first k chunks of the final context, e.g.
-  ``recall@5``, ``span_ndcg@10``, ``mrr@10``.
+  ``recall@5``, ``span_ndcg@10``, ``mrr@10``, or a passage metric over their characters
+  (``passage_iou@5``).
 - ``<family>@<n>tok``: the same family over the first n tokens of the final context in rank
   order (equal-budget comparisons of chunkers), e.g. ``span_recall@512tok``.
 - ``mrr`` / ``span_mrr``: over the whole final context (no cut).
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 # Families scored at cut-offs k, document level then span level ("span_" + family).
 DOC_FAMILIES = ("recall", "precision", "f1", "hit", "ndcg", "map", "mrr")
 SPAN_FAMILIES = tuple(f"span_{family}" for family in DOC_FAMILIES)
+# Families scored at cut-offs k over the relevant passages' characters (ragkit.metrics.passages).
+PASSAGE_FAMILIES = ("passage_recall", "passage_precision", "passage_iou")
 # Families also scored at token budgets: what a fixed amount of context holds.
 BUDGET_FAMILIES = ("recall", "span_recall")
 TOKEN_BUDGETS = (256, 512, 1024, 2048)
@@ -76,11 +79,13 @@ class MetricName:
 
     @property
     def level(self) -> str:
-        """document, span, final, generation or other."""
+        """document, span, passage, final, generation or other."""
         if self.family.startswith("final_"):
             return "final"
         if self.family.startswith("span_"):
             return "span"
+        if self.family in PASSAGE_FAMILIES:
+            return "passage"
         if self.family in DOC_FAMILIES:
             return "document"
         if self.family in GENERATION_METRICS:
@@ -91,7 +96,8 @@ class MetricName:
     def depth_dependent(self) -> bool:
         """Ranking metrics whose value depends on how many chunks the final context holds: cut at
         k, or the uncut mrr / span_mrr (which read the whole list)."""
-        return self.budget is None and (self.family in DOC_FAMILIES or self.family in SPAN_FAMILIES)
+        return self.budget is None and (self.family in DOC_FAMILIES or self.family in SPAN_FAMILIES
+                                        or self.family in PASSAGE_FAMILIES)
 
     def at_depth(self, depth: int) -> str:
         """This metric cut at ``depth`` chunks (``mrr`` -> ``mrr@depth``)."""
@@ -133,13 +139,15 @@ def failure_value(name: str) -> float:
 
 
 def sort_key(name: str) -> tuple:
-    """Reading order: document level, span level, final context, generation, then the rest; by
-    family; cut at k before token budgets; by k."""
+    """Reading order: document level, span level, passage level, final context, generation, then
+    the rest; by family; cut at k before token budgets; by k."""
     parsed = parse_metric(name)
-    level = ("document", "span", "final", "generation", "other").index(parsed.level)
+    level = ("document", "span", "passage", "final", "generation", "other").index(parsed.level)
     family = parsed.family.removeprefix("span_")
     if parsed.level == "generation":
         rank = GENERATION_METRICS.index(parsed.family)
+    elif parsed.level == "passage":
+        rank = PASSAGE_FAMILIES.index(parsed.family)
     else:
         rank = _ORDER.get(family, len(_ORDER))
     cut = 0 if parsed.budget is None else 1

@@ -6,6 +6,8 @@ The exact rules live beside the functions:
   the documents of the first k *chunks* (k chunks, not k documents).
 - ``ragkit.metrics.spans``: the same families over answer spans (``span_*``); alternative spans
   of one answer part are any-of, the parts of a multi-part answer are all-of.
+- ``ragkit.metrics.passages``: precision, recall and IoU of the first k chunks' characters
+  against the relevant passages (``passage_*``, Chroma's token-level chunking evaluation).
 - ``ragkit.metrics.budget``: recall and span_recall within the first n tokens (``@{n}tok``).
 - ``ragkit.metrics.final_context``: size and ground-truth coverage of the whole final context.
 
@@ -34,6 +36,7 @@ from ragkit.metrics.documents import (
     reciprocal_rank_at_k,
 )
 from ragkit.metrics.final_context import FinalContext, final_context_metrics
+from ragkit.metrics.passages import Passage, passage_metrics
 from ragkit.metrics.ranking import RetrievedSpan, check_k, scores_at_every_k
 from ragkit.metrics.spans import (
     SPAN_AT_K,
@@ -53,11 +56,11 @@ from ragkit.metrics.spans import (
 )
 
 __all__ = [
-    "CURVE_MAX_K", "CURVE_METRICS", "DEFAULT_KS", "AnswerGroups", "AnswerSpan", "FinalContext", "RetrievedSpan",
-    "average_precision_at_k", "budget_cut", "budget_metrics", "curve_metrics", "doc_metrics", "doc_ranking_at_k",
-    "f1_at_k",
+    "CURVE_MAX_K", "CURVE_METRICS", "DEFAULT_KS", "AnswerGroups", "AnswerSpan", "FinalContext", "Passage",
+    "RetrievedSpan", "average_precision_at_k", "budget_cut", "budget_metrics", "curve_metrics", "doc_metrics",
+    "doc_ranking_at_k", "f1_at_k",
     "final_context_metrics", "has_relevant", "has_spans", "hit_at_k", "metric_ks", "ndcg_at_k", "overlaps",
-    "precision_at_k", "question_metrics",
+    "passage_metrics", "precision_at_k", "question_metrics",
     "recall_at_k", "reciprocal_rank", "reciprocal_rank_at_k", "retrieval_metrics", "run_metrics", "scored_ks",
     "span_average_precision_at_k", "span_f1_at_k", "span_hit_at_k", "span_metrics", "span_ndcg_at_k",
     "span_precision_at_k", "span_recall_at_k", "span_reciprocal_rank", "span_reciprocal_rank_at_k",
@@ -143,12 +146,15 @@ def question_metrics(
     answer_groups: AnswerGroups | None,
     top_k: int,
     ks: Sequence[int] | None = None,
+    passages: Sequence[Passage] | None = None,
 ) -> dict[str, float]:
     """Everything a run records per question about its final context: the ranking metrics
-    (run_metrics), the token-budget metrics and the final-context metrics. Scoring
-    ``FinalContext.empty()`` gives the names a question would have had, e.g. for a failure."""
+    (run_metrics), the passage metrics at the same ks (given relevant ``passages``), the
+    token-budget metrics and the final-context metrics. Scoring ``FinalContext.empty()`` gives
+    the names a question would have had, e.g. for a failure."""
     return {
         **run_metrics(context.chunks, relevant_docs, answer_groups, top_k, ks),
+        **passage_metrics(context.chunks, passages, sorted(ks) if ks is not None else metric_ks(top_k)),
         **budget_metrics(context, relevant_docs, answer_groups),
         **final_context_metrics(context, relevant_docs, answer_groups),
     }

@@ -122,6 +122,12 @@ class Question(BaseModel):
         "(an unanswerable question drawn from a document's topic).",
     )
 
+    passages: list[AnswerSpan] = Field(
+        default_factory=list,
+        description="Relevant passages: the question's reference contexts located in the corpus (sets made "
+        "by ragas or LlamaIndex); each is needed, so span metrics score one group per passage when the "
+        "answer has no span.",
+    )
     documents: list[str] = Field(
         default_factory=list,
         description="The document(s) the user chose to ask about (the question's `document` field): a "
@@ -152,6 +158,9 @@ class Question(BaseModel):
         outside = sorted({span.doc_id for span in self.spans} - set(self.relevant_docs))
         if outside:
             raise ValueError(f"spans point into documents not among relevant_docs: {quoted(outside)}")
+        outside = sorted({passage.doc_id for passage in self.passages} - set(self.relevant_docs))
+        if outside:
+            raise ValueError(f"passages point into documents not among relevant_docs: {quoted(outside)}")
         self._check_parts()
         return self
 
@@ -204,6 +213,16 @@ class Question(BaseModel):
             groups[span.group].append(span)
         return groups
 
+    def scored_span_groups(self) -> list[list[AnswerSpan]]:
+        """What span metrics score: the answer's ``span_groups()`` when some part has a span;
+        else, given relevant passages, one group per passage (all are needed: a set made by
+        ragas or LlamaIndex holds the contexts its reference answer was written from); else the
+        answer's groups, empty (nothing to score at the span level)."""
+        groups = self.span_groups()
+        if any(groups) or not self.passages:
+            return groups
+        return [[passage] for passage in self.passages]
+
     def key_dump(self) -> dict[str, Any]:
         """The question as JSON for content keys: fields added after keys were first published
         are left out while at their default, so a question set that does not use them keeps
@@ -238,9 +257,9 @@ class Question(BaseModel):
 
 
 # Added with follow-up questions and routing, then graded labels and generated sets, then the
-# user's chosen documents; see Question.key_dump.
+# user's chosen documents, then located passages; see Question.key_dump.
 ADDED_FIELDS = ("history", "expected_route", "answerable", "graded_spans", "question_type", "source_doc",
-                "documents")
+                "documents", "passages")
 
 
 @functools.cache

@@ -19,7 +19,8 @@ with the user; in CSV the same as a JSON string); ``expected_route`` (documents,
 web), scored as routing accuracy; ``answerable`` (default true; false for a question the
 documents cannot answer, which then needs no relevant documents or answer); ``graded_spans`` (JSONL
 only), graded ground truth from labelling (``ragkit labels ground-truth``): a list of
-``{doc_id, start, end, grade (0-2), source (human | judge)}``.
+``{doc_id, start, end, grade (0-2), source (human | judge)}``; ``passages`` (JSONL only), relevant
+passages (an import's located contexts): a list of ``{doc_id, start, end}``.
 
 A question asked about a document the user chose (optional): ``document``, its doc id (in JSONL
 also a list of ids; a ';'-separated string in CSV). A retriever with ``scope: named_doc`` searches
@@ -51,6 +52,7 @@ class _PlainRow(RowModel):
     expected_route: str | None = None
     answerable: bool | None = None
     graded_spans: list[dict[str, Any]] | None = None
+    passages: list[dict[str, Any]] | None = None
     document: list[str] | str | None = None
 
 
@@ -118,6 +120,8 @@ def _plain_questions(path: Path, rows: list[tuple[int, int, dict[str, Any]]]) ->
             fields["answerable"] = row.answerable
         if row.graded_spans:
             fields["graded_spans"] = row.graded_spans
+        if row.passages:
+            fields["passages"] = row.passages
         if row.document is not None:
             fields["documents"] = _doc_ids(row.document)
         questions.append(parse_row(Question, fields, where))

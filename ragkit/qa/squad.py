@@ -9,7 +9,8 @@ Two layouts:
   ``answerable: false`` with a null ``answer_start`` and no answer (the row's doc_id is the
   document the question was drawn from); ``answer_parts`` for a multi-part answer, a list of
   {doc_id, answer, answer_start, answer_end}, part i being span group i (the row's own answer
-  fields repeat part 0). Other fields (the generation record) are ignored.
+  fields repeat part 0); ``passages``, relevant passages ({doc_id, start, end}, an import's
+  located contexts). Other fields (the generation record) are ignored.
 - The official SQuAD JSON nesting ``data/paragraphs/qas/answers``. The doc id is the paragraph's
   ``document_id`` or ``id``; failing that, the article's ``id`` or ``title`` when the article has
   one paragraph, else ``"<article id or title>#<paragraph index>"`` because SQuAD offsets count
@@ -56,6 +57,7 @@ class _SquadRow(RowModel):
     answerable: bool = True
     type: str | None = None
     answer_parts: list[_SquadPart] | None = None
+    passages: list[dict[str, Any]] | None = None
 
 
 class _SquadAnswer(RowModel):
@@ -78,6 +80,8 @@ def load_squad_jsonl(path: Path) -> list[Question]:
         fields = _question_fields(row, where)
         if row.graded_spans:
             fields["graded_spans"] = row.graded_spans
+        if row.passages:
+            fields["passages"] = row.passages
         questions.append(parse_row(Question, fields, where))
     return questions
 

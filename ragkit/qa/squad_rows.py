@@ -5,6 +5,7 @@ several parts), an unanswerable one a row with ``answerable: false``. A set hold
 question without such spans (its answer was not found in its context, or it only has relevance
 judgements) is written in the plain ``jsonl`` layout instead, whole: relevant_doc_ids with grades
 and the answers; experiments then find the spans again (first occurrence in a relevant document).
+Either layout carries a question's relevant passages as ``passages`` ({doc_id, start, end}).
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ def _one_span_per_part(question: Question) -> bool:
 def question_rows(question_set: QuestionSet) -> list[dict[str, Any]]:
     questions = question_set.questions
     if all(not q.answerable or _one_span_per_part(q) for q in questions):
-        return [_squad_row(q) for q in questions]
-    return [_plain_row(q) for q in questions]
+        rows = [_squad_row(q) for q in questions]
+    else:
+        rows = [_plain_row(q) for q in questions]
+    return [_with_passages(row, q) for row, q in zip(rows, questions, strict=True)]
+
+
+def _with_passages(row: dict[str, Any], question: Question) -> dict[str, Any]:
+    if not question.passages:
+        return row
+    return {**row, "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end} for p in question.passages]}
 
 
 def _squad_row(question: Question) -> dict[str, Any]:

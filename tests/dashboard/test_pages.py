@@ -904,3 +904,25 @@ def test_pages_show_what_they_could_read_and_name_a_damaged_part(with_results):
         (warning,) = app.warning
         assert f"scores/{damaged.stem}.parquet could not be read" in warning.value
     assert len(page("5_compare.py", section="Means").run().get("plotly_chart")) > 0  # the readable run
+
+
+def test_question_sets_page_shows_an_imported_sets_report(tmp_path):
+    from ragkit.cli import main
+    from ragkit.qa import catalogue
+    from tests.conftest import SAMPLE_DATASET
+
+    text = json.loads((SAMPLE_DATASET / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])["text"]
+    rows = [{"user_input": "What is said first?", "reference": "Free text.", "reference_contexts": [text[300:900]]},
+            {"user_input": "And this?", "reference": "More free text.",
+             "reference_contexts": ["Bananas grow on large herbaceous flowering plants in the tropics."]}]
+    (tmp_path / "testset.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert main(["questions", "import", str(tmp_path / "testset.jsonl"), "--from", "ragas", "--corpus",
+                 str(SAMPLE_DATASET), "--out", str(tmp_path / "imported"), "--allow-partial"]) == 0
+    catalogue.register_question_set("imported", tmp_path / "imported", "auto")
+    app = page("2_question_sets.py").run()
+    app.selectbox(key="preview_set").select("imported").run()
+    assert not app.exception, [e.value for e in app.exception]
+    values = {m.label: m.value for m in app.metric}
+    assert values["Located share"] == "50%" and values["Without ground truth"] == "1"
+    assert values["Contexts located"] == "1 of 2"
+    assert any("no document shares a run of words" in warning.value for warning in app.warning)

@@ -50,7 +50,7 @@ def test_context_formats_keep_every_question_and_span_of_the_sample(sample, form
     questions, documents = sample
     out = tmp_path / ("set.jsonl" if format == "ragas" else "rag_dataset.json")
     export_question_set(questions, format, out, documents)
-    back = import_question_set(out, format, documents)
+    back = import_question_set(out, format, documents).questions
     assert len(back.questions) == len(questions.questions) == 247
     # An answer is located as whole words only: the sample's annotations cut inside a word ("sed"
     # of "increased", "he case was diagnosed on 1 February") come back without their span.
@@ -68,7 +68,7 @@ def test_context_formats_keep_multi_hop_parts_and_unanswerable(generated, format
     questions, documents = generated
     out = tmp_path / ("set.json" if format == "ragas" else "rag_dataset.json")
     export_question_set(questions, format, out, documents)
-    back = import_question_set(out, format, documents)
+    back = import_question_set(out, format, documents).questions
     assert spans_of(back) == spans_of(questions)
     hops = [q for q in back.questions if len(q.span_groups()) == 2]
     assert hops and all(q.answer_parts for q in hops)
@@ -98,7 +98,7 @@ def test_an_answer_occurring_earlier_in_its_sentence_still_round_trips(tmp_path:
                 "spans": [{"doc_id": "d", "start": second, "end": second + 4}], "answers": ["5 mg"]}
     questions = QuestionSet.model_validate({"name": "x", "format": "squad", "questions": [question]})
     export_question_set(questions, "ragas", tmp_path / "r.jsonl", documents)
-    assert spans_of(import_question_set(tmp_path / "r.jsonl", "ragas", documents)) == spans_of(questions)
+    assert spans_of(import_question_set(tmp_path / "r.jsonl", "ragas", documents).questions) == spans_of(questions)
 
 
 def test_beir_keeps_questions_and_judgements_not_spans(sample, tmp_path: Path):
@@ -141,3 +141,39 @@ def test_bad_files_are_one_line_errors(tmp_path: Path):
     (tmp_path / "q.txt").write_text("q1 0 d1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="line 1"):
         read_trec_qrels(tmp_path / "q.txt")
+
+
+def test_ragas_0_1_column_names_and_a_pandas_csv_are_read(sample, tmp_path: Path):
+    """ragas 0.1 testsets name the columns question / contexts / ground_truth(s); a CSV written by
+    pandas holds each list as its Python repr."""
+    import pandas as pd
+
+    questions, documents = sample
+    texts = {doc_id: document.text for doc_id, document in documents.items()}
+    rows = ragas_rows(questions, texts)[:3]
+    old = [{"question": row["user_input"], "contexts": row["reference_contexts"], "ground_truth": row["reference"],
+            "evolution_type": "simple"} for row in rows]
+    (tmp_path / "v01.jsonl").write_text("".join(json.dumps(row) + "\n" for row in old), encoding="utf-8")
+    pd.DataFrame([{**row, "ground_truths": [row.pop("ground_truth")]} for row in old]).to_csv(tmp_path / "v01.csv")
+    for name in ("v01.jsonl", "v01.csv"):
+        imported = import_question_set(tmp_path / name, "ragas", documents)
+        assert [q.text for q in imported.questions.questions] == [row["user_input"] for row in rows]
+        assert spans_of(imported.questions) == spans_of(questions)[:3]
+        assert imported.report.totals["located"] == 3 and imported.report.located_share == 1.0
+
+
+def test_a_question_with_no_located_context_and_no_reference_is_left_out_and_counted(sample, tmp_path: Path):
+    _, documents = sample
+    text = next(iter(documents.values())).text
+    rows = [{"id": "a", "user_input": "Found?", "reference": "", "reference_contexts": [text[200:700]]},
+            {"id": "b", "user_input": "Lost?", "reference": "",
+             "reference_contexts": ["Bananas grow on large herbaceous flowering plants in the tropics."]},
+            {"id": "c", "user_input": "Abstain?", "reference": "", "reference_contexts": []}]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    imported = import_question_set(tmp_path / "r.jsonl", "ragas", documents)
+    assert [(q.id, q.answerable, bool(q.passages)) for q in imported.questions.questions] == [
+        ("a", True, True), ("c", False, False)]
+    report = imported.report
+    assert report.left_out == ["b"] and report.without_ground_truth() == ["b"]
+    assert report.totals == {"located": 1, "partly located": 0, "not located": 1, "unanswerable": 1}
+    assert report.located_share == 0.5 and sum(report.totals.values()) == report.questions == 3

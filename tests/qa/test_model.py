@@ -100,3 +100,17 @@ def test_ids_without_spans_lists_questions_with_no_part_found() -> None:
         Question(id="docs", text="C?", relevant_docs={"d": 1}),
     ]
     assert QuestionSet(name="n", format="jsonl", questions=questions).ids_without_spans() == ["none"]
+
+
+def test_relevant_passages_are_span_ground_truth_only_where_the_answer_has_no_span():
+    passage = {"doc_id": "d", "start": 100, "end": 400}
+    free = Question.model_validate({"id": "q", "text": "Why?", "relevant_docs": {"d": 1.0},
+                                    "answers": ["A summary in other words."], "passages": [passage]})
+    assert free.span_groups() == [[]]
+    assert [[(s.doc_id, s.start, s.end) for s in group] for group in free.scored_span_groups()] == [[("d", 100, 400)]]
+    spanned = free.model_copy(update={"spans": [AnswerSpan(doc_id="d", start=120, end=130)]})
+    assert spanned.scored_span_groups() == spanned.span_groups()
+    without = free.model_copy(update={"passages": []})
+    assert "passages" not in without.key_dump() and "passages" in free.key_dump()
+    with pytest.raises(ValueError, match="passages point into documents not among relevant_docs"):
+        Question.model_validate({"id": "q", "text": "Why?", "answers": ["x"], "passages": [passage]})

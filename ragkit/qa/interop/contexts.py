@@ -1,18 +1,22 @@
 """Spans through formats that hold contexts, not offsets (ragas, LlamaIndex).
 
-Export: each answer span becomes a reference context, the span's sentence and the next one, cut
-so that the answer's first occurrence in it is the span itself. Import: each context is found in
-the corpus (in the document its id names, else in any document), and the answer is found in its
-context, so the span is where it was. A question without spans exports its relevant documents'
-texts as contexts and imports them back as relevant documents.
+Export: a question's relevant passages are its reference contexts, as they are; without them each
+answer span becomes one, the span's sentence and the next one, cut so that the answer's first
+occurrence in it is the span itself. Import: each context is located in the corpus as text
+(``ragkit.qa.passages``: in the document its id names first), becoming a relevant passage and
+making its document relevant; the reference answer, where it reads inside a located passage, is a
+span there. A question without spans or passages exports its relevant documents' texts as
+contexts and imports them back as relevant documents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ragkit.qa.model import Question
+from ragkit.qa.passages import MIN_SHARE, ContextMatch, PassageLocator
+from ragkit.qa.rows import parse_row
 from ragkit.qa.spans import find_answer
 from ragkit.qa.wording import passage_around
 
@@ -26,7 +30,11 @@ class Context:
 
 
 def question_contexts(question: Question, texts: Mapping[str, str]) -> list[Context]:
-    """One context per answer part (its first span), else each relevant document's text."""
+    """The relevant passages' texts; else one context per answer part (its first span); else each
+    relevant document's text."""
+    passages = [Context(p.doc_id, texts[p.doc_id][p.start:p.end]) for p in question.passages if p.doc_id in texts]
+    if passages:
+        return passages
     contexts = []
     for group in question.span_groups():
         if not group or group[0].doc_id not in texts:
@@ -61,41 +69,66 @@ def reference_text(question: Question) -> str:
     return PART_SEPARATOR.join(part[0] for part in parts if part)
 
 
-def locate_context(context: str, texts: Mapping[str, str], doc_id: str | None) -> tuple[str, int] | None:
-    """(doc id, offset) of the context: in the named document first, then in any document."""
-    candidates = [doc_id] if doc_id is not None and doc_id in texts else []
-    candidates += [other for other in texts if other != doc_id]
-    for candidate in candidates:
-        offset = texts[candidate].find(context)
-        if offset >= 0:
-            return candidate, offset
-    return None
+@dataclass(frozen=True)
+class Sample:
+    """One question as another tool wrote it: where it was read, its text, its reference answer,
+    its reference contexts and the documents they name (``reference_context_ids``), if any."""
+
+    where: str
+    id: str
+    text: str
+    reference: str
+    contexts: list[str]
+    context_ids: list[str] | None = None
 
 
-def question_fields(question_id: str, text: str, reference: str, contexts: list[str],
-                    context_ids: list[str] | None, texts: Mapping[str, str]) -> dict[str, object]:
-    """The fields of a ragkit Question rebuilt from a question, its reference and its contexts."""
-    fields: dict[str, object] = {"id": question_id, "text": text}
-    named: list[str | None] = list(context_ids) if context_ids else [None] * len(contexts)
-    located = [locate_context(context, texts, named[index]) for index, context in enumerate(contexts)]
-    relevant = dict.fromkeys((found[0] for found in located if found), 1.0)
+def imported_questions(samples: Sequence[Sample], texts: Mapping[str, str],
+                       min_share: float = MIN_SHARE) -> tuple[list[Question | None], list[list[ContextMatch]]]:
+    """The questions rebuilt from the samples, and each one's context outcomes: every context is
+    located in the corpus as text (``ragkit.qa.passages``), all samples' contexts at once. A
+    sample with contexts, none located, and no reference answer has no ground truth to keep: its
+    question is None (left out; the import report counts it)."""
+    locator = PassageLocator(texts, min_share)
+    flat = [(context, sample.context_ids[index] if sample.context_ids else None)
+            for sample in samples for index, context in enumerate(sample.contexts)]
+    outcomes = iter(locator.locate_all(flat))
+    questions: list[Question | None] = []
+    matches: list[list[ContextMatch]] = []
+    for sample in samples:
+        found = [next(outcomes) for _ in sample.contexts]
+        nothing = found and not sample.reference.strip() and all(match.passage is None for match in found)
+        questions.append(None if nothing else parse_row(Question, question_fields(sample, found, texts), sample.where))
+        matches.append(found)
+    return questions, matches
+
+
+def question_fields(sample: Sample, found: Sequence[ContextMatch], texts: Mapping[str, str]) -> dict[str, object]:
+    """A ragkit Question's fields: each located context a relevant passage (its document
+    relevant), and the reference answer a span where it reads inside a located passage."""
+    fields: dict[str, object] = {"id": sample.id, "text": sample.text}
+    located = [match.passage for match in found]
+    passages = list(dict.fromkeys((p.doc_id, p.start, p.end) for p in located if p is not None))
+    relevant = dict.fromkeys((doc_id for doc_id, _, _ in passages), 1.0)
+    if passages:
+        fields["passages"] = [{"doc_id": doc_id, "start": start, "end": end} for doc_id, start, end in passages]
+    reference = sample.reference
     if not reference.strip():
         return {**fields, "relevant_docs": relevant} if relevant else {**fields, "answerable": False}
     pieces = reference.split(PART_SEPARATOR)
-    parts = pieces if len(pieces) > 1 and len(pieces) == len(contexts) else [reference]
+    parts = pieces if len(pieces) > 1 and len(pieces) == len(sample.contexts) else [reference]
     spans = []
     for group, part in enumerate(parts):
-        places = [(found, context) for found, context in zip(located, contexts) if found is not None]
+        places = [passage for passage in located if passage is not None]
         if len(parts) > 1:
             own = located[group]
-            places = [(own, contexts[group])] if own is not None else []
-        for (doc_id, offset), context in places:
-            inside = find_answer(context, part)
+            places = [own] if own is not None else []
+        for passage in places:
+            inside = find_answer(texts[passage.doc_id][passage.start:passage.end], part)
             if inside is not None:
-                spans.append({"doc_id": doc_id, "start": offset + inside[0], "end": offset + inside[1],
-                              "group": group})
+                spans.append({"doc_id": passage.doc_id, "start": passage.start + inside[0],
+                              "end": passage.start + inside[1], "group": group})
                 break
-    fields.update(relevant_docs=relevant or {}, spans=spans)
+    fields.update(relevant_docs=relevant, spans=spans)
     if len(parts) > 1:
         fields["answer_parts"] = [[part] for part in parts]
     else:

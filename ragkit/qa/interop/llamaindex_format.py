@@ -1,9 +1,10 @@
 """LlamaIndex labelled RAG datasets (``LabelledRagDataset``'s ``rag_dataset.json``).
 
 The JSON is ``{"examples": [{"query", "query_by", "reference_contexts", "reference_answer",
-"reference_answer_by"}]}``, ``*_by`` being ``{"model_name", "type": "ai" | "human"}``. Written by
-hand: the ``llama_dataset`` module left llama-index-core in 0.14 and this format is five fields.
-Spans go through the contexts as for ragas (``contexts``). What it cannot hold: question ids
+"reference_answer_by"}]}``, ``*_by`` being ``{"model_name", "type": "ai" | "human"}``: what
+``llama_index.core.llama_dataset.LabelledRagDataset.from_json`` reads and ``save_json`` writes.
+Each context is located in the corpus as text and the reference answer found inside it where it
+reads there (``contexts``). What it cannot hold: question ids
 (read back as 1..N in order), relevance grades, types and an unanswerable question's source
 document; a multi-part reference answer is one line per part.
 """
@@ -17,14 +18,14 @@ from typing import Any
 
 from ragkit.errors import ConfigError
 from ragkit.json_input import load_json
-from ragkit.qa.interop.contexts import question_contexts, question_fields, reference_text
-from ragkit.qa.model import Question, QuestionSet
-from ragkit.qa.rows import parse_row, read_bytes
+from ragkit.qa.interop.contexts import Sample, question_contexts, reference_text
+from ragkit.qa.model import QuestionSet
+from ragkit.qa.rows import read_bytes
 
 
 def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: Path,
                      created_by: dict[str, Any] | None = None) -> Path:
-    by = created_by or {"model_name": "", "type": "human"}
+    by = created_by or {"model_name": "ragkit", "type": "human"}
     examples = [
         {"query": question.text, "query_by": by,
          "reference_contexts": [context.text for context in question_contexts(question, texts)],
@@ -36,17 +37,20 @@ def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: 
     return path
 
 
-def read_llamaindex(path: Path, texts: Mapping[str, str], name: str | None = None) -> QuestionSet:
+def llamaindex_samples(path: Path) -> list[Sample]:
+    """The samples of a ``LabelledRagDataset`` JSON file (``query_by`` and ``reference_answer_by``
+    are read past: who wrote a question is not ground truth)."""
     data = load_json(read_bytes(path), str(path))
     if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
         raise ConfigError(f"{path}: expected a LabelledRagDataset JSON object with an 'examples' list")
-    questions: list[Question] = []
+    samples = []
     for number, example in enumerate(data["examples"], start=1):
         where = f"{path}, examples[{number - 1}]"
         if not isinstance(example, dict) or not isinstance(example.get("query"), str):
             raise ConfigError(f"{where}: expected an example with a 'query' string")
-        contexts = [str(c) for c in example.get("reference_contexts") or []]
-        fields = question_fields(str(number), example["query"], str(example.get("reference_answer") or ""),
-                                 contexts, None, texts)
-        questions.append(parse_row(Question, fields, where))
-    return QuestionSet(name=name or path.stem, format="llamaindex", questions=questions)
+        contexts = example.get("reference_contexts") or []
+        if not isinstance(contexts, list):
+            raise ConfigError(f"{where}: 'reference_contexts' must be a list of texts")
+        samples.append(Sample(where, str(number), example["query"], str(example.get("reference_answer") or ""),
+                              [str(c) for c in contexts]))
+    return samples
