@@ -252,15 +252,15 @@ def test_a_one_letter_reference_is_not_an_answer_span_and_the_import_says_so(tmp
                               "reference_contexts": [context]}]), encoding="utf-8")
     corpus = plain_set(tmp_path / "corpus")
     imported = import_question_set(source, "ragas", load_dataset_corpus_by_id(corpus))
-    spans = {question.id: question.spans for question in imported.questions}
+    spans = {question.id: question.spans for question in imported.questions.questions}
     assert spans["1"] == [] and [(span.start, span.end) for span in spans["2"]] == [(0, 4)]
-    assert answers_refused_as_spans(imported) == 1
+    assert answers_refused_as_spans(imported.questions) == 1
     code = main(["questions", "import", str(source), "--from", "ragas", "--corpus", str(corpus),
                  "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0
-    assert ("2 questions imported" in out and "(1 answer spans; 1 answers not located as spans: shorter than 2 "
-            "characters or only function words)" in out), out
+    assert ("2 questions imported" in out and "1 reference answers not located as spans: shorter than 2 "
+            "characters or only function words" in out), out
 
 
 @pytest.mark.integration
@@ -376,12 +376,12 @@ READERS: dict[str, tuple[Callable[[str], tuple[str, str]], Callable[[Path, Path]
                        lambda folder, path: load_dataset_corpus(folder)),
     "ragas jsonl": (lambda v: ("set.jsonl", jsonl(['{"user_input": "what purrs", "reference": VALUE, '
                                                    '"reference_contexts": ["Cats are"]}'.replace("VALUE", v)])),
-                    lambda folder, path: import_question_set(path, "ragas", _docs(folder))),
+                    lambda folder, path: import_question_set(path, "ragas", _docs(folder)).questions),
     "ragas json": (lambda v: ("set.json", '[{"user_input": VALUE}]'.replace("VALUE", v)),
-                   lambda folder, path: import_question_set(path, "ragas", _docs(folder))),
+                   lambda folder, path: import_question_set(path, "ragas", _docs(folder)).questions),
     "llamaindex": (lambda v: ("rag_dataset.json", '{"examples": [{"query": "what purrs", "reference_answer": "Cats", '
                               '"reference_contexts": VALUE}]}'.replace("VALUE", v)),
-                   lambda folder, path: import_question_set(path, "llamaindex", _docs(folder))),
+                   lambda folder, path: import_question_set(path, "llamaindex", _docs(folder)).questions),
     "review": (lambda v: ("set.review.json", '{"decisions": {"q1": {"status": "edited", "question": VALUE}}}'
                           .replace("VALUE", v)),
                lambda folder, path: load_review(folder / "set.jsonl")),
