@@ -70,8 +70,9 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype(object).where(frame.notna(), None)
 
 
-def _as_text(text: str) -> str:
-    """``text`` as a spreadsheet shows it: one that would start a formula gets a leading quote."""
+def spreadsheet_text(text: str) -> str:
+    """``text`` as a spreadsheet shows it: one that would start a formula gets a leading quote
+    (every CSV or XLSX ragkit writes for people: exports, labelling sheets)."""
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
@@ -84,8 +85,8 @@ def _to_csv(frame: pd.DataFrame) -> bytes:
     safe = frame.copy()
     for i in _text_columns(frame):
         # Only a str is text: a number in an object column, even a negative one, stays a number.
-        safe.isetitem(i, frame.iloc[:, i].map(lambda value: _as_text(value) if isinstance(value, str) else value))
-    safe.columns = [_as_text(str(column)) for column in frame.columns]
+        safe.isetitem(i, frame.iloc[:, i].map(lambda value: spreadsheet_text(value) if isinstance(value, str) else value))
+    safe.columns = [spreadsheet_text(str(column)) for column in frame.columns]
     # RFC 4180's CRLF rows: with them a cell holding a CR is quoted, so a spreadsheet never reads
     # the rest of the cell as a new row (with "\n" rows a bare CR is written unquoted).
     return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
@@ -100,7 +101,7 @@ def _xlsx_cell(value: object) -> object:
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
     # Dropped first: "\x01=1" would otherwise reach the sheet as the formula "=1".
-    value = _as_text(ILLEGAL_CHARACTERS_RE.sub("", value))
+    value = spreadsheet_text(ILLEGAL_CHARACTERS_RE.sub("", value))
     if len(value) <= XLSX_CELL_LIMIT:
         return value
     note = f" [cut at {XLSX_CELL_LIMIT} characters for Excel; the csv, parquet and json exports hold it whole]"

@@ -10,7 +10,9 @@ are not labels. ``correct`` and ``grounded`` belong to answer rows: a pool of ru
 generator has no answer rows, so those columns stay blank, and an answer row may fill one of
 the two (the blank one is no label, not a 0).
 
-One row is one physical line: a text's line breaks, tabs and backslashes are written escaped
+A text that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab
+or a CR: corpus text can be steered) gets a leading ``'``, as in ``ragkit export``; ``read_sheet``
+drops it again. One row is one physical line: a text's line breaks, tabs and backslashes are written escaped
 (``\\n``, ``\\r``, ``\\t``, ``\\\\``), so a line-based tool (``wc -l``, ``grep``, a diff) counts
 rows; ``read_sheet`` undoes the escapes. Reading a sheet back, a row is found by ``item_id``, or
 by question and span when the id is blank; a span that disagrees with the pool's item is refused.
@@ -22,6 +24,7 @@ import csv
 import io
 from pathlib import Path
 
+from ragkit.analysis.export import FORMULA_PREFIXES, spreadsheet_text
 from ragkit.errors import ConfigError
 from ragkit.labels.pooling import Pool, chunk_item_id
 from ragkit.labels.store import CORRECT_NAMES, HUMAN, RELEVANCE_NAMES
@@ -34,12 +37,15 @@ _UNESCAPES = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def escape_cell(text: str) -> str:
-    """``text`` on one line: backslash, newline, carriage return and tab written as escapes."""
-    return "".join(_ESCAPES.get(char, char) for char in text)
+    """``text`` on one line (backslash, newline, carriage return and tab written as escapes), a
+    would-be formula quoted."""
+    return spreadsheet_text("".join(_ESCAPES.get(char, char) for char in text))
 
 
 def unescape_cell(text: str) -> str:
     """``escape_cell`` undone (a backslash before any other character is kept as written)."""
+    if text.startswith("'") and text[1:].startswith(FORMULA_PREFIXES):
+        text = text[1:]
     out, chars = [], iter(text)
     for char in chars:
         if char == "\\":
