@@ -85,7 +85,7 @@ def _to_csv(frame: pd.DataFrame) -> bytes:
     safe = frame.copy()
     for i in _text_columns(frame):
         # Only a str is text: a number in an object column, even a negative one, stays a number.
-        safe.isetitem(i, frame.iloc[:, i].map(lambda value: spreadsheet_text(value) if isinstance(value, str) else value))
+        safe.isetitem(i, frame.iloc[:, i].map(lambda cell: spreadsheet_text(cell) if isinstance(cell, str) else cell))
     safe.columns = [spreadsheet_text(str(column)) for column in frame.columns]
     # RFC 4180's CRLF rows: with them a cell holding a CR is quoted, so a spreadsheet never reads
     # the rest of the cell as a new row (with "\n" rows a bare CR is written unquoted).

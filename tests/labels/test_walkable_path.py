@@ -135,9 +135,8 @@ def test_the_judge_shows_progress_and_counts_the_cache_truly(folder, capsys, mon
 
 def test_a_sheet_text_a_spreadsheet_would_run_as_a_formula_is_quoted_and_reads_back(tmp_path):
     texts = {"d1": '=HYPERLINK("http://127.0.0.1/x","click") then text', "d2": "-5 degrees overnight."}
-    retrievals = pd.DataFrame([
-        {"run_id": "r1", "question_id": "q1", "rank": 1, "doc_id": "d1", "start_char": 0, "end_char": len(texts["d1"])},
-        {"run_id": "r1", "question_id": "q1", "rank": 2, "doc_id": "d2", "start_char": 0, "end_char": len(texts["d2"])}])
+    retrievals = pd.DataFrame([{"run_id": "r1", "question_id": "q1", "rank": rank, "doc_id": doc_id, "start_char": 0,
+                                "end_char": len(texts[doc_id])} for rank, doc_id in ((1, "d1"), (2, "d2"))])
     questions = pd.DataFrame({"question_id": ["q1"], "text": ["@SUM(A1:A2)?"], "document": ["d1"]})
     pool = build_pool(PoolParams(runs=["r1"], k=2), retrievals, questions, None, texts)
     sheet = tmp_path / "sheet.csv"
