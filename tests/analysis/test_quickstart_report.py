@@ -141,7 +141,8 @@ def test_best_names_a_configuration_and_its_not_worse_set_as_the_reports_pairs_i
 def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, capsys):
     """Each pair row's difference, CR2 standard error, Satterthwaite df, CI, p and simultaneous CI
     recomputed from the score rows with the direct matrix implementation of the tests
-    (``cr2_by_matrices``: full leverage blocks, generic design), and every Holm p recomputed from
+    (``cr2_by_matrices``: full leverage blocks, generic design, the random-effects working
+    covariance built pair by pair), and every Holm p recomputed from
     the families' rule: per kind and metric, p and strict p in one family, one test where equal."""
     import numpy as np
     import pandas as pd
@@ -149,7 +150,7 @@ def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, ca
 
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.statistics import holm
-    from tests.analysis.helpers import cr2_by_matrices
+    from tests.analysis.helpers import cr2_by_matrices, random_effects_working_model
 
     payload = json.loads(_report(quickstart_results, capsys, "--format", "json"))
     table = pd.DataFrame(payload["comparisons"])
@@ -157,7 +158,7 @@ def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, ca
     scores = results.scores
     documents = results.units
     values = scores.pivot_table(index="question_id", columns=["run_id", "metric"], values="value", aggfunc="first",
-                                dropna=False)
+                                dropna=False, observed=False)
     pairs = table[table["kind"] == "pair"]
     assert len(pairs) > 200
     for row in pairs.itertuples():
@@ -167,8 +168,13 @@ def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, ca
             assert row.p is None or np.isnan(row.p)
             continue
         codes = pd.factorize(documents.reindex(diff.index.astype("string")).to_numpy())[0]
-        mean, se, df = cr2_by_matrices(diff.to_numpy(), np.ones((len(diff), 1)), codes, np.array([1.0]))
-        assert (row.n, row.diff, row.se, row.df) == pytest.approx((len(diff), mean, se, df), rel=1e-9)
+        y = diff.to_numpy()
+        mean, se, df = cr2_by_matrices(y, np.ones((len(y), 1)), codes, np.array([1.0]),
+                                       random_effects_working_model(y, codes))
+        assert (row.n, row.diff, row.se, row.df) == pytest.approx((len(diff), mean, se, df), rel=1e-9, abs=1e-15)
+        if se <= 1e-12 * np.abs(y).max():  # every document's mean the same: no p (the zero-SE rule)
+            assert np.isnan(row.p) and "zero standard error" in row.p_note
+            continue
         assert row.p == pytest.approx(2 * stats.t.sf(abs(mean / se), df), rel=1e-8)
         half = stats.t.ppf(0.975, df) * se
         assert (row.ci_low, row.ci_high) == pytest.approx((mean - half, mean + half), rel=1e-9, abs=1e-12)
