@@ -15,8 +15,9 @@ RAGKIT_DATA_DIR. The sides:
 
 `filings` writes 20 stand-in filings of `--pages` pages (`standin_filings.py`: text-dense pages, a
 table on every third), one question per filing (a sentence of it, its filing the relevant
-document), and runs 2 chunkers x 3 retrievers x 2 top-k over them. Each side prints whether torch
-and sentence-transformers were imported, and the load average before and after. Sides run one
+document), and runs 2 chunkers x 3 retrievers x 2 top-k over them. Each side prints its CPU seconds (the
+run's and its workers'), whether torch and sentence-transformers were imported, and the load
+average before and after. Sides run one
 after another in the order given by `--sides`; on a shared machine read the ratios.
 """
 
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,14 +85,17 @@ def run_side(name: str, config: Path, scratch: Path, made_cache: Path) -> tuple[
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(scratch / f"data-{name}"),
            "RAGKIT_MODEL_CACHE_DIR": str(cache), "RAGKIT_MINILM_RUNTIME": runtime}
     load = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", CHILD, "run", str(config), "--quiet"], env=env, cwd=REPO_ROOT,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
     if done.returncode:
         sys.exit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")
     imported = [line for line in done.stderr.splitlines() if line.startswith("imported:")][-1]
-    note = f"load {load:.1f} -> {os.getloadavg()[0]:.1f}; {imported}"
+    note = f"CPU {cpu:.1f} s (the run and its workers); load {load:.1f} -> {os.getloadavg()[0]:.1f}; {imported}"
     print(f"{name:11} {seconds:7.1f} s  ({note})", flush=True)
     return seconds, note
 

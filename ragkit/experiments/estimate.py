@@ -283,8 +283,9 @@ def _time(seconds: float | None, measured: str) -> str:
     return f"time {NO_MEASUREMENT}" if seconds is None else f"~{seconds:.0f} s ({measured})"
 
 
-# minilm-onnx int8 against minilm (on ONNX Runtime fp32, its default runtime), measured in
-# benchmarks/README.md ("The estimate's int8 advice"): CPU time per text, and retrieval quality.
+# minilm-onnx int8 against minilm on its default runtime (ONNX Runtime, fp32), measured in
+# benchmarks/README.md: CPU time per text (issue 32's frontier table, (b): 500 texts, load 2),
+# and retrieval quality (SciFact, issue 32; the bundled sample, issue 41).
 INT8_TIME_RATIO = 0.51
 INT8_QUALITY = ("nDCG@10 on SciFact 0.6488 against 0.6451 (+0.004, all 5,183 documents), on the bundled "
                 "COVID-QA sample 0.814 against 0.821 (-0.007); vectors 0.007 cosine from minilm's on average")
@@ -308,5 +309,5 @@ def int8_advice(stage_seconds: Mapping[str, float | None]) -> str | None:
     saved = embedding * (1 - INT8_TIME_RATIO)
     return (f"faster: embedding is {embedding / total:.0%} of the time. minilm-onnx with precision int8 "
             f"(embedders: [{{type: minilm-onnx, params: {{precision: int8}}}}]) took {INT8_TIME_RATIO:.2f}x "
-            f"minilm's time per text (measured, benchmarks/README.md): about {saved:.0f} s less. Its cost, "
+            f"minilm's CPU time per text (measured, benchmarks/README.md): about {saved:.0f} s less. Its cost, "
             f"measured: {INT8_QUALITY}. It is another embedder: new run ids and indexes, not minilm's cache.")
