@@ -40,7 +40,7 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
                          "pass_by": "attempt", "re_retrieve_via": "retriever", "retry": False,
                          "retry_strategy": "same"},
         "chunking": {"show_file_name": False, "token_divisor": 1}, "compression": {}, "condense": {},
-        "enrichment": {"parent_summary": False}, "hyde": {}, "profile": {}, "router": {"decisions": "one"},
+        "enrichment": {"parent_summary": False}, "hyde": {}, "profile": {}, "router": {"decisions": "one", "source_sees": "conversation"},
         "strategy": {},
         "generator": {"context_fit": "fixed", "context_in": "user", "history_turns": 4, "show_file_name": False,
                       "turn_chars": 300},

@@ -77,7 +77,12 @@ class RouterParams(JudgeParams):
                     "documents do not cover the question) conversational or web, each decision recorded.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions"}
+    source_sees: Literal["conversation", "question"] = Field(
+        default="conversation",
+        description="decisions two: the source decision (conversational or web) is shown the conversation and "
+        "the message, or the message alone (the dynamic-documents design's).")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions", "source_sees"}
 
     @model_validator(mode="after")
     def _shares_in_order(self) -> RouterParams:

@@ -250,7 +250,9 @@ class RouterJudge(RouterJudgeInfo, Judge):
         if route is not None:
             return RouteDecision(route, relevant.relevance, relevant.confidence, True, relevant.reason)
         started = time.perf_counter()
-        prompt = router_prompts.source_prompt(question, shown, self.params.turn_chars)
+        # The design's source decision reads the message alone (source_sees: question).
+        seen_turns = shown if self.params.source_sees == "conversation" else []
+        prompt = router_prompts.source_prompt(question, seen_turns, self.params.turn_chars)
         second = self._ask_step("source", prompt, SourceReply, seen, started, trace)
         if second is None or second.parsed is None:
             return UNUSABLE_DECISION

@@ -75,6 +75,15 @@ def test_irrelevant_question_asks_the_source_second(tmp_path, route):
 
 
 @pytest.mark.unit
+def test_the_designs_source_decision_sees_the_question_alone(tmp_path):
+    judge, backend = two_step([relevance("no"), source("web")], tmp_path, history_turns=2, source_sees="question")
+    judge.route("Who won yesterday?", [Turn("user", "hi"), Turn("assistant", "hello")], JudgeTrace())
+    first, second = prompts(backend)
+    assert "Conversation so far:" in first  # the relevance decision still reads the conversation
+    assert "Conversation so far" not in second and "hello" not in second and "Message: Who won yesterday?" in second
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(("replies", "calls", "failed_step"), [
     (["not json"], 1, "relevance"),
     ([relevance("probably")], 1, "relevance"),
