@@ -3,7 +3,7 @@
 Under a true null, a test at 5% should flag 5% of comparisons, and a family of tests (the factor
 table's contrasts on one metric, each with its difference and strict difference) should flag any
 of them in at most 5% of families. With questions clustered in documents of uneven size, that is
-what small-sample corrections are for (``ragkit.analysis.statistics``: CR2 with Bell-McCaffrey
+what small-sample corrections are for (``ragkit.analysis.statistics``: CR2 with Imbens-Kolesar
 df). This measures it through the engine's own code: ``differences.pair_differences`` (the
 per-question difference and strict difference of each pair, failures at the failure value),
 ``differences.with_stats`` (each comparison's mean, CI and p) and ``families.with_families``

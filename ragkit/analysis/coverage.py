@@ -29,3 +29,13 @@ def partial_runs(results: Results, metrics: list[str]) -> pd.DataFrame:
     run_ids = [str(matrices.run_ids[i]) for i in short]
     return pd.DataFrame({"run_id": run_ids, "label": [str(labels.get(r, r)) for r in run_ids],
                          "asked": per_run[short].astype(int), "of": total})
+
+
+def stopped_short(pairs: pd.DataFrame, asked: np.ndarray, base_at: np.ndarray, new_at: np.ndarray,
+                 metric: str) -> list[str]:
+    """Each new run asked fewer questions of ``metric`` than its baseline run, one sentence each
+    (``asked``: questions x runs of the combined matrices)."""
+    n_base, n_new = asked[:, base_at].sum(axis=0), asked[:, new_at].sum(axis=0)
+    return [f"new run {pair.new_run} ({pair.label}) was asked {int(new)} of the {int(base)} questions its baseline "
+            f"run {pair.base_run} was asked on {metric}"
+            for pair, base, new in zip(pairs.itertuples(), n_base, n_new) if new < base]

@@ -27,21 +27,15 @@ pair, the per-question difference new - baseline is significantly below T; ``MET
 lower-is-better rate) when it is significantly above T. The difference is the strict one, over
 every question both runs were asked, a failed question counting as the metric's worst value
 (``names.failure_value``), so a new version does not pass by crashing. Significance: a one-sided
-cluster-robust t test (CR2, Bell-McCaffrey df) of the mean difference against T (H0: mean >= T
+cluster-robust t test (CR2, ``statistics``' df) of the mean difference against T (H0: mean >= T
 for ``<``), over the question's source documents as the unit (``statistics.column_stats``),
 Holm-adjusted over every pair and condition with a p, failing when p (Holm) < alpha (0.05).
 Equivalently, for one pair, the one-sided 95% upper bound of the difference is below T.
 
-**No spread, one rule** (``one_sided``): where the shifted differences have no spread between
-units (every question moved by the same amount, or every document's mean by the same amount while
-questions inside vary) there is no t statistic; the mean's side of the threshold decides (p 0
-beyond it, 1 not), so the same shift gets the same verdict either way. A pair with fewer than two
-units has no verdict: it is shown UNTESTED, is not among the tests Holm counts, and without a
-regression elsewhere the gate exits 2.
-
-**Like with like.** A new run asked fewer questions of a condition's metric than its baseline run
-(a run that stopped short) is refused (exit 2, naming the run and both counts) unless
-``allow_partial``; then it is compared on the questions both were asked, and the text says so.
+**No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
+decided by its side of the threshold. A pair with one unit has no verdict (UNTESTED, not counted
+by Holm; exit 2 unless something regressed). **Like with like**: a new run asked fewer questions
+than its baseline run is refused (``coverage.stopped_short``) unless ``allow_partial``.
 """
 
 from __future__ import annotations
@@ -57,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.analysis import statistics
 from ragkit.analysis.comparison import Comparer
+from ragkit.analysis.coverage import stopped_short
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.pairing import ANN_KIND, ANN_PREFIX, EXACT_SEARCH, format_value, is_config_column
@@ -265,33 +260,6 @@ def _combined(baseline: Results, new: Results, pairs: pd.DataFrame, metrics: lis
                    pd.concat(scores, ignore_index=True), questions=questions)
 
 
-def partial_runs(pairs: pd.DataFrame, asked: np.ndarray, base_at: np.ndarray, new_at: np.ndarray,
-                 metric: str) -> list[str]:
-    """Each new run asked fewer questions of ``metric`` than its baseline run, one sentence each
-    (``asked``: questions x runs of the combined matrices)."""
-    n_base, n_new = asked[:, base_at].sum(axis=0), asked[:, new_at].sum(axis=0)
-    return [f"new run {pair.new_run} ({pair.label}) was asked {int(new)} of the {int(base)} questions its baseline "
-            f"run {pair.base_run} was asked on {metric}"
-            for pair, base, new in zip(pairs.itertuples(), n_base, n_new) if new < base]
-
-
-def one_sided(column: statistics.ColumnStats, op: str) -> tuple[np.ndarray, np.ndarray]:
-    """(one-sided p, the rule that decided it) of the shifted differences' mean against 0: below 0
-    for ``<``, above for ``>``. The t test where it has a p; where the differences have no spread
-    between units (``ZERO_SE_RULE``, every question moved alike or every document's mean alike) or
-    are all exactly at the threshold, the mean's side decides: p 0 beyond the threshold, 1 not
-    (the same verdict for the same shift whether or not questions vary inside documents). NaN
-    (no verdict) with fewer than two units."""
-    beyond = column.mean < 0 if op == "<" else column.mean > 0
-    # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
-    p_one = np.where(beyond, column.p_value / 2, 1 - column.p_value / 2)
-    flat = (column.n_units >= 2) & np.isnan(column.p_value)
-    p_one = np.where(flat, np.where(beyond, 0.0, 1.0), p_one)
-    how = np.where(flat, "no spread between units: the mean's side decides",
-                   np.where(np.isnan(p_one), column.p_note.astype(str), "t test"))
-    return p_one, how
-
-
 def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_different: bool = False,
          alpha: float = 0.05, allow_partial: bool = False) -> GateResult:
     """The gate of the module docstring; a ConfigError when the folders differ (unless allowed), a
@@ -318,8 +286,8 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     positions = pd.Index(matrices.run_ids)
     base_at = positions.get_indexer("base:" + pairs["base_run"])
     new_at = positions.get_indexer("new:" + pairs["new_run"])
-    partial = [line for metric in metrics for line in partial_runs(pairs, matrices.get(metric)[1], base_at, new_at,
-                                                                   metric)]
+    partial = [line for metric in metrics for line in stopped_short(pairs, matrices.get(metric)[1], base_at, new_at,
+                                                                    metric)]
     if partial and not allow_partial:
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
@@ -332,7 +300,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         diffs = np.where(both, strict[:, new_at] - strict[:, base_at], np.nan)
         # At 90%, the interval's bound on the side tested is the one-sided 95% bound of the rule.
         column = statistics.column_stats(diffs - condition.threshold, units, confidence=1 - 2 * alpha)
-        p_one, how = one_sided(column, condition.op)
+        p_one, how = statistics.one_sided(column, condition.op)
         counted = both.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):  # a pair with no question in common: NaN means
             means = [np.where(counted > 0, np.where(both, strict[:, at], 0.0).sum(axis=0) / counted, np.nan)

@@ -219,6 +219,23 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     )
 
 
+def one_sided(column: ColumnStats, op: str) -> tuple[np.ndarray, np.ndarray]:
+    """(one-sided p, the rule that decided it) per column of a mean against 0: below 0 for ``<``,
+    above for ``>`` (the regression gate tests differences shifted by its threshold). The t test
+    where it has a p; where the values have no spread between units (``ZERO_SE_RULE``: every
+    question moved alike, or every document's mean) or are all exactly 0 (``IDENTICAL_NOTE``), the
+    mean's side decides: p 0 beyond 0, 1 not, the same verdict for the same shift whether or not
+    questions vary inside documents. NaN (no verdict) with fewer than two units."""
+    beyond = column.mean < 0 if op == "<" else column.mean > 0
+    # One-sided p from the two-sided one: half of it on the side tested, 1 - half on the other.
+    p_one = np.where(beyond, column.p_value / 2, 1 - column.p_value / 2)
+    flat = (column.n_units >= 2) & np.isnan(column.p_value)
+    p_one = np.where(flat, np.where(beyond, 0.0, 1.0), p_one)
+    how = np.where(flat, "no spread between units: the mean's side decides",
+                   np.where(np.isnan(p_one), column.p_note.astype(str), "t test"))
+    return p_one, how
+
+
 def holm(p_values) -> np.ndarray:
     """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
 
