@@ -11,7 +11,7 @@ embedding stays minutes on a shared 2-core machine), it
 1. generates a set from the corpus with each available method: ``extractive`` (no LLM), the
    embedded SmolLM2-135M (``local``; ``--local-n`` questions of types factoid and paraphrase only,
    since it takes seconds a call and keeps few), and Ollama when a server answers;
-2. runs one grid of 12 configurations (4 chunkers x bm25, dense, hybrid; MiniLM; top_k 10) on
+2. runs one grid of 12 configurations (3 chunkers x bm25, dense, hybrid, mmr; MiniLM; top_k 10) on
    every set, human and generated, over the same corpus (content keys share the chunk sets and
    indexes between sets);
 3. reports Kendall's tau-b (scipy.stats.kendalltau) between the configurations' means on a
@@ -45,15 +45,16 @@ SCIFACT = Path("/work/shared/datasets/scifact/beir")
 METRICS = ("ndcg@10", "recall@5")
 JUNK = ("about_the_text", "prompt_echo", "no_content_word", "not_a_question", "empty_question", "invalid_reply",
         "duplicate")
+# 3 chunkers x 4 retrievers: 12 configurations, 3 chunk sets to embed (MiniLM reads 256 word
+# pieces, so a 512-token chunk costs about half a 256-token one per token of corpus).
 GRID = {
     "chunkers": [
-        {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}},
-        {"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 32}},
+        {"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0}},
         {"type": "token", "params": {"chunk_size": 512, "chunk_overlap": 0}},
-        {"type": "sentence", "params": {"chunk_size": 384, "chunk_overlap": 0}},
+        {"type": "sentence", "params": {"chunk_size": 512, "chunk_overlap": 0}},
     ],
     "embedders": ["minilm"],
-    "retrievers": ["bm25", "dense", "hybrid"],
+    "retrievers": ["bm25", "dense", "hybrid", "mmr"],
     "top_k": [10],
 }
 
@@ -165,6 +166,8 @@ def main() -> None:
     parser.add_argument("--human-limit", type=int, default=0, help="first N human questions (0: all)")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--datasets", default="covidqa,scifact")
+    parser.add_argument("--covidqa", type=Path, default=COVIDQA,
+                        help="a squad folder (a smoke run: datasets/covidqa_sample)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RAGKIT_DATA_DIR", str(args.work / "data"))
@@ -192,8 +195,11 @@ def main() -> None:
     else:
         print(f"no Ollama at {settings.ollama_url}: that method is left out")
 
-    datasets = {"covidqa": (COVIDQA, "squad"),
-                "scifact": (scifact_subset(args.work, args.scifact_docs, 0), "beir")}
+    if args.local_n == 0:
+        clients.pop("local", None)
+    datasets = {"covidqa": (args.covidqa, "squad"),
+                "scifact": (scifact_subset(args.work, args.scifact_docs, 0) if "scifact" in args.datasets else SCIFACT,
+                            "beir")}
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "grid": GRID, "datasets": {}}
     for name in args.datasets.split(","):
         corpus, format = datasets[name]

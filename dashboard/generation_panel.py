@@ -38,7 +38,8 @@ def show() -> None:
         method = METHOD_CHOICES[st.radio("Method", list(METHOD_CHOICES), key="gen_method", horizontal=True)]
         all_types = list(EXTRACTIVE_TYPES if method == "extractive" else QUESTION_TYPES)
         n = int(st.number_input("Questions", min_value=1, max_value=100_000, value=200, key="gen_n"))
-        types = st.multiselect("Types", all_types, default=all_types, key=f"gen_types_{method}")
+        types = st.multiselect("Types", all_types, default=all_types,
+                               key="gen_types" if method == "llm" else "gen_types_extractive")
         seed = int(st.number_input("Seed", min_value=0, value=0, key="gen_seed"))
         llm = DEFAULT_LLM
         if method == "llm":

@@ -38,7 +38,7 @@ from ragkit.qa.dedup import Embed, find_duplicates
 from ragkit.qa.generation.answer_types import AnswerType, typed_spans
 from ragkit.qa.generation.sampling import TextDocument, document_sections, type_counts
 from ragkit.qa.wording import normalise_question, word_overlap
-from ragkit.text import multilingual_content_words, sentence_spans
+from ragkit.text import FUNCTION_WORDS, multilingual_content_words, sentence_spans
 
 EXTRACTIVE_TYPES = ("table", "heading", "definition", "cloze")
 RECORD_FORMAT = 1
@@ -49,13 +49,19 @@ _STATEMENT_ROW = re.compile(rf"^(?P<label>[A-Za-z][^\d\n]*?[A-Za-z)])(?P<cells>(
 _CELL = re.compile(rf"{_NUMBER_CELL}")
 _PERIOD = re.compile(r"(?:FY|Q[1-4] ?)?'?(?:19|20)\d{2}|Q[1-4]|H[12]")  # a statement's column: 2025, FY2024, Q3
 _CSV_CELL = re.compile(r"(?:^|; )(?P<column>[^:;\n]{1,60}): (?P<value>[^;\n]*)")
+_CSV_SEGMENT = re.compile(r"[^:;\n]{1,60}: [^:;\n]{1,80}")  # every "; " part of a CSV row is "column: value"
+# "X is a ...", "The X (ABC) are the ...": at the start of a sentence (after a "Label:" prefix).
 _DEFINITION = re.compile(
-    r"(?P<term>(?:[A-Z][\w-]*|[a-z][\w-]*)(?: [\w-]+){0,3}?)(?: \([A-Za-z0-9-]{2,12}\))? "
-    r"(?:is|are|refers to|means) (?P<definition>(?:a|an|the|any) [^.;]{10,200})")
+    r"(?P<term>[A-Z][\w-]*(?: [\w-]+){0,3}?)(?: \([A-Za-z0-9-]{2,12}\))? "
+    r"(?P<verb>is|are|refers to|means) (?P<definition>(?:a|an|the|any) [^.;]{10,200})")
+_LABEL = re.compile(r"(?:[A-Z][\w-]*(?: [\w-]+){0,2}: )+")  # "Abstract: ", "Text: ", "IMPORTANCE: "
+_CLOZE_WORDS = 14  # words kept on each side of the blank
 _GENERIC_HEADINGS = frozenset(
     "abstract introduction background methods method materials results discussion conclusion conclusions "
     "references acknowledgements acknowledgments appendix summary contents text overview notes".split())
-_TERM_STARTS = frozenset("it this that these those there which what who he she they we one each".split())
+_TERM_STARTS = frozenset("it this that these those there which what who he she they we one each here such "
+                         "its their our".split())
+_METADATA_LABELS = ("authors", "author", "doi", "sha", "license", "date", "keywords", "affiliations")
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ def document_candidates(document: TextDocument) -> dict[str, list[Candidate]]:
     found["heading"] = heading_candidates(document)
     table_lines = {c.passage for c in found["table"]}
     for start, end in sentence_spans(text):
-        if (start, end) in table_lines or end - start < 30:
+        if (start, end) in table_lines or end - start < 30 or "://" in text[start:end]:
             continue
         found["definition"].extend(_definitions(text, doc_id, start, end))
         found["cloze"].extend(_clozes(text, doc_id, start, end))
@@ -110,7 +116,7 @@ def table_candidates(text: str, doc_id: str) -> list[Candidate]:
         if set(line.strip()) <= set("|-: ") and line.strip():
             continue  # a Markdown table's rule line
         header = None
-        if "; " in line or re.match(r"^[^:;\n]{1,60}: ", line):
+        if "; " in line and all(_CSV_SEGMENT.fullmatch(segment) for segment in line.split("; ")):
             pairs = [((start + m.start("column"), start + m.end("column")),
                       (start + m.start("value"), start + m.end("value"))) for m in _CSV_CELL.finditer(line)]
             if len(pairs) >= 2 and pairs[0][1][1] > pairs[0][1][0]:
@@ -197,37 +203,54 @@ def heading_candidates(document: TextDocument) -> list[Candidate]:
 
 
 def _looks_like_heading(line: str) -> bool:
+    """A short capitalised line without final punctuation that does not end on a function word
+    (a line broken mid-sentence does: "... the leading causes of")."""
     tokens = line.split()
-    return (2 <= len(tokens) <= 20 and line[:1].isupper() and line[-1] not in ".,;:" and "://" not in line
-            and not re.match(r"^[\w -]{1,30}: ", line))
+    return (2 <= len(tokens) <= 12 and line[:1].isupper() and line[-1] not in ".,;:" and "://" not in line
+            and not re.match(r"^[\w -]{1,30}: ", line) and tokens[-1].casefold() not in FUNCTION_WORDS)
+
+
+def _sentence_body(text: str, start: int, end: int) -> tuple[int, str] | None:
+    """Where the sentence's own words start (after a "Label: " prefix), and the label; None for a
+    metadata line ("Authors: ...", "DOI: ...")."""
+    label = _LABEL.match(text, start, end)
+    if label is None:
+        return start, ""
+    if label.group(0).split(":")[0].strip().casefold() in _METADATA_LABELS:
+        return None
+    return label.end(), label.group(0)
 
 
 def _definitions(text: str, doc_id: str, start: int, end: int) -> list[Candidate]:
-    found = []
-    for match in _DEFINITION.finditer(text, start, end):
-        term = match.group("term").strip()
-        first = term.split()[0].casefold()
-        if first in _TERM_STARTS or not multilingual_content_words(term):
-            continue
-        if match.start() != start and text[match.start() - 1] not in " (":
-            continue
-        definition = match.span("definition")
-        article, _, rest = term.partition(" ")
-        if article in ("A", "An", "The") and rest:
-            term = f"{article.lower()} {rest}"  # "What is a coronavirus?", the sentence's capital dropped
-        found.append(Candidate("definition", f"What is {term}?", doc_id, "", definition, (start, end)))
-    return found
+    body = _sentence_body(text, start, end)
+    if body is None:
+        return []
+    match = _DEFINITION.match(text, body[0], end)
+    if match is None:
+        return []
+    term = match.group("term").strip()
+    if term.split()[0].casefold() in _TERM_STARTS or not multilingual_content_words(term):
+        return []
+    article, _, rest = term.partition(" ")
+    if article in ("A", "An", "The") and rest:
+        term = f"{article.lower()} {rest}"  # "What is a coronavirus?", the sentence's capital dropped
+    verb = "are" if match.group("verb") == "are" else "is"
+    return [Candidate("definition", f"What {verb} {term}?", doc_id, "", match.span("definition"), (start, end))]
 
 
 def _clozes(text: str, doc_id: str, start: int, end: int) -> list[Candidate]:
+    body = _sentence_body(text, start, end)
+    if body is None:
+        return []
     found = []
     for kind in ("number", "date", "name"):
-        for s, e in typed_spans(text, kind, start, end)[:1]:  # one question per type and sentence
-            before, after = text[start:s].strip(), text[e:end].strip().rstrip(".!?").strip()
-            if len((before + " " + after).split()) < 5:
+        for s, e in typed_spans(text, kind, body[0], end)[:1]:  # one question per type and sentence
+            before = text[body[0]:s].split()[-_CLOZE_WORDS:]
+            after = text[e:end].rstrip().rstrip(".!?").split()[:_CLOZE_WORDS]
+            if len(before) + len(after) < 5:
                 continue
-            question = f"{before} ___ {after}: {_CLOZE_ASK[kind]}?".strip()
-            found.append(Candidate("cloze", " ".join(question.split()), doc_id, "", (s, e), (start, end)))
+            question = " ".join([*before, "___", *after]) + f": {_CLOZE_ASK[kind]}?"
+            found.append(Candidate("cloze", question, doc_id, "", (s, e), (start, end)))
     return found
 
 
