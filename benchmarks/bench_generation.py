@@ -1,12 +1,13 @@
 """Generated question sets against people's: do they rank configurations as a human set does?
 
-    python benchmarks/bench_generation.py [--work DIR] [--extractive-n 300] [--local-n 24]
-        [--scifact-docs 1000] [--human-limit 0] [--bootstrap 1000]
+    python benchmarks/bench_generation.py [--work DIR] [--questions 100] [--covidqa-articles 30]
+        [--scifact-distractors 100] [--extractive-n 100] [--local-n 0] [--bootstrap 1000]
 
-For COVID-QA (/work/shared/datasets/covidqa: 98 articles, 1,380 human questions with answer spans)
-and SciFact (/work/shared/datasets/scifact/beir: the 300 test claims with their qrels; the corpus
-cut to the documents those claims cite plus seeded distractors, ``--scifact-docs`` in all, so the
-embedding stays minutes on a shared 2-core machine), it
+Bounded, so that it runs in minutes on a shared 2-core machine (every figure says its sample):
+COVID-QA (/work/shared/datasets/covidqa: 98 articles, 1,380 human questions with answer spans)
+cut to ``--covidqa-articles`` seeded articles and ``--questions`` seeded human questions of
+theirs; SciFact (/work/shared/datasets/scifact/beir) cut to ``--questions`` seeded test claims,
+the abstracts they cite and ``--scifact-distractors`` seeded others. On each it
 
 1. generates a set from the corpus with each available method: ``extractive`` (no LLM), the
    embedded SmolLM2-135M (``local``; ``--local-n`` questions of types factoid and paraphrase only,
@@ -59,24 +60,46 @@ GRID = {
 }
 
 
-def scifact_subset(work: Path, total: int, seed: int) -> Path:
-    """A BEIR folder: the test claims, their qrels, the cited abstracts and seeded distractors."""
-    folder = work / f"scifact-{total}"
+def covidqa_subset(work: Path, source: Path, articles: int, questions: int, seed: int) -> Path:
+    """A squad folder: ``articles`` seeded articles that have questions, and ``questions`` seeded
+    human questions of theirs (0: all of both)."""
+    folder = work / f"covidqa-{articles}-{questions}"
+    if (folder / "questions.jsonl").is_file():
+        return folder
+    rng = random.Random(seed)
+    rows = [json.loads(line) for line in (source / "questions.jsonl").read_text().splitlines() if line]
+    corpus = [json.loads(line) for line in (source / "corpus.jsonl").read_text().splitlines() if line]
+    asked = sorted({row["doc_id"] for row in rows})
+    chosen = set(rng.sample(asked, articles) if articles else asked)
+    rows = [row for row in rows if row["doc_id"] in chosen]
+    rows = sorted(rng.sample(rows, questions) if questions and questions < len(rows) else rows, key=lambda r: r["id"])
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in corpus if doc["_id"] in chosen))
+    (folder / "questions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+def scifact_subset(work: Path, queries: int, distractors: int, seed: int) -> Path:
+    """A BEIR folder: ``queries`` seeded test claims, their qrels, the abstracts they cite and
+    ``distractors`` seeded other abstracts."""
+    folder = work / f"scifact-{queries}-{distractors}"
     if (folder / "corpus.jsonl").is_file():
         return folder
+    rng = random.Random(seed)
     qrels = [line.split("\t") for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:] if line]
+    asked = sorted({query for query, _, _ in qrels})
+    chosen = set(rng.sample(asked, queries) if queries and queries < len(asked) else asked)
+    qrels = [row for row in qrels if row[0] in chosen]
     cited = {doc for _, doc, _ in qrels}
     rows = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text().splitlines()]
     others = [row for row in rows if row["_id"] not in cited]
-    random.Random(seed).shuffle(others)
-    keep = [row for row in rows if row["_id"] in cited] + others[:max(0, total - len(cited))]
-    keep.sort(key=lambda row: row["_id"])
-    queries = {q for q, _, _ in qrels}
+    rng.shuffle(others)
+    keep = sorted([row for row in rows if row["_id"] in cited] + others[:distractors], key=lambda row: row["_id"])
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps(row) + "\n" for row in keep))
     (folder / "queries.jsonl").write_text("".join(
         line + "\n" for line in (SCIFACT / "queries.jsonl").read_text().splitlines()
-        if line and json.loads(line)["_id"] in queries))
+        if line and json.loads(line)["_id"] in chosen))
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         "\t".join(row) + "\n" for row in qrels))
     return folder
@@ -160,10 +183,11 @@ def tau_with_interval(generated: np.ndarray, human: np.ndarray, resamples: int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragkit-bench-generation"))
-    parser.add_argument("--extractive-n", type=int, default=300)
-    parser.add_argument("--local-n", type=int, default=24)
-    parser.add_argument("--scifact-docs", type=int, default=1000)
-    parser.add_argument("--human-limit", type=int, default=0, help="first N human questions (0: all)")
+    parser.add_argument("--extractive-n", type=int, default=100)
+    parser.add_argument("--local-n", type=int, default=0, help="questions asked of the embedded model (0: none)")
+    parser.add_argument("--questions", type=int, default=100, help="seeded human questions per dataset (0: all)")
+    parser.add_argument("--covidqa-articles", type=int, default=30, help="seeded COVID-QA articles (0: all 98)")
+    parser.add_argument("--scifact-distractors", type=int, default=100, help="abstracts no sampled claim cites")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--datasets", default="covidqa,scifact")
     parser.add_argument("--covidqa", type=Path, default=COVIDQA,
@@ -197,18 +221,19 @@ def main() -> None:
 
     if args.local_n == 0:
         clients.pop("local", None)
-    datasets = {"covidqa": (args.covidqa, "squad"),
-                "scifact": (scifact_subset(args.work, args.scifact_docs, 0) if "scifact" in args.datasets else SCIFACT,
-                            "beir")}
+    datasets = {
+        "covidqa": (covidqa_subset(args.work, args.covidqa, args.covidqa_articles, args.questions, 0), "squad"),
+        "scifact": (scifact_subset(args.work, args.questions, args.scifact_distractors, 0), "beir"),
+    }
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "grid": GRID, "datasets": {}}
     for name in args.datasets.split(","):
         corpus, format = datasets[name]
-        human, labels, human_time = run_grid(f"{name}-human", corpus, format, args.work, args.human_limit)
+        human, labels, human_time = run_grid(f"{name}-human", corpus, format, args.work, 0)
         entry: dict[str, Any] = {"configurations": labels, "human": {
             "questions": int(human[METRICS[0]].shape[0]), "grid_seconds": human_time["seconds"],
             "means": {m: np.nanmean(human[m], axis=0).round(4).tolist() for m in METRICS}}, "methods": {}}
         for method in ["extractive", *clients]:
-            n = args.extractive_n if method == "extractive" else args.local_n if method == "local" else 100
+            n = args.extractive_n if method == "extractive" else args.local_n if method == "local" else args.questions
             started = time.perf_counter()
             folder, record = generate(name, method, corpus, args.work, n, clients.get(method))
             dropped = record.get("dropped_by_reason", {})

@@ -3,7 +3,9 @@
 ``fixtures/smollm2_replies.json`` holds replies recorded from ``ragkit questions generate
 datasets/covidqa_sample --llm local --n 40 --seed 0`` (``fixtures/record_smollm2_replies.py``):
 each with its passages, the planned answers and the model's reply as written. Each test switches
-its filter off and shows the verdict changes, so it fails without the filter.
+its filter off and shows the verdict changes, so it fails without the filter. Two replies quoted
+in issue 38 (the same model on a user's filings) are ``from_issue``; the prompt-echo rule has no
+recorded reply and is tested on one written to its pattern.
 """
 
 from __future__ import annotations
@@ -60,13 +62,6 @@ def test_questions_about_the_text_are_dropped(monkeypatch):
     assert not any(judge(record).reason == "about_the_text" for record in about)
 
 
-def test_questions_sharing_no_content_word_with_their_passage_are_dropped(monkeypatch):
-    unrelated = recorded("no_content_word")
-    assert all(judge(record).reason == "no_content_word" for record in unrelated)
-    monkeypatch.setattr(replies_module, "multilingual_content_words", lambda text: ["same"])
-    assert not any(judge(record).reason == "no_content_word" for record in unrelated)
-
-
 def test_a_question_written_for_several_answers_is_a_template_and_every_copy_goes(monkeypatch):
     """The model's favourite question, replayed for each planned answer (the answer copied back,
     so no other check stops it): without the template rule its first copy entered the set."""
@@ -84,3 +79,40 @@ def test_a_question_written_for_several_answers_is_a_template_and_every_copy_goe
     monkeypatch.setattr("ragkit.qa.generation.generate.find_templates", lambda written: {})
     kept = generate_questions(documents, params, LLMClient(rule_llm(replay), None))
     assert [row["question"] for row in kept.rows] == [template]  # the first copy, as in the issue's run
+
+
+def test_the_template_reply_without_the_about_the_text_rule_still_goes_for_no_content_word(monkeypatch):
+    """Two rules in depth on the same real replies: "What is the answer to this question?" shares
+    no content word with any of its passages."""
+    template = [record for record in recorded("about_the_text")
+                if record["question"] == "What is the answer to this question?"]
+    monkeypatch.setattr(replies_module, "_ABOUT_THE_TEXT", NEVER)
+    assert {judge(record).reason for record in template} == {"no_content_word"}
+    monkeypatch.setattr(replies_module, "multilingual_content_words", lambda text: ["same"])
+    assert "no_content_word" not in {judge(record).reason for record in template}
+
+
+ISSUE = RECORDED["from_issue"]
+
+
+def test_an_unanswerable_question_whose_passage_holds_an_answer_of_its_type_is_dropped(monkeypatch):
+    apple = next(record for record in ISSUE if record["reason"] == "answer_in_passage")
+    verdict = judge(apple)
+    assert verdict.reason == "answer_in_passage" and "'60,274'" in verdict.detail and "number" in verdict.detail
+    monkeypatch.setattr(replies_module, "answer_held", lambda question, passage: None)
+    assert judge(apple).reason is None  # kept as "unanswerable", as in the issue's run
+
+
+def test_the_issues_quoted_replies_get_their_reasons():
+    assert [judge(record).reason for record in ISSUE] == [record["reason"] for record in ISSUE]
+
+
+def test_a_question_repeating_the_prompts_instructions_is_dropped(monkeypatch):
+    """No recorded reply of the model echoed today's instructions (an earlier prompt's example
+    was echoed: prompts.py); this reply is written to the pattern, the only one not recorded."""
+    record = {"slot": 0, "type": "unanswerable", "language": "en", "answers": [],
+              "passages": ["The clinic tested 424 samples from horses in Ireland."],
+              "reply": json.dumps({"question": "Write one question in English on the topic of horses?"})}
+    assert judge(record).reason == "prompt_echo"
+    monkeypatch.setattr(replies_module, "_PROMPT_NGRAMS", set())
+    assert judge(record).reason is None
