@@ -12,7 +12,8 @@ the abstracts they cite and ``--scifact-distractors`` seeded others. On each it
 1. generates a set from the corpus with each available method: ``extractive`` (no LLM), the
    embedded SmolLM2-135M (``local``; ``--local-n`` questions of types factoid and paraphrase only,
    since it takes seconds a call and keeps few), and Ollama when a server answers;
-2. runs one grid of 12 configurations (3 chunkers x bm25, dense, hybrid, mmr; MiniLM; top_k 10) on
+2. runs one grid of 12 configurations (token chunks of 256 and 512 x bm25, dense, hybrid with RRF k
+   60 and 5, MMR with lambda 0.5 and 0.9; MiniLM; top_k 10) on
    every set, human and generated, over the same corpus (content keys share the chunk sets and
    indexes between sets);
 3. reports Kendall's tau-b (scipy.stats.kendalltau) between the configurations' means on a
@@ -46,16 +47,17 @@ SCIFACT = Path("/work/shared/datasets/scifact/beir")
 METRICS = ("ndcg@10", "recall@5")
 JUNK = ("about_the_text", "prompt_echo", "no_content_word", "not_a_question", "empty_question", "invalid_reply",
         "duplicate")
-# 3 chunkers x 4 retrievers: 12 configurations, 3 chunk sets to embed (MiniLM reads 256 word
-# pieces, so a 512-token chunk costs about half a 256-token one per token of corpus).
+# 2 chunkers x 6 retrievers: 12 configurations and only 2 chunk sets to embed (embedding is what
+# this costs on a loaded machine: 615 chunks took 11 minutes at a load average of 20).
 GRID = {
     "chunkers": [
         {"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0}},
         {"type": "token", "params": {"chunk_size": 512, "chunk_overlap": 0}},
-        {"type": "sentence", "params": {"chunk_size": 512, "chunk_overlap": 0}},
     ],
     "embedders": ["minilm"],
-    "retrievers": ["bm25", "dense", "hybrid", "mmr"],
+    "retrievers": ["bm25", "dense",
+                   {"type": "hybrid", "params": {"rrf_k": 60}}, {"type": "hybrid", "params": {"rrf_k": 5}},
+                   {"type": "mmr", "params": {"mmr_lambda": 0.5}}, {"type": "mmr", "params": {"mmr_lambda": 0.9}}],
     "top_k": [10],
 }
 
@@ -145,20 +147,27 @@ def run_grid(label: str, dataset: Path, format: str, work: Path, limit: int) -> 
     config = config_from_dict({"name": f"gen-{label}", **GRID,
                                "dataset": {"path": str(dataset), "format": format,
                                            **({"limit": limit} if limit else {})}}, source=label)
-    out = work / "results" / label
+    out = work / "results" / f"{label}-g2"
     started = time.perf_counter()
     run_experiment(config, out)
     seconds = time.perf_counter() - started
     store = ResultStore(out)
     runs = store.read("runs")
     scores = store.read("scores", metrics=list(METRICS))
-    names = {row.run_id: f"{row.chunker}/{row.retriever}" for row in runs.itertuples()}
+    names = {row["run_id"]: _label(row) for row in runs.to_dict("records")}
     order = sorted(names, key=names.get)
     matrices = {}
     for metric in METRICS:
         table = scores[scores["metric"] == metric].pivot_table(index="question_id", columns="run_id", values="value")
         matrices[metric] = table.reindex(columns=order).to_numpy(dtype=float)
     return matrices, [names[r] for r in order], {"seconds": seconds}
+
+
+def _label(run: dict[str, Any]) -> str:
+    extra = "".join(f" {name}={run[f'retriever.{name}']:g}" for name in ("rrf_k", "mmr_lambda")
+                    if isinstance(run.get(f"retriever.{name}"), float) and run[f"retriever.{name}"] == run[
+                        f"retriever.{name}"])
+    return f"{run['chunker']}-{run['chunker.chunk_size']}/{run['retriever']}{extra}"
 
 
 def tau_with_interval(generated: np.ndarray, human: np.ndarray, resamples: int, seed: int) -> dict[str, float]:
