@@ -29,8 +29,9 @@ REFRESH_S = 2.0
 
 def show() -> None:
     from ragkit.qa.generation import QUESTION_TYPES, GenerationParams, dry_run_counts, plan_generation
-    from ragkit.qa.generation.extractive import EXTRACTIVE_TYPES, plan_extractive
+    from ragkit.qa.generation.extractive import plan_extractive
     from ragkit.qa.generation.outcome import model_notice
+    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
 
     with st.expander("Generate a question set from a corpus", expanded=False):
         corpora = [BUNDLED, *state.corpora_table()["name"].tolist()]

@@ -184,8 +184,8 @@ def add_questions_parser(sub: Any) -> None:
     """Register `ragkit questions ...` on the top-level subparsers."""
     from ragkit.qa import FORMATS
     from ragkit.qa.generation import QUESTION_TYPES
-    from ragkit.qa.generation.extractive import EXTRACTIVE_TYPES
     from ragkit.qa.generation.generate import METHODS
+    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
     from ragkit.qa.interop import EXPORT_FORMATS, IMPORT_FORMATS
 
     questions = sub.add_parser("questions", help="generate, check, review, freeze, import and export question sets")

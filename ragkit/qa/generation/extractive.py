@@ -36,11 +36,12 @@ from typing import Any
 from ragkit.errors import ConfigError
 from ragkit.qa.dedup import Embed, find_duplicates
 from ragkit.qa.generation.answer_types import AnswerType, typed_spans
-from ragkit.qa.generation.sampling import TextDocument, document_sections, type_counts
+from ragkit.qa.generation.generate import GeneratedSet, find_templates
+from ragkit.qa.generation.outcome import yield_outcome
+from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES, TextDocument, document_sections, type_counts
 from ragkit.qa.wording import normalise_question, word_overlap
 from ragkit.text import FUNCTION_WORDS, multilingual_content_words, sentence_spans
 
-EXTRACTIVE_TYPES = ("table", "heading", "definition", "cloze")
 RECORD_FORMAT = 1
 HEADING_BODY_CHARS = 2000
 _CLOZE_ASK: dict[AnswerType, str] = {"number": "how much", "date": "when", "name": "who"}
@@ -296,12 +297,9 @@ def _shuffled(items: list[Candidate], rng: random.Random) -> list[Candidate]:
 
 
 def generate_extractive(documents: Sequence[TextDocument], params: Any, *, embed: Embed | None = None,
-                        corpus: str = "", clock: Callable[[], float] = time.perf_counter) -> Any:
+                        corpus: str = "", clock: Callable[[], float] = time.perf_counter) -> GeneratedSet:
     """A GeneratedSet (rows, dropped, record) from ``params`` (GenerationParams: n, types, seed,
     duplicate_threshold)."""
-    from ragkit.qa.generation.generate import GeneratedSet, find_templates
-    from ragkit.qa.generation.outcome import yield_outcome
-
     started = clock()
     texts = {d.id_: d.text for d in documents}
     planned = plan_extractive(documents, params.n, params.types, params.seed)

@@ -17,11 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from ragkit.llms.calls import LLMClient
 from ragkit.qa.dedup import Embed, find_duplicates
-from ragkit.qa.generation.extractive import EXTRACTIVE_TYPES
 from ragkit.qa.generation.outcome import yield_outcome
 from ragkit.qa.generation.prompts import PROMPT_VERSION, SYSTEM, TEMPLATES, build_prompt, estimate_tokens, reply_schema
 from ragkit.qa.generation.replies import Verdict, judge_reply
-from ragkit.qa.generation.sampling import QUESTION_TYPES, Slot, TextDocument, plan_slots
+from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES, QUESTION_TYPES, Slot, TextDocument, plan_slots
 from ragkit.qa.language import guess_language
 from ragkit.qa.wording import normalise_question
 
