@@ -1,7 +1,9 @@
-"""The question-sets page's generation section: what `ragkit questions generate` would cost on a
-corpus (calls exact, tokens estimated), a button that runs that command as a background job
-(ragkit.jobs; a rerun never does LLM work itself), the jobs' progress, and, once a job is done,
-its set registered so it appears in the list and the review below."""
+"""The question-sets page's generation section: the method (an LLM, or extractive with no LLM),
+the model that will write the questions and what it can do, what `ragkit questions generate`
+would cost on a corpus (calls exact, tokens estimated), a button that runs that command as a
+background job (ragkit.jobs; a rerun never does LLM work itself), the jobs' progress and outcome
+(kept of asked, a poor yield as a warning with what to do next), and, once a job is done, its set
+registered so it appears in the list and the review below."""
 
 from __future__ import annotations
 
@@ -20,30 +22,48 @@ from ragkit.qa import catalogue
 BUNDLED = catalogue.SAMPLE_NAME
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"
 LLM_CHOICES = [DEFAULT_LLM, "local", "ollama"]
+METHOD_CHOICES = {"LLM: a model writes each question": "llm",
+                  "Extractive: tables, headings, definitions, figures (no LLM)": "extractive"}
 REFRESH_S = 2.0
 
 
 def show() -> None:
     from ragkit.qa.generation import QUESTION_TYPES, GenerationParams, dry_run_counts, plan_generation
+    from ragkit.qa.generation.extractive import plan_extractive
+    from ragkit.qa.generation.outcome import model_notice
+    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
 
     with st.expander("Generate a question set from a corpus", expanded=False):
         corpora = [BUNDLED, *state.corpora_table()["name"].tolist()]
         corpus = st.selectbox("Corpus", corpora, key="gen_corpus")
+        method = METHOD_CHOICES[st.radio("Method", list(METHOD_CHOICES), key="gen_method", horizontal=True)]
+        all_types = list(EXTRACTIVE_TYPES if method == "extractive" else QUESTION_TYPES)
         n = int(st.number_input("Questions", min_value=1, max_value=100_000, value=200, key="gen_n"))
-        types = st.multiselect("Types", list(QUESTION_TYPES), default=list(QUESTION_TYPES), key="gen_types")
+        types = st.multiselect("Types", all_types, default=all_types,
+                               key="gen_types" if method == "llm" else "gen_types_extractive")
         seed = int(st.number_input("Seed", min_value=0, value=0, key="gen_seed"))
-        llm = st.selectbox("LLM", LLM_CHOICES, key="gen_llm")
+        llm = DEFAULT_LLM
+        if method == "llm":
+            llm = st.selectbox("LLM", LLM_CHOICES, key="gen_llm")
+            st.info(escape(model_notice("llm", state.generation_model(None if llm == DEFAULT_LLM else llm))))
+        else:
+            st.caption(escape(model_notice("extractive", None)))
         embeddings = st.checkbox("Also find near-duplicates by embedding (MiniLM)", value=True, key="gen_embeddings")
         argument = str(catalogue.SAMPLE_QUESTION_SET) if corpus == BUNDLED else str(corpus)
         estimate, generate = st.columns([1, 1])
         if estimate.button("Estimate", key="gen_estimate"):
             try:
-                params = GenerationParams(n=n, types=types or list(QUESTION_TYPES), seed=seed)
+                params = GenerationParams(n=n, method=method, types=types or all_types, seed=seed)
                 if corpus == BUNDLED:
                     documents = list(state.dataset_documents(argument).values())
                 else:
                     documents = list(state.load_corpus(corpus).documents)
-                counts = dry_run_counts(plan_generation(documents, params), params)
+                if method == "extractive":
+                    found = len(plan_extractive(documents, params.n, params.types, params.seed))
+                    counts = {"calls": 0, "prompt_tokens_estimate": 0, "completion_tokens_max": 0}
+                    st.caption(f"{found} of {n} questions found in the documents' structure.")
+                else:
+                    counts = dry_run_counts(plan_generation(documents, params), params)
             except (ConfigError, ValueError) as error:
                 st.error(escape(error))
             else:
@@ -51,7 +71,7 @@ def show() -> None:
                 cols[0].metric("LLM calls", counts["calls"])
                 cols[1].metric("Prompt tokens (estimate)", counts["prompt_tokens_estimate"])
                 cols[2].metric("Completion tokens (at most)", counts["completion_tokens_max"])
-                command = ["ragkit", "questions", "generate", argument, "--n", str(n), "--types",
+                command = ["ragkit", "questions", "generate", argument, "--method", method, "--n", str(n), "--types",
                            ",".join(params.types), "--seed", str(seed), "--out", "SET_FOLDER"]
                 st.caption("The same on the command line:")
                 st.code(shlex.join(command), language="bash")
@@ -61,7 +81,7 @@ def show() -> None:
             out = catalogue.catalogue_dir() / "generated" / f"{slug}-{n}-{stamp}"
             try:
                 job = state.job_manager().start_generation(
-                    argument, out, n=n, types=types or list(QUESTION_TYPES), seed=seed,
+                    argument, out, n=n, types=types or all_types, seed=seed, method=method,
                     llm=None if llm == DEFAULT_LLM else llm, embeddings=embeddings)
                 st.success(f"Started generation job {escape(job.job_id)}; the set appears below when it is done.")
             except ConfigError as error:
@@ -77,9 +97,11 @@ def _jobs_panel() -> None:
     known = {Path(entry["path"]) for entry in catalogue.question_sets().values()}
     for job in jobs[:5]:
         fraction = job.done / job.total if job.total else 0.0
-        st.progress(fraction, text=f"{escape(job.experiment)}: {job.state} · {job.done}/{job.total or '?'} LLM calls")
+        st.progress(fraction, text=escape(f"{job.experiment}: {job.state_text()} · {job.done}/{job.total or '?'}"))
         if job.error:
             st.error(escape(job.error))
+        elif job.outcome and job.outcome.get("poor"):
+            st.warning(escape(f"{job.outcome['summary']}. Next: {job.outcome.get('advice') or 'see the log'}"))
         elif job.state == "failed":
             st.code(job.log_tail or "(no output)", language=None)
         out = Path(job.out_dir)

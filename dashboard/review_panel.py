@@ -63,8 +63,10 @@ def show(entry: dict[str, str]) -> None:
         _save(path, decide(review, chosen, "rejected"))
     with st.expander("Edit"):
         question = st.text_input("Question text", value=row["question"], key=f"edit_q_{chosen}")
-        answer = st.text_input("Answer (an exact span of the document)", value=row.get("answer") or "",
-                               key=f"edit_a_{chosen}")
+        unanswerable = row.get("answerable") is False and not (decision and decision.parts)
+        answer = st.text_input("Answer (an exact span of the document)" +
+                               (": giving one makes this unanswerable question answerable" if unanswerable else ""),
+                               value=row.get("answer") or "", key=f"edit_a_{chosen}")
         if st.button("Save edit", key="review_edit"):
             try:
                 new_answer = answer if answer and answer != (row.get("answer") or "") else None

@@ -146,6 +146,14 @@ def question_quality(path: str, format: str = "auto") -> dict[str, Any] | None:
     return _question_quality(path, format, _mtime(path))
 
 
+@st.cache_data(ttl=30, show_spinner=False)
+def generation_model(llm: str | None) -> str:
+    """ragkit.qa.sources.generation_model (the default backend is probed: kept 30 s)."""
+    from ragkit.qa.sources import generation_model as name
+
+    return name(llm)
+
+
 @st.cache_resource(max_entries=4)
 def dataset_documents(path: str) -> dict[str, Any]:
     """ragkit.qa.catalogue.dataset_documents, shared by every page and session."""

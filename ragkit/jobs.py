@@ -74,7 +74,12 @@ class JobInfo(BaseModel):
     elapsed_s: float | None = None
     eta_s: float | None = None
     error: str | None = None
+    outcome: dict[str, Any] | None = None  # what a finished job yielded: {summary, poor, advice, ...}
     log_tail: str = ""
+
+    def state_text(self) -> str:
+        """The state as a page shows it: "done", or "done · kept 5 of 40 (12%): poor yield ..."."""
+        return f"{self.state} · {self.outcome['summary']}" if self.outcome else self.state
 
 
 def _process_alive(pid: int) -> bool:
@@ -151,15 +156,16 @@ class JobManager:
         return self._launch(job)
 
     def start_generation(self, corpus: str, out_dir: Path, *, n: int, types: list[str], seed: int = 0,
-                         llm: str | None = None, embeddings: bool = True) -> Job:
+                         llm: str | None = None, embeddings: bool = True, method: str = "llm") -> Job:
         """Start ``ragkit questions generate`` on ``corpus`` (a dataset folder or corpus name) into
-        ``out_dir``; its progress is LLM calls made of those planned."""
+        ``out_dir``; its progress is LLM calls made of those planned (extractive: questions), its
+        outcome the kept questions of those asked."""
         from ragkit.qa.generation import GenerationParams
         from ragkit.qa.generation.writer import check_out
         from ragkit.qa.sources import validated
 
         # Validate before any folder or process exists, as start() does.
-        params = validated(GenerationParams, {"n": n, "types": types, "seed": seed})
+        params = validated(GenerationParams, {"n": n, "types": types, "seed": seed, "method": method})
         if llm is not None:
             from ragkit.llms import llms
 
@@ -175,9 +181,11 @@ class JobManager:
         folder = self.jobs_dir / job_id
         folder.mkdir(parents=True)
         command = [sys.executable, "-m", "ragkit.cli", "questions", "generate", argument, "--n", str(params.n),
-                   "--types", ",".join(params.types), "--seed", str(params.seed), "--out", str(out),
+                   "--method", params.method, "--types", ",".join(params.types), "--seed", str(params.seed),
+                   "--out", str(out),
                    "--status-file", str(folder / "status.json")]
-        command += (["--llm", llm] if llm else []) + ([] if embeddings else ["--no-embeddings"])
+        command += ["--llm", llm] if llm and params.method == "llm" else []
+        command += [] if embeddings else ["--no-embeddings"]
         job = Job(job_id=job_id, experiment=out.name, out_dir=str(out), created=stamp, pid=0, command=command,
                   kind="questions")
         return self._launch(job)
@@ -203,6 +211,7 @@ class JobManager:
                 info.error = next((line for line in reversed(log_tail.splitlines()) if line.strip()), "exited")
         else:
             info.done, info.total, info.error = status["done"], status["total"], status.get("error")
+            info.outcome = status.get("outcome")
             finished = status["state"] != "running" or not alive
             info.elapsed_s = (status["updated"] if finished else time.time()) - status["started"]
             if status["state"] == "running":

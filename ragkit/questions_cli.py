@@ -11,49 +11,81 @@ from ragkit.errors import ConfigError
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    """Exit 0 with the set written; 1 when it is written but keeps fewer than --min-kept; 2 on a
+    bad option. The last line is the outcome ("kept 5 of 40 (12%): poor yield; ...")."""
     from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
+    from ragkit.qa.generation.extractive import generate_extractive, plan_extractive
+    from ragkit.qa.generation.outcome import min_kept_failure, model_notice
     from ragkit.qa.generation.writer import check_out
     from ragkit.qa.sources import build_llm_client, load_corpus_source, minilm_embed, validated
 
-    types = [kind.strip() for kind in args.types.split(",") if kind.strip()] if args.types else None
-    params = validated(GenerationParams, {"n": args.n, "seed": args.seed, **({"types": types} if types else {})})
+    types = [kind.strip() for kind in args.types.split(",") if kind.strip()] if args.types else []
+    params = validated(GenerationParams, {"n": args.n, "seed": args.seed, "method": args.method, "types": types})
+    if args.min_kept is not None and args.min_kept < 0:
+        raise ConfigError(f"--min-kept {args.min_kept}: must be 0 or more")
+    extractive = params.method == "extractive"
     if not args.dry_run:
         if not args.out:
             raise ConfigError("--out is required (a folder, or a .jsonl file) unless --dry-run")
         check_out(Path(args.out))
     source = load_corpus_source(args.corpus)
     if args.dry_run:
+        if extractive:
+            found = plan_extractive(source.documents, params.n, params.types, params.seed)
+            print(f"dry run on '{source.name}' ({len(source.documents)} documents): {len(found)} of {params.n} "
+                  "questions found in the documents' structure; no LLM call")
+            return 0
         counts = dry_run_counts(plan_generation(source.documents, params), params)
         kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(counts["by_type"].items()))
         print(f"dry run on '{source.name}' ({len(source.documents)} documents): {counts['calls']} LLM calls "
               f"({kinds}); about {counts['prompt_tokens_estimate']} prompt tokens (estimated at 4 characters a "
               f"token), at most {counts['completion_tokens_max']} completion tokens")
         return 0
-    status = _status_writer(args.status_file, len(plan_generation(source.documents, params)))
+    status = None
     try:
-        client = build_llm_client(args.llm, args.llm_model)
+        client = None if extractive else build_llm_client(args.llm, args.llm_model, args.llm_url)
+        model = None if client is None else str(client.backend.cache_identity()["model"])
+        print(model_notice(params.method, model), flush=True)
         embed = None if args.no_embeddings else minilm_embed()
         if embed is None and not args.no_embeddings:
             print("note: the MiniLM embedder could not load; duplicates are found by normalised text only",
                   file=sys.stderr)
-        result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name,
-                                    on_call=(lambda done, total: status.advance(1)) if status else None)
+        if client is None:
+            status = _status_writer(args.status_file, params.n)
+            result = generate_extractive(source.documents, params, embed=embed, corpus=source.name)
+            if status:
+                status.advance(params.n)
+        else:
+            status = _status_writer(args.status_file, len(plan_generation(source.documents, params)))
+            result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name,
+                                        on_call=(lambda done, total: status.advance(1)) if status else None)
         path = write_set(Path(args.out), result.rows, result.record, source.corpus_file)
     except Exception as error:
         if status:  # the dashboard shows why the job stopped
             status.finish(f"{type(error).__name__}: {error}")
         raise
-    if status:
-        status.finish()
     record = result.record
-    print(f"kept {record['kept']} of {record['planned']} planned questions -> {path}")
+    outcome = record["outcome"]
+    failure = min_kept_failure(outcome, args.min_kept)
+    if status:
+        status.finish(failure, outcome={key: outcome[key] for key in ("summary", "poor", "advice", "kept", "asked")})
+    print(f"wrote {len(result.rows)} questions -> {path}")
     if record["dropped_by_reason"]:
         print("dropped: " + ", ".join(f"{reason} {count}" for reason, count in
                                       sorted(record["dropped_by_reason"].items())))
-    print(f"{record['calls']} LLM calls ({record['backend_calls']} sent to the model), {record['prompt_tokens']} "
-          f"prompt + {record['completion_tokens']} completion tokens, {record['seconds']:.1f} s; "
-          f"model {record['model']['model']}")
-    return 0
+    if extractive:
+        print("by type: " + ", ".join(f"{kind} {count}" for kind, count in sorted(record["by_type"].items()))
+              + f"; {record['seconds']:.1f} s, no LLM call")
+    else:
+        print(f"{record['calls']} LLM calls ({record['backend_calls']} sent to the model), {record['prompt_tokens']} "
+              f"prompt + {record['completion_tokens']} completion tokens, {record['seconds']:.1f} s; "
+              f"model {record['model']['model']}")
+    if outcome["advice"]:
+        print(f"next: {outcome['advice']}")
+    if failure:
+        print(f"error: {failure}", file=sys.stderr)
+    print(("warning: " if outcome["poor"] else "") + outcome["summary"])
+    return 1 if failure else 0
 
 
 def _status_writer(path: str | None, total: int) -> Any:
@@ -168,6 +200,8 @@ def add_questions_parser(sub: Any) -> None:
     """Register `ragkit questions ...` on the top-level subparsers."""
     from ragkit.qa import FORMATS
     from ragkit.qa.generation import QUESTION_TYPES
+    from ragkit.qa.generation.generate import METHODS
+    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
     from ragkit.qa.interop import EXPORT_FORMATS, IMPORT_FORMATS
     from ragkit.qa.interop.report import DEFAULT_MIN_LOCATED
 
@@ -179,12 +213,20 @@ def add_questions_parser(sub: Any) -> None:
                                          "corpus name")
     generate.add_argument("--n", type=int, default=200, help="questions to plan (default 200; drops make fewer)")
     generate.add_argument("--out", help="output folder (questions.jsonl, generation.json) or .jsonl file")
-    generate.add_argument("--types", help=f"comma-separated, any of {','.join(QUESTION_TYPES)} (default: all)")
+    generate.add_argument("--method", choices=METHODS, default="llm",
+                          help="llm (default): an LLM writes each question; extractive: questions from the documents' "
+                               "tables, headings, definitions and figures, no LLM")
+    generate.add_argument("--types", help=f"comma-separated; llm: any of {','.join(QUESTION_TYPES)}; extractive: any "
+                                          f"of {','.join(EXTRACTIVE_TYPES)} (default: all of the method's)")
+    generate.add_argument("--min-kept", type=int, metavar="N",
+                          help="exit 1 (the set still written) when fewer than N questions are kept")
     generate.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     generate.add_argument("--dry-run", action="store_true", help="print the calls and tokens it would use; no call")
     generate.add_argument("--llm", help="llm backend: local, ollama or openai (default: Ollama if it answers, "
                                         "else the embedded model)")
     generate.add_argument("--llm-model", help="the backend's model name (ollama, openai)")
+    generate.add_argument("--llm-url", help="the server's address (ollama: http://HOST:11434; openai: the API root, "
+                                            "http://HOST:PORT/v1)")
     generate.add_argument("--no-embeddings", action="store_true",
                           help="find duplicates by normalised text only (no MiniLM)")
     generate.add_argument("--status-file", help="keep a JSON progress file here (used by the dashboard)")

@@ -48,6 +48,8 @@ def test_a_generation_job_runs_the_cli_to_a_set_with_progress_in_calls(scripted_
     rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
     documents = {d["_id"]: d["text"] for d in map(json.loads, (out / "corpus.jsonl").read_text().splitlines())}
     assert len(rows) == 4
+    assert info.outcome["summary"] == "kept 4 of 4 (100%): poor yield (fewer than 30 questions)"
+    assert info.state_text() == f"done · {info.outcome['summary']}"
     for row in rows:  # the library did the work: exact, verified spans
         assert documents[row["doc_id"]][row["answer_start"]:row["answer_end"]] == row["answer"]
 

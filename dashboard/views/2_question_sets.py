@@ -107,8 +107,8 @@ if imported is not None:
 st.subheader("Quality")
 quality = state.question_quality(entry["path"], entry["format"])
 if quality is None:
-    st.info("This set ships no corpus.jsonl; check it against a corpus with "
-            "`ragkit questions check SET --corpus NAME`.")
+    st.info("This set ships no corpus.jsonl and its generation.json names no ingested corpus; check it "
+            "against a corpus with `ragkit questions check SET --corpus NAME`.")
 else:
     quality_cols = st.columns(5)
     quality_cols[0].metric("Documents without questions", f"{quality['documents_without_questions']:.0%}")
@@ -119,7 +119,14 @@ else:
                    "n/a" if quality["word_overlap"] is None else f"{quality['word_overlap']['mean']:.2f}")
     quality_cols[4].metric("bm25 ranks the source first",
                    "n/a" if quality["bm25_source_first"] is None else f"{quality['bm25_source_first']:.0%}")
-    st.dataframe(pd.DataFrame([{"type": kind, "questions": count} for kind, count in quality["types"].items()]),
+    # Per type (an extractive set's types are its methods): lexical bias shows here, e.g. a cloze
+    # question copies its sentence, so bm25 finds its source by construction.
+    bm25_by_type = quality.get("bm25_source_first_by_type") or {}
+    st.dataframe(pd.DataFrame([{"type": kind, "questions": count,
+                                "word overlap": quality["word_overlap_by_type"].get(kind),
+                                "bm25 ranks the source first": (f"{bm25_by_type[kind]:.0%}" if kind in bm25_by_type
+                                                                else "n/a")}
+                               for kind, count in quality["types"].items()]),
                  hide_index=True)
     for warning in quality["warnings"]:
         st.warning(escape(warning))

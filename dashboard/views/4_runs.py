@@ -1,5 +1,6 @@
 """Runs: start a job from YAML, follow live progress, cancel and resume. Question-generation jobs
-(started on the Question sets page) are listed too, kind "questions", progress in LLM calls."""
+(started on the Question sets page) are listed too, kind "questions", progress in LLM calls, and
+once done their outcome ("done · kept 5 of 40 (12%): poor yield"), a poor yield as a warning."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def jobs_panel() -> None:
     st.dataframe(
         pd.DataFrame(
             [
-                {"job": j.job_id, "kind": j.kind, "experiment": j.experiment, "state": j.state,
+                {"job": j.job_id, "kind": j.kind, "experiment": j.experiment, "state": j.state_text(),
                  "progress": (j.done / j.total) if j.total else 0.0, "done": j.done, "total": j.total,
                  "elapsed": _duration(j.elapsed_s), "ETA": _duration(j.eta_s), "created": j.created}
                 for j in jobs
@@ -59,11 +60,13 @@ def jobs_panel() -> None:
     job_id = st.selectbox("Job", [j.job_id for j in jobs], key="runs_job")
     info = next(j for j in jobs if j.job_id == job_id)
     fraction = info.done / info.total if info.total else 0.0
-    st.progress(fraction, text=f"{info.state} · {info.done}/{info.total or '?'} "
-                               f"{'questions' if info.kind == 'run' else 'LLM calls'} · "
-                               f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}")
+    st.progress(fraction, text=escape(f"{info.state_text()} · {info.done}/{info.total or '?'} "
+                                      f"{'questions' if info.kind == 'run' else 'LLM calls'} · "
+                                      f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}"))
     if info.error:
         st.error(escape(info.error))
+    elif info.outcome and info.outcome.get("poor"):
+        st.warning(escape(f"{info.outcome['summary']}. Next: {info.outcome.get('advice') or 'see the log'}"))
     cancel, resume, _ = st.columns([1, 1, 4])
     if cancel.button("Cancel", disabled=info.state not in ("queued", "running"), key="runs_cancel"):
         manager.cancel(job_id)

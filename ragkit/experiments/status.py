@@ -25,11 +25,12 @@ class StatusWriter:
         self._last_write = 0.0
         self._write("running")
 
-    def _write(self, state: str, error: str | None = None) -> None:
+    def _write(self, state: str, error: str | None = None, outcome: dict[str, Any] | None = None) -> None:
         self._last_write = time.time()
         write_json_atomic(self.path, {
             "state": state, "done": self.done, "total": self.total, "started": self.started,
             "updated": self._last_write, "pid": os.getpid(), "error": error,
+            **({"outcome": outcome} if outcome is not None else {}),
         })
 
     def advance(self, amount: int) -> None:
@@ -37,8 +38,10 @@ class StatusWriter:
         if time.time() - self._last_write >= self._min_interval:
             self._write("running")
 
-    def finish(self, error: str | None = None) -> None:
-        self._write("failed" if error else "done", error)
+    def finish(self, error: str | None = None, outcome: dict[str, Any] | None = None) -> None:
+        """``outcome``: what the work yielded against what was asked ({summary, poor, advice, ...}),
+        shown beside the state ("done · kept 5 of 40: poor yield")."""
+        self._write("failed" if error else "done", error, outcome)
 
 
 def read_status(path: Path) -> dict[str, Any] | None:

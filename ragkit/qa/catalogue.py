@@ -16,7 +16,6 @@ from typing import Any
 from ragkit.corpus.validation import sanitize_name
 from ragkit.json_input import parse_json
 from ragkit.qa import load_question_set
-from ragkit.qa.corpus import load_dataset_corpus
 from ragkit.qa.quality import quality_report
 from ragkit.settings import get_settings
 from ragkit.uploads import UploadedFile, inside, save_uploads
@@ -82,9 +81,12 @@ def save_question_set_uploads(files: Iterable[UploadedFile], name: str, root: Pa
 
 
 def dataset_documents(path: str | Path) -> dict[str, Any]:
-    """The documents a set ships (its corpus.jsonl or SQuAD contexts) by id; empty when none."""
-    documents = load_dataset_corpus(path)
-    return {document.id_: document for document in documents} if documents else {}
+    """The documents a set ships (its corpus.jsonl or SQuAD contexts), else those of the ingested
+    corpus its generation.json names, by id; empty when none."""
+    from ragkit.qa.sources import set_documents
+
+    source = set_documents(Path(path), None)
+    return source.by_id() if source else {}
 
 
 def question_quality(path: str | Path, format: str = "auto",

@@ -58,6 +58,8 @@ class QualityReport(BaseModel):
     word_overlap_by_type: dict[str, float]
     bm25_checked: int
     bm25_source_first: float | None = Field(description="Share of questions whose source document bm25 ranks first.")
+    bm25_source_first_by_type: dict[str, float] = Field(
+        default_factory=dict, description="The same per question type (an extractive set's types are its methods).")
     warnings: list[str]
 
 
@@ -79,7 +81,7 @@ def quality_report(question_set: QuestionSet, documents: Mapping[str, Any] | Non
         "questions_per_document": None, "documents_without_questions": None,
         "answer_checked": 0, "answer_locatable": None, "word_overlap": None, "word_overlap_by_type": {},
         "answers_not_looked_for": answers_refused_as_spans(question_set),
-        "bm25_checked": 0, "bm25_source_first": None,
+        "bm25_checked": 0, "bm25_source_first": None, "bm25_source_first_by_type": {},
     }
     if texts:
         report.update(_coverage(questions, texts))
@@ -156,8 +158,13 @@ def _bm25(questions: list[Question], texts: Mapping[str, str]) -> dict[str, Any]
     if not sourced or len(texts) < 2:
         return {}
     index = DocumentBM25(list(texts), list(texts.values()))
-    first = sum(index.ranks_first(q.text, q.source_document or "") for q in sourced)
-    return {"bm25_checked": len(sourced), "bm25_source_first": first / len(sourced)}
+    by_type: dict[str, list[bool]] = {}
+    for question in sourced:
+        by_type.setdefault(question.question_type or "unlabelled", []).append(
+            index.ranks_first(question.text, question.source_document or ""))
+    first = sum(sum(hits) for hits in by_type.values())
+    return {"bm25_checked": len(sourced), "bm25_source_first": first / len(sourced),
+            "bm25_source_first_by_type": {kind: sum(hits) / len(hits) for kind, hits in by_type.items()}}
 
 
 def _warnings(report: dict[str, Any]) -> list[str]:
@@ -201,7 +208,9 @@ def format_report(report: QualityReport) -> str:
         by_type = ", ".join(f"{kind} {value:.2f}" for kind, value in sorted(report.word_overlap_by_type.items()))
         lines.append(f"word overlap with the source: mean {report.word_overlap.mean:.2f}, median "
                      f"{report.word_overlap.median:.2f} ({by_type})")
+    by_type_bm25 = ", ".join(f"{kind} {value:.0%}" for kind, value in sorted(report.bm25_source_first_by_type.items()))
     lines.append(f"bm25 ranks the source document first: {share(report.bm25_source_first)} of "
-                 f"{report.bm25_checked} (in-memory BM25 over whole documents)")
+                 f"{report.bm25_checked} (in-memory BM25 over whole documents)"
+                 + (f" ({by_type_bm25})" if len(report.bm25_source_first_by_type) > 1 else ""))
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     return "\n".join(lines) + "\n"

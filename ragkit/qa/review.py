@@ -83,7 +83,9 @@ def edit(review: Review, row: dict[str, Any], texts: dict[str, str], *, question
          answer: str | None = None, part: int = 0, answer_start: int | None = None) -> Review:
     """Record an edit of the question text and/or one answer part. A new answer must be in the
     part's document: at ``answer_start`` when given, else the occurrence nearest the old span.
-    ConfigError (one line) when it is not there; nothing is recorded then."""
+    An answer given to an unanswerable question makes it answerable: the span is looked for in
+    its source document (``doc_id``), nearest the passage it was drawn from. ConfigError (one
+    line) when it is not there; nothing is recorded then."""
     current = review.decisions.get(row["id"])
     parts = [dict(p) for p in (current.parts if current and current.parts else answer_parts(row))]
     text = (question if question is not None else (current.question if current and current.question
@@ -92,7 +94,12 @@ def edit(review: Review, row: dict[str, Any], texts: dict[str, str], *, question
         raise ConfigError(f"question {row['id']}: the edited question is blank")
     if answer is not None:
         if not parts:
-            raise ConfigError(f"question {row['id']} is unanswerable: it has no answer to edit")
+            if not row.get("doc_id"):
+                raise ConfigError(f"question {row['id']} is unanswerable and names no source document to find "
+                                  "an answer in")
+            drawn = ((row.get("generation") or {}).get("passages") or [{}])[0]
+            parts = [{"doc_id": row["doc_id"], "answer": "", "answer_start": int(drawn.get("start", 0)),
+                      "answer_end": int(drawn.get("start", 0))}]
         if not 0 <= part < len(parts):
             raise ConfigError(f"question {row['id']}: part {part} does not exist (valid: 0..{len(parts) - 1})")
         parts[part] = verify_answer(row["id"], parts[part], answer, texts, answer_start)
@@ -146,6 +153,7 @@ def reviewed_rows(rows: list[dict[str, Any]], review: Review) -> list[dict[str, 
                 head = decision.parts[0]
                 row.update(doc_id=head["doc_id"], answer=head["answer"], answer_start=head["answer_start"],
                            answer_end=head["answer_end"])
+                row.pop("answerable", None)  # an unanswerable question given an answer in review
                 if len(decision.parts) > 1:
                     row["answer_parts"] = decision.parts
             row["reviewed"] = "edited"

@@ -47,23 +47,66 @@ def load_corpus_source(value: str) -> CorpusSource:
 
 
 def set_documents(set_path: Path, corpus: str | None) -> CorpusSource | None:
-    """The documents a question set is checked against: --corpus, else the set's own corpus.jsonl."""
+    """The documents a question set is checked against: --corpus, else the set's own corpus.jsonl,
+    else the ingested corpus its generation record names (a set generated from ``ragkit ingest``)."""
     if corpus:
         return load_corpus_source(corpus)
     from ragkit.qa.corpus import load_dataset_corpus
 
     documents = load_dataset_corpus(set_path)
-    return CorpusSource(set_path.name, documents, None) if documents is not None else None
+    if documents is not None:
+        return CorpusSource(set_path.name, documents, None)
+    recorded = recorded_corpus(set_path)
+    if recorded is None:
+        return None
+    from ragkit.corpus.store import CorpusStore
+
+    store = CorpusStore()
+    if not any(info.name == recorded for info in store.list()):
+        return None
+    return CorpusSource(recorded, list(store.load(recorded).documents), None)
 
 
-def build_llm_client(llm: str | None, model: str | None) -> Any:
+def recorded_corpus(set_path: Path) -> str | None:
+    """The corpus name a generated set's record (generation.json) names, or None."""
+    import json
+
+    from ragkit.qa.generation.writer import set_paths
+
+    if set_path.is_file() and set_path.suffix.lower() != ".jsonl":
+        return None
+    _, record_path = set_paths(set_path)
+    try:
+        corpus = json.loads(record_path.read_text(encoding="utf-8")).get("corpus")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return corpus if isinstance(corpus, str) and corpus else None
+
+
+def generation_model(llm: str | None) -> str:
+    """The model ``ragkit questions generate --llm LLM`` would run (default: the probed default
+    backend), named without loading it."""
+    from ragkit.llms import llms, resolve_default_backend
+    from ragkit.registry import ComponentSpec
+
+    spec = ComponentSpec(type=llm) if llm else resolve_default_backend()
+    try:
+        return str(llms.build(spec).model_name)
+    except (ConfigError, ValueError) as error:
+        return f"{spec.type} ({error})"
+
+
+def build_llm_client(llm: str | None, model: str | None, url: str | None = None) -> Any:
     """An LLMClient over the named backend (default: Ollama if it answers, else the embedded model),
-    caching into the data directory like every other call."""
+    caching into the data directory like every other call; ``url`` is a server's base_url."""
     from ragkit.llms import LLMClient, llms, resolve_default_backend
     from ragkit.registry import ComponentSpec
     from ragkit.settings import get_settings
 
-    spec = ComponentSpec(type=llm, params={"model": model} if model else {}) if llm else resolve_default_backend()
+    params = {**({"model": model} if model else {}), **({"base_url": url} if url else {})}
+    if url and llm not in ("ollama", "openai"):
+        raise ConfigError(f"--llm-url {url!r} needs --llm ollama or --llm openai")
+    spec = ComponentSpec(type=llm, params=params) if llm else resolve_default_backend()
     backend = llms.build(spec)
     problem = backend.problem()
     if problem:

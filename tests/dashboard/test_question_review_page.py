@@ -109,3 +109,76 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
         assert_ok(app)
         assert catalogue.question_sets()[Path(job.out_dir).name]["format"] == "squad"
         assert fake.chats == 2
+        # The outcome, not only "done": kept of asked, and a poor yield (2 < 30) as a warning.
+        assert any("done · kept" in str(bar.proto.text) and "of 2" in str(bar.proto.text)
+                   for bar in app.get("progress"))
+        assert any("poor yield" in warning.value for warning in app.warning)
+
+
+def test_the_extractive_method_runs_without_an_llm(isolated_data_dir):
+    import time
+
+    from dashboard import state
+
+    app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+    app.radio(key="gen_method").set_value(next(o for o in app.radio(key="gen_method").options
+                                              if o.startswith("Extractive"))).run()
+    assert any("no LLM" in caption.value for caption in app.caption)
+    app.number_input(key="gen_n").set_value(5)
+    app.checkbox(key="gen_embeddings").uncheck()
+    app.button(key="gen_start").click().run()
+    assert_ok(app)
+    [job] = state.job_manager().list()
+    command = state.job_manager()._record(job.job_id).command
+    assert command[command.index("--method") + 1] == "extractive" and "--llm" not in command
+    deadline = time.monotonic() + 120
+    while state.job_manager().get(job.job_id).state in ("queued", "running"):
+        assert time.monotonic() < deadline, state.job_manager().get(job.job_id).log_tail
+        time.sleep(0.2)
+    info = state.job_manager().get(job.job_id)
+    assert info.state == "done", info.log_tail
+    assert info.state_text().startswith("done · kept 5 of 5 (100%): poor yield (fewer than 30 questions)")
+
+
+@pytest.fixture
+def ingested_set(tmp_path: Path, isolated_data_dir) -> Path:
+    """A set generated from an ingested corpus: no corpus.jsonl, its generation.json names the corpus."""
+    from ragkit.corpus.store import CorpusStore
+    from ragkit.llms import LLMClient
+    from ragkit.qa import catalogue
+    from ragkit.qa.generation import GenerationParams, generate_questions, write_set
+    from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for document in english_documents(count=3):
+        (folder / f"{document.id_}.txt").write_text(document.text, encoding="utf-8")
+    store = CorpusStore()
+    store.ingest([folder], name="notes")
+    documents = list(store.load("notes").documents)
+    result = generate_questions(documents, GenerationParams(n=4, types=["factoid", "unanswerable"]),
+                                LLMClient(rule_llm(reply_copying(distinct_question)), None), corpus="notes")
+    out = write_set(tmp_path / "from-ingested", result.rows, result.record).parent
+    assert not (out / "corpus.jsonl").exists()
+    catalogue.register_question_set("from-ingested", out, "squad")
+    return out
+
+
+def test_a_set_from_an_ingested_corpus_gets_its_quality_report_and_an_unanswerable_made_answerable(ingested_set):
+    app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
+    app.selectbox(key="preview_set").select("from-ingested").run()
+    assert_ok(app)
+    values = {m.label: m.value for m in app.metric}
+    assert values["Answer locatable"] == "100%" and values["Documents without questions"] == "0%"
+    assert any("<mark>" in m.value for m in app.markdown)  # the passage, its answer highlighted
+
+    rows = [json.loads(line) for line in (ingested_set / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    unanswerable = next(row for row in rows if row.get("answerable") is False)
+    app.selectbox(key="review_question").select(unanswerable["id"]).run()
+    assert "makes this unanswerable question answerable" in app.text_input(key=f"edit_a_{unanswerable['id']}").label
+    app.text_input(key=f"edit_a_{unanswerable['id']}").set_value("room 5").run()
+    app.button(key="review_edit").click().run()
+    assert_ok(app)
+    part = json.loads((ingested_set / "review.json").read_text(encoding="utf-8"))["decisions"][unanswerable["id"]]
+    assert part["status"] == "edited" and part["parts"][0]["answer"] == "room 5"
+    assert part["parts"][0]["doc_id"] == unanswerable["doc_id"]

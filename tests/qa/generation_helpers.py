@@ -54,6 +54,15 @@ def distinct_question(number: int, answers: list[str]) -> str:
     return f"Which freezer location is recorded for case {number} of the study?"
 
 
+def passage_question(number: int, answers: list[str]) -> str:
+    """A distinct question sharing a content word with its passage (the answer's first), as the
+    generator requires, without containing the whole answer."""
+    from ragkit.text import multilingual_content_words
+
+    word = next(iter(multilingual_content_words(answers[0]) if answers else []), "topic")
+    return f"Which finding about {word} is reported in case {number}?"
+
+
 def rule_llm(rule: Callable[[list[dict[str, str]], int], str]) -> Any:
     """A backend that answers each request with ``rule(messages, call number)`` and counts calls."""
     scripted = scripted_llm_class()
@@ -69,9 +78,9 @@ def rule_llm(rule: Callable[[list[dict[str, str]], int], str]) -> Any:
 def ollama_replier() -> Callable[[dict[str, Any]], str]:
     """A scripted model for ``FakeOllama.replier`` (tests/llms/fake_ollama.py), so a child
     process (``ragkit questions generate``, ``ragkit labels judge``) can be pointed at it:
-    a generation prompt gets a distinct question with its answers copied back, a relevance
+    a generation prompt gets a distinct question on a word of its passage with its answers copied back, a relevance
     judge's prompt a grade 0-3 from the prompt's length (some variety for agreement tables)."""
-    rule = reply_copying(distinct_question)
+    rule = reply_copying(passage_question)
     calls = 0
 
     def reply(body: dict[str, Any]) -> str:

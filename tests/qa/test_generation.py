@@ -13,7 +13,9 @@ import pytest
 from ragkit.corpus.model import make_document
 from ragkit.llms import LLMClient
 from ragkit.qa import load_dataset_corpus, load_question_set, validate_against_corpus
+from ragkit.qa.dedup import find_duplicates
 from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
+from ragkit.qa.generation.generate import find_templates
 from ragkit.qa.generation.replies import clean_question
 from ragkit.qa.generation.sampling import plan_slots
 from tests.qa.generation_helpers import (
@@ -158,8 +160,15 @@ def test_duplicates_by_normalised_text_and_by_embedding():
     same = reply_copying(lambda number, answers: "What is stored in the FREEZER , then ?" if number % 2 else
                          "what is stored in the freezer then?")
     result, _ = run(english_documents(count=2), same, n=4, types=["factoid"])
-    assert len(result.rows) == 1
-    assert [item["reason"] for item in result.dropped] == ["duplicate"] * 3
+    # One text for four different answers is a template: every copy goes, the first one too.
+    assert result.rows == []
+    assert [item["reason"] for item in result.dropped] == ["duplicate"] * 4
+    assert all("a template" in item["detail"] for item in result.dropped)
+    # The same text for the same answer is an ordinary duplicate: not a template.
+    assert find_templates([(("d", 1, 5), "What is stored, then?"), (("d", 1, 5), "what is STORED then")]) == {}
+    assert find_templates([(("d", 1, 5), "What is stored?"), (("d", 9, 12), "What is stored?")]) == {
+        "what is stored": 2}
+    assert [(d.index, d.of) for d in find_duplicates(["What is stored?", "what is STORED"])] == [(1, 0)]
 
     near = reply_copying(lambda number, answers: f"Which freezer keeps case {number}?")
     llm = rule_llm(near)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def fake_llm(monkeypatch):
     llm = rule_llm(reply_copying(lambda number, answers: f"Which finding is reported in study {number}?"))
-    monkeypatch.setattr("ragkit.qa.sources.build_llm_client", lambda llm_type, model: LLMClient(llm, None))
+    monkeypatch.setattr("ragkit.qa.sources.build_llm_client", lambda *spec: LLMClient(llm, None))
     return llm
 
 

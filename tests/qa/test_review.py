@@ -89,3 +89,22 @@ def test_a_multi_hop_part_is_edited_in_its_own_document(generated):
     assert texts[part["doc_id"]][part["answer_start"]:part["answer_end"]] == " ".join(words)
     with pytest.raises(ConfigError, match="part 2 does not exist"):
         edit(review, row, texts, answer="x", part=2)
+
+
+def test_an_unanswerable_question_given_an_answer_in_review_becomes_answerable(generated, tmp_path: Path):
+    from ragkit.cli import main
+
+    folder, texts = generated
+    row = next(row for row in read_rows(folder) if row["type"] == "unanswerable")
+    drawn = row["generation"]["passages"][0]
+    wanted = texts[row["doc_id"]][drawn["start"]:drawn["end"]].split(",")[0]  # a phrase of its own passage
+    assert main(["questions", "review", str(folder), "--edit", row["id"], "--answer", wanted]) == 0
+    part = load_review(folder).decisions[row["id"]].parts[0]
+    assert texts[row["doc_id"]][part["answer_start"]:part["answer_end"]] == wanted
+    assert drawn["start"] <= part["answer_start"] < drawn["end"]  # the occurrence in the passage it came from
+
+    frozen = freeze(folder, tmp_path / "frozen", allow_pending=True)
+    question = load_question_set(frozen.path).by_id()[row["id"]]
+    assert question.answerable and question.answers == [wanted]
+    assert [(s.doc_id, s.start, s.end) for s in question.spans] == [(row["doc_id"], part["answer_start"],
+                                                                     part["answer_end"])]

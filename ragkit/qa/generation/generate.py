@@ -9,29 +9,39 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ragkit.llms.calls import LLMClient
 from ragkit.qa.dedup import Embed, find_duplicates
+from ragkit.qa.generation.outcome import yield_outcome
 from ragkit.qa.generation.prompts import PROMPT_VERSION, SYSTEM, TEMPLATES, build_prompt, estimate_tokens, reply_schema
 from ragkit.qa.generation.replies import Verdict, judge_reply
-from ragkit.qa.generation.sampling import QUESTION_TYPES, Slot, TextDocument, plan_slots
+from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES, QUESTION_TYPES, Slot, TextDocument, plan_slots
 from ragkit.qa.language import guess_language
+from ragkit.qa.wording import normalise_question
 
 STAGE = "question_generation"
 RECORD_FORMAT = 1
+
+
+METHODS = ("llm", "extractive")
 
 
 class GenerationParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     n: int = Field(default=200, ge=1, le=100_000, description="Questions to plan (drops make the set smaller).")
-    types: list[str] = Field(default=["factoid", "paraphrase", "multi_hop", "unanswerable"],
-                             min_length=1, description=f"Question types, any of {', '.join(QUESTION_TYPES)}.")
+    method: Literal["llm", "extractive"] = Field(
+        default="llm", description="llm: an LLM writes each question; extractive: questions from the documents' "
+                                   "tables, headings, definitions and figures, no LLM.")
+    types: list[str] = Field(
+        default_factory=list, validate_default=True,
+        description=f"Question types; llm: any of {', '.join(QUESTION_TYPES)}; extractive: any of "
+                    f"{', '.join(EXTRACTIVE_TYPES)}. Empty: all of the method's.")
     seed: int = Field(default=0, ge=0, description="Seed of the sampling of passages and answers.")
     max_paraphrase_overlap: float = Field(
         default=0.5, ge=0.0, le=1.0,
@@ -45,11 +55,14 @@ class GenerationParams(BaseModel):
 
     @field_validator("types")
     @classmethod
-    def _known_types(cls, types: list[str]) -> list[str]:
-        unknown = [kind for kind in types if kind not in QUESTION_TYPES]
+    def _known_types(cls, types: list[str], info: ValidationInfo) -> list[str]:
+        method = info.data.get("method", "llm")
+        valid = EXTRACTIVE_TYPES if method == "extractive" else QUESTION_TYPES
+        unknown = [kind for kind in types if kind not in valid]
         if unknown:
-            raise ValueError(f"unknown question type(s) {', '.join(unknown)}; valid: {', '.join(QUESTION_TYPES)}")
-        return list(dict.fromkeys(types))
+            raise ValueError(f"unknown question type(s) {', '.join(unknown)} for method {method}; valid: "
+                             f"{', '.join(valid)}")
+        return list(dict.fromkeys(types)) or list(valid)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,7 @@ def generate_questions(documents: Sequence[TextDocument], params: GenerationPara
     planned = plan_generation(documents, params)
     kept: list[tuple[PlannedCall, Verdict, Any]] = []
     dropped: list[dict[str, Any]] = []
+    written: list[tuple[Hashable, str]] = []  # every reply's question, kept or not: templates show across both
     usage = Counter[str]()
     for call in planned:
         result = client.call(call.prompt, stage=STAGE, schema=reply_schema(call.slot.type), system=SYSTEM,
@@ -106,32 +120,45 @@ def generate_questions(documents: Sequence[TextDocument], params: GenerationPara
                      completion_tokens=result.completion_tokens)
         verdict = judge_reply(call.slot, result.parsed, result.parse_error, texts, call.language,
                               params.max_paraphrase_overlap)
+        if verdict.question:
+            written.append((call.slot.answers or tuple((p.doc_id, p.start, p.end) for p in call.slot.passages),
+                            verdict.question))
         if verdict.reason is None:
             kept.append((call, verdict, result))
         else:
             dropped.append(_dropped(call, verdict.question, verdict.reason, verdict.detail))
         if on_call is not None:
             on_call(len(kept) + len(dropped), len(planned))
+    templates = find_templates(written)
     duplicates = find_duplicates([verdict.question for _, verdict, _ in kept], embed, params.duplicate_threshold)
     repeated = {duplicate.index: duplicate for duplicate in duplicates}
     rows = []
     for index, (call, verdict, result) in enumerate(kept):
-        if index in repeated:
+        template = templates.get(normalise_question(verdict.question))
+        if template is not None:
+            dropped.append(_dropped(call, verdict.question, "duplicate",
+                                    f"a template: the same question was written for {template} different answers "
+                                    "or passages, so no copy asks about one of them"))
+        elif index in repeated:
             duplicate = repeated[index]
             other = kept[duplicate.of][1].question
             dropped.append(_dropped(call, verdict.question, "duplicate",
                                     f"repeats {other!r} ({duplicate.how}, similarity {duplicate.similarity:.2f})"))
         else:
             rows.append(_row(call, verdict, result))
-    record = {
+    identity = client.backend.cache_identity()
+    by_reason = dict(Counter(item["reason"] for item in dropped))
+    record: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "corpus": corpus,
-        "model": client.backend.cache_identity(),  # backend, model, params and, for Ollama, the digest
+        "model": identity,  # backend, model, params and, for Ollama, the digest
         "prompt_version": PROMPT_VERSION,
         "prompts": {"system": SYSTEM, **TEMPLATES},
         "params": params.model_dump(mode="json"),
         "seed": params.seed,
+        "method": "llm",
+        "asked": params.n,
         "planned": len(planned),
         "kept": len(rows),
         "calls": usage["calls"],
@@ -140,10 +167,22 @@ def generate_questions(documents: Sequence[TextDocument], params: GenerationPara
         "completion_tokens": usage["completion_tokens"],
         "seconds": round(clock() - started, 3),
         "duplicates_by": "normalised text and embedding cosine" if embed else "normalised text",
-        "dropped_by_reason": dict(Counter(item["reason"] for item in dropped)),
+        "dropped_by_reason": by_reason,
         "dropped": dropped,
+        "outcome": yield_outcome(params.n, len(rows), by_reason, model=str(identity.get("model"))),
     }
     return GeneratedSet(rows=rows, dropped=dropped, record=record)
+
+
+def find_templates(written: Sequence[tuple[Hashable, str]]) -> dict[str, int]:
+    """Normalised question text -> how many different answers (targets) it was written for, for
+    each text written for at least two. A question that stands for several answers is a template
+    ("What is the answer to this question?"): every copy goes, the first one too. The same text
+    for the same answer is an ordinary duplicate."""
+    targets: dict[str, set[Hashable]] = {}
+    for target, question in written:
+        targets.setdefault(normalise_question(question), set()).add(target)
+    return {text: len(found) for text, found in targets.items() if text and len(found) > 1}
 
 
 def _dropped(call: PlannedCall, question: str, reason: str, detail: str) -> dict[str, Any]:

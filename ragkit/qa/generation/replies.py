@@ -3,9 +3,14 @@
 Every check that can reject a question lives here, each with its own reason code, so the set's
 record says why each planned question is missing: ``invalid_reply`` (no JSON of the asked shape),
 ``empty_question``, ``not_a_question`` (no question mark), ``wrong_language``,
-``answer_not_found`` (the reply's answer is not in its passage), ``answer_in_question`` and
-``high_overlap`` (a paraphrase that copies its passage). Duplicates are removed afterwards, over
-the whole set (``ragkit.qa.dedup``).
+``about_the_text`` (it asks about the passage, the question or the answer rather than what the
+passage says: "What is the answer to this question?"), ``prompt_echo`` (four words in a row of
+the prompt's own instructions that are not the passage's), ``no_content_word`` (no content word of
+its passage), ``answer_not_found`` (the reply's answer is not in its passage),
+``answer_in_question``, ``high_overlap`` (a paraphrase that copies its passage) and
+``answer_in_passage`` (an "unanswerable" question asking for a number, date or name its passage
+holds: such a label cannot be trusted, so the question is dropped; a reviewer may give it its
+answer). Duplicates and templates are removed afterwards, over the whole set (``generate``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ragkit.qa.generation.answer_types import asked_type, typed_spans
+from ragkit.qa.generation.prompts import SYSTEM, TEMPLATES
 from ragkit.qa.generation.sampling import Slot
 from ragkit.qa.language import guess_language
 from ragkit.qa.spans import find_answer
 from ragkit.qa.wording import word_overlap
+from ragkit.text import multilingual_content_words, words
 
 # "Here is a question:", "Sure! Question 1:", "**Q:**", "1.", "2)", "- " ... at the start.
 _PREAMBLE = re.compile(
@@ -27,6 +35,22 @@ _PREAMBLE = re.compile(
     r"(?:\**\s*(?:question|q)\s*\d*\s*[:.)]\s*\**\s*)?(?:(?:\d+|[a-z])[.)]\s+|[-*•]\s+)?",
     re.IGNORECASE,
 )
+
+# A question about the text as an object, not about its content. SmolLM2-135M wrote "What is the
+# answer to this question?" for 56 of 100 passages, and "What is the passage asking about?".
+_ABOUT_THE_TEXT = re.compile(
+    r"\b(?:the|this|that|these|those|above|given|following|each)\s+(?:passages?|texts?|paragraphs?|excerpts?|"
+    r"questions?|answers?|prompts?|instructions?|sentences?|json)\b",
+    re.IGNORECASE,
+)
+_ECHO_WORDS = 4  # a run of this many words of the instructions, absent from the passage, is an echo
+
+
+def _ngrams(tokens: list[str], size: int = _ECHO_WORDS) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1)}
+
+
+_PROMPT_NGRAMS = _ngrams(words(re.sub(r"\{\w+\}", " | ", " | ".join([SYSTEM, *TEMPLATES.values()]))))
 
 
 @dataclass(frozen=True)
@@ -78,6 +102,9 @@ def judge_reply(slot: Slot, reply: BaseModel | None, parse_error: str | None, te
     passage_text = " ".join(texts[p.doc_id][p.start:p.end] for p in slot.passages)
     overlap = word_overlap(question, passage_text)
     common: dict[str, Any] = {"question": question, "overlap": overlap, "language": language}
+    junk = junk_reason(question, passage_text)
+    if junk is not None:
+        return Verdict(**common, reason=junk[0], detail=junk[1])
     answers = []
     if slot.type != "unanswerable":
         given = [getattr(reply, "answer_1", ""), getattr(reply, "answer_2", "")] if slot.type == "multi_hop" \
@@ -95,7 +122,36 @@ def judge_reply(slot: Slot, reply: BaseModel | None, parse_error: str | None, te
     if slot.type == "paraphrase" and overlap > max_paraphrase_overlap:
         return Verdict(**common, reason="high_overlap",
                        detail=f"word overlap with the passage {overlap:.2f} > {max_paraphrase_overlap:.2f}")
+    if slot.type == "unanswerable":
+        held = answer_held(question, passage_text)
+        if held is not None:
+            return Verdict(**common, reason="answer_in_passage",
+                           detail=f"labelled unanswerable, but it asks for a {held[0]} and its passage holds "
+                                  f"{held[1]!r}")
     return Verdict(**common, answers=tuple(answers))
+
+
+def junk_reason(question: str, passage: str) -> tuple[str, str] | None:
+    """(reason, detail) when the question is about the text rather than its content, echoes the
+    prompt's instructions, or shares no content word with its passage; else None."""
+    about = _ABOUT_THE_TEXT.search(question)
+    if about:
+        return "about_the_text", f"asks about {about.group(0)!r}, not about what the passage says"
+    echoed = sorted(_ngrams(words(question)) & _PROMPT_NGRAMS - _ngrams(words(passage)))
+    if echoed:
+        return "prompt_echo", f"repeats the prompt's instructions ({' '.join(echoed[0])!r})"
+    if not set(multilingual_content_words(question)) & set(multilingual_content_words(passage)):
+        return "no_content_word", "shares no content word with its passage"
+    return None
+
+
+def answer_held(question: str, passage: str) -> tuple[str, str] | None:
+    """(type, phrase) when the question asks for a number, date or name and the passage holds one."""
+    kind = asked_type(question)
+    if kind is None:
+        return None
+    spans = typed_spans(passage, kind)
+    return (kind, passage[spans[0][0]:spans[0][1]]) if spans else None
 
 
 def locate(text: str, start: int, end: int, answer: str, chosen: tuple[int, int]) -> tuple[int, int] | None:

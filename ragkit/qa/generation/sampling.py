@@ -24,6 +24,7 @@ from ragkit.errors import ConfigError
 from ragkit.text import multilingual_content_words, sentence_spans
 
 QUESTION_TYPES = ("factoid", "paraphrase", "multi_hop", "unanswerable")
+EXTRACTIVE_TYPES = ("table", "heading", "definition", "cloze")  # the extractive method's (``extractive``)
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]]")
 _ATTEMPTS = 4  # passages tried per document for one question
 _LEADING_GLUE = re.compile(r"(?:and|or|but|which|that|while|whereas)\s+", re.IGNORECASE)
