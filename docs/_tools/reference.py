@@ -118,7 +118,7 @@ def components_page() -> str:
             summary = _summary(registry, name)
             if summary:
                 lines += [summary, ""]
-            lines += params_table(info.Params) + [""]
+            lines += [*params_table(info.Params), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -198,7 +198,8 @@ def home_page() -> str:
         return f"{text} (`{target}`)"
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return "<!-- Generated from README.md by docs/_tools/reference.py: edit the README. -->\n\n" + LINK.sub(relink, readme)
+    banner = "<!-- Generated from README.md by docs/_tools/reference.py: edit the README. -->\n\n"
+    return banner + LINK.sub(relink, readme)
 
 
 # Page path under docs/ -> what writes it.

@@ -83,15 +83,16 @@ def take(data_dir: Path, out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     environment = dict(os.environ, RAGKIT_DATA_DIR=str(data_dir))
-    subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(ROOT / "experiments" / "quickstart.yaml")],
-                   cwd=ROOT, env=environment, check=True)
+    def ragkit(*arguments: str) -> None:
+        subprocess.run([sys.executable, "-m", "ragkit.cli", *arguments], cwd=ROOT, env=environment, check=True)
+
+    ragkit("run", str(ROOT / "experiments" / "quickstart.yaml"))
     generated = data_dir / "question_sets" / "generated" / "covidqa_sample-extractive"
-    subprocess.run([sys.executable, "-m", "ragkit.cli", "questions", "generate", str(ROOT / "datasets" / "covidqa_sample"),
-                    "--method", "extractive", "--n", "40", "--out", str(generated)],
-                   cwd=ROOT, env=environment, check=True)
-    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from ragkit.qa.catalogue import "
-                    "register_question_set as r; r(sys.argv[1], Path(sys.argv[2]), 'squad')", REVIEW_SET, str(generated)],
-                   cwd=ROOT, env=environment, check=True)
+    ragkit("questions", "generate", str(ROOT / "datasets" / "covidqa_sample"), "--method", "extractive", "--n", "40",
+           "--out", str(generated))
+    register = ("import sys; from pathlib import Path; from ragkit.qa.catalogue import register_question_set; "
+                "register_question_set(sys.argv[1], Path(sys.argv[2]), 'squad')")
+    subprocess.run([sys.executable, "-c", register, REVIEW_SET, str(generated)], cwd=ROOT, env=environment, check=True)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
