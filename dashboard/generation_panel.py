@@ -8,6 +8,7 @@ registered so it appears in the list and the review below."""
 from __future__ import annotations
 
 import shlex
+from typing import Literal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ragkit.qa import catalogue
 BUNDLED = catalogue.SAMPLE_NAME
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"
 LLM_CHOICES = [DEFAULT_LLM, "local", "ollama"]
-METHOD_CHOICES = {"LLM: a model writes each question": "llm",
+METHOD_CHOICES: dict[str, Literal["llm", "extractive"]] = {"LLM: a model writes each question": "llm",
                   "Extractive: tables, headings, definitions, figures (no LLM)": "extractive"}
 REFRESH_S = 2.0
 

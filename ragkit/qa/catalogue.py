@@ -16,6 +16,7 @@ from typing import Any
 from ragkit.corpus.validation import sanitize_name
 from ragkit.json_input import parse_json
 from ragkit.qa import load_question_set
+from ragkit.qa.corpus import load_dataset_corpus
 from ragkit.qa.quality import quality_report
 from ragkit.settings import get_settings
 from ragkit.uploads import UploadedFile, inside, save_uploads
