@@ -8,9 +8,9 @@ registered so it appears in the list and the review below."""
 from __future__ import annotations
 
 import shlex
-from typing import Literal
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import streamlit as st
 
