@@ -75,6 +75,7 @@ class JobInfo(BaseModel):
     eta_s: float | None = None
     error: str | None = None
     log_tail: str = ""
+    detail: str | None = None  # what a running job does besides questions (an index build), with its own ETA
 
 
 def _process_alive(pid: int) -> bool:
@@ -209,7 +210,10 @@ class JobManager:
                 info.state = "running" if alive else "interrupted"
             else:
                 info.state = status["state"]
-            if info.state == "running" and info.total and 0 < info.done:
+            info.detail = status.get("detail") if info.state == "running" else None
+            # While an index is built no question advances: the detail carries the build's own ETA,
+            # and a questions ETA from the rate so far would only climb.
+            if info.state == "running" and info.total and 0 < info.done and not info.detail:
                 info.eta_s = info.elapsed_s / info.done * (info.total - info.done)
         if (folder / "cancelled").exists() and info.state != "done":
             info.state = "cancelled"

@@ -62,7 +62,7 @@ COLUMNS = [
     "kind", "factor", "level_a", "level_b", "run_a", "run_b", "settings", "metric", "metric_compared", "depth",
     "unit", "n", "n_units", *CASE_COUNTS, "diff", "ci_low", "ci_high", "p", "p_holm", "p_note",
     "n_strict", "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_holm", "strict_p_note",
-    "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
+    "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff", "mde",
 ]
 # Why a factor's reference level is what it is (``Reference.source``).
 NAMED = "named in the experiment"

@@ -156,3 +156,96 @@ def describe_method(unit: str, confidence: float = CONFIDENCE) -> str:
     """One sentence naming the procedure and its unit, for every table that shows its numbers."""
     return (f"{confidence:.0%} CI and p: cluster-robust (CR1) t over {unit}s (each {unit} is one independent "
             f"draw; df = {unit}s - 1); p tests a zero mean, two-sided. A {ZERO_SE_RULE}.")
+
+
+# --- power: the smallest difference a comparison could detect -------------------------------------
+
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """Per column, the minimum detectable difference (``mde``) of a two-sided test at level
+    ``alpha`` with probability ``power``, and the standard error and degrees of freedom it rests on
+    (NaN where ``column_stats`` gives no interval, or the standard error is zero). ``se`` and ``df``
+    are worked out on first use: most callers want the MDE alone."""
+
+    half_wide: np.ndarray  # t(1 - alpha/2, df) * SE
+    half_narrow: np.ndarray  # t(power, df) * SE
+    n: np.ndarray
+    n_units: np.ndarray
+    power: float
+    alpha: float
+
+    @property
+    def usable(self) -> np.ndarray:
+        return np.isfinite(self.half_wide) & np.isfinite(self.half_narrow) & (self.half_narrow > 0)
+
+    @property
+    def mde(self) -> np.ndarray:
+        return np.where(self.usable, self.half_wide + self.half_narrow, np.nan)
+
+    @property
+    def df(self) -> np.ndarray:
+        usable = self.usable
+        ratio = np.where(usable, self.half_wide / np.where(usable, self.half_narrow, 1.0), np.nan)
+        return _df_of_ratio(ratio, self.alpha, self.power)
+
+    @property
+    def se(self) -> np.ndarray:
+        from scipy import special
+
+        usable, df = self.usable, self.df
+        with np.errstate(invalid="ignore"):
+            return np.where(usable, self.half_wide / special.stdtrit(np.where(usable, df, 1.0), 1 - self.alpha / 2),
+                            np.nan)
+
+
+def detectable_difference(values: np.ndarray, units: np.ndarray, power: float = POWER,
+                          alpha: float = 1 - CONFIDENCE, tested: ColumnStats | None = None) -> Detectable:
+    """The smallest true mean a column's test detects with probability ``power`` (two-sided, level
+    ``alpha``): ``MDE = (t(1 - alpha/2, df) + t(power, df)) * SE``.
+
+    SE and df are exactly those of ``column_stats`` (whatever its variance and df rule): its
+    interval at confidence ``1 - alpha`` has half-width ``t(1 - alpha/2, df) * SE`` and at
+    confidence ``2 * power - 1`` half-width ``t(power, df) * SE``, so the MDE is the sum of the two
+    half-widths, and df is the one value whose ratio of the two t quantiles matches theirs.
+    ``tested``: ``column_stats(values, units, 1 - alpha)`` when the caller has it already.
+    A zero standard error (no spread between units) gives NaN: nothing says what could be detected.
+    """
+    if not 0.5 < power < 1:
+        raise ValueError(f"power must be between 0.5 and 1, got {power}")
+    wide = tested if tested is not None else column_stats(values, units, 1 - alpha)
+    narrow = column_stats(values, units, 2 * power - 1)
+    return Detectable(half_wide=(wide.ci_high - wide.ci_low) / 2, half_narrow=(narrow.ci_high - narrow.ci_low) / 2,
+                      n=wide.n, n_units=wide.n_units, power=power, alpha=alpha)
+
+
+def mde_of(se: float | np.ndarray, df: float | np.ndarray, power: float = POWER,
+           alpha: float = 1 - CONFIDENCE) -> np.ndarray:
+    """``(t(1 - alpha/2, df) + t(power, df)) * se``: the MDE of a test with this SE and df."""
+    from scipy import special
+
+    return (special.stdtrit(df, 1 - alpha / 2) + special.stdtrit(df, power)) * np.asarray(se, dtype="float64")
+
+
+# Degrees of freedom above which t quantiles are the normal ones to many digits.
+_LARGEST_DF = 1e7
+
+
+def _df_of_ratio(ratio: np.ndarray, alpha: float, power: float) -> np.ndarray:
+    """The df at which t(1 - alpha/2, df) / t(power, df) equals ``ratio`` (the ratio falls as df
+    grows): bisection on log df, vectorised; NaN stays NaN."""
+    from scipy import special
+
+    def of(df: np.ndarray) -> np.ndarray:
+        return special.stdtrit(df, 1 - alpha / 2) / special.stdtrit(df, power)
+
+    ratio = np.asarray(ratio, dtype="float64")
+    low = np.full(ratio.shape, np.log(0.05))
+    high = np.full(ratio.shape, np.log(_LARGEST_DF))
+    for _ in range(80):
+        middle = (low + high) / 2
+        above = of(np.exp(middle)) > ratio  # too few df: the ratio is still larger than observed
+        low, high = np.where(above, middle, low), np.where(above, high, middle)
+    return np.where(np.isnan(ratio), np.nan, np.exp((low + high) / 2))
