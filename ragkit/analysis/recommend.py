@@ -28,12 +28,15 @@ The rules, in order:
    against its factor's comparison level, over every run), the factor whose levels' effects
    span the widest range, the comparison level counting as 0.
 6. **The verdict states its evidence.** The best is named only when the runner-up (the second
-   ranked eligible run) is significantly worse (rule 3). Otherwise the verdict is "no
-   configuration is distinguishable on N questions from G documents; about M questions would
-   detect a difference of D": N and G those of the comparison with the runner-up, D the observed
-   gap between the two (half the detectable difference when they tie), M planned from that
-   comparison's variance (``power``). Either way the verdict gives the smallest difference the
-   comparison could detect (its ``mde``, 80% power, two-sided 5%).
+   ranked eligible run) is significantly worse (rule 3). Otherwise, when no run is significantly
+   worse, the verdict is "no configuration is distinguishable on N questions from G documents;
+   about M questions would detect a difference of D": N and G those of the comparison with the
+   runner-up, D the observed gap between the two (half the detectable difference when they tie),
+   M planned from that comparison's variance (``power``); with one document nothing can be
+   planned, and it says so. When some runs are significantly worse, it names the group that
+   cannot be told apart (the best and its not-significantly-worse runs) as "no single best", with
+   the same plan. Every verdict gives the smallest difference the comparison with the runner-up
+   could detect (its ``mde``, 80% power, two-sided 5%).
 
 **Default metric** (``default_metric``): the objective of the experiment's ``search:`` block when
 it had one (kept in the results folder's ``search.json``), else ndcg@10.
@@ -120,8 +123,13 @@ class Recommendation:
         runner = self.runner_up
         if runner is None:
             return f"{self.label(self.best)} is the only eligible run: nothing to compare it with"
-        detectable = (f"the smallest difference these questions detect: {_number(runner['mde'])} "
-                      f"({power.POWER_RULE})")
+        units = int(runner["n_units"])
+        evidence = f"{int(runner['n'])} questions from {units} {self.unit}{'' if units == 1 else 's'}"
+        if pd.notna(runner["mde"]):
+            detectable = (f"the smallest difference these questions detect: {_number(runner['mde'])} "
+                          f"({power.POWER_RULE})")
+        else:
+            detectable = "no difference is detectable on these questions"
         if self.distinguishable:
             # The runner-up's row is runner-up - best; turned round so that "better by" is positive.
             sign = -(better_direction(metric) or 1)
@@ -129,10 +137,18 @@ class Recommendation:
             return (f"best on {metric}: {self.label(self.best)}, better than the runner-up "
                     f"{self.label(str(runner['run_b']))} by {_number(sign * runner['diff'])} "
                     f"[{_number(low)}, {_number(high)}], p (Holm) {_number(runner['p_holm'])}; {detectable}")
-        need = self.need()
-        plan = power.describe_need(need) if need is not None else ""
-        return (f"no configuration is distinguishable on {int(runner['n'])} questions from {int(runner['n_units'])} "
-                f"{self.unit}s; {plan}; {detectable}")
+        if units < 2:
+            plan = (f"one {self.unit} gives no spread between {self.unit}s to test with: questions from more "
+                    f"{self.unit}s are needed before any difference can be told")
+        else:
+            need = self.need()
+            plan = power.describe_need(need) if need is not None else ""
+        worse = len(self.comparisons) - len(self.not_worse)
+        if not worse:
+            return f"no configuration is distinguishable on {evidence}; {plan}; {detectable}"
+        group = ", ".join(self.label(run) for run in [self.best, *self.not_worse])
+        return (f"no single best on {evidence}: {group} cannot be told apart ({plan}; {detectable}); the other "
+                f"{worse} {'is' if worse == 1 else 'are'} significantly worse")
 
     def mean_rule(self) -> str:
         """What each mean is over (its denominator), with the counts."""

@@ -108,3 +108,20 @@ def test_the_verdict_plan_agrees_with_questions_plan():
     need = rec.need()
     plan = power.plan(results, "ndcg@10", need.detect)
     assert int(plan.lead["questions_needed"]) == need.questions
+
+
+def test_a_leading_group_is_named_when_some_runs_are_worse_but_the_first_two_are_not():
+    results = _results(60, {"A": 0.60, "B": 0.595, "C": 0.20}, noise=0.1)
+    rec = recommend(results, BestParams(metric="ndcg@10"))
+    assert not rec.distinguishable and rec.not_worse == ["B"]
+    verdict = rec.verdict()
+    assert verdict.startswith("no single best on 60 questions from 30 documents: A, B cannot be told apart (about ")
+    assert verdict.endswith("; the other 1 is significantly worse")
+
+
+def test_questions_from_one_document_cannot_be_told_apart_and_say_why():
+    results = _results(5, {"A": 0.55, "B": 0.50}, per_document=5)
+    verdict = recommend(results, BestParams(metric="ndcg@10")).verdict()
+    assert verdict == ("no configuration is distinguishable on 5 questions from 1 document; one document gives no "
+                       "spread between documents to test with: questions from more documents are needed before any "
+                       "difference can be told; no difference is detectable on these questions")

@@ -846,7 +846,7 @@ def test_compare_recommends_a_run_and_charts_why_questions_fail(with_results):
     app = page("5_compare.py", section="Best configuration").run()
     assert_ok(app)
     texts = " ".join(t.value for t in app.text)
-    assert "best on" in texts and "not significantly worse" in texts and "Pareto front" in texts
+    assert "ranked on" in texts and "not significantly worse" in texts and "Pareto front" in texts
     app = page("5_compare.py", section="Why questions fail").run()
     assert_ok(app)
     assert _chart(app, "Failure class per question")["data"]
