@@ -164,7 +164,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from ragkit.analysis import power
     from ragkit.analysis.loading import load_results
-    from ragkit.analysis.recommend import check_metric, default_metric
+    from ragkit.analysis.recommend import check_metric, default_metric, plan_questions
     from ragkit.folders import as_location
 
     results = load_results(as_location(args.results))
@@ -172,7 +172,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         raise ConfigError(f"no runs in {args.results} yet")
     metric = args.metric or default_metric(results)
     check_metric(metric, results)
-    result = power.plan(results, metric, args.detect)
+    result = plan_questions(results, metric, args.detect)
     print((power.to_json if args.format == "json" else power.to_text)(result), end="")
     return 0
 

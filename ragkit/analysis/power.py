@@ -11,9 +11,10 @@ df)) * SE``, SE and df those of the row's own interval). This module plans from 
   ``MDE(G') = (t(0.975, df') + t(0.8, df')) * SE * sqrt(G / G')`` with ``df' = df * (G' - 1) /
   (G - 1)``; the plan is the smallest whole ``G'`` (at least 2) whose MDE is at most the
   difference asked, and questions ``= ceil(G' * N / G)``.
-- ``plan``: `ragkit questions plan RESULTS --detect D`: the comparisons of the best-ranked run on
-  the metric against every other run (`ragkit best`'s, no constraints), each planned, the one
-  against the runner-up leading (the comparison a verdict rests on).
+- ``plan``: `ragkit questions plan RESULTS --detect D` (``recommend.plan_questions``): the
+  comparisons of the best-ranked run on the metric against every other run (`ragkit best`'s, no
+  constraints), each planned, the one against the runner-up leading (the comparison a verdict
+  rests on).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ragkit.analysis import statistics
-from ragkit.analysis.loading import Results
 from ragkit.errors import ConfigError
 
 SCALING_RULE = ("assumes the standard error falls as 1/sqrt(documents) at the pilot's questions per document, "
@@ -110,13 +111,12 @@ class Plan:
         return self.rows.iloc[0]
 
 
-def plan(results: Results, metric: str, detect: float) -> Plan:
-    """The module docstring's plan: from the comparisons of the best-ranked run against each other."""
-    from ragkit.analysis.recommend import BestParams, recommend
-
+def plan(rec: Any, detect: float) -> Plan:
+    """The module docstring's plan from a ``recommend.Recommendation`` (its comparisons of the
+    best-ranked run against each other run); ``recommend.plan_questions`` makes both."""
+    metric = rec.params.metric
     if not detect > 0:
         raise ConfigError(f"--detect must be a difference > 0, got {detect:g}")
-    rec = recommend(results, BestParams(metric=metric))
     if rec.best is None or rec.comparisons.empty:
         raise ConfigError(f"a plan needs at least two runs scored on {metric}; these results have "
                           f"{int(rec.runs['eligible'].sum())}")
@@ -130,7 +130,7 @@ def plan(results: Results, metric: str, detect: float) -> Plan:
         "units_needed": pd.array([n.units for n in needs], dtype="Int64"),
         "questions_needed": pd.array([n.questions for n in needs], dtype="Int64"),
     })
-    return Plan(metric, detect, results.unit, rec.label(rec.best), rows)
+    return Plan(metric, detect, rec.unit, rec.label(rec.best), rows)
 
 
 def to_text(result: Plan) -> str:

@@ -190,6 +190,12 @@ def default_metric(results: Results) -> str:
     return DEFAULT_METRIC
 
 
+def plan_questions(results: Results, metric: str, detect: float) -> power.Plan:
+    """`ragkit questions plan`: what a difference of ``detect`` needs, planned from the comparisons
+    of the best-ranked run on ``metric`` against every other run (no constraints)."""
+    return power.plan(recommend(results, BestParams(metric=metric)), detect)
+
+
 def check_metric(metric: str, results: Results) -> None:
     """A metric that is not scored, or only describes the context, is a one-line error."""
     scored = sorted(results.metric_names, key=sort_key)

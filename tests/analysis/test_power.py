@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from ragkit.analysis import power, statistics
+from ragkit.analysis.recommend import plan_questions
 from ragkit.cli import main
 from tests.analysis.helpers import results_of, run_row, score_rows
 
@@ -91,7 +92,7 @@ def _pilot(n_questions: int, gap: float, per_document: int = 2):
 
 def test_plan_leads_with_the_comparison_against_the_runner_up():
     results = _pilot(20, 0.1)
-    plan = power.plan(results, "ndcg@10", 0.03)
+    plan = plan_questions(results, "ndcg@10", 0.03)
     lead = plan.lead
     assert plan.best == "A" and lead["run"] == "B"
     assert lead["n"] == 20 and lead["n_units"] == 10

@@ -9,8 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from ragkit.analysis import power
-from ragkit.analysis.recommend import BestParams, default_metric, recommend, to_json, to_text
+from ragkit.analysis.recommend import BestParams, default_metric, plan_questions, recommend, to_json, to_text
 from ragkit.cli import main
 from tests.analysis.helpers import results_of, run_row, score_rows
 
@@ -106,7 +105,7 @@ def test_the_verdict_plan_agrees_with_questions_plan():
     results = _results(6, {"A": 0.55, "B": 0.50, "C": 0.45})
     rec = recommend(results, BestParams(metric="ndcg@10"))
     need = rec.need()
-    plan = power.plan(results, "ndcg@10", need.detect)
+    plan = plan_questions(results, "ndcg@10", need.detect)
     assert int(plan.lead["questions_needed"]) == need.questions
 
 
