@@ -15,7 +15,7 @@ from dashboard import state
 from ragkit.analysis import charts, failures, judges, recommend, views
 from ragkit.analysis.comparison import holm_family
 from ragkit.analysis.notes import failure_note, holm_note, reference_line
-from ragkit.analysis.report import CUT_RULE, factor_table, has_failures, pair_table
+from ragkit.analysis.report import CUT_RULE, DETECTABLE_NOTE, factor_table, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, better_direction
 
@@ -72,7 +72,7 @@ def factors(c: Compared) -> None:
                + " " + holm_note(holm_family(effects)) + " strict Δ: over every question both sides were "
                f"asked, {failure_note(c.chosen)}; signs DISAGREE: it and Δ over scored point opposite ways. A "
                "judge that changes how many chunks reach the generator is compared at the common depth "
-               "('at ...').")
+               f"('at ...'). {DETECTABLE_NOTE}")
 
 
 def means(c: Compared) -> None:
