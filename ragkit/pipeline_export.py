@@ -180,18 +180,23 @@ def data_dir_line() -> str:
             "RAGKIT_DATA_DIR to move it)")
 
 
+def check_generator(model: str) -> None:
+    """A ``--generator`` value whose backend is not registered is a one-line error naming the valid ones."""
+    from ragkit.llms.base import llms
+
+    backend = model.partition(":")[0]
+    if backend not in llms.names():
+        raise ConfigError(f"--generator: unknown LLM backend '{backend}'. Valid backends: "
+                          f"{', '.join(llms.names())} (give BACKEND or BACKEND:MODEL, e.g. ollama:llama3.2)")
+
+
 def with_generator(config: dict[str, Any], model: str) -> dict[str, Any]:
     """``config`` with a generator: the run's own when it had one and ``model`` is empty; with
     ``model`` (BACKEND or BACKEND:MODEL, as the runs table names LLMs), on that backend."""
     config = dict(config)
     config["generator"] = config.get("generator") or True
     if model:
-        from ragkit.llms.base import llms
-
-        backend = model.partition(":")[0]
-        if backend not in llms.names():
-            raise ConfigError(f"--generator: unknown LLM backend '{backend}'. Valid backends: "
-                              f"{', '.join(llms.names())} (give BACKEND or BACKEND:MODEL, e.g. ollama:llama3.2)")
+        check_generator(model)
         llm = dict(config.get("llm") or {})
         llm["roles"] = {**(llm.get("roles") or {}), "generator": _llm_spec(model)}
         config["llm"] = llm
@@ -209,6 +214,8 @@ def export_pipeline(results: str | Path, run_id: str, out: Path, generator: str 
     """Write the app for ``run_id``; ``generator``: None keeps the run's configuration, "" adds the
     default generator (the run's own when it had one), "BACKEND[:MODEL]" a generator on that LLM.
     Returns the configuration written."""
+    if generator:
+        check_generator(generator)  # before the results are read: the cheaper mistake first
     original = read_run_config(results, run_id)
     config = original if generator is None else with_generator(original, generator)
     out.parent.mkdir(parents=True, exist_ok=True)
