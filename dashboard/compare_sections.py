@@ -15,7 +15,7 @@ from dashboard import state
 from ragkit.analysis import charts, failures, judges, recommend, views
 from ragkit.analysis.comparison import holm_family
 from ragkit.analysis.notes import failure_note, holm_note, reference_line
-from ragkit.analysis.report import CUT_RULE, factor_table, has_failures, pair_table
+from ragkit.analysis.report import CUT_RULE, DETECTABLE_NOTE, factor_table, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, better_direction
 
@@ -72,7 +72,7 @@ def factors(c: Compared) -> None:
                + " " + holm_note(holm_family(effects)) + " strict Δ: over every question both sides were "
                f"asked, {failure_note(c.chosen)}; signs DISAGREE: it and Δ over scored point opposite ways. A "
                "judge that changes how many chunks reach the generator is compared at the common depth "
-               "('at ...').")
+               f"('at ...'). {DETECTABLE_NOTE}")
 
 
 def means(c: Compared) -> None:
@@ -137,10 +137,14 @@ def best(c: Compared) -> None:
                                          key=f"best_latency.{c.experiment}")
     max_cost = budget[2].number_input("Max LLM tokens per question (0: no limit)", min_value=0.0, value=0.0,
                                       key=f"best_cost.{c.experiment}")
-    st.text(recommend.to_text(c.view("best", best_metric, max_latency or None, max_cost or None)))
-    st.caption("The same as `ragkit best` (`--format json` for every number). A failed question counts as the "
-               "metric's worst value in the ranking; each eligible run is tested against the best on its difference "
-               "and its strict difference, Holm over exactly those tests.")
+    rec = c.view("best", best_metric, max_latency or None, max_cost or None)
+    # The verdict first: a name only when the runner-up is significantly worse, else the evidence it lacks.
+    (st.success if rec.distinguishable else st.warning)(rec.verdict())
+    st.text(recommend.to_text(rec))
+    st.caption(f"The same as `ragkit best` (`--format json` for every number). Each mean: {rec.mean_rule()}. "
+               "Each eligible run is tested against the best on its difference and its strict difference, Holm over "
+               "exactly those tests; 'detectable' is the smallest difference each test would find (80% power, "
+               "two-sided 5%). `ragkit questions plan` says how many questions a smaller one needs.")
 
 
 def why_questions_fail(c: Compared) -> None:

@@ -29,10 +29,12 @@ REFRESH_S = 2.0
 
 
 def show() -> None:
+    from ragkit.experiments.estimate import llm_seconds
     from ragkit.qa.generation import QUESTION_TYPES, GenerationParams, dry_run_counts, plan_generation
     from ragkit.qa.generation.extractive import plan_extractive
     from ragkit.qa.generation.outcome import model_notice
     from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
+    from ragkit.qa.sources import llm_spec
 
     with st.expander("Generate a question set from a corpus", expanded=False):
         corpora = [BUNDLED, *state.corpora_table()["name"].tolist()]
@@ -68,10 +70,15 @@ def show() -> None:
             except (ConfigError, ValueError) as error:
                 st.error(escape(error))
             else:
-                cols = st.columns(3)
+                cols = st.columns(4)
                 cols[0].metric("LLM calls", counts["calls"])
                 cols[1].metric("Prompt tokens (estimate)", counts["prompt_tokens_estimate"])
                 cols[2].metric("Completion tokens (at most)", counts["completion_tokens_max"])
+                if method == "llm":
+                    spec = llm_spec(None if llm == DEFAULT_LLM else llm, None)
+                    seconds, measured = llm_seconds(spec, counts["calls"], state.data_dir())
+                    cols[3].metric("Time (estimate)", "unknown" if seconds is None else f"~{seconds:,.0f} s",
+                                   help=f"From this machine's seconds per call of {spec.type}: {measured}")
                 command = ["ragkit", "questions", "generate", argument, "--method", method, "--n", str(n), "--types",
                            ",".join(params.types), "--seed", str(seed), "--out", "SET_FOLDER"]
                 st.caption("The same on the command line:")

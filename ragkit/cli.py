@@ -55,7 +55,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from ragkit.experiments.config import load_config
     from ragkit.experiments.runner import make_executor, prepare
-    from ragkit.experiments.status import StatusWriter
+    from ragkit.experiments.status import BuildProgress, StatusWriter, indexes_to_build
     from ragkit.results import ResultStore
     from ragkit.results.output_folder import check_output_folder
     from ragkit.settings import get_settings
@@ -82,17 +82,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
           f"{len(plan.chunk_steps)} chunk sets, {len(plan.index_steps)} indexes -> {out_dir}")
     status = StatusWriter(Path(args.status_file), total) if args.status_file else None
-    embedded = 0
+    builds = BuildProgress(indexes_to_build(plan, derived_dir))
     with tqdm(total=total, unit="q", desc="questions", disable=args.quiet) as bar:
         def progress(event: str, amount: int) -> None:
-            nonlocal embedded
             if event == "questions":
                 bar.update(amount)
                 if status:
                     status.advance(amount)
-            elif event == "embedded":
-                embedded += amount
-                bar.set_postfix_str(f"{embedded} chunks embedded")
+            elif builds.event(event, amount):
+                # While an index is built the question bar stands still: say why, with the build's own ETA.
+                detail = builds.text()
+                bar.set_postfix_str(detail or "", refresh=True)
+                if status:
+                    status.describe(detail)
 
         try:
             executor = make_executor(args.executor, derived_dir, ResultStore(out_dir), args.address, args.num_cpus)

@@ -33,17 +33,17 @@ def _cmd_best(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from ragkit.analysis.loading import load_results
-    from ragkit.analysis.recommend import BestParams, recommend, to_json, to_text
+    from ragkit.analysis.recommend import BestParams, default_metric, recommend, to_json, to_text
 
-    try:
-        params = BestParams(metric=args.metric, max_latency_ms=args.max_latency_ms, max_cost=args.max_cost,
-                            alpha=args.alpha, depth_rule=args.depth_rule)
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise ConfigError(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
     results = load_results(as_location(args.results))
     if results.runs.empty:
         raise ConfigError(f"no runs in {args.results} yet")
+    try:
+        params = BestParams(metric=args.metric or default_metric(results), max_latency_ms=args.max_latency_ms,
+                            max_cost=args.max_cost, alpha=args.alpha, depth_rule=args.depth_rule)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise ConfigError(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
     recommendation = recommend(results, params)
     print((to_json if args.format == "json" else to_text)(recommendation), end="")
     return 0
@@ -114,7 +114,8 @@ def register(sub) -> None:
     best = sub.add_parser("best", help="the best configuration under latency and cost constraints, the runs not "
                                        "significantly worse, the Pareto front and the factor that mattered most")
     best.add_argument("results", help="results folder")
-    best.add_argument("--metric", required=True, help="metric to maximise, e.g. ndcg@10")
+    best.add_argument("--metric", help="metric to maximise (default: the experiment's search objective, else "
+                                       "ndcg@10)")
     best.add_argument("--max-latency-ms", type=_positive_float, help="most pipeline ms per question")
     best.add_argument("--max-cost", type=_positive_float, help="most pipeline LLM tokens per question")
     best.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (default 0.05)")

@@ -76,6 +76,7 @@ class JobInfo(BaseModel):
     error: str | None = None
     outcome: dict[str, Any] | None = None  # what a finished job yielded: {summary, poor, advice, ...}
     log_tail: str = ""
+    detail: str | None = None  # what a running job does besides questions (an index build), with its own ETA
 
     def state_text(self) -> str:
         """The state as a page shows it: "done", or "done · kept 5 of 40 (12%): poor yield ..."."""
@@ -218,7 +219,10 @@ class JobManager:
                 info.state = "running" if alive else "interrupted"
             else:
                 info.state = status["state"]
-            if info.state == "running" and info.total and 0 < info.done:
+            info.detail = status.get("detail") if info.state == "running" else None
+            # While an index is built no question advances: the detail carries the build's own ETA,
+            # and a questions ETA from the rate so far would only climb.
+            if info.state == "running" and info.total and 0 < info.done and not info.detail:
                 info.eta_s = info.elapsed_s / info.done * (info.total - info.done)
         if (folder / "cancelled").exists() and info.state != "done":
             info.state = "cancelled"

@@ -8,6 +8,12 @@ embedder, LanceDB index, retriever, judges and generator as LlamaIndex component
 retrieves what the run retrieved over the same documents. Rebuilt over the run's own documents
 its run id is recomputed and must equal the exported one: a difference means a parameter the
 row does not record (a generator option, an LLM option other than the model) and is reported.
+
+The app answers with the run's own generator when the run had one; ``--generator [BACKEND[:MODEL]]``
+adds one (or changes the run's model), the backend chosen as everywhere else when none is named
+(Ollama when a server answers, else the embedded model), and its run id is then not the run's. An
+app with no generator says so ("retrieval only") and lists the chunks. On start it prints the data
+directory where it keeps chunk sets, indexes and caches.
 """
 
 from __future__ import annotations
@@ -107,23 +113,26 @@ def read_run_config(results: str | Path, run_id: str) -> dict[str, Any]:
     return config_from_run_row(row)
 
 
-APP_TEMPLATE = '''"""The ragkit run {run_id} as a runnable pipeline (written by `ragkit export-pipeline`).
+APP_TEMPLATE = '''"""The ragkit run {run_id} as a runnable pipeline (written by `ragkit export-pipeline`){added}.
 
 Usage: python {name} DOCS_FOLDER "your question" ["another question" ...] [--json]
 
 DOCS_FOLDER is a folder of documents (txt, md, pdf, docx, html, json, csv...) or a dataset folder
 with a corpus.jsonl. The chunk sets and indexes are built once under ragkit's data directory
-(RAGKIT_DATA_DIR) and reused on later calls.
+(RAGKIT_DATA_DIR; printed on start) and reused on later calls.
 """
 
 import argparse
 import json
+import sys
 
-from ragkit.pipeline_export import build_pipeline
+from ragkit.pipeline_export import NO_GENERATOR, build_pipeline, data_dir_line
 
 RUN_ID = {run_id!r}
-# The run's configuration, every parameter pinned as the run used it.
+# The run's configuration, every parameter pinned as the run used it{pinned}.
 CONFIG = {config}
+# Whether the exported configuration differs from the run's (a generator added or changed).
+CHANGED = {changed!r}
 
 
 def main() -> None:
@@ -132,39 +141,86 @@ def main() -> None:
     parser.add_argument("questions", nargs="+", metavar="question")
     parser.add_argument("--json", action="store_true", help="print one JSON line per question: chunks and answer")
     args = parser.parse_args()
-    pipeline = build_pipeline(CONFIG, args.documents, RUN_ID)
+    print(data_dir_line(), file=sys.stderr)
+    answers = bool(CONFIG.get("generator"))
+    if not answers:
+        print(NO_GENERATOR, file=sys.stderr if args.json else sys.stdout)
+    pipeline = build_pipeline(CONFIG, args.documents, None if CHANGED else RUN_ID)
     for question in args.questions:
         trace = pipeline.answer(question)
         chunks = [{{"rank": rank, "doc_id": n.node.metadata["doc_id"], "start_char": n.node.metadata["start_char"],
                    "end_char": n.node.metadata["end_char"], "score": float(n.score or 0.0),
                    "text": n.node.get_content()}} for rank, n in enumerate(trace.nodes, start=1)]
         answer = trace.answer.text if trace.answer is not None else None
+        problem = (trace.answer.error if trace.answer is not None else None) or "no answer"
         if args.json:
-            print(json.dumps({{"question": question, "chunks": chunks, "answer": answer}}, ensure_ascii=False))
+            print(json.dumps({{"question": question, "chunks": chunks, "answer": answer,
+                              **({{}} if answers else {{"note": NO_GENERATOR}})}}, ensure_ascii=False))
             continue
         print(question)
         for chunk in chunks:
             print(f"  #{{chunk['rank']}} {{chunk['doc_id']}} [{{chunk['start_char']}}:{{chunk['end_char']}}] "
                   f"{{chunk['score']:.3f}}: {{chunk['text'][:200]!r}}")
-        if answer is not None:
-            print("  answer:", answer)
+        if answers:
+            print("  answer:", answer if answer is not None else f"(none: {{problem}})")
 
 
 if __name__ == "__main__":
     main()
 '''
 
+NO_GENERATOR = "retrieval only: this run had no generator (use --generator)"
 
-def render_app(config: dict[str, Any], run_id: str, name: str = "app.py") -> str:
+
+def data_dir_line() -> str:
+    """Where an exported app keeps its data, said on start."""
+    from ragkit.settings import get_settings
+
+    return (f"data directory: {get_settings().resolved_data_dir()} (chunk sets, indexes, caches; set "
+            "RAGKIT_DATA_DIR to move it)")
+
+
+def check_generator(model: str) -> None:
+    """A ``--generator`` value whose backend is not registered is a one-line error naming the valid ones."""
+    from ragkit.llms.base import llms
+
+    backend = model.partition(":")[0]
+    if backend not in llms.names():
+        raise ConfigError(f"--generator: unknown LLM backend '{backend}'. Valid backends: "
+                          f"{', '.join(llms.names())} (give BACKEND or BACKEND:MODEL, e.g. ollama:llama3.2)")
+
+
+def with_generator(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """``config`` with a generator: the run's own when it had one and ``model`` is empty; with
+    ``model`` (BACKEND or BACKEND:MODEL, as the runs table names LLMs), on that backend."""
+    config = dict(config)
+    config["generator"] = config.get("generator") or True
+    if model:
+        check_generator(model)
+        llm = dict(config.get("llm") or {})
+        llm["roles"] = {**(llm.get("roles") or {}), "generator": _llm_spec(model)}
+        config["llm"] = llm
+    return config
+
+
+def render_app(config: dict[str, Any], run_id: str, name: str = "app.py", changed: bool = False) -> str:
     literal = pprint.pformat(json.loads(json.dumps(config)), width=100, sort_dicts=True)
-    return APP_TEMPLATE.format(run_id=run_id, name=name, config=literal)
+    return APP_TEMPLATE.format(run_id=run_id, name=name, config=literal, changed=changed,
+                               added=", with a generator added" if changed else "",
+                               pinned="; the generator added on export" if changed else "")
 
 
-def export_pipeline(results: str | Path, run_id: str, out: Path) -> Path:
-    config = read_run_config(results, run_id)
+def export_pipeline(results: str | Path, run_id: str, out: Path, generator: str | None = None) -> dict[str, Any]:
+    """Write the app for ``run_id``; ``generator``: None keeps the run's configuration, "" adds the
+    default generator (the run's own when it had one), "BACKEND[:MODEL]" a generator on that LLM.
+    Returns the configuration written."""
+    if generator:
+        check_generator(generator)  # before the results are read: the cheaper mistake first
+    original = read_run_config(results, run_id)
+    config = original if generator is None else with_generator(original, generator)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_app(config, run_id, out.name), encoding="utf-8")
-    return out
+    out.write_text(render_app(config, run_id, out.name, changed=config != original), encoding="utf-8")
+    return config
 
 
 def build_pipeline(config: dict[str, Any], documents: str | Path, run_id: str | None = None) -> Any:
@@ -209,6 +265,9 @@ def add_parser(sub: Any) -> None:
     command.add_argument("results", help="results folder")
     command.add_argument("run_id")
     command.add_argument("--out", default="app.py", help="module to write (default: app.py)")
+    command.add_argument("--generator", nargs="?", const="", default=None, metavar="BACKEND[:MODEL]",
+                         help="answer with a generator: the run's own if it had one, else the default LLM (Ollama "
+                              "if it answers, else the embedded model); with BACKEND[:MODEL], that one")
     command.set_defaults(func=_cmd_export_pipeline)
 
 
@@ -216,6 +275,12 @@ def _cmd_export_pipeline(args: Any) -> int:
     out = Path(args.out)
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder: give a file name such as app.py")
-    export_pipeline(args.results, args.run_id, out)
-    print(f"wrote {out}: python {out} DOCS_FOLDER \"question\"")
+    config = export_pipeline(args.results, args.run_id, out, args.generator)
+    if config.get("generator"):
+        role = (config.get("llm") or {}).get("roles", {}).get("generator")
+        llm = f"{role['type']}:{role.get('params', {}).get('model', '')}".rstrip(":") if role else \
+            "the default LLM (Ollama if it answers, else the embedded model)"
+        print(f"wrote {out}: answers with {llm}; python {out} DOCS_FOLDER \"question\"")
+    else:
+        print(f"wrote {out}: {NO_GENERATOR}; python {out} DOCS_FOLDER \"question\"")
     return 0

@@ -40,6 +40,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(f"dry run on '{source.name}' ({len(source.documents)} documents): {counts['calls']} LLM calls "
               f"({kinds}); about {counts['prompt_tokens_estimate']} prompt tokens (estimated at 4 characters a "
               f"token), at most {counts['completion_tokens_max']} completion tokens")
+        print(_generation_time(args.llm, args.llm_model, counts["calls"]))
         return 0
     status = None
     try:
@@ -86,6 +87,18 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(f"error: {failure}", file=sys.stderr)
     print(("warning: " if outcome["poor"] else "") + outcome["summary"])
     return 1 if failure else 0
+
+
+def _generation_time(llm: str | None, model: str | None, calls: int) -> str:
+    """The time line of a generation dry run: calls x this machine's seconds per call of the backend."""
+    from ragkit.experiments.estimate import format_seconds, llm_seconds
+    from ragkit.llms import llms
+    from ragkit.qa.sources import llm_spec
+    from ragkit.settings import get_settings
+
+    spec = llm_spec(llm, model)
+    seconds, measured = llm_seconds(spec, calls, get_settings().resolved_data_dir())
+    return f"time ({spec.type}:{llms.build(spec).model_name}): {format_seconds(seconds, measured)}"
 
 
 def _status_writer(path: str | None, total: int) -> Any:
@@ -196,6 +209,32 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from ragkit.analysis import power
+    from ragkit.analysis.loading import load_results
+    from ragkit.analysis.recommend import check_metric, default_metric, plan_questions
+    from ragkit.folders import as_location
+
+    results = load_results(as_location(args.results))
+    if results.runs.empty:
+        raise ConfigError(f"no runs in {args.results} yet")
+    metric = args.metric or default_metric(results)
+    check_metric(metric, results)
+    result = plan_questions(results, metric, args.detect)
+    print((power.to_json if args.format == "json" else power.to_text)(result), end="")
+    return 0
+
+
+def _difference(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"expected a difference > 0, got {text!r}")
+    return value
+
+
 def add_questions_parser(sub: Any) -> None:
     """Register `ragkit questions ...` on the top-level subparsers."""
     from ragkit.qa import FORMATS
@@ -280,3 +319,12 @@ def add_questions_parser(sub: Any) -> None:
     imports.add_argument("--allow-partial", action="store_true",
                          help="import even below --min-located (the report lists what was not found)")
     imports.set_defaults(func=_cmd_import)
+
+    plan = q_sub.add_parser("plan", help="how many questions (and documents) a difference of a given size needs, "
+                                         "from a pilot results folder's variance")
+    plan.add_argument("results", help="a pilot results folder")
+    plan.add_argument("--detect", type=_difference, required=True, metavar="D",
+                      help="the difference to detect, on the metric's scale, e.g. 0.03")
+    plan.add_argument("--metric", help="the metric (default: the experiment's objective, else ndcg@10)")
+    plan.add_argument("--format", default="text", choices=["text", "json"])
+    plan.set_defaults(func=_cmd_plan)

@@ -16,6 +16,7 @@ from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, c
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.qa import catalogue
+from ragkit.qa.review import review_state
 from ragkit.registry import Registry
 from ragkit.retrievers.base import retrievers
 from ragkit.stages.base import judges
@@ -41,8 +42,21 @@ question_set = left.selectbox("Question set", list(sets), help="The bundled COVI
 limit = left.number_input("Use only the first N questions", min_value=1, value=None, placeholder="all",
                           help="Leave empty to use every question.")
 own = "(the question set's own corpus.jsonl)"
-corpus = right.selectbox("Corpus", [own, *state.corpora_table()["name"].tolist()],
-                         help="An ingested corpus, or the documents shipped with the question set.")
+ingested = state.corpora_table()["name"].tolist()
+# The set's own corpus by default: the one its questions were generated from, else its corpus.jsonl.
+source_corpus = catalogue.generated_from(sets[question_set]["path"])
+corpus = right.selectbox("Corpus", [own, *ingested], index=1 + ingested.index(source_corpus)
+                         if source_corpus in ingested else 0, key=f"corpus.{question_set}",
+                         help="An ingested corpus, or the documents shipped with the question set. Defaults to the "
+                              "set's own: the corpus it was generated from, else its corpus.jsonl.")
+if source_corpus is not None and source_corpus not in ingested:
+    st.warning(f"This set was generated from the corpus '{escape(source_corpus)}', which is not ingested here: "
+               "choose the corpus its documents are in.")
+reviewed = review_state(Path(sets[question_set]["path"]))
+if reviewed is not None:
+    left.caption(f"Review: {reviewed.summary}.")
+    if reviewed.warning:
+        st.warning(escape(reviewed.warning))
 top_k = right.multiselect("top-k values", TOP_K_CHOICES, default=[5, 10], help="Each value is a point of the grid.")
 
 # --- components ----------------------------------------------------------------------------------

@@ -50,7 +50,8 @@ def jobs_panel() -> None:
             [
                 {"job": j.job_id, "kind": j.kind, "experiment": j.experiment, "state": j.state_text(),
                  "progress": (j.done / j.total) if j.total else 0.0, "done": j.done, "total": j.total,
-                 "elapsed": _duration(j.elapsed_s), "ETA": _duration(j.eta_s), "created": j.created}
+                 "elapsed": _duration(j.elapsed_s), "ETA": _duration(j.eta_s), "now": j.detail or "",
+                 "created": j.created}
                 for j in jobs
             ]
         ),
@@ -63,6 +64,8 @@ def jobs_panel() -> None:
     st.progress(fraction, text=escape(f"{info.state_text()} · {info.done}/{info.total or '?'} "
                                       f"{'questions' if info.kind == 'run' else 'LLM calls'} · "
                                       f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}"))
+    if info.detail:  # an index build: the question count stands still meanwhile, and this says why
+        st.caption(escape(info.detail))
     if info.error:
         st.error(escape(info.error))
     elif info.outcome and info.outcome.get("poor"):

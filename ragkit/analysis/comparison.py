@@ -66,7 +66,7 @@ COLUMNS = [
     "p_holm", "p_note", "n_strict", "strict_diff", "strict_se", "strict_df", "strict_ci_low", "strict_ci_high",
     "strict_sim_ci_low", "strict_sim_ci_high", "strict_p", "strict_p_holm", "strict_p_note", "family",
     "family_tests",
-    "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff",
+    "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff", "mde",
 ]
 # Why a factor's reference level is what it is (``Reference.source``).
 NAMED = "named in the experiment"

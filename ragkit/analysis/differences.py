@@ -124,10 +124,12 @@ def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units:
                unit: str) -> pd.DataFrame:
     """``rows`` with each comparison's statistics: for ``diffs`` (questions x rows, over scored
     questions) and ``strict`` (over asked questions, failures at the failure value) each its mean,
-    standard error and degrees of freedom (CR2, Bell-McCaffrey), CI, p and the reason a p is
-    missing; questions won, tied and lost; units in favour of each side; whether the two
-    differences disagree in sign."""
+    standard error and degrees of freedom (CR2), CI, p and the reason a p is missing; questions
+    won, tied and lost; units in favour of each side; whether the two differences disagree in sign;
+    ``mde``, the smallest difference over scored questions the test detects at 80% power
+    (``statistics.detectable_difference``)."""
     column = statistics.column_stats(diffs, units)
+    detectable = statistics.detectable_difference(diffs, units, tested=column)
     strict_column = statistics.column_stats(strict, units)
     present = ~np.isnan(diffs)
     return rows.assign(
@@ -139,5 +141,5 @@ def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units:
         signs_disagree=signs_disagree(column.mean, strict_column.mean),
         wins=(present & (np.nan_to_num(diffs) > 0)).sum(axis=0), ties=(present & (diffs == 0)).sum(axis=0),
         losses=(present & (np.nan_to_num(diffs) < 0)).sum(axis=0),
-        units_b_better=column.units_positive, units_b_worse=column.units_negative,
+        units_b_better=column.units_positive, units_b_worse=column.units_negative, mde=detectable.mde,
     )

@@ -8,9 +8,11 @@ The rules, in order:
    completion) per question (``latency.llm_tokens_per_question``), 0 for a run that calls no LLM:
    ragkit records tokens, not prices. A run whose latency or cost is unknown fails a constraint
    on it (it cannot be shown to meet it).
-2. **The best** eligible run has the best mean of the metric over every question it was asked,
-   a failed question counting as the metric's worst value (``names.failure_value``: 0, or 1 for
-   a lower-is-better rate), so nothing wins by crashing. Ties go to the first label.
+2. **The best** eligible run has the best mean of the metric over the questions it was asked that
+   have the metric (a question with nothing to score it against, e.g. no relevant passage, has
+   none; each mean states its count), a failed question counting as the metric's worst value
+   (``names.failure_value``: 0, or 1 for a lower-is-better rate), so nothing wins by crashing.
+   Runs with exactly the best mean are named as a tie (listed by label; no tie-break).
 3. **Not significantly worse.** Every other eligible run is paired with the best per question
    by the comparison engine (``Comparer.pair_comparisons``: the questions both scored, at the
    common depth unless ``depth_rule="asked"``, the unit resampled named). The family is exactly
@@ -27,6 +29,19 @@ The rules, in order:
 5. **The factor that mattered most**: of the engine's factor rows on the metric (each level
    against its factor's comparison level, over every run), the factor whose levels' effects
    span the widest range, the comparison level counting as 0.
+6. **The verdict states its evidence.** The best is named only when the runner-up (the second
+   ranked eligible run) is significantly worse (rule 3). Otherwise, when no run is significantly
+   worse, the verdict is "no configuration is distinguishable on N questions from G documents;
+   about M questions would detect a difference of D": N and G those of the comparison with the
+   runner-up, D the observed gap between the two (half the detectable difference when they tie),
+   M planned from that comparison's variance (``power``); with one document nothing can be
+   planned, and it says so. When some runs are significantly worse, it names the group that
+   cannot be told apart (the best and its not-significantly-worse runs) as "no single best", with
+   the same plan. Every verdict gives the smallest difference the comparison with the runner-up
+   could detect (its ``mde``, 80% power, two-sided 5%).
+
+**Default metric** (``default_metric``): the objective of the experiment's ``search:`` block when
+it had one (kept in the results folder's ``search.json``), else ndcg@10.
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragkit.analysis import power
 from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
@@ -51,6 +67,9 @@ CONFIGURATION = "configuration"
 # The family of rule 3, per metric.
 RUNNERS_UP = "runners-up against the best"
 FORMATS = ("text", "json")
+DEFAULT_METRIC = "ndcg@10"
+# Where a search experiment keeps its settings in the results folder (ragkit.experiments.search_run).
+SEARCH_STATE = "search.json"
 
 
 class BestParams(BaseModel):
@@ -74,6 +93,79 @@ class Recommendation:
     comparisons: pd.DataFrame  # the engine's rows, run_a = best, run_b = runner-up, p_holm over these
     not_worse: list[str] = field(default_factory=list)
     factor: dict | None = None  # the factor that mattered most: name, range, levels
+    tied: list[str] = field(default_factory=list)  # eligible runs with exactly the best's mean
+    questions_asked: int = 0  # questions of the results (the denominator's context)
+
+    @property
+    def runner_up(self) -> pd.Series | None:
+        """The comparison of the best with the second-ranked eligible run."""
+        return None if self.comparisons.empty else self.comparisons.iloc[0]
+
+    @property
+    def distinguishable(self) -> bool:
+        """The best is significantly better than the runner-up (rule 6)."""
+        runner = self.runner_up
+        return runner is not None and str(runner["run_b"]) not in self.not_worse
+
+    def need(self) -> power.Need | None:
+        """What a difference of the observed gap between the first two needs (half the detectable
+        difference when they tie)."""
+        runner = self.runner_up
+        if runner is None:
+            return None
+        gap = abs(float(runner["diff"])) if pd.notna(runner["diff"]) else np.nan
+        detect = gap if gap > 0 else float(runner["mde"]) / 2
+        if not np.isfinite(detect) or detect <= 0:
+            return power.Need(0.0, None, None)
+        return power.need(power.row_detectable(self.comparisons.iloc[:1]), 0, detect)
+
+    def verdict(self) -> str:
+        """Rule 6, one sentence."""
+        metric = self.params.metric
+        if self.best is None:
+            return "no run meets the constraints"
+        runner = self.runner_up
+        if runner is None:
+            return f"{self.label(self.best)} is the only eligible run: nothing to compare it with"
+        units = int(runner["n_units"])
+        evidence = f"{int(runner['n'])} questions from {units} {self.unit}{'' if units == 1 else 's'}"
+        if pd.notna(runner["mde"]):
+            detectable = (f"the smallest difference these questions detect: {_number(runner['mde'])} "
+                          f"({power.POWER_RULE})")
+        else:
+            detectable = "no difference is detectable on these questions"
+        if self.distinguishable:
+            # The runner-up's row is runner-up - best; turned round so that "better by" is positive.
+            sign = -(better_direction(metric) or 1)
+            low, high = sorted((sign * runner["ci_low"], sign * runner["ci_high"]))
+            return (f"best on {metric}: {self.label(self.best)}, better than the runner-up "
+                    f"{self.label(str(runner['run_b']))} by {_number(sign * runner['diff'])} "
+                    f"[{_number(low)}, {_number(high)}], p (Holm) {_number(runner['p_holm'])}; {detectable}")
+        if units < 2:
+            plan = (f"one {self.unit} gives no spread between {self.unit}s to test with: questions from more "
+                    f"{self.unit}s are needed before any difference can be told")
+        else:
+            need = self.need()
+            plan = power.describe_need(need) if need is not None else ""
+        worse = len(self.comparisons) - len(self.not_worse)
+        if not worse:
+            return f"no configuration is distinguishable on {evidence}; {plan}; {detectable}"
+        group = ", ".join(self.label(run) for run in [self.best, *self.not_worse])
+        return (f"no single best on {evidence}: {group} cannot be told apart ({plan}; {detectable}); the other "
+                f"{worse} {'is' if worse == 1 else 'are'} significantly worse")
+
+    def mean_rule(self) -> str:
+        """What each mean is over (its denominator), with the counts."""
+        metric = self.params.metric
+        counts = self.runs.loc[self.runs["eligible"], "n_asked"]
+        if counts.empty:
+            counts = self.runs["n_asked"]
+        low, high = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+        shown = f"{low}" if low == high else f"{low}-{high}"
+        others = (f" of the {self.questions_asked} asked (the others have nothing to score it against)"
+                  if self.questions_asked > high else "")
+        return (f"mean over the {shown} questions with a {metric}{others}; a failed question counts as "
+                f"{failure_value(metric):g}")
 
     @property
     def family(self) -> str:
@@ -84,6 +176,29 @@ class Recommendation:
 
     def label(self, run_id: str) -> str:
         return str(self.runs.set_index("run_id").at[run_id, "label"])
+
+
+def default_metric(results: Results) -> str:
+    """The search objective of the experiment, when it had one, else ``DEFAULT_METRIC``."""
+    if results.root is not None:
+        from ragkit.folders import open_folder
+
+        files = open_folder(results.root)
+        try:
+            if files.exists(SEARCH_STATE):
+                state = json.loads(files.read_bytes(SEARCH_STATE))
+                metric = state.get("search", {}).get("objective", {}).get("metric")
+                if isinstance(metric, str) and metric:
+                    return metric
+        except (OSError, ValueError, AttributeError):
+            pass  # an unreadable search state names no objective: the default stands
+    return DEFAULT_METRIC
+
+
+def plan_questions(results: Results, metric: str, detect: float) -> power.Plan:
+    """`ragkit questions plan`: what a difference of ``detect`` needs, planned from the comparisons
+    of the best-ranked run on ``metric`` against every other run (no constraints)."""
+    return power.plan(recommend(results, BestParams(metric=metric)), detect)
 
 
 def check_metric(metric: str, results: Results) -> None:
@@ -99,10 +214,15 @@ def _run_table(comparer: Comparer, params: BestParams) -> pd.DataFrame:
     runs = comparer.runs
     matrices = comparer.matrices
     quality = pd.Series(matrices.run_means(params.metric, failure_value(params.metric)), index=matrices.run_ids)
+    values, asked = matrices.get(params.metric)
+    n_asked = pd.Series(asked.sum(axis=0), index=matrices.run_ids)
+    n_failed = pd.Series((asked & np.isnan(values)).sum(axis=0), index=matrices.run_ids)
     ids = runs["run_id"].astype(str)
     table = pd.DataFrame({
         "run_id": ids.to_numpy(), "label": runs["label"].astype(str).to_numpy() if "label" in runs else ids.to_numpy(),
         "quality": quality.reindex(ids).to_numpy(),
+        "n_asked": n_asked.reindex(ids).fillna(0).to_numpy(dtype="int64"),
+        "n_failed": n_failed.reindex(ids).fillna(0).to_numpy(dtype="int64"),
         "latency_ms": comparer.latency_ms.reindex(ids).to_numpy(dtype="float64"),
         "cost": _cost(comparer.results).reindex(ids).to_numpy(dtype="float64"),
     })
@@ -141,7 +261,7 @@ def _cost(results: Results) -> pd.Series:
 
 
 def _ranked(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Eligible runs, best first (ties: label order)."""
+    """Eligible runs, best first (equal means: label order, named as a tie by ``recommend``)."""
     eligible = table[table["eligible"]]
     key = eligible["quality"] * -(better_direction(metric) or 1)
     return eligible.assign(_key=key).sort_values(["_key", "label"], kind="stable").drop(columns="_key")
@@ -171,9 +291,10 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     comparer = Comparer(results, params.depth_rule)
     table = _run_table(comparer, params)
     ranked = _ranked(table, params.metric)
+    asked = len(results.question_ids)
     if ranked.empty:
         nothing = with_holm(comparer.pair_comparisons([], pd.DataFrame()))
-        return Recommendation(params, results.unit, table, None, nothing)
+        return Recommendation(params, results.unit, table, None, nothing, questions_asked=asked)
     best = str(ranked["run_id"].iloc[0])
     others = ranked["run_id"].iloc[1:].astype(str).tolist()
     pairs = pd.DataFrame({"run_a": best, "run_b": others, "factor": CONFIGURATION,
@@ -186,8 +307,10 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
              | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))
     not_worse = comparisons.loc[~worse.fillna(False).astype(bool), "run_b"].astype(str).tolist()
+    top = ranked["quality"].iloc[0]
+    tied = ranked.loc[ranked["quality"] == top, "run_id"].astype(str).tolist()[1:]
     return Recommendation(params, results.unit, table, best, comparisons, not_worse,
-                          _most_important_factor(comparer, params.metric))
+                          _most_important_factor(comparer, params.metric), tied, asked)
 
 
 # --- text and JSON forms --------------------------------------------------------------------------
@@ -197,7 +320,9 @@ def to_json(rec: Recommendation) -> str:
     payload = {
         "metric": rec.params.metric, "constraints": {"max_latency_ms": rec.params.max_latency_ms,
                                                     "max_cost": rec.params.max_cost},
-        "ranking_rule": "mean over every question asked, a failure counting as the metric's worst value",
+        "ranking_rule": rec.mean_rule(), "verdict": rec.verdict(),
+        "distinguishable": rec.distinguishable, "tied_with_best": rec.tied,
+        "power": power.POWER_RULE,
         "cost_unit": "pipeline LLM tokens per question", "unit": rec.unit, "alpha": rec.params.alpha,
         "best": rec.best, "best_label": rec.label(rec.best) if rec.best else None,
         "not_significantly_worse": rec.not_worse, "family": rec.family,
@@ -214,24 +339,30 @@ def _number(value: float, digits: int = 3) -> str:
 
 def to_text(rec: Recommendation) -> str:
     metric = rec.params.metric
-    lines = [f"best on {metric} (mean over every question asked; a failed question counts as "
-             f"{failure_value(metric):g}):"]
+    lines = [f"ranked on {metric}: {rec.mean_rule()}"]
     if rec.best is None:
         excluded = rec.runs[~rec.runs["eligible"]]
         lines.append("  no run meets the constraints: " + "; ".join(
             f"{label} ({why})" for label, why in zip(excluded["label"], excluded["excluded_by"])))
         return "\n".join(lines) + "\n"
     row = rec.runs.set_index("run_id").loc[rec.best]
-    lines.append(f"  {row['label']} [{rec.best}]: {_number(row['quality'])}, {_number(row['latency_ms'], 1)} "
-                 f"ms/question, {_number(row['cost'], 0)} LLM tokens/question")
-    lines.append(f"not significantly worse (p Holm >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}):")
+    lines.append(f"  first: {row['label']} [{rec.best}]: {_number(row['quality'])} over {int(row['n_asked'])} "
+                 f"questions ({int(row['n_failed'])} failed), {_number(row['latency_ms'], 1)} ms/question, "
+                 f"{_number(row['cost'], 0)} LLM tokens/question")
+    if rec.tied:
+        lines.append(f"  tie: {', '.join([rec.label(rec.best), *(rec.label(run) for run in rec.tied)])} have the "
+                     f"same mean {_number(row['quality'])} (listed by label; no tie-break)")
+    lines.append(f"verdict: {rec.verdict()}")
+    lines.append(f"not significantly worse (p Holm >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}; "
+                 f"detectable: the smallest difference each comparison detects, {power.POWER_RULE}):")
     by_run = rec.comparisons.set_index("run_b")
     for run in rec.comparisons["run_b"].astype(str):
         comparison = by_run.loc[run]
         mark = "  " if run in rec.not_worse else "x "
         lines.append(f"  {mark}{rec.label(run)}: diff {_number(comparison['diff'])} "
                      f"[{_number(comparison['ci_low'])}, {_number(comparison['ci_high'])}], "
-                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}; strict diff "
+                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}, detectable "
+                     f"{_number(comparison['mde'])}; strict diff "
                      f"{_number(comparison['strict_diff'])} [{_number(comparison['strict_ci_low'])}, "
                      f"{_number(comparison['strict_ci_high'])}], p (Holm) {_number(comparison['strict_p_holm'])}, "
                      f"failed {int(comparison['n_failed_b'])} vs {int(comparison['n_failed_a'])}")

@@ -47,6 +47,7 @@ from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
 from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
+from ragkit.analysis.power import POWER_RULE
 from ragkit.analysis.statistics import describe_method
 from ragkit.errors import ConfigError
 from ragkit.folders import as_location, location_name
@@ -58,6 +59,8 @@ FORMATS = ("md", "html", "json")
 CUT_RULE = ("Metrics @k read the first k chunks of the final context (k chunks, not k documents; a document "
             "level metric counts the distinct documents among them); @Ntok the first N cl100k tokens of it.")
 _MISSING = "-"
+DETECTABLE_NOTE = (f"detectable: the smallest true Δ over scored questions the row's test would find ({POWER_RULE}), "
+                   "from its clustered variance and its units; a Δ smaller than it is not evidence either way.")
 
 
 @dataclass
@@ -202,6 +205,7 @@ def factor_table(rows: pd.DataFrame) -> pd.DataFrame:
         "level vs reference": rows["level_b"] + " vs " + rows["level_a"],
         "metric": [_metric_cell(row) for row in rows.itertuples()],
         **_differences(rows, "level - reference", has_failures(rows)),
+        "detectable": rows["mde"].map(_number),
         "units level ahead": [f"{b}/{n}" for b, n in zip(rows["units_b_better"], rows["n_units"])],
         "questions": rows["n"],
         "failed ref/level (question x setting)": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
@@ -240,6 +244,7 @@ def pair_table(rows: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "metric": [_metric_cell(row) for row in rows.itertuples()],
         **_differences(rows, "b - a", has_failures(rows)),
         "p": rows["p"].map(_p),
+        "detectable": rows["mde"].map(_number),
         "scored a/b": [f"{a}/{b}" for a, b in zip(rows["n_scored_a"], rows["n_scored_b"])],
         "failed a/b": [f"{a}/{b}" for a, b in zip(rows["n_failed_a"], rows["n_failed_b"])],
         "one side only a/b": [f"{a}/{b}" for a, b in zip(rows["n_only_a"], rows["n_only_b"])],
@@ -257,7 +262,7 @@ def _notes(report: Report) -> dict[str, str]:
               "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
               f"over every question both sides were asked, {failure_note(report.metrics)}, with its own CI and p. "
               + "In a table where some question failed, the strict difference leads. signs DISAGREE: the two "
-              f"differences point opposite ways. {depth}")
+              f"differences point opposite ways. {DETECTABLE_NOTE} {depth}")
     return {
         "factors": ("Each level against its factor's reference level (see above), paired over every matched "
                     "setting of the other factors (settings); a question's difference is its mean over those "

@@ -257,3 +257,52 @@ def describe_method(unit: str, confidence: float = CONFIDENCE) -> str:
             f"bias-reduced CR2 variance with Bell-McCaffrey degrees of freedom, fewer than {unit}s - 1 when "
             f"{unit}s differ in size); p tests a zero mean, two-sided. A {ZERO_SE_RULE}. Rows {IDENTICAL_NOTE} "
             "are not tested.")
+
+
+# --- power: the smallest difference a comparison could detect -------------------------------------
+
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """Per column, the minimum detectable difference (``mde``) of a two-sided test at level
+    ``alpha`` with probability ``power``, and the standard error and degrees of freedom it rests on
+    (``mde`` is NaN where ``column_stats`` gives no interval, or the standard error is zero)."""
+
+    mde: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+    n: np.ndarray
+    n_units: np.ndarray
+    power: float
+    alpha: float
+
+
+def detectable_difference(values: np.ndarray, units: np.ndarray, power: float = POWER,
+                          alpha: float = 1 - CONFIDENCE, tested: ColumnStats | None = None) -> Detectable:
+    """The smallest true mean a column's test detects with probability ``power`` (two-sided, level
+    ``alpha``): ``MDE = (t(1 - alpha/2, df) + t(power, df)) * SE``, with the SE and df of
+    ``column_stats`` (``tested``, when the caller has it already). A zero standard error (no spread
+    between units) gives NaN: nothing says what could be detected.
+    """
+    if not 0.5 < power < 1:
+        raise ValueError(f"power must be between 0.5 and 1, got {power}")
+    column = tested if tested is not None else column_stats(values, units, 1 - alpha)
+    return Detectable(mde=mde_of(column.se, column.df, power, alpha), se=column.se, df=column.df, n=column.n,
+                      n_units=column.n_units, power=power, alpha=alpha)
+
+
+def mde_of(se: float | np.ndarray, df: float | np.ndarray, power: float = POWER,
+           alpha: float = 1 - CONFIDENCE) -> np.ndarray:
+    """``(t(1 - alpha/2, df) + t(power, df)) * se``: the MDE of a test with this SE and df; NaN
+    where the SE is unknown or zero."""
+    from scipy import special
+
+    se = np.asarray(se, dtype="float64")
+    df = np.asarray(df, dtype="float64")
+    usable = np.isfinite(se) & (se > 0) & np.isfinite(df) & (df > 0)
+    with np.errstate(invalid="ignore"):
+        found = (special.stdtrit(np.where(usable, df, 1.0), 1 - alpha / 2)
+                 + special.stdtrit(np.where(usable, df, 1.0), power)) * np.where(usable, se, np.nan)
+    return np.where(usable, found, np.nan)

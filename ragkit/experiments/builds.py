@@ -32,6 +32,7 @@ from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, chunker_uses_llm, component_key, needs_fulltext
+from ragkit.experiments.status import INDEX_BUILT, INDEX_STARTED
 from ragkit.experiments.throughput import record_throughput
 from ragkit.index import ChunkIndex, IndexStore
 from ragkit.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
@@ -238,6 +239,7 @@ class ArtefactBuilds:
         timings: dict[str, float] = {}
         vectors = None
         if step.embedder is not None:
+            progress(INDEX_STARTED, len(chunks))
             embedder = self.components.embedder(step.embedder)
             embedder_key = component_key(embedders, step.embedder)
             cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
@@ -259,6 +261,8 @@ class ArtefactBuilds:
             write_json_atomic(self.step_record(step.index_id), timings)
 
         self._index_store.build(step.index_id, chunks, vectors, record_build, ann=step.ann, fulltext=False)
+        if step.embedder is not None:
+            progress(INDEX_BUILT, 1)
         report.indexes_built += 1
         self._built.add(step.index_id)
 
@@ -270,6 +274,9 @@ class ArtefactBuilds:
         windows: Generator[tuple[pd.DataFrame, np.ndarray | None], None, None]
         tally = EmbeddingTally()
         if step.embedder is not None:
+            import pyarrow.parquet as pq
+
+            progress(INDEX_STARTED, pq.ParquetFile(path).metadata.num_rows)
             embedder = self.components.embedder(step.embedder)
             embedder_key = component_key(embedders, step.embedder)
             cache = EmbeddingCache(self.data_dir / "embeddings", embedder_key)
@@ -292,6 +299,7 @@ class ArtefactBuilds:
             self._index_store.build_from_batches(step.index_id, index_batch_reader(windows), record_build,
                                                  ann=step.ann, fulltext=False)
         if step.embedder is not None:
+            progress(INDEX_BUILT, 1)
             report.chunks_embedded += tally.embedded
             record_throughput(self.data_dir, "embedders", embedder_key, step.embedder.type, tally.embedded,
                               tally.seconds)

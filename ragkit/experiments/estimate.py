@@ -18,13 +18,17 @@ It follows the executor's own rules, so its counts are what the run then does:
   so these are estimates and say so.
 
 The time estimate multiplies these by what this machine measured (``throughput``) per embedder
-and LLM backend; with no measurement the part says so instead of inventing a rate.
+and LLM backend. A component with no measurement yet is calibrated first (``calibrate=True``, the
+default of ``dry_run``: ``CALIBRATION_CHUNKS`` chunks of the corpus embedded, one short prompt
+sent; ``throughput.calibrate``); one that cannot be (a server that does not answer) says so
+instead of inventing a rate.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +39,18 @@ from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
 from ragkit.embedders.base import embedders
 from ragkit.experiments.estimate_builds import by_backend, profile_calls, summary_calls
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
-from ragkit.experiments.throughput import read_throughput
+from ragkit.experiments.throughput import CALIBRATION, calibrate, read_throughput
 from ragkit.index import index_marker
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.results import ResultStore
 
 NO_MEASUREMENT = "no measurement yet"
+# Chunks embedded, of CALIBRATION_CHARS characters each, to calibrate an embedder.
+CALIBRATION_CHUNKS = 32
+CALIBRATION_CHARS = 1000
+CALIBRATION_PROMPT = [{"role": "user", "content": "In one short sentence: what is a search index?"}]
+CALIBRATION_TOKENS = 32
 LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator), and per "
                   "LLM metric and repeat for the evaluation; once per chunk for chunk summaries and per document "
                   "for document profiles not written yet; retries and corrections can add calls, the LLM "
@@ -118,7 +127,67 @@ def calls_per_question(run: RunStep) -> dict[str, int]:
     return calls
 
 
-def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: Path) -> PlanEstimate:
+def calibration_texts(plan: Plan) -> list[str]:
+    """Up to ``CALIBRATION_CHUNKS`` pieces of the corpus's first documents, each as long as a chunk."""
+    pieces: list[str] = []
+    for batch in plan.corpus.batches(8):
+        for text in batch.texts:
+            pieces += [text[start:start + CALIBRATION_CHARS] for start in range(0, len(text), CALIBRATION_CHARS)]
+            if len(pieces) >= CALIBRATION_CHUNKS:
+                return pieces[:CALIBRATION_CHUNKS]
+    return [piece for piece in pieces if piece.strip()] or ["calibration"]
+
+
+def calibrate_missing(plan: Plan | None, embedder_specs: list[Any], llm_specs: list[Any],
+                      data_dir: Path) -> list[str]:
+    """Calibrate each embedder and LLM backend of ``*_specs`` this machine has not measured (an
+    embedder on the texts of ``plan``'s corpus); returns one line per component that could not be
+    (its problem)."""
+    measured = read_throughput(data_dir)
+    problems = []
+    texts: list[str] | None = None
+    for key, spec in {component_key(embedders, spec): spec for spec in embedder_specs}.items():
+        if key in measured["embedders"]:
+            continue
+        texts = texts if texts is not None else calibration_texts(plan) if plan is not None else ["calibration"]
+        embedder = embedders.build(spec)
+        calibrate(data_dir, "embedders", key, spec.type, partial(_embed, embedder, ["warm up"]),
+                  partial(_embed, embedder, texts))
+    for key, spec in {component_key(llm_registry, spec): spec for spec in llm_specs}.items():
+        if key in measured["llms"]:
+            continue
+        backend = llm_registry.build(spec)
+        problem = backend.problem()
+        if problem:
+            problems.append(f"{spec.type}: not calibrated ({problem})")
+            continue
+        calibrate(data_dir, "llms", key, f"{spec.type}:{backend.model_name}", partial(_ask, backend),
+                  partial(_ask, backend))
+    return problems
+
+
+def _per_call(rate: Any) -> str:
+    return f"{rate.seconds_per_item:.2f} s/call over {rate.items} calls{_calibrated(rate)}"
+
+
+def _calibrated(rate: Any) -> str:
+    """Said of a measurement that is still the first-use calibration alone (a short prompt is faster
+    than a run's: an LLM's figure is then a lower bound)."""
+    return f", a first-use {CALIBRATION}" if rate.label.endswith(f"({CALIBRATION})") else ""
+
+
+def _embed(embedder: Any, texts: list[str]) -> int:
+    embedder.embed_texts(texts)
+    return len(texts)
+
+
+def _ask(backend: Any) -> int:
+    backend.chat(CALIBRATION_PROMPT, json_schema=None, max_tokens=CALIBRATION_TOKENS)
+    return 1
+
+
+def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: Path,
+                  calibrate_first: bool = False) -> PlanEstimate:
     pending = pending_questions(plan, store)
     active = [run for run in plan.runs if pending[run.run_id]]
     index_steps = {s.index_id: s for s in plan.index_steps}
@@ -132,11 +201,16 @@ def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: P
                 and not decisions_path(derived_dir, run.chunkset_id).exists():
             needed_chunksets.add(run.chunkset_id)
     cached_chunksets = {s.chunkset_id for s in plan.chunk_steps if chunkset_path(derived_dir, s.chunkset_id).exists()}
+    once = summary_calls(plan, needed_chunksets - cached_chunksets, lambda spec: len(_cut(plan, spec))) \
+        + profile_calls(plan, active, data_dir / "profiles")
+    if calibrate_first:
+        calibrate_missing(plan, [index_steps[i].embedder for i in sorted(indexes_built)
+                                 if index_steps[i].embedder is not None],
+                          [run.llms[role] for run in active for role in calls_per_question(run)]
+                          + [spec for spec, _ in by_backend(once).values()], data_dir)
     measured = read_throughput(data_dir)
     embedding = _embedding(plan, derived_dir, data_dir, [index_steps[i] for i in sorted(indexes_built)],
                            measured["embedders"])
-    once = summary_calls(plan, needed_chunksets - cached_chunksets, lambda spec: len(_cut(plan, spec))) \
-        + profile_calls(plan, active, data_dir / "profiles")
     llm = _llm_calls(active, pending, measured["llms"], by_backend(once))
     parts = [e.seconds for e in embedding] + [e.seconds for e in llm]
     return PlanEstimate(
@@ -197,7 +271,7 @@ def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], 
             to_embed = len(texts) - len(cached)
         rate = measured.get(key)
         seconds = None if rate is None or to_embed is None else to_embed / rate.per_second
-        note = f"{rate.per_second:.1f} chunks/s over {rate.items} chunks" if rate else NO_MEASUREMENT
+        note = f"{rate.per_second:.1f} chunks/s over {rate.items} chunks{_calibrated(rate)}" if rate else NO_MEASUREMENT
         out.append(EmbedEstimate(embedder=group[0].embedder.type, chunks=chunks, to_embed=to_embed,
                                  seconds=0.0 if to_embed == 0 else seconds, measured=note))
     return out
@@ -223,20 +297,23 @@ def _llm_calls(active: list[RunStep], pending: dict[str, int], measured: dict,
         rate = measured.get(key)
         total = sum(roles.values())
         seconds = None if rate is None else total * rate.seconds_per_item
-        note = f"{rate.seconds_per_item:.2f} s/call over {rate.items} calls" if rate else NO_MEASUREMENT
+        note = _per_call(rate) if rate else NO_MEASUREMENT
         out.append(LLMEstimate(backend=f"{specs[key].type}:{backend.model_name}", calls_by_role=dict(roles),
                                seconds=seconds, measured=note))
     return out
 
 
-def dry_run(config: Any, out_dir: Any) -> PlanEstimate:
+def dry_run(config: Any, out_dir: Any, calibrate_first: bool = True) -> PlanEstimate:
     """The estimate of running ``config`` (an ExperimentConfig) into ``out_dir``. The LLM backends
-    are resolved but not checked: a plan can be looked at while a server is down."""
+    are resolved but not checked: a plan can be looked at while a server is down. Components this
+    machine has not measured are calibrated first (``calibrate_missing``) unless ``calibrate_first``
+    is False."""
     from ragkit.experiments.runner import prepare
     from ragkit.settings import get_settings
 
     plan, derived_dir = prepare(config, check=False)
-    estimate = estimate_plan(plan, derived_dir, ResultStore(out_dir), get_settings().resolved_data_dir())
+    estimate = estimate_plan(plan, derived_dir, ResultStore(out_dir), get_settings().resolved_data_dir(),
+                             calibrate_first)
     if config.search is not None:
         budget = "no budget" if config.search.budget is None else f"a budget of {config.search.budget:g} full runs"
         estimate.search = (f"search ({config.search.strategy}, {budget}): the counts above are the whole grid's; "
@@ -251,7 +328,8 @@ def format_estimate(estimate: PlanEstimate) -> str:
         return f"{len(steps)} ({cached} cached)"
 
     lines = [
-        f"experiment '{estimate.experiment}' (dry run: nothing is computed or written)",
+        f"experiment '{estimate.experiment}' (dry run: nothing is computed or written; only a first-use "
+        "calibration of the models' speed)",
         f"runs: {estimate.runs} x {estimate.questions} questions; to compute: {estimate.runs_to_compute} run(s), "
         f"{estimate.questions_to_compute} question(s)",
         f"chunk sets: {sets(estimate.chunk_sets)}; to build: {estimate.chunk_sets_to_build}",
@@ -311,3 +389,25 @@ def int8_advice(stage_seconds: Mapping[str, float | None]) -> str | None:
             f"(embedders: [{{type: minilm-onnx, params: {{precision: int8}}}}]) took {INT8_TIME_RATIO:.2f}x "
             f"minilm's CPU time per text (measured, benchmarks/README.md): about {saved:.0f} s less. Its cost, "
             f"measured: {INT8_QUALITY}. It is another embedder: new run ids and indexes, not minilm's cache.")
+
+
+def llm_seconds(spec: Any, calls: int, data_dir: Path, calibrate_first: bool = True) -> tuple[float | None, str]:
+    """How long ``calls`` calls of the backend ``spec`` take at this machine's measured seconds per
+    call (calibrated first when it has none and ``calibrate_first``), and the measurement used;
+    None and the reason when there is none."""
+    key = component_key(llm_registry, spec)
+    problems = calibrate_missing_llm(spec, data_dir) if calibrate_first else []
+    rate = read_throughput(data_dir)["llms"].get(key)
+    if rate is None:
+        return None, problems[0] if problems else NO_MEASUREMENT
+    return calls * rate.seconds_per_item, _per_call(rate)
+
+
+def calibrate_missing_llm(spec: Any, data_dir: Path) -> list[str]:
+    """``calibrate_missing`` for one LLM backend alone (no plan, no embedder)."""
+    return calibrate_missing(None, [], [spec], data_dir)
+
+
+def format_seconds(seconds: float | None, measured: str) -> str:
+    """"~95 s (0.95 s/call over 100 calls)", or why there is no time."""
+    return _time(seconds, measured)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ragkit.results.integrity import DamagedPart
 
-Progress = Callable[[str, int], None]  # (event, amount): "questions" advanced, "embedded" chunks
+# (event, amount): "questions" advanced, "embedded" chunks, "index_started" (its chunks), "index_built"
+Progress = Callable[[str, int], None]
 
 
 def no_progress(event: str, amount: int) -> None:

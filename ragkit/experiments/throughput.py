@@ -1,6 +1,12 @@
 """What this machine has measured: chunks embedded per second per embedder, seconds per LLM call
 per backend. The executor adds to it as runs happen; a dry run turns it into a time estimate.
 
+**Calibration** (``calibrate``): a component with no measurement yet is measured at first use, in
+seconds: the model is loaded first (a warm-up, not timed), then a small piece of real work is
+timed (the estimate embeds a few dozen chunks of the corpus, and sends one short prompt), and the
+result is added like any other measurement. A short prompt is faster than a run's real ones, so
+an LLM's first estimate is a lower bound until a run measures it; the label says "calibration".
+
 One small JSON file under the data directory, ``throughput.json``, rewritten atomically under a
 lock (read, add, write), so two executors adding at once lose neither measurement. Totals are
 kept (items and seconds), so the rate is over everything measured, not the last run alone.
@@ -9,6 +15,7 @@ kept (items and seconds), so the rate is over everything measured, not the last 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -67,3 +74,20 @@ def record_throughput(data_dir: Path, kind: Kind, key: str, label: str, items: i
         current[kind][key] = Measurement(label, old.items + items, old.seconds + seconds)
         write_json_atomic(path, {name: {k: {"label": m.label, "items": m.items, "seconds": m.seconds}
                                         for k, m in entries.items()} for name, entries in current.items()})
+
+
+CALIBRATION = "calibration"
+
+
+def calibrate(data_dir: Path, kind: Kind, key: str, label: str, warm_up: Callable[[], object],
+              work: Callable[[], int]) -> Measurement:
+    """Measure ``key`` now: ``warm_up()`` untimed (loading the model), then ``work()`` timed (it
+    returns the items it did); the measurement is recorded and returned, labelled as a calibration."""
+    import time
+
+    warm_up()
+    started = time.perf_counter()
+    items = work()
+    seconds = max(time.perf_counter() - started, 1e-6)
+    record_throughput(data_dir, kind, key, f"{label} ({CALIBRATION})", items, seconds)
+    return Measurement(label, items, seconds)

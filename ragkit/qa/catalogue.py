@@ -98,3 +98,29 @@ def question_quality(path: str | Path, format: str = "auto",
     if not documents:
         return None
     return quality_report(load_question_set(path, format=format), documents).model_dump(mode="json")
+
+
+def generated_from(path: str | Path) -> str | None:
+    """The corpus a set's questions were generated from, when the set ships no corpus.jsonl: the
+    corpus its generation record names (for a frozen set, the record of the set it was frozen
+    from); None when the set ships its own documents or records none."""
+    from ragkit.qa.generation.writer import set_paths
+
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    if (folder / "corpus.jsonl").is_file():
+        return None
+    for _ in range(2):  # the set itself, then the set a frozen copy came from
+        record = set_paths(path)[1]
+        frozen = folder / "frozen.json"
+        try:
+            if record.is_file():
+                name = json.loads(record.read_text(encoding="utf-8")).get("corpus")
+                return str(name) if name else None
+            if not frozen.is_file():
+                return None
+            path = Path(json.loads(frozen.read_text(encoding="utf-8"))["source"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        folder = path if path.is_dir() else path.parent
+    return None

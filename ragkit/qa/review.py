@@ -230,3 +230,59 @@ def review_passages(row: dict[str, Any], texts: dict[str, str], decision: Decisi
             views.append(PassageView(doc_id=passage["doc_id"], before=text[passage["start"]:passage["end"]],
                                      answer="", after=""))
     return views
+
+
+# A set is worth running when at most this share of its questions is pending or rejected.
+MOST_UNREVIEWED = 0.5
+
+
+class ReviewState(BaseModel):
+    """How far a generated set's review has come, and whether an experiment on it is warned about."""
+
+    total: int
+    accepted: int  # accepted as generated or after an edit
+    edited: int
+    rejected: int
+    pending: int
+    warning: str | None = Field(default=None, description="Set when most questions are unreviewed or rejected.")
+
+    @property
+    def summary(self) -> str:
+        return (f"{self.accepted} accepted ({self.edited} edited), {self.pending} pending, {self.rejected} rejected "
+                f"of {self.total}")
+
+
+def review_state(set_path: Path) -> ReviewState | None:
+    """The review counts of a set that is reviewed in ragkit: a generated set (its generation
+    record beside it) or one with a review file; None for any other set (a human-written dataset
+    expects no review). A frozen set holds only reviewed questions. The warning is set when more
+    than ``MOST_UNREVIEWED`` of the questions are pending or rejected: an experiment on the set as
+    it is asks every question, unreviewed and rejected ones too."""
+    from ragkit.qa.generation.writer import set_paths
+
+    set_path = Path(set_path)
+    frozen = (set_path if set_path.is_dir() else set_path.parent) / "frozen.json"
+    generated = set_paths(set_path)[1].is_file()
+    if not (generated or review_path(set_path).is_file() or frozen.is_file()):
+        return None
+    try:
+        rows = read_rows(set_path)
+    except (OSError, ValueError, ConfigError):
+        return None
+    if frozen.is_file():
+        edited = sum(row.get("reviewed") == "edited" for row in rows)
+        return ReviewState(total=len(rows), accepted=len(rows), edited=edited, rejected=0, pending=0)
+    review = load_review(set_path)
+    statuses = [review.decisions[row["id"]].status for row in rows if row.get("id") in review.decisions]
+    rejected = statuses.count("rejected")
+    edited = statuses.count("edited")
+    accepted = statuses.count("accepted") + edited
+    waiting = len(rows) - len(statuses)
+    warning = None
+    if rows and (waiting + rejected) > MOST_UNREVIEWED * len(rows):
+        warning = (f"most questions of this set are unreviewed or rejected ({waiting} pending, {rejected} rejected of "
+                   f"{len(rows)}): an experiment on it asks all of them. Review them on the Question sets page "
+                   "(`ragkit questions review`) and freeze the set (`ragkit questions freeze`) to run on the accepted "
+                   "ones only.")
+    return ReviewState(total=len(rows), accepted=accepted, edited=edited, rejected=rejected, pending=waiting,
+                       warning=warning)

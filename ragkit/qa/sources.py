@@ -135,3 +135,12 @@ def validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
         field = ".".join(str(part) for part in item["loc"])
         message = str(item["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"--{field.split('.')[0].replace('_', '-')} {item.get('input')!r}: {message}") from None
+
+
+def llm_spec(llm: str | None, model: str | None) -> Any:
+    """The backend spec ``build_llm_client`` builds for these options (default: Ollama if it
+    answers, else the embedded model)."""
+    from ragkit.llms import resolve_default_backend
+    from ragkit.registry import ComponentSpec
+
+    return ComponentSpec(type=llm, params={"model": model} if model else {}) if llm else resolve_default_backend()

@@ -201,3 +201,31 @@ def test_no_detail_gives_every_factor_row_the_same_adjusted_p(quickstart_results
     for row, other in both:
         for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "family_tests"):
             assert row[column] == other[column] or (row[column] is None and other[column] is None)
+
+
+def test_best_without_a_metric_states_its_evidence_on_the_whole_sample(quickstart_results, capsys):
+    # ndcg@10 by default (no search objective). The three bm25 runs at k=10 lie within a few
+    # thousandths of each other: no single best, the leading group named and the rest worse.
+    assert main(["best", str(quickstart_results)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ranked on ndcg@10: mean over the 247 questions with a ndcg@10")
+    verdict = next(line for line in out.splitlines() if line.startswith("verdict: "))
+    assert verdict.startswith("verdict: no single best on 247 questions from 18 documents: ")
+    assert "token · - · bm25 · k=10" in verdict and "significantly worse" in verdict
+    assert "the smallest difference these questions detect: 0.0" in verdict and "questions would detect" in verdict
+
+
+def test_best_on_five_questions_is_not_distinguishable(quickstart_results, capsys, monkeypatch):
+    # The sample's first 5 questions: the data folder of the whole run, so its indexes are reused.
+    from ragkit.settings import get_settings
+
+    monkeypatch.setenv("RAGKIT_DATA_DIR", str(quickstart_results.parents[1]))
+    get_settings.cache_clear()
+    out = quickstart_results.parent / "five"
+    run_experiment(load_config(QUICKSTART, ["dataset.limit=5"]), out)
+    get_settings.cache_clear()
+    assert main(["best", str(out)]) == 0
+    text = capsys.readouterr().out
+    verdict = next(line for line in text.splitlines() if line.startswith("verdict: "))
+    assert verdict.startswith("verdict: no configuration is distinguishable on 5 questions from ")
+    assert "detect" in verdict and "detectable" in text

@@ -59,6 +59,10 @@ def _rows(text: str, first_cell: str) -> list[list[str]]:
     return [row for row in rows if row[0] == first_cell]
 
 
+# The factor table's "detectable" column, after the strict and the scored difference and the signs.
+MDE_COLUMN = 10
+
+
 def _report(results_dir, capsys, *args) -> str:
     assert main(["report", str(results_dir), *args]) == 0
     return capsys.readouterr().out
@@ -77,18 +81,23 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     assert judge[0][:3] == ["judge.rerank", "llm vs off", "recall@10"]
     # A question failed (groundedness), so the strict difference leads; recall has no failure: equal.
     assert judge[0][3] == judge[0][6] == f"+0.750 [{interval.low:+.3f}, {interval.high:+.3f}]"
-    assert judge[0][10:13] == ["6/8", "8", "0/0"]
+    assert judge[0][11:14] == ["6/8", "8", "0/0"]
     # beside it, the simultaneous interval of its family (the factor table on recall@10) is at least
     # as wide
     low, high = (float(x) for x in judge[0][7].strip("[]").split(", "))
     assert low <= interval.low + 5e-4 and high >= interval.high - 5e-4
+    # detectable: (t(0.975, 7) + t(0.8, 7)) x the standard error of the 8 differences.
+    detectable = (stats.t.ppf(0.975, 7) + stats.t.ppf(0.8, 7)) * stats.sem(differences)
+    assert judge[0][MDE_COLUMN] == f"{detectable:.3f}"
     # groundedness: q8 failed in the judge's run. Equal on the 7 questions both scored (identical:
     # p 1); the strict difference scores the failure 0: -0.5 on q8, so -0.5 / 8 over 8 questions.
     grounded = next(row for row in _rows(text, "judge.rerank") if row[2] == "groundedness")
     strict = stats.ttest_1samp([0.0] * 7 + [-0.5], 0.0).confidence_interval(0.95)
     assert grounded[1] == "llm vs off" and grounded[6].startswith("+0.000")
     assert grounded[3] == f"{-0.5 / 8:+.3f} [{strict.low:+.3f}, {strict.high:+.3f}]"
-    assert grounded[11:13] == ["7", "0/1"]
+    assert grounded[12:14] == ["7", "0/1"]
+    # Equal on every question both scored: no spread, nothing is detectable ("-").
+    assert grounded[MDE_COLUMN] == "-"
     assert "cluster-robust" in text and "over questions" in text and "the strict difference leads" in text
 
 

@@ -64,7 +64,7 @@ def test_a_link_to_a_tab_draws_that_tab_alone(judge_pair_results, section):
     # the link stays one to this tab (the first, the default, keeps the link short by leaving it out)
     assert app.query_params.get("section") in ((section, [section]) if section != "Factors" else (None,))
     if section == "Best configuration":
-        assert "best on" in app.text[0].value
+        assert "ranked on" in app.text[0].value
 
 
 def test_hidden_tabs_compute_nothing(judge_pair_results, monkeypatch):

@@ -62,10 +62,18 @@ def test_quality_review_and_freeze(generated_set: Path):
 
 
 def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
+    from ragkit.experiments.plan import component_key
+    from ragkit.experiments.throughput import record_throughput
+    from ragkit.llms import llms
     from ragkit.qa import load_dataset_corpus
     from ragkit.qa.generation import GenerationParams, dry_run_counts, plan_generation
+    from ragkit.qa.sources import llm_spec
+    from ragkit.settings import get_settings
     from tests.conftest import SAMPLE_DATASET
 
+    # This machine measured the default backend at 2 s a call (so nothing is calibrated here).
+    record_throughput(get_settings().resolved_data_dir(), "llms", component_key(llms, llm_spec(None, None)), "m",
+                      10, 20.0)
     app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
     app.number_input(key="gen_n").set_value(30)
     app.button(key="gen_estimate").click().run()
@@ -74,6 +82,7 @@ def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
     params = GenerationParams(n=30)
     expected = dry_run_counts(plan_generation(load_dataset_corpus(SAMPLE_DATASET) or [], params), params)
     assert values["LLM calls"] == str(expected["calls"]) == "30"
+    assert values["Time (estimate)"] == "~60 s"
     assert "ragkit questions generate" in app.code[0].value and "--n 30" in app.code[0].value
 
 

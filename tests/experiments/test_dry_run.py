@@ -15,7 +15,7 @@ import yaml
 
 from ragkit.cli import main
 from ragkit.experiments.config import config_from_dict
-from ragkit.experiments.estimate import NO_MEASUREMENT, dry_run
+from ragkit.experiments.estimate import NO_MEASUREMENT, dry_run, format_estimate
 from ragkit.experiments.runner import run_experiment
 from ragkit.experiments.throughput import read_throughput
 from ragkit.llms import LLMBackend, LLMParams, llms
@@ -75,8 +75,8 @@ def test_dry_run_counts_equal_what_the_half_cached_run_then_does(tmp_path, count
     dataset = _small_sample(tmp_path / "sample")
     out = tmp_path / "out"
     token = {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}
-    # No measurement yet: the estimate says so rather than inventing a rate.
-    first = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), out)
+    # No measurement yet and no calibration: the estimate says so rather than inventing a rate.
+    first = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), out, calibrate_first=False)
     assert first.embedding[0].measured == NO_MEASUREMENT and first.seconds is None
     run_experiment(config_from_dict(_config(dataset, [token], [3], 4)), out)
     measured = read_throughput(get_settings().resolved_data_dir())
@@ -113,7 +113,9 @@ def test_cli_dry_run_prints_the_plan_and_writes_no_results(tmp_path, counting_ll
     path.write_text(yaml.safe_dump(_config(dataset, ["token"], [3], 2)), encoding="utf-8")
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
     text = capsys.readouterr().out
-    assert "to compute: 2 run(s), 4 question(s)" in text and "generator 4" in text and NO_MEASUREMENT in text
+    assert "to compute: 2 run(s), 4 question(s)" in text and "generator 4" in text
+    # A first dry run calibrates: a time, not "no measurement yet".
+    assert NO_MEASUREMENT not in text and "a first-use calibration)" in text and "unknown" not in text
     assert not (tmp_path / "out").exists()
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions_to_compute"] == 4
@@ -154,3 +156,20 @@ def test_dry_run_counts_the_calls_made_once_per_chunk_set_and_corpus(tmp_path):
     # Built and written now: a second results folder needs neither again.
     assert "chunking" not in again.llm_calls
     assert again.llm_calls.get("profile", 0) in (again.questions_to_compute, again.questions_to_compute + len(DOCS))
+
+
+def test_a_first_dry_run_calibrates_so_it_has_a_time(tmp_path, counting_llm):
+    dataset = _small_sample(tmp_path / "sample")
+    token = {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}
+    estimate = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), tmp_path / "out")
+    # Measured now: a few dozen chunks embedded, one short prompt; kept in throughput.json.
+    assert estimate.seconds is not None and estimate.seconds > 0
+    assert estimate.embedding[0].measured != NO_MEASUREMENT and estimate.llm[0].measured != NO_MEASUREMENT
+    measured = read_throughput(get_settings().resolved_data_dir())
+    assert [m.label for m in measured["embedders"].values()] == ["minilm (calibration)"]
+    assert [(m.label, m.items) for m in measured["llms"].values()] == [("count:count (calibration)", 1)]
+    assert 1 <= next(iter(measured["embedders"].values())).items <= 32
+    assert "unknown" not in format_estimate(estimate)
+    # Measured once: a second dry run adds nothing.
+    dry_run(config_from_dict(_config(dataset, [token], [3], 4)), tmp_path / "out")
+    assert read_throughput(get_settings().resolved_data_dir()) == measured

@@ -75,3 +75,81 @@ def test_an_unknown_run_is_a_one_line_error(tmp_path, capsys):
     assert "no run 'nope'" in capsys.readouterr().err
     run_id = ResultStore(tmp_path / "out").read("runs")["run_id"].iloc[0]
     assert read_run_config(tmp_path / "out", run_id)["retrievers"][0]["type"] == "bm25"
+
+
+def _bm25_run(tmp_path, **extra):
+    config = config_from_dict({
+        "name": "export", "dataset": {"path": str(SAMPLE), "format": "squad", "limit": 1},
+        "chunkers": [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0}}],
+        "embedders": [], "retrievers": ["bm25"], "top_k": [3], **extra,
+    })
+    out = tmp_path / "out"
+    run_experiment(config, out)
+    return out, str(ResultStore(out).read("runs")["run_id"].iloc[0])
+
+
+def _run_app(app: Path, *arguments: str, monkeypatch, capsys) -> tuple[str, str]:
+    """The exported module's main, in this process (so a test's scripted backend is registered)."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", [str(app), *arguments])
+    runpy.run_path(str(app), run_name="__main__")
+    captured = capsys.readouterr()
+    return captured.out, captured.err
+
+
+def test_an_app_without_a_generator_says_it_is_retrieval_only_and_where_its_data_is(tmp_path, capsys, monkeypatch):
+    from ragkit.settings import get_settings
+
+    out, run_id = _bm25_run(tmp_path)
+    app = tmp_path / "app.py"
+    assert main(["export-pipeline", str(out), run_id, "--out", str(app)]) == 0
+    assert "retrieval only: this run had no generator (use --generator)" in capsys.readouterr().out
+    stdout, stderr = _run_app(app, str(SAMPLE), "What is MERS?", monkeypatch=monkeypatch, capsys=capsys)
+    assert stdout.startswith("retrieval only: this run had no generator (use --generator)\n")
+    assert "  #1 " in stdout and "answer:" not in stdout
+    assert f"data directory: {get_settings().resolved_data_dir()}" in stderr
+
+
+def test_generator_adds_one_that_answers(tmp_path, capsys, monkeypatch):
+    from ragkit.llms.base import llms
+    from tests.factories import scripted_llm_class
+
+    out, run_id = _bm25_run(tmp_path)
+    app = tmp_path / "app.py"
+    with llms.registered("scripted", scripted_llm_class()):
+        assert main(["export-pipeline", str(out), run_id, "--out", str(app), "--generator", "scripted"]) == 0
+        assert "answers with scripted" in capsys.readouterr().out
+        stdout, stderr = _run_app(app, str(SAMPLE), "What is MERS?", "--json", monkeypatch=monkeypatch,
+                                  capsys=capsys)
+    reply = json.loads(stdout.splitlines()[-1])
+    assert reply["answer"] == "ok" and len(reply["chunks"]) == 3 and "note" not in reply
+    # Another configuration than the run's: its run id is not compared with the run's.
+    assert "note: this pipeline's run id" not in stderr
+
+
+def test_generator_without_a_model_keeps_the_runs_own_and_a_bad_backend_is_refused(tmp_path, capsys):
+    from ragkit.pipeline_export import with_generator
+
+    own = {"generator": True, "llm": {"roles": {"generator": {"type": "ollama", "params": {"model": "m"}}}}}
+    assert with_generator(own, "") == own
+    assert with_generator({"generator": False}, "")["generator"] is True
+    assert with_generator({}, "ollama:qwen2.5:3b")["llm"]["roles"]["generator"] == \
+        {"type": "ollama", "params": {"model": "qwen2.5:3b"}}
+    out, run_id = _bm25_run(tmp_path)
+    assert main(["export-pipeline", str(out), run_id, "--out", str(tmp_path / "a.py"), "--generator", "nope"]) == 2
+    assert "unknown LLM backend 'nope'. Valid backends:" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_exported_app_answers_with_the_embedded_model(tmp_path, local_backend):
+    out, run_id = _bm25_run(tmp_path)
+    app = tmp_path / "app.py"
+    assert main(["export-pipeline", str(out), run_id, "--out", str(app), "--generator", "local"]) == 0
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(app), str(SAMPLE), "What is MERS-CoV?", "--json"],
+                          capture_output=True, text=True, env=environment, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout.splitlines()[-1])
+    assert isinstance(reply["answer"], str) and reply["answer"].strip()
+    assert "data directory:" in done.stderr

@@ -27,8 +27,19 @@ def fake_llm(monkeypatch):
 
 
 def test_generate_check_review_freeze_export_import(fake_llm, tmp_path: Path, capsys):
+    from ragkit.experiments.plan import component_key
+    from ragkit.experiments.throughput import record_throughput
+    from ragkit.llms import llms
+    from ragkit.qa.sources import llm_spec
+    from ragkit.settings import get_settings
+
+    # Measured before at 0.5 s a call: the dry run's time is 12 x 0.5 s (nothing calibrated here).
+    record_throughput(get_settings().resolved_data_dir(), "llms", component_key(llms, llm_spec(None, None)), "m",
+                      4, 2.0)
     assert main(["questions", "generate", str(SAMPLE_DATASET), "--n", "12", "--seed", "4", "--dry-run"]) == 0
-    planned = int(re.search(r"(\d+) LLM calls", capsys.readouterr().out).group(1))
+    dry = capsys.readouterr().out
+    planned = int(re.search(r"(\d+) LLM calls", dry).group(1))
+    assert "): ~6 s (0.50 s/call over 4 calls)" in dry
     out = tmp_path / "gen"
     assert main(["questions", "generate", str(SAMPLE_DATASET), "--n", "12", "--seed", "4", "--out", str(out),
                  "--no-embeddings"]) == 0
