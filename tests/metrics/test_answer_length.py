@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.metrics.answer_length import answer_length
+from ragkit.metrics.answer_length import answer_chars, answer_length
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.metrics.names import better_direction, parse_metric
 
@@ -46,3 +46,14 @@ def test_the_evaluation_scores_it_without_an_llm_and_an_empty_answer_as_zero():
         {"question_id": "q2", "metric": "answer_length", "value": 0.0},
     ]
     assert frame["error"].isna().all()
+
+
+@pytest.mark.parametrize(("answer", "chars"), [
+    ("", 0), ("   ", 0), ("not found", 9), ("Cats purr [1].", 14), ("  Über café \n", 9),
+])
+def test_answer_chars_counts_characters_as_written(answer, chars):
+    assert answer_chars(answer) == chars
+
+
+def test_answer_chars_is_descriptive_too():
+    assert parse_metric("answer_chars").level == "generation" and better_direction("answer_chars") == 0

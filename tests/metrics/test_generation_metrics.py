@@ -207,8 +207,9 @@ def test_answer_relevancy_compares_the_generated_question_with_the_asked_one(tmp
 @pytest.mark.unit
 def test_missing_inputs_and_missing_models_are_nan_with_the_reason_and_no_call(tmp_path):
     bare = GenerationSample(question_id="q9", question="Why?", answer="", contexts=[])
-    # answer_length needs nothing it could miss: an empty answer is 0 words (test_answer_length.py).
-    metrics = [name for name in METRICS if name != "answer_length"]
+    # answer_length and answer_chars need nothing they could miss: an empty answer is 0 words and 0
+    # characters (test_answer_length.py).
+    metrics = [name for name in METRICS if name not in ("answer_length", "answer_chars")]
     frame, backend, _ = judged(["unused"], tmp_path, samples=(bare,), metrics=metrics)
     assert backend.requests == []
     assert list(frame.metric) == metrics and frame.value.isna().all()
