@@ -42,7 +42,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_runs_table_row_names_only_columns_a_run_has():
-    """The README's `runs` columns are the real ones: every plain column it names is in a run row
+    """The guide's `runs` columns are the real ones: every plain column it names is in a run row
     (a bm25 run with a generator; `web` and `evaluation` only where a run sets them), and it
     claims no `label` column (a label is computed from the folder's runs)."""
     from ragkit.corpus.model import Corpus, make_document
@@ -51,7 +51,7 @@ def test_the_runs_table_row_names_only_columns_a_run_has():
     from ragkit.llms.base import llms
     from ragkit.qa import Question, QuestionSet
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "guide" / "data.md").read_text(encoding="utf-8")
     row = next(line for line in text.splitlines() if line.startswith("| `runs` |"))
     columns = row.split("|")[3].split(". No label column")[0]
     named = {name.strip("` ") for name in re.split(r",|\(|\)|/| and ", columns)}

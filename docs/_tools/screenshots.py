@@ -35,7 +35,7 @@ CHARTS = '[data-testid="stPlotlyChart"] .main-svg'
 VIEWS = [
     ("compare-factors.png", "compare?exp=quickstart&section=Factors", '[data-testid="stTabs"]'),
     ("compare-best.png", "compare?exp=quickstart&section=Best+configuration", '[data-testid="stTabs"]'),
-    ("drilldown.png", "drilldown?exp=quickstart", '[data-testid="stCaptionContainer"]:has-text("Answer:")'),
+    ("drilldown.png", "drilldown?exp=quickstart", '[data-testid="stMain"] [data-testid="stMarkdownContainer"] strong'),
     ("question-review.png", "question_sets", '[data-testid="stHeading"]:has-text("Review")'),
 ]
 # The question set the review picture shows: generated from the bundled sample without an LLM.
@@ -88,8 +88,9 @@ def take(data_dir: Path, out: Path) -> list[Path]:
 
     ragkit("run", str(ROOT / "experiments" / "quickstart.yaml"))
     generated = data_dir / "question_sets" / "generated" / "covidqa_sample-extractive"
-    ragkit("questions", "generate", str(ROOT / "datasets" / "covidqa_sample"), "--method", "extractive", "--n", "40",
-           "--out", str(generated))
+    if not (generated / "questions.jsonl").exists():  # kept from an earlier run of this script
+        ragkit("questions", "generate", str(ROOT / "datasets" / "covidqa_sample"), "--method", "extractive", "--n",
+               "40", "--out", str(generated))
     register = ("import sys; from pathlib import Path; from ragkit.qa.catalogue import register_question_set; "
                 "register_question_set(sys.argv[1], Path(sys.argv[2]), 'squad')")
     subprocess.run([sys.executable, "-c", register, REVIEW_SET, str(generated)], cwd=ROOT, env=environment, check=True)

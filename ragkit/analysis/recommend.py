@@ -107,17 +107,26 @@ class Recommendation:
         runner = self.runner_up
         return runner is not None and str(runner["run_b"]) not in self.not_worse
 
-    def need(self) -> power.Need | None:
-        """What a difference of the observed gap between the first two needs (half the detectable
-        difference when they tie)."""
-        runner = self.runner_up
-        if runner is None:
+    @property
+    def contrast(self) -> pd.Series | None:
+        """The comparison the verdict's evidence rests on: the runner-up's, or, when runs score
+        exactly as the best on every question (named as ties), the first run that differs."""
+        if self.comparisons.empty:
             return None
-        gap = abs(float(runner["diff"])) if pd.notna(runner["diff"]) else np.nan
-        detect = gap if gap > 0 else float(runner["mde"]) / 2
+        differs = self.comparisons[self.comparisons["mde"].notna()]
+        return differs.iloc[0] if not differs.empty else self.comparisons.iloc[0]
+
+    def need(self) -> power.Need | None:
+        """What a difference of the observed gap between the best and ``contrast`` needs (half the
+        detectable difference when they tie)."""
+        contrast = self.contrast
+        if contrast is None:
+            return None
+        gap = abs(float(contrast["diff"])) if pd.notna(contrast["diff"]) else np.nan
+        detect = gap if gap > 0 else float(contrast["mde"]) / 2
         if not np.isfinite(detect) or detect <= 0:
             return power.Need(0.0, None, None)
-        return power.need(power.row_detectable(self.comparisons.iloc[:1]), 0, detect)
+        return power.need(power.row_detectable(self.comparisons.loc[[contrast.name]]), 0, detect)
 
     def verdict(self) -> str:
         """Rule 6, one sentence."""
@@ -129,8 +138,9 @@ class Recommendation:
             return f"{self.label(self.best)} is the only eligible run: nothing to compare it with"
         units = int(runner["n_units"])
         evidence = f"{int(runner['n'])} questions from {units} {self.unit}{'' if units == 1 else 's'}"
-        if pd.notna(runner["mde"]):
-            detectable = (f"the smallest difference these questions detect: {_number(runner['mde'])} "
+        contrast = self.contrast
+        if contrast is not None and pd.notna(contrast["mde"]):
+            detectable = (f"the smallest difference these questions detect: {_number(contrast['mde'])} "
                           f"({power.POWER_RULE})")
         else:
             detectable = "no difference is detectable on these questions"
