@@ -25,7 +25,9 @@ import networkx as nx
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-MAX_MODULE_LINES = 400
+# One concept per module: a few hundred lines is normal, 800 a signal to look again (a cap lower than
+# that splits concepts into prefixed files instead).
+MAX_MODULE_LINES = 800
 
 # Cycles that another part of issue 30 removes, each with who does it. A listed cycle must still
 # exist exactly (``test_every_known_cycle_still_exists``), so an entry is deleted once its fix lands.
