@@ -104,7 +104,9 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
     set_checkbox(page, "Also find near-duplicates by embedding (MiniLM)", False)
     page.get_by_role("button", name="Generate", exact=True).click()
     page.get_by_text("Started generation job").wait_for()
-    page.get_by_text(re.compile(rf": done · {PLANNED}/{PLANNED} LLM calls")).first.wait_for(timeout=JOB_TIMEOUT_MS)
+    # The outcome beside the state: what the job kept of the questions asked, then its calls.
+    page.get_by_text(re.compile(rf": done · kept \d+ of {PLANNED}.* · {PLANNED}/{PLANNED}$")).first.wait_for(
+        timeout=JOB_TIMEOUT_MS)
     generated = next((isolated_data_dir / "question_sets" / "generated").iterdir())
     # The page registers the finished set, then reruns: wait for both before choosing it.
     registered = isolated_data_dir / "question_sets" / f"{generated.name}.json"
@@ -163,7 +165,7 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
     page.get_by_text("Started job").wait_for()
     settle(page)
     go_to(page, "Runs")
-    page.get_by_text(re.compile(r"^done · ")).wait_for(timeout=JOB_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"^done · \d+/\d+ questions")).wait_for(timeout=JOB_TIMEOUT_MS)
     shot(page, tmp_path, "q03_runs")
 
     # --- Label: pool the runs' top-5, grade the first question's five chunks -------------------------
