@@ -122,7 +122,7 @@ def test_generate_review_freeze_run_label_agree_in_chromium(browser_page, server
 
     # --- Review: the generated set is in the list; accept one, edit one, reject one, freeze --------
     choose(page, "Preview", generated.name)
-    page.get_by_role("heading", name="Review").wait_for()
+    page.get_by_role("heading", name="Review").first.wait_for()
     review_caption(page, 0, 0, 0, PLANNED)
     page.get_by_role("button", name="Accept", exact=True).click()
     review_caption(page, 1, 0, 0, PLANNED - 1)
