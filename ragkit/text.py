@@ -93,7 +93,7 @@ BM25_STOPWORDS = frozenset(
     "who why with".split()
 )
 
-# The most frequent function words per language (ragkit.qa.language guesses a language from them).
+# The most frequent function words per language (ragkit.questions.language guesses a language from them).
 # Words common to many of these languages ("a", "de", "en", "in") are left out, so a hit is mostly
 # evidence for one language; a few shared by two remain ("was", "que", "por") and count for both.
 LANGUAGE_STOPWORDS: dict[str, frozenset[str]] = {
@@ -124,6 +124,20 @@ def content_words(text: str) -> list[str]:
 def keywords(text: str) -> list[str]:
     """The words of ``text`` without KEYWORD_STOPWORDS, lower-cased, in order."""
     return [word for word in words(text) if word not in KEYWORD_STOPWORDS]
+
+
+def with_new_keywords(text: str, sources: list[str], exclude: frozenset[str] = frozenset(),
+                      min_length: int = 1) -> str:
+    """``text`` (whitespace collapsed) followed by the keywords of ``sources`` it lacks, each once,
+    in order of appearance; words in ``exclude`` or shorter than ``min_length`` are left out."""
+    present = set(keywords(text)) | exclude
+    extra: list[str] = []
+    for source in sources:
+        for word in keywords(source):
+            if word not in present and len(word) >= min_length:
+                present.add(word)
+                extra.append(word)
+    return " ".join([" ".join(text.split()), *extra])
 
 
 def terms(text: str) -> list[str]:
