@@ -152,7 +152,7 @@ def chunk_frame(rows: int):
 
 def run(sentences: list[str], rows: int, centres: int, n_queries: int, exact_queries: int,
         scratch: Path, cache_dir: Path, label: str, builds: str = BUILDS, probes: str = PROBES) -> list[Measurement]:
-    from ragkit.index import AnnParams, ChunkIndex, IndexStore, _create_vector_index
+    from ragkit.artefacts.index import AnnParams, ChunkIndex, IndexStore, _create_vector_index
 
     build_knobs, query_knobs = build_knobs_of(builds), probe_knobs(probes)
     for kind, partitions, sub_vectors in build_knobs:  # AnnParams' own one-line error for a bad value

@@ -120,7 +120,7 @@ def dashboard(data_dir: Path):
 @contextmanager
 def background_jobs(data_dir: Path):
     """Small experiments through the dashboard's JobManager, one after another, until the block ends."""
-    from ragkit.jobs import ACTIVE_STATES, JobManager
+    from ragkit.app.jobs import ACTIVE_STATES, JobManager
 
     manager, stop, started = JobManager(data_dir / "jobs"), threading.Event(), []
 

@@ -109,9 +109,9 @@ def scifact_subset(work: Path, queries: int, distractors: int, seed: int) -> Pat
 
 def generate(name: str, method: str, corpus: Path, work: Path, n: int, llm: Any = None) -> tuple[Path, dict]:
     """The generated set's folder and its record (read back when it exists)."""
-    from ragkit.qa.generation import GenerationParams, generate_questions, write_set
-    from ragkit.qa.generation.extractive import generate_extractive
-    from ragkit.qa.sources import load_corpus_source
+    from ragkit.questions.generation import GenerationParams, generate_questions, write_set
+    from ragkit.questions.generation.extractive import generate_extractive
+    from ragkit.questions.sources import load_corpus_source
 
     out = work / "sets" / f"{name}-{method}"
     if (out / "generation.json").is_file():
@@ -128,8 +128,8 @@ def generate(name: str, method: str, corpus: Path, work: Path, n: int, llm: Any 
 
 
 def span_accuracy(folder: Path) -> float | None:
-    from ragkit.qa.generation import read_rows
-    from ragkit.qa.sources import load_corpus_source
+    from ragkit.questions.generation import read_rows
+    from ragkit.questions.sources import load_corpus_source
 
     texts = {d.id_: d.text for d in load_corpus_source(str(folder)).documents}
     rows = [row for row in read_rows(folder) if row.get("answer_start") is not None]

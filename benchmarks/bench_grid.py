@@ -64,7 +64,7 @@ def main() -> None:
 
         import pandas as pd
 
-        from ragkit.chunksets import chunkset_path
+        from ragkit.artefacts.chunksets import chunkset_path
         from ragkit.experiments.config import load_config
         from ragkit.experiments.runner import prepare, run_experiment
 

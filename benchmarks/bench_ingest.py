@@ -81,7 +81,7 @@ def ragkit_ingest(questions: Path, data_dir: Path) -> tuple[float, list[str], di
     """Seconds of the whole run into a new ``data_dir``, the embedded texts of its chunk set, and
     its build stages."""
     from ragkit.analysis.loading import load_results
-    from ragkit.chunksets import chunkset_path
+    from ragkit.artefacts.chunksets import chunkset_path
     from ragkit.experiments.runner import prepare, run_experiment
     from ragkit.settings import get_settings
 
@@ -135,7 +135,7 @@ def llamaindex_ingest(corpus: Path, folder: Path, batch_size: int) -> tuple[floa
     from llama_index.core.node_parser import TokenTextSplitter
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-    from ragkit.qa import load_dataset_corpus
+    from ragkit.questions import load_dataset_corpus
 
     started = time.perf_counter()
     documents = load_dataset_corpus(corpus)

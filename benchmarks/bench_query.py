@@ -73,7 +73,7 @@ def build(db_dir: Path, texts: list[str], vectors: np.ndarray):
     """ragkit's ChunkIndex and the raw LanceDB table under it."""
     import lancedb
 
-    from ragkit.index import IndexStore
+    from ragkit.artefacts.index import IndexStore
 
     started = time.perf_counter()
     index = IndexStore(db_dir).build("bench", chunk_frame(texts), vectors)
@@ -87,7 +87,7 @@ def searches(index, table) -> dict[str, tuple[Callable, Callable]]:
     """Per method: (ragkit's call, the raw LanceDB call), each taking (query text, query vector)."""
     from lancedb.rerankers import RRFReranker
 
-    from ragkit.index import FTS_COLUMN
+    from ragkit.artefacts.index import FTS_COLUMN
 
     def raw_dense(text, vector):
         return table.search(vector, query_type="vector").distance_type("cosine").limit(LIMIT).to_arrow()

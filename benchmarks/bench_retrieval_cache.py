@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragkit.atomic import write_cache_entry
-from ragkit.index import CHUNK_COLUMNS, Hit
+from ragkit.artefacts.index import CHUNK_COLUMNS, Hit
 from ragkit.retrievers.cache import RetrievalCache
+from ragkit.storage.atomic import write_cache_entry
 
 # One search's hits, built once: only the cache's own work (to JSON, to disk, back) is timed.
 HITS = [Hit({c: (f"chunk {i} " * 60 if c in ("text", "embed_text") else f"{c}-{i}") for c in CHUNK_COLUMNS},

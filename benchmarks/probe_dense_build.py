@@ -40,7 +40,7 @@ def rss_mb() -> float:
 def write_chunkset(path: Path, rows: int, window_rows: int) -> None:
     import pandas as pd
 
-    from ragkit.chunksets import write_chunk_frames
+    from ragkit.artefacts.chunksets import write_chunk_frames
     from ragkit.hashing import text_sha256
 
     def frames() -> Iterator[pd.DataFrame]:
@@ -69,17 +69,17 @@ def main() -> None:
 
     import pyarrow as pa
 
+    from ragkit.artefacts.index import IndexStore
+    from ragkit.artefacts.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
     from ragkit.embedders.cache import EmbeddingCache
-    from ragkit.index import IndexStore
-    from ragkit.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
 
     class HashedEmbedder:
         def embed_texts(self, texts: list[str]) -> np.ndarray:
             return hashed_vectors(texts)
 
     if args.copy_batches:
-        import ragkit.index_stream as index_stream
-        from ragkit.index import index_row_batches
+        import ragkit.artefacts.index_stream as index_stream
+        from ragkit.artefacts.index import index_row_batches
 
         def copied(chunks: Any, vectors: Any) -> list[Any]:
             return [pa.RecordBatch.from_arrays([pa.concat_arrays([column]) for column in batch.columns],

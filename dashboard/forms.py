@@ -33,7 +33,7 @@ from ragkit.experiments.config import MODE_ORDER, MODEL_MODES, JudgeChoice, judg
 from ragkit.json_input import JsonInputError, parse_json
 from ragkit.llms.base import llms
 from ragkit.settings import get_settings
-from ragkit.stages.base import judges
+from ragkit.stages.base import STAGES
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
@@ -168,7 +168,7 @@ def _judge_help(cls: type) -> str:
 def judge_choice(name: str, key: str) -> dict[str, Any] | None:
     """A judge's mode selector and, unless it is off, its params; the config's ``judges.<name>``
     value, or None for off (a judge that is off is as if it were not configured)."""
-    cls = judges.get(name)
+    cls = STAGES.get(name)
     choices = judge_mode_choices(cls.modes)
     modes = [choice for choice in choices if choice not in (BOTH, ALL_MODES, *MODEL_MODES)]
 

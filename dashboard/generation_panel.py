@@ -1,7 +1,7 @@
 """The question-sets page's generation section: the method (an LLM, or extractive with no LLM),
 the model that will write the questions and what it can do, what `ragkit questions generate`
 would cost on a corpus (calls exact, tokens estimated), a button that runs that command as a
-background job (ragkit.jobs; a rerun never does LLM work itself), the jobs' progress and outcome
+background job (ragkit.app.jobs; a rerun never does LLM work itself), the jobs' progress and outcome
 (kept of asked, a poor yield as a warning with what to do next), and, once a job is done, its set
 registered so it appears in the list and the review below."""
 
@@ -18,7 +18,7 @@ from dashboard import state
 from dashboard.safe_text import escape
 from ragkit.corpus.validation import sanitize_name
 from ragkit.errors import ConfigError
-from ragkit.qa import catalogue
+from ragkit.questions import catalogue
 
 BUNDLED = catalogue.SAMPLE_NAME
 DEFAULT_LLM = "default (Ollama if it answers, else the embedded model)"
@@ -30,11 +30,11 @@ REFRESH_S = 2.0
 
 def show() -> None:
     from ragkit.experiments.estimate import llm_seconds
-    from ragkit.qa.generation import QUESTION_TYPES, GenerationParams, dry_run_counts, plan_generation
-    from ragkit.qa.generation.extractive import plan_extractive
-    from ragkit.qa.generation.outcome import model_notice
-    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
-    from ragkit.qa.sources import llm_spec
+    from ragkit.questions.generation import QUESTION_TYPES, GenerationParams, dry_run_counts, plan_generation
+    from ragkit.questions.generation.extractive import plan_extractive
+    from ragkit.questions.generation.outcome import model_notice
+    from ragkit.questions.generation.sampling import EXTRACTIVE_TYPES
+    from ragkit.questions.sources import llm_spec
 
     with st.expander("Generate a question set from a corpus", expanded=False):
         corpora = [BUNDLED, *state.corpora_table()["name"].tolist()]

@@ -1,6 +1,6 @@
 """The review section of the question-sets page: accept, edit or reject each question of a
 squad-style set (a generated one), then freeze it. Every rule (span re-verification, the
-content key) is ragkit.qa.review's; this draws and forwards clicks."""
+content key) is ragkit.questions.review's; this draws and forwards clicks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import state
 from dashboard.safe_text import escape, html_block
 from ragkit.errors import ConfigError
-from ragkit.qa import catalogue
+from ragkit.questions import catalogue
 
 
 def _reviewable(entry: dict[str, str]) -> Path | None:
@@ -29,8 +29,8 @@ def show(entry: dict[str, str]) -> None:
     path = _reviewable(entry)
     if path is None:
         return
-    from ragkit.qa.generation import read_rows
-    from ragkit.qa.review import decide, edit, freeze, load_review, pending, review_passages
+    from ragkit.questions.generation import read_rows
+    from ragkit.questions.review import decide, edit, freeze, load_review, pending, review_passages
 
     st.subheader("Review")
     try:
@@ -90,7 +90,7 @@ def _status(review: Any, question_id: str) -> str:
 
 
 def _save(path: Path, review: Any) -> None:
-    from ragkit.qa.review import save_review
+    from ragkit.questions.review import save_review
 
     save_review(path, review)
     st.rerun()

@@ -4,7 +4,7 @@ query-parameter helpers that make a comparison a link.
 Stores are cached with ``st.cache_resource`` and DataFrames with ``st.cache_data(ttl=...)``.
 Every cached function takes the data directory (and whatever else selects its value) as an
 argument, so two data directories (two tests, or a changed RAGKIT_DATA_DIR) never share an entry;
-a stamp of what it read (``ragkit.folder_stamps``) makes it read again once that changed. Pages
+a stamp of what it read (``ragkit.storage.folder_stamps``) makes it read again once that changed. Pages
 call the plain helpers below, never ``st.cache_*`` themselves. What is cached is computed in
 ragkit (uploads, the question-set catalogue, previews, listings: see docs/architecture.md).
 """
@@ -19,15 +19,15 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.safe_text import escape
-from ragkit import folder_stamps, folders
+from ragkit.app.jobs import JobManager
 from ragkit.chunkers.preview import chunk_preview
 from ragkit.corpus import listing
 from ragkit.corpus.store import CorpusStore
-from ragkit.folder_stamps import folder_stamp, s3_endpoint
-from ragkit.folders import storage_errors
-from ragkit.jobs import JobManager
-from ragkit.qa import catalogue
+from ragkit.questions import catalogue
 from ragkit.settings import get_settings
+from ragkit.storage import folder_stamps, folders
+from ragkit.storage.folder_stamps import folder_stamp, s3_endpoint
+from ragkit.storage.folders import storage_errors
 
 DATA_TTL_S = 30
 # The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
@@ -122,7 +122,7 @@ def preview_chunks(corpus: str, doc_id: str, chunker: str, params: dict[str, Any
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)
 def _question_set(path: str, format: str, split: str, mtime: float):
-    from ragkit.qa import load_question_set
+    from ragkit.questions import load_question_set
 
     return load_question_set(path, format=format, split=split)
 
@@ -142,21 +142,21 @@ def _question_quality(path: str, format: str, mtime: float) -> dict[str, Any] | 
 
 
 def question_quality(path: str, format: str = "auto") -> dict[str, Any] | None:
-    """ragkit.qa.catalogue.question_quality of a set, cached until its file changes."""
+    """ragkit.questions.catalogue.question_quality of a set, cached until its file changes."""
     return _question_quality(path, format, _mtime(path))
 
 
 @st.cache_data(ttl=30, show_spinner=False)
 def generation_model(llm: str | None) -> str:
-    """ragkit.qa.sources.generation_model (the default backend is probed: kept 30 s)."""
-    from ragkit.qa.sources import generation_model as name
+    """ragkit.questions.sources.generation_model (the default backend is probed: kept 30 s)."""
+    from ragkit.questions.sources import generation_model as name
 
     return name(llm)
 
 
 @st.cache_resource(max_entries=4)
 def dataset_documents(path: str) -> dict[str, Any]:
-    """ragkit.qa.catalogue.dataset_documents, shared by every page and session."""
+    """ragkit.questions.catalogue.dataset_documents, shared by every page and session."""
     return catalogue.dataset_documents(path)
 
 
@@ -282,8 +282,8 @@ def chart(chart: str, view_name: str, experiment: str, run_ids: list[str] | None
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)
 def _label_tables(folder: str, stamp: Any, labels_stamp: tuple) -> Any:
-    from ragkit.folders import as_location
     from ragkit.labels.tables import label_tables as tables_of
+    from ragkit.storage.folders import as_location
 
     return tables_of(as_location(folder))
 

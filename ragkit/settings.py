@@ -93,7 +93,7 @@ class RagkitSettings(BaseSettings):
     shared_artefacts: str | None = Field(
         default=None, pattern=r"^s3://[^/]+",
         description="s3://bucket/prefix where the machines of a cluster share chunk sets and indexes "
-                    "(ragkit.artefacts); unset: each data directory builds its own.",
+                    "(ragkit.artefacts.sharing); unset: each data directory builds its own.",
     )
     remote_results: str | None = Field(
         default=None, pattern=r"^s3://[^/]+",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragkit.atomic import publish_dir, write_bytes_atomic, write_json_atomic, write_parquet_atomic
+from ragkit.storage.atomic import publish_dir, write_bytes_atomic, write_json_atomic, write_parquet_atomic
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.embedders.cache import EmbeddingCache
-from ragkit.index import IndexStore
 
 pytestmark = pytest.mark.integration
 

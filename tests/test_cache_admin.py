@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.cache_admin import cache_sizes, parse_duration, prune_caches
+from ragkit.artefacts.index import CHUNK_COLUMNS, Hit
+from ragkit.caches.pruning import cache_sizes, parse_duration, prune_caches
 from ragkit.cli import main
-from ragkit.index import CHUNK_COLUMNS, Hit
 from ragkit.llms.calls import LLMCache
 from ragkit.retrievers.cache import RetrievalCache, connect
 
@@ -120,7 +120,7 @@ def test_cli_size_and_prune(capsys, tmp_path, monkeypatch):
 _WRITER = """
 import sys
 import time
-from ragkit.index import CHUNK_COLUMNS, Hit
+from ragkit.artefacts.index import CHUNK_COLUMNS, Hit
 from ragkit.retrievers.cache import RetrievalCache
 cache = RetrievalCache(sys.argv[1])
 for flush in range(40):
@@ -205,7 +205,7 @@ def test_a_young_embedding_table_is_kept_whole(tmp_path):
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from ragkit.locks import content_lock
+from ragkit.storage.locks import content_lock
 with content_lock(Path(sys.argv[1]), "embedder", "emb1"):
     Path(sys.argv[2]).write_text("held")
     time.sleep(60)

@@ -22,16 +22,16 @@ import pandas as pd
 import pytest
 import yaml
 
+from ragkit.app.jobs import JobManager, _process_alive
 from ragkit.corpus.store import CorpusStore
 from ragkit.embedders.base import embedders
 from ragkit.errors import LockTimeout
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import component_key
 from ragkit.experiments.runner import run_experiment
-from ragkit.jobs import JobManager, _process_alive
-from ragkit.locks import content_lock
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
+from ragkit.storage.locks import content_lock
 from tests.factories import write_beir
 from tests.held_run import child_env
 
@@ -274,7 +274,7 @@ def test_a_waiter_that_gives_up_names_what_it_waited_for_and_who_holds_it(tmp_pa
 HOLD = """
 import sys, time
 from pathlib import Path
-from ragkit.locks import content_lock
+from ragkit.storage.locks import content_lock
 with content_lock(Path(sys.argv[1]), "chunkset", "k"):
     print("held", flush=True)
     time.sleep(600)

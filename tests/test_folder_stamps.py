@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ragkit import folder_stamps
-from ragkit.atomic import write_bytes_atomic
+from ragkit.storage import folder_stamps
+from ragkit.storage.atomic import write_bytes_atomic
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.folders import LocalFolder, local_results_folders, results_location, storage_errors
+from ragkit.storage.folders import LocalFolder, local_results_folders, results_location, storage_errors
 
 pytestmark = pytest.mark.unit
 

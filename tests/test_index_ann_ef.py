@@ -8,10 +8,10 @@ import pytest
 from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
 from pydantic import ValidationError
 
+from ragkit.artefacts.index import AnnParams, ChunkIndex, IndexStore
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import prepare
-from ragkit.index import AnnParams, ChunkIndex, IndexStore
 from tests.factories import write_beir
 from tests.test_index_scale import _chunks, _unit
 

@@ -12,7 +12,7 @@ from lancedb.query import LanceHybridQueryBuilder, LanceVectorQueryBuilder
 from lancedb.rerankers import RRFReranker
 from pydantic import ValidationError
 
-from ragkit.index import CHUNK_COLUMNS, FTS_COLUMN, AnnParams, IndexStore, doc_filter
+from ragkit.artefacts.index import CHUNK_COLUMNS, FTS_COLUMN, AnnParams, IndexStore, doc_filter
 from ragkit.retrievers.base import retrievers
 
 pytestmark = pytest.mark.integration

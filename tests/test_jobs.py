@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ragkit.app.jobs import JobInfo, JobManager, _process_alive
 from ragkit.errors import ConfigError
-from ragkit.jobs import JobInfo, JobManager, _process_alive
 from ragkit.results import ResultStore
 from tests.held_run import child_env, hold_after, wait_until_held
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.app.jobs import JobInfo, JobManager
 from ragkit.errors import ConfigError
-from ragkit.jobs import JobInfo, JobManager
 from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import scripted_ollama_server
 

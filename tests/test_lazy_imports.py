@@ -161,7 +161,7 @@ from ragkit.corpus.model import Corpus, make_record
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import make_plan
 from ragkit.llms.base import llms
-from ragkit.qa import QuestionSet
+from ragkit.questions import QuestionSet
 config = config_from_dict(json.loads(sys.argv[1]))
 corpus = Corpus.from_documents("c", [make_record("d1", "Cats purr when content. " * 5)])
 plan = make_plan(config, corpus, QuestionSet(name="q", format="jsonl", questions=[]),

@@ -10,10 +10,10 @@ import pytest
 
 from ragkit.cli import main
 from ragkit.results import ResultStore, staleness
-from ragkit.results import store as part_store
+from ragkit.results import parts as part_store
 from ragkit.results.merged import merged_copy
+from ragkit.results.parts import PartStore, read_parquet_file
 from ragkit.results.schema import MERGED
-from ragkit.results.store import PartStore, read_parquet_file
 
 pytestmark = pytest.mark.unit
 

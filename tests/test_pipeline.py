@@ -10,7 +10,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.llms import LLMClient
 from ragkit.llms.calls import StageUsage
-from ragkit.pipeline import Pipeline, stage_row
+from ragkit.pipeline.pipeline import Pipeline, stage_row
 from ragkit.stages.answer.generator import Generator, GeneratorParams
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams

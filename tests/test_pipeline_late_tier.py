@@ -10,7 +10,7 @@ import json
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from ragkit.pipeline import Pipeline
+from ragkit.pipeline.pipeline import Pipeline
 from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
 from tests.test_pipeline_loops import FixedRouter, LoggingRetriever, Switchable, client, generator, stages, verdict

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.errors import WebSearchError
 from ragkit.llms import LLMClient
-from ragkit.pipeline import NO_WEB_PROVIDER, Pipeline
+from ragkit.pipeline.pipeline import NO_WEB_PROVIDER, Pipeline
 from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
 from ragkit.stages.answer.generator import Generator, GeneratorParams
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
@@ -358,7 +358,7 @@ class SwitchableFrom(Switchable):
 def test_the_gate_starts_from_the_strategy_in_use_and_does_not_repeat_its_search(tmp_path, run_retriever, chosen):
     """A no_coverage -> hybrid diagnosis on a search already made with hybrid (the run's retriever,
     or the strategy judge's choice) is no switch: without a new query there is nothing to search."""
-    from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
+    from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 
     no_coverage = json.dumps({"score": 20, "issue": "no_coverage", "missing_aspects": [], "reformulated_query": "",
                               "reason": "r"})

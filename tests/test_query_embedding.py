@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.embedders import base as embedder_base
 from ragkit.embedders.base import embedders
 from ragkit.embedders.local import SentenceTransformerEmbedder
 from ragkit.hashing import text_sha256
-from ragkit.index import IndexStore
 from ragkit.registry import ComponentParams
 from ragkit.retrievers import base as retriever_base
 from ragkit.retrievers.base import retrievers

@@ -49,7 +49,7 @@ def test_the_runs_table_row_names_only_columns_a_run_has():
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.plan import make_plan, run_row
     from ragkit.llms.base import llms
-    from ragkit.qa import Question, QuestionSet
+    from ragkit.questions import Question, QuestionSet
 
     text = (ROOT / "docs" / "guide" / "data.md").read_text(encoding="utf-8")
     row = next(line for line in text.splitlines() if line.startswith("| `runs` |"))

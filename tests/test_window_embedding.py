@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ragkit.artefacts.index_stream import EmbeddingTally, chunkset_windows, embedded_windows
+from ragkit.artefacts.window_embedding import chunkset_window, embed_window, keys_before, window_count
 from ragkit.embedders.cache import EmbeddingCache
-from ragkit.index_stream import EmbeddingTally, chunkset_windows, embedded_windows
-from ragkit.window_embedding import chunkset_window, embed_window, keys_before, window_count
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ import streamlit as st
 from dashboard import generation_panel, review_panel, state
 from dashboard.safe_text import escape
 from ragkit.errors import ConfigError
-from ragkit.qa import FORMATS, catalogue
-from ragkit.qa.interop.report import read_import_report, report_table
+from ragkit.questions import FORMATS, catalogue
+from ragkit.questions.interop.report import read_import_report, report_table
 
 if TYPE_CHECKING:
     from streamlit.runtime.uploaded_file_manager import UploadedFile

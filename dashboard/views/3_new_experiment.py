@@ -15,11 +15,11 @@ from ragkit.errors import ConfigError
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
 from ragkit.experiments.estimate import dry_run, format_estimate
 from ragkit.experiments.runner import EXECUTORS
-from ragkit.qa import catalogue
-from ragkit.qa.review import review_state
+from ragkit.questions import catalogue
+from ragkit.questions.review import review_state
 from ragkit.registry import Registry
 from ragkit.retrievers.base import retrievers
-from ragkit.stages.base import judges
+from ragkit.stages.base import STAGES
 from ragkit.stages.catalogue import stage_groups
 
 # Ticked when the page opens: a grid that runs offline with the bundled embedder.
@@ -101,7 +101,7 @@ with left:
     )
     if generate:
         with st.expander("generator parameters"):
-            generator_params = forms.params_form(judges.params_model(GENERATOR), key="generator.params",
+            generator_params = forms.params_form(STAGES.params_model(GENERATOR), key="generator.params",
                                                  exclude=("mode",))
 with right:
     llm_default = forms.llm_backend_choice(key="llm.default")

@@ -12,7 +12,7 @@ from dashboard.safe_text import escape, html_block
 from dashboard.selection import name_unreadable, pick_results
 from ragkit.analysis.failures import question_verdicts
 from ragkit.analysis.ground_truth import MarkedChunk, mark_retrievals
-from ragkit.qa import catalogue, resolve_answer_spans
+from ragkit.questions import catalogue, resolve_answer_spans
 
 st.title("Question drill-down")
 

@@ -34,11 +34,11 @@ def _registries() -> list[tuple[str, Any]]:
     from ragkit.embedders.base import embedders
     from ragkit.llms.base import llms
     from ragkit.retrievers.registry import retrievers
-    from ragkit.stages.base import judges
+    from ragkit.stages.base import STAGES
     from ragkit.web.base import web_providers
 
     return [("Chunkers", chunkers), ("Embedders", embedders), ("Retrievers", retrievers),
-            ("Stages (judges, generator, query transforms)", judges), ("LLM backends", llms),
+            ("Stages (judges, generator, query transforms)", STAGES), ("LLM backends", llms),
             ("Web search providers", web_providers)]
 
 

@@ -91,7 +91,7 @@ def take(data_dir: Path, out: Path) -> list[Path]:
     if not (generated / "questions.jsonl").exists():  # kept from an earlier run of this script
         ragkit("questions", "generate", str(ROOT / "datasets" / "covidqa_sample"), "--method", "extractive", "--n",
                "40", "--out", str(generated))
-    register = ("import sys; from pathlib import Path; from ragkit.qa.catalogue import register_question_set; "
+    register = ("import sys; from pathlib import Path; from ragkit.questions.catalogue import register_question_set; "
                 "register_question_set(sys.argv[1], Path(sys.argv[2]), 'squad')")
     subprocess.run([sys.executable, "-c", register, REVIEW_SET, str(generated)], cwd=ROOT, env=environment, check=True)
     port = _free_port()

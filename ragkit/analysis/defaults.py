@@ -68,9 +68,9 @@ def registry_of(kind: str) -> Any:
     from ragkit.retrievers.base import retrievers
 
     if kind == JUDGE_KIND:
-        from ragkit.stages.base import judges
+        from ragkit.stages.base import STAGES
 
-        return judges
+        return STAGES
     return {"chunker": chunkers, "embedder": embedders, "retriever": retrievers}[kind]
 
 

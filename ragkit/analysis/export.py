@@ -26,9 +26,9 @@ from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import curve, metric_means
 from ragkit.analysis.report import default_metrics, json_records
 from ragkit.errors import ConfigError
-from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import HEADLINE_METRICS
 from ragkit.metrics.retrieval import CURVE_METRICS
+from ragkit.storage.folders import as_location, location_name
 
 FORMATS: dict[str, tuple[str, str]] = {
     "csv": (".zip", "application/zip"),

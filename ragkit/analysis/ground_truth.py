@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ragkit.metrics.spans import overlaps
-from ragkit.qa import Question
+from ragkit.questions import Question
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ragkit.analysis.defaults import with_added_defaults
-from ragkit.analysis.labels import run_labels
+from ragkit.analysis.run_names import run_labels
 from ragkit.analysis.statistics import DOCUMENT_UNIT, QUESTION_UNIT
 from ragkit.errors import ConfigError
-from ragkit.folders import as_location
 from ragkit.results import PART_TABLES, SCHEMAS, ResultStore, empty_table
+from ragkit.storage.folders import as_location
 
 LAZY_TABLES = ("stages", "retrievals", "judgements", "answers", "questions")
 # Categories: integer codes instead of a Python string per row (an error column of millions of

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ragkit.analysis import statistics
-from ragkit.analysis.labels import run_labels
 from ragkit.analysis.matrices import ScoreMatrices, score_arrays
+from ragkit.analysis.run_names import run_labels
 from ragkit.metrics.names import sort_key
 
 MEAN_COLUMNS = ["run_id", "metric", "mean", "ci_low", "ci_high", "n", "n_failed", "n_units"]

@@ -191,7 +191,7 @@ class Recommendation:
 def default_metric(results: Results) -> str:
     """The search objective of the experiment, when it had one, else ``DEFAULT_METRIC``."""
     if results.root is not None:
-        from ragkit.folders import open_folder
+        from ragkit.storage.folders import open_folder
 
         files = open_folder(results.root)
         try:

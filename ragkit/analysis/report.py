@@ -50,9 +50,9 @@ from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
 from ragkit.analysis.power import POWER_RULE
 from ragkit.analysis.statistics import describe_method
 from ragkit.errors import ConfigError
-from ragkit.folders import as_location, location_name
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, HEADLINE_METRICS
 from ragkit.results import ResultStore
+from ragkit.storage.folders import as_location, location_name
 
 FORMATS = ("md", "html", "json")
 # Said wherever a cut metric is shown: chunks are not documents.

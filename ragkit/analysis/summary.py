@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragkit.analysis.labels import run_labels
 from ragkit.analysis.means import metric_means, valid_mask
+from ragkit.analysis.run_names import run_labels
 from ragkit.metrics.names import GENERATION_METRICS, HEADLINE_METRICS
 from ragkit.results import ResultStore
 from ragkit.results.schema import is_evaluation_stage

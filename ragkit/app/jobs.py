@@ -30,13 +30,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ragkit.atomic import write_json_atomic
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import PATH_FIELDS, ExperimentConfig, config_from_dict, config_to_yaml
 from ragkit.experiments.runner import EXECUTORS
 from ragkit.experiments.status import read_status
-from ragkit.folders import is_remote
 from ragkit.settings import get_settings
+from ragkit.storage.atomic import write_json_atomic
+from ragkit.storage.folders import is_remote
 
 JobKind = Literal["run", "questions"]
 JobState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
@@ -161,9 +161,9 @@ class JobManager:
         """Start ``ragkit questions generate`` on ``corpus`` (a dataset folder or corpus name) into
         ``out_dir``; its progress is LLM calls made of those planned (extractive: questions), its
         outcome the kept questions of those asked."""
-        from ragkit.qa.generation import GenerationParams
-        from ragkit.qa.generation.writer import check_out
-        from ragkit.qa.sources import validated
+        from ragkit.questions.generation import GenerationParams
+        from ragkit.questions.generation.writer import check_out
+        from ragkit.questions.sources import validated
 
         # Validate before any folder or process exists, as start() does.
         params = validated(GenerationParams, {"n": n, "types": types, "seed": seed, "method": method})

@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit.atomic import write_atomic, write_json_atomic, write_parquet_atomic
 from ragkit.corpus.model import Corpus
 from ragkit.hashing import text_sha256
+from ragkit.storage.atomic import write_atomic, write_json_atomic, write_parquet_atomic
 
 # Node metadata that has its own column (or is recomputed) rather than living in `metadata`.
 _OWN_COLUMNS = ("doc_id", "start_char", "end_char", "chunk_index", "embed_text")

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragkit.atomic import publish_dir, write_json_atomic
+from ragkit.storage.atomic import publish_dir, write_json_atomic
 
 # Columns every index row carries; `vector` is added when the index has an embedder.
 CHUNK_COLUMNS = ("chunk_id", "doc_id", "chunk_index", "start_char", "end_char", "text", "embed_text", "metadata")

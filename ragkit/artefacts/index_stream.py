@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ragkit.artefacts.index import index_row_batches
 from ragkit.embedders.base import Embedder
 from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
-from ragkit.index import index_row_batches
 
 
 def _glibc() -> Any:

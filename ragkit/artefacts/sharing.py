@@ -27,11 +27,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from ragkit.atomic import make_dirs
-from ragkit.chunksets import chunkset_path, decisions_path
+from ragkit.artefacts.chunksets import chunkset_path, decisions_path
 from ragkit.errors import ConfigError
-from ragkit.folders import ObjectFolder, is_remote
-from ragkit.locks import content_lock
+from ragkit.storage.atomic import make_dirs
+from ragkit.storage.folders import ObjectFolder, is_remote
+from ragkit.storage.locks import content_lock
 
 MARKER = "published.json"
 

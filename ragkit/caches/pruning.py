@@ -11,13 +11,13 @@ correctness, only for speed (a pruned entry is simply recomputed the next time i
   pruning by it keeps more, never less).
 
 ``--keep-runs DIR...`` protects, whatever their age, the entries the runs of those results folders
-recorded (``ragkit.cache_use``: the folder's ``cache_keys/``); a folder with runs committed before
+recorded (``ragkit.caches.keys``: the folder's ``cache_keys/``); a folder with runs committed before
 records existed is an error naming it, never a silent prune.
 
 Pruning is safe beside a running experiment: an LLM file is written by an atomic rename, so it
 is either whole or absent and unlinking it never leaves half of one; retrieval rows are deleted
 in one SQLite transaction, which waits for (and never interleaves with) a writer's transaction.
-Embedding rows are deleted holding the embedder's lock (``ragkit.locks``), which a run holds
+Embedding rows are deleted holding the embedder's lock (``ragkit.storage.locks``), which a run holds
 while it looks up, embeds and appends vectors: a prune refuses at once, naming the run, while one
 is embedding with that embedder. A delete is a new LanceDB version, so a process reading the
 table without the lock (``ragkit run --dry-run``'s estimate) still reads the version it opened.
@@ -34,11 +34,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ragkit.cache_use import LLM, RECORD_DIR, RECORD_FORMAT, RETRIEVAL, embeddings_cache
+from ragkit.caches.keys import LLM, RECORD_DIR, RECORD_FORMAT, RETRIEVAL, embeddings_cache
 from ragkit.errors import ConfigError
-from ragkit.locks import content_lock
 from ragkit.retrievers.cache import TABLE_FILE
 from ragkit.retrievers.cache import connect as connect_retrievals
+from ragkit.storage.locks import content_lock
 
 LLM_DIR = "llm_cache"
 RETRIEVAL_DIR = "retrieval_cache"
@@ -218,7 +218,7 @@ def _prune_embeddings(data_dir: Path, cutoff: float, keep: dict[str, set[str]], 
 
 
 def _delete_keys(table, keys: list[str], all_rows: bool) -> None:
-    from ragkit.index import sql_text
+    from ragkit.artefacts.index import sql_text
 
     if all_rows:
         table.delete("true")

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from ragkit.errors import ConfigError
-from ragkit.folders import as_location
 from ragkit.quoting import clipped, one_line
+from ragkit.storage.folders import as_location
 
 # The dashboard reads files under the server's paths and runs jobs: anything but loopback needs a token.
 
@@ -186,7 +186,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     run_ids = None
     store = ResultStore(as_location(args.results))
     if args.runs and store.exists():  # a missing folder is export_results' error to name
-        from ragkit.analysis.labels import resolve_runs
+        from ragkit.analysis.run_names import resolve_runs
 
         run_ids = resolve_runs(store.read("runs"), args.runs)
     print(export_results(as_location(args.results), args.format, args.out, run_ids))
@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete = corpus_sub.add_parser("delete", help="delete a corpus with its chunk sets and indexes")
     delete.add_argument("name")
     delete.set_defaults(func=_cmd_corpus_delete)
-    from ragkit.corpus.commands import add_document_parsers
+    from ragkit.cli.corpus import add_parser as add_document_parsers
 
     add_document_parsers(corpus_sub)  # docs, delete-doc
 
@@ -294,27 +294,27 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
 
-    from ragkit.pipeline_export import add_parser as add_export_pipeline
+    from ragkit.pipeline.export import add_parser as add_export_pipeline
 
     add_export_pipeline(sub)
 
-    from ragkit.cli_dashboard import add_dashboard_parser
+    from ragkit.cli.dashboard import add_parser as add_dashboard_parser
 
     # The demo runs the quickstart first, through the same `run` command.
     add_dashboard_parser(sub, run_experiment=lambda path: _cmd_run(build_parser().parse_args(["run", path])))
-    from ragkit.cli_decide import register as register_decision_commands
+    from ragkit.cli.decide import add_parser as register_decision_commands
 
     register_decision_commands(sub)  # best, failures, compare
 
-    from ragkit.labels.commands import add_labels_parser
+    from ragkit.cli.labels import add_parser as add_labels_parser
 
     add_labels_parser(sub)
 
-    from ragkit.questions_cli import add_questions_parser
+    from ragkit.cli.questions import add_parser as add_questions_parser
 
     add_questions_parser(sub)
 
-    from ragkit.cache_cli import add_cache_parser
+    from ragkit.cli.caches import add_parser as add_cache_parser
 
     add_cache_parser(sub)
     return parser

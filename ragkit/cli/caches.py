@@ -1,4 +1,4 @@
-"""``ragkit cache size`` and ``ragkit cache prune``: a thin layer over ``ragkit.cache_admin``."""
+"""``ragkit cache size`` and ``ragkit cache prune``: a thin layer over ``ragkit.caches.pruning``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def _when(stamp: float | None) -> str:
 
 
 def _cmd_size(args: argparse.Namespace) -> int:
-    from ragkit.cache_admin import cache_sizes
+    from ragkit.caches.pruning import cache_sizes
     from ragkit.settings import get_settings
 
     print(f"{'cache':<11}{'entries':>10}{'MB':>10}  {'oldest':<17} newest")
@@ -22,7 +22,7 @@ def _cmd_size(args: argparse.Namespace) -> int:
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:
-    from ragkit.cache_admin import keep_set, parse_duration, prune_caches
+    from ragkit.caches.pruning import keep_set, parse_duration, prune_caches
     from ragkit.settings import get_settings
 
     seconds = parse_duration(args.older_than)
@@ -35,7 +35,7 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_cache_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     cache = sub.add_parser("cache", help="size of the LLM, retrieval and embedding caches, or prune old entries")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
     cache_sub.add_parser("size", help="entries, MB and oldest/newest write per cache").set_defaults(func=_cmd_size)

@@ -26,7 +26,7 @@ def _cmd_delete_doc(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_document_parsers(corpus_sub: argparse._SubParsersAction) -> None:
+def add_parser(corpus_sub: argparse._SubParsersAction) -> None:
     """Add `docs` and `delete-doc` under `ragkit corpus`."""
     docs = corpus_sub.add_parser("docs", help="list a corpus's source files: doc id, file name, type, size, "
                                               "documents, pages, characters, when ingested")

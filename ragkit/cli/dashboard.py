@@ -87,7 +87,7 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def add_dashboard_parser(sub, run_experiment: Callable[[str], int]) -> None:
+def add_parser(sub, run_experiment: Callable[[str], int]) -> None:
     """The `dashboard` command; ``run_experiment`` runs an experiment file (the demo's quickstart)."""
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from ragkit.errors import ConfigError
-from ragkit.folders import as_location
+from ragkit.storage.folders import as_location
 
 
 def _positive_float(text: str) -> float:
@@ -109,7 +109,7 @@ def _cmd_slices(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
+def add_parser(sub) -> None:
     """Add `best`, `failures`, `compare` and `slices` to the `ragkit` subcommands."""
     best = sub.add_parser("best", help="the best configuration under latency and cost constraints, the runs not "
                                        "significantly worse, the Pareto front and the factor that mattered most")

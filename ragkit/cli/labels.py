@@ -20,9 +20,9 @@ def _csv_list(text: str | None) -> list[str] | None:
 
 
 def _store(results: str):
-    from ragkit.folders import as_location
     from ragkit.labels.store import LabelStore
     from ragkit.results import ResultStore
+    from ragkit.storage.folders import as_location
 
     if not ResultStore(as_location(results)).exists():
         raise ConfigError(f"no results folder at {results} (expected a 'runs' subfolder)")
@@ -30,10 +30,10 @@ def _store(results: str):
 
 
 def _resolved_runs(root, text: str | None) -> list[str] | None:
-    """--runs as run ids: labels, ids and unique id prefixes (ragkit.analysis.labels.resolve_runs)."""
+    """--runs as run ids: labels, ids and unique id prefixes (ragkit.analysis.run_names.resolve_runs)."""
     if not text or text.strip() == "*":
         return None
-    from ragkit.analysis.labels import resolve_runs
+    from ragkit.analysis.run_names import resolve_runs
     from ragkit.results import ResultStore
 
     return resolve_runs(ResultStore(root).read("runs"), text)
@@ -211,7 +211,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def _run_labels(root) -> dict[str, str]:
-    from ragkit.analysis.labels import labels_by_run
+    from ragkit.analysis.run_names import labels_by_run
     from ragkit.results import ResultStore
 
     return labels_by_run(ResultStore(root).read("runs"))
@@ -223,7 +223,7 @@ def _resamples(text: str) -> int:
     return int(text)
 
 
-def add_labels_parser(sub) -> None:
+def add_parser(sub) -> None:
     """The `labels` command group, added to ragkit's subparsers."""
     labels = sub.add_parser("labels", help="pool runs' candidates for labelling, judge them with an LLM, export "
                                            "qrels, and measure judges against people")

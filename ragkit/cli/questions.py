@@ -13,11 +13,17 @@ from ragkit.errors import ConfigError
 def _cmd_generate(args: argparse.Namespace) -> int:
     """Exit 0 with the set written; 1 when it is written but keeps fewer than --min-kept; 2 on a
     bad option. The last line is the outcome ("kept 5 of 40 (12%): poor yield; ...")."""
-    from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
-    from ragkit.qa.generation.extractive import generate_extractive, plan_extractive
-    from ragkit.qa.generation.outcome import min_kept_failure, model_notice
-    from ragkit.qa.generation.writer import check_out
-    from ragkit.qa.sources import build_llm_client, load_corpus_source, minilm_embed, validated
+    from ragkit.questions.generation import (
+        GenerationParams,
+        dry_run_counts,
+        generate_questions,
+        plan_generation,
+        write_set,
+    )
+    from ragkit.questions.generation.extractive import generate_extractive, plan_extractive
+    from ragkit.questions.generation.outcome import min_kept_failure, model_notice
+    from ragkit.questions.generation.writer import check_out
+    from ragkit.questions.sources import build_llm_client, load_corpus_source, minilm_embed, validated
 
     types = [kind.strip() for kind in args.types.split(",") if kind.strip()] if args.types else []
     params = validated(GenerationParams, {"n": args.n, "seed": args.seed, "method": args.method, "types": types})
@@ -93,7 +99,7 @@ def _generation_time(llm: str | None, model: str | None, calls: int) -> str:
     """The time line of a generation dry run: calls x this machine's seconds per call of the backend."""
     from ragkit.experiments.estimate import format_seconds, llm_seconds
     from ragkit.llms import llms
-    from ragkit.qa.sources import llm_spec
+    from ragkit.questions.sources import llm_spec
     from ragkit.settings import get_settings
 
     spec = llm_spec(llm, model)
@@ -111,14 +117,14 @@ def _status_writer(path: str | None, total: int) -> Any:
 
 
 def _load_set(path: str, format: str) -> Any:
-    from ragkit.qa import load_question_set
+    from ragkit.questions import load_question_set
 
     return load_question_set(Path(path), format=format)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ragkit.qa.quality import format_report, quality_report
-    from ragkit.qa.sources import minilm_embed, set_documents
+    from ragkit.questions.quality import format_report, quality_report
+    from ragkit.questions.sources import minilm_embed, set_documents
 
     questions = _load_set(args.set, args.format)
     source = set_documents(Path(args.set), args.corpus)
@@ -129,9 +135,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_review(args: argparse.Namespace) -> int:
-    from ragkit.qa.generation import read_rows
-    from ragkit.qa.review import decide, edit, load_review, pending, save_review
-    from ragkit.qa.sources import set_documents
+    from ragkit.questions.generation import read_rows
+    from ragkit.questions.review import decide, edit, load_review, pending, save_review
+    from ragkit.questions.sources import set_documents
 
     path = Path(args.set)
     rows = {row["id"]: row for row in read_rows(path)}
@@ -158,7 +164,7 @@ def _cmd_review(args: argparse.Namespace) -> int:
 
 
 def _cmd_freeze(args: argparse.Namespace) -> int:
-    from ragkit.qa.review import freeze
+    from ragkit.questions.review import freeze
     from ragkit.settings import get_settings
 
     root = Path(args.out_root) if args.out_root else get_settings().resolved_data_dir() / "question_sets" / "frozen"
@@ -169,8 +175,8 @@ def _cmd_freeze(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ragkit.qa.interop import export_question_set
-    from ragkit.qa.sources import set_documents
+    from ragkit.questions.interop import export_question_set
+    from ragkit.questions.sources import set_documents
 
     questions = _load_set(args.set, args.format)
     source = set_documents(Path(args.set), args.corpus)
@@ -179,13 +185,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from ragkit.qa.generation import write_set
-    from ragkit.qa.generation.writer import check_out, set_paths
-    from ragkit.qa.interop import import_question_set
-    from ragkit.qa.interop.report import check_located, report_path, write_report
-    from ragkit.qa.sources import load_corpus_source
-    from ragkit.qa.spans import REFUSED_REASON, answers_refused_as_spans
-    from ragkit.qa.squad_rows import question_rows
+    from ragkit.questions.generation import write_set
+    from ragkit.questions.generation.writer import check_out, set_paths
+    from ragkit.questions.interop import import_question_set
+    from ragkit.questions.interop.report import check_located, report_path, write_report
+    from ragkit.questions.sources import load_corpus_source
+    from ragkit.questions.spans import REFUSED_REASON, answers_refused_as_spans
+    from ragkit.questions.squad_rows import question_rows
 
     if not 0 < args.min_located <= 1:
         raise ConfigError(f"--min-located must be in (0, 1], got {args.min_located}")
@@ -213,7 +219,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from ragkit.analysis import power
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.recommend import check_metric, default_metric, plan_questions
-    from ragkit.folders import as_location
+    from ragkit.storage.folders import as_location
 
     results = load_results(as_location(args.results))
     if results.runs.empty:
@@ -235,14 +241,14 @@ def _difference(text: str) -> float:
     return value
 
 
-def add_questions_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register `ragkit questions ...` on the top-level subparsers."""
-    from ragkit.qa import FORMATS
-    from ragkit.qa.generation import QUESTION_TYPES
-    from ragkit.qa.generation.generate import METHODS
-    from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES
-    from ragkit.qa.interop import EXPORT_FORMATS, IMPORT_FORMATS
-    from ragkit.qa.interop.report import DEFAULT_MIN_LOCATED
+    from ragkit.questions import FORMATS
+    from ragkit.questions.generation import QUESTION_TYPES
+    from ragkit.questions.generation.generate import METHODS
+    from ragkit.questions.generation.sampling import EXTRACTIVE_TYPES
+    from ragkit.questions.interop import EXPORT_FORMATS, IMPORT_FORMATS
+    from ragkit.questions.interop.report import DEFAULT_MIN_LOCATED
 
     questions = sub.add_parser("questions", help="generate, check, review, freeze, import and export question sets")
     q_sub = questions.add_subparsers(dest="questions_command", required=True)

@@ -37,11 +37,11 @@ from typing import Any, Literal
 from llama_index.core.schema import Document
 from pydantic import BaseModel, Field
 
-from ragkit.atomic import write_json_atomic
 from ragkit.corpus.model import Corpus
 from ragkit.errors import LLMError
 from ragkit.hashing import content_key
 from ragkit.llms.calls import LLMClient
+from ragkit.storage.atomic import write_json_atomic
 from ragkit.text import CODE_LIKE, content_words
 
 ProfileMethod = Literal["heuristic", "llm"]

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from ragkit.atomic import write_json_atomic
 from ragkit.corpus.jsonl_texts import file_stamp
 from ragkit.corpus.loaders import LOADER_VERSION, label_records, parse_file
 from ragkit.corpus.model import Corpus, DocumentRecord, DocumentRows, document_to_json, make_document, make_record
@@ -38,8 +37,9 @@ from ragkit.corpus.screening import FileStatus, screen, skipped, walk
 from ragkit.corpus.validation import file_type_of, validate_total_size
 from ragkit.errors import ConfigError, IngestError
 from ragkit.hashing import bytes_sha256, canonical_json, file_sha256
-from ragkit.locks import content_lock
 from ragkit.settings import get_settings
+from ragkit.storage.atomic import write_json_atomic
+from ragkit.storage.locks import content_lock
 
 if TYPE_CHECKING:
     from llama_index.core.schema import Document

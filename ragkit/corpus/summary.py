@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragkit.atomic import write_json_atomic
 from ragkit.corpus.model import Corpus
 from ragkit.errors import LLMError
 from ragkit.hashing import content_key
 from ragkit.llms.calls import LLMClient
+from ragkit.storage.atomic import write_json_atomic
 from ragkit.text import content_words
 
 SummaryMethod = Literal["heuristic", "llm"]

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragkit.atomic import publish_dir
+from ragkit.artefacts.index import sql_text
 from ragkit.embedders.base import Embedder
-from ragkit.index import sql_text
+from ragkit.storage.atomic import publish_dir
 
 
 class EmbeddingCache:

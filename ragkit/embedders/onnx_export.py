@@ -33,9 +33,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ragkit.atomic import publish_dir
 from ragkit.hashing import content_key, file_sha256
-from ragkit.locks import content_lock
+from ragkit.storage.atomic import publish_dir
+from ragkit.storage.locks import content_lock
 
 # Changes whenever the exported graph would differ for the same weights and settings.
 # 2: no attention mask input (unpadded batches only); 1 took input_ids and attention_mask.

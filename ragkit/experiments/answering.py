@@ -16,8 +16,8 @@ from ragkit.errors import BackendUnavailable
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import RunStep
 from ragkit.experiments.rows import evaluation_names, failure_scores, question_rows
-from ragkit.pipeline import Pipeline
-from ragkit.qa import Question
+from ragkit.pipeline.pipeline import Pipeline
+from ragkit.questions import Question
 
 TABLES = ("scores", "retrievals", "stages", "judgements", "answers")
 

@@ -2,7 +2,7 @@
 
 ``assemble_pipeline`` gathers what the stages are built from (the retrievers over the run's
 index, the LLM clients per role, the router's corpus summary, the profile judge's document
-profiles); ``wire_pipeline`` is the one function that places judges in ``ragkit.pipeline``, so a
+profiles); ``wire_pipeline`` is the one function that places judges in ``ragkit.pipeline.pipeline``, so a
 change to how the pipeline is wired touches it alone. ``question_evaluator`` builds the run's
 generation metrics, if it has any."""
 
@@ -13,21 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragkit.artefacts.index import ChunkIndex
 from ragkit.corpus.profile import ProfileMethod, corpus_profile
 from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.config import GridPoint
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep
-from ragkit.index import ChunkIndex
 from ragkit.llms.calls import LLMClient
-from ragkit.pipeline import Pipeline
+from ragkit.pipeline.pipeline import Pipeline
 from ragkit.registry import ComponentSpec
 from ragkit.retrievers.base import retrievers as retriever_registry
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.params import STRATEGIES
 from ragkit.retrievers.switchable import SwitchableRetriever
-from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.base import STAGES as judge_registry
 from ragkit.stages.wiring import wire_stages
 from ragkit.web import web_providers
 

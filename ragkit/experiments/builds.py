@@ -15,10 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragkit.artefacts import ArtefactSync, SharedArtefacts
-from ragkit.atomic import write_json_atomic
-from ragkit.chunkers.registry import chunkers
-from ragkit.chunksets import (
+from ragkit.artefacts.chunksets import (
     build_chunkset_streamed,
     build_judged_chunkset_streamed,
     chunk_judged,
@@ -27,6 +24,10 @@ from ragkit.chunksets import (
     load_or_build_chunkset,
     load_or_build_judged_chunkset,
 )
+from ragkit.artefacts.index import ChunkIndex, IndexStore
+from ragkit.artefacts.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
+from ragkit.artefacts.sharing import ArtefactSync, SharedArtefacts
+from ragkit.chunkers.registry import chunkers
 from ragkit.embedders.base import embedders
 from ragkit.embedders.cache import EmbeddingCache, embed_with_cache
 from ragkit.experiments.components import SharedComponents
@@ -34,12 +35,11 @@ from ragkit.experiments.execution_report import ExecutionReport, Progress
 from ragkit.experiments.plan import ChunkStep, IndexStep, Plan, RunStep, chunker_uses_llm, component_key, needs_fulltext
 from ragkit.experiments.status import INDEX_BUILT, INDEX_STARTED
 from ragkit.experiments.throughput import record_throughput
-from ragkit.index import ChunkIndex, IndexStore
-from ragkit.index_stream import EmbeddingTally, chunkset_windows, embedded_windows, index_batch_reader
-from ragkit.locks import content_lock
-from ragkit.pipeline_steps import stage_row
+from ragkit.pipeline.steps import stage_row
 from ragkit.settings import get_settings
-from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.base import STAGES as judge_registry
+from ragkit.storage.atomic import write_json_atomic
+from ragkit.storage.locks import content_lock
 
 
 class ArtefactBuilds:
@@ -268,7 +268,7 @@ class ArtefactBuilds:
 
     def _build_index_streamed(self, step: IndexStep, path: Path, window_rows: int, report: ExecutionReport,
                               progress: Progress) -> None:
-        """``_build_index`` a window of the chunk set file at a time (``ragkit.index_stream``):
+        """``_build_index`` a window of the chunk set file at a time (``ragkit.artefacts.index_stream``):
         the same table and stage rows, the embedding interleaved with LanceDB's writes (its
         seconds are the embed stage, the rest of the build the index stage)."""
         windows: Generator[tuple[pd.DataFrame, np.ndarray | None], None, None]

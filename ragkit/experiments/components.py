@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragkit.cache_use import CacheKeyLog
+from ragkit.caches.keys import CacheKeyLog
 from ragkit.embedders.base import embedders
 from ragkit.errors import BackendUnavailable
 from ragkit.experiments.plan import RunStep, component_key
@@ -27,7 +27,7 @@ class SharedComponents:
 
     def __init__(self, data_dir: Path, key_log: CacheKeyLog | None = None) -> None:
         self.data_dir = data_dir
-        self.key_log = key_log  # the LLM cache keys every client uses (see ragkit.cache_use)
+        self.key_log = key_log  # the LLM cache keys every client uses (see ragkit.caches.keys)
         self._embedders: dict[str, Any] = {}
         self._llm_clients: dict[str, LLMClient] = {}
 

@@ -34,13 +34,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragkit.artefacts.chunksets import chunk_corpus, chunkset_path, decisions_path
+from ragkit.artefacts.index import index_marker
 from ragkit.chunkers.registry import chunkers
-from ragkit.chunksets import chunk_corpus, chunkset_path, decisions_path
 from ragkit.embedders.base import embedders
 from ragkit.experiments.estimate_builds import by_backend, profile_calls, summary_calls
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
 from ragkit.experiments.throughput import CALIBRATION, calibrate, read_throughput
-from ragkit.index import index_marker
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.results import ResultStore

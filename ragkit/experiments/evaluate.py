@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
-from ragkit.pipeline import Trace, stage_row
-from ragkit.qa import Question
+from ragkit.pipeline.pipeline import Trace, stage_row
+from ragkit.questions import Question
 from ragkit.results.schema import EVAL_STAGE
 
 if TYPE_CHECKING:

@@ -22,23 +22,23 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ragkit.cache_use import CacheKeyLog, embeddings_cache, write_record
+from ragkit.caches.keys import CacheKeyLog, embeddings_cache, write_record
 from ragkit.errors import BackendUnavailable
 from ragkit.experiments.builds import ArtefactBuilds
 from ragkit.experiments.components import SharedComponents
 from ragkit.experiments.execution_report import ExecutionReport, Progress, no_progress
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, run_row
 from ragkit.experiments.rows import judgement_row, question_row
-from ragkit.qa import Question
+from ragkit.questions import Question
 from ragkit.results import ResultStore
 from ragkit.results.integrity import find_damaged, set_aside
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.settings import get_settings
 
 if TYPE_CHECKING:
+    from ragkit.artefacts.index import ChunkIndex
     from ragkit.experiments.evaluate import QuestionEvaluator
-    from ragkit.index import ChunkIndex
-    from ragkit.pipeline import Pipeline
+    from ragkit.pipeline.pipeline import Pipeline
 
 # A plan's end writes merged read copies once the folder has this many parts per table: below it,
 # opening the parts is fast anyway and a copy would only cost the plan time and disk.
@@ -198,7 +198,7 @@ class LocalExecutor:
     def commit(self, plan: Plan, pending: PendingRun, answered: list[Question], tables: dict[str, pd.DataFrame],
                report: ExecutionReport, progress: Progress) -> None:
         """Commit one shard's rows; the run's first shard also carries its run-level rows. The
-        cache keys used since the last commit are recorded first (``ragkit.cache_use``): a crash
+        cache keys used since the last commit are recorded first (``ragkit.caches.keys``): a crash
         between the two keeps a few keys too many, never too few."""
         if not answered:
             return

@@ -10,26 +10,26 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast, overload
 
+from ragkit.artefacts.index import AnnParams
 from ragkit.chunkers.registry import chunkers, judge_choosable_chunkers
 from ragkit.corpus.model import Corpus
 from ragkit.embedders.base import embedders
 from ragkit.experiments.baselines import first_listed_levels
 from ragkit.experiments.config import GENERATOR, ExperimentConfig, GridPoint, expand_grid
 from ragkit.hashing import content_key
-from ragkit.index import AnnParams
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.retrieval import scored_ks
-from ragkit.qa import QuestionSet
+from ragkit.questions import QuestionSet
 from ragkit.registry import ComponentSpec, Registry
 from ragkit.retrievers.registry import retrievers
-from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.base import STAGES as judge_registry
 from ragkit.stages.roles import position, role_of
 from ragkit.stages.wiring import specs_in_role
 from ragkit.web import web_providers
 
 if TYPE_CHECKING:
-    from ragkit.stages.base import JudgeInfo, JudgeParams
+    from ragkit.stages.base import StageInfo, StageParams
 
 CHUNKING = "chunking"
 EVALUATION = "evaluation"
@@ -156,9 +156,9 @@ def final_depth(point: GridPoint) -> int:
     depth = point.top_k
     shaping = [spec for spec in point.active_judges() if role_of(judge_registry.info(spec.type)).name in CONTEXT_ROLES]
     for spec in sorted(shaping, key=lambda spec: position(judge_registry.info(spec.type))):
-        # Validated by the judge's own Params model, which every judge derives from JudgeParams.
-        params = cast("JudgeParams", judge_registry.validate_params(spec.type, spec.params))
-        judge_cls: type[JudgeInfo] = judge_registry.info(spec.type)
+        # Validated by the judge's own Params model, which every judge derives from StageParams.
+        params = cast("StageParams", judge_registry.validate_params(spec.type, spec.params))
+        judge_cls: type[StageInfo] = judge_registry.info(spec.type)
         depth = judge_cls.final_depth(params, depth, point.top_k)
     return depth
 

@@ -3,7 +3,7 @@
 The steps: each chunk set and each index once, the plan's question texts once per embedder,
 then every (run x shard of questions). A chunk set a streamed build cuts into more than one
 window (``RAGKIT_BUILD_WINDOW_ROWS``) adds, once it is built, one ``embed`` step per window and
-embedder of the indexes still to build on it (``ragkit.window_embedding``): the windows are
+embedder of the indexes still to build on it (``ragkit.artefacts.window_embedding``): the windows are
 embedded by several workers at once into the embedding cache, and the index steps of that
 (chunk set, embedder) pair, which wait for all of them, find every vector there. The vectors
 are the ones the in-process build computes (same texts in the same batches per window), and
@@ -44,6 +44,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.embedders.base import embedders
 from ragkit.errors import BackendUnavailable, ConfigError
 from ragkit.experiments.answering import shard_questions
@@ -53,8 +54,7 @@ from ragkit.experiments.plan import Plan, component_key
 from ragkit.experiments.ray_schedule import Dispatcher, Failed, Result, Step
 from ragkit.experiments.ray_worker import PlanWorker, ShardResult
 from ragkit.experiments.rows import failure_scores
-from ragkit.index import IndexStore
-from ragkit.qa import Question
+from ragkit.questions import Question
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 

@@ -5,7 +5,7 @@ corpus with it, fetched from the object store once), the in-process executor's h
 (embedders, LLM clients), its opened indexes and each run's pipeline. The driver
 (``ray_executor.py``) gives it one step at a time, each with the in-process executor's code:
 a chunk set, one window of a chunk set embedded into the embedding cache (``embed_window``:
-the windows of one index embedded by several workers at once, ``ragkit.window_embedding``), an
+the windows of one index embedded by several workers at once, ``ragkit.artefacts.window_embedding``), an
 index, the plan's query vectors of one embedder, a shard of one run's questions.
 
 The plan's questions are embedded once per embedder for the whole execution
@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragkit.chunksets import chunkset_path
+from ragkit.artefacts.chunksets import chunkset_path
+from ragkit.artefacts.window_embedding import embed_window, window_count
 from ragkit.embedders.base import embedders
 from ragkit.embedders.cache import EmbeddingCache
 from ragkit.experiments.answering import ShardInterrupted
@@ -33,10 +34,9 @@ from ragkit.experiments.execution_report import ExecutionReport
 from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import IndexStep, Plan, RunStep, component_key
 from ragkit.experiments.throughput import record_throughput
-from ragkit.locks import content_lock
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
-from ragkit.window_embedding import embed_window, window_count
+from ragkit.storage.locks import content_lock
 
 
 @dataclass
@@ -107,7 +107,7 @@ class PlanWorker:
     def embed_window(self, plan_ref: list[Any], index_id: str, number: int, window_rows: int) -> dict:
         """Embed window ``number`` (of ``window_rows``, the driver's setting: this worker's own
         environment may say another) of the chunk set of ``index_id`` with its embedder into the
-        embedding cache (``ragkit.window_embedding``); the vectors it added and its seconds."""
+        embedding cache (``ragkit.artefacts.window_embedding``); the vectors it added and its seconds."""
         self._steps_run += 1
         self._fetch(plan_ref)
         self._windows.append((index_id, number))

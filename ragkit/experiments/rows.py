@@ -15,11 +15,11 @@ from ragkit.metrics.generation import EvaluationParams, GenerationSample, evalua
 from ragkit.metrics.names import NOTHING_TO_SCORE, SEMANTIC_CACHE_HIT
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.metrics.routing import abstention_scores, routing_scores
-from ragkit.qa import Question
+from ragkit.questions import Question
 from ragkit.stages.answer.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
 
 if TYPE_CHECKING:
-    from ragkit.pipeline import Trace
+    from ragkit.pipeline.pipeline import Trace
 
 
 def question_row(question: Question) -> dict:
@@ -53,7 +53,7 @@ def evaluation_names(params: EvaluationParams) -> list[str]:
 def failure_scores(run: RunStep, question: Question, error: str, evaluation: EvaluationParams | None) -> list[dict]:
     """NaN with ``error`` for every metric the question would have been scored on (``evaluation``:
     the run's evaluation, if it has one)."""
-    from ragkit.pipeline import Trace  # the pipeline (and LlamaIndex) only where a question failed
+    from ragkit.pipeline.pipeline import Trace  # the pipeline (and LlamaIndex) only where a question failed
 
     names = [row["metric"] for row in _scores(run, question, FinalContext.empty(), Trace(question=question.text))]
     if evaluation is not None:

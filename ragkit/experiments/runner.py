@@ -13,8 +13,8 @@ from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import Plan, make_plan, roles_calling_llm
 from ragkit.llms.base import llms
 from ragkit.llms.defaults import resolve_default_backend
-from ragkit.qa import QuestionSet, load_question_set, resolve_answer_spans
-from ragkit.qa.corpus import dataset_corpus_rows
+from ragkit.questions import QuestionSet, load_question_set, resolve_answer_spans
+from ragkit.questions.corpus import dataset_corpus_rows
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 

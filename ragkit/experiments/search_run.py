@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragkit.atomic import write_json_atomic
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import ExperimentConfig, GridPoint
 from ragkit.experiments.executor import LocalExecutor
 from ragkit.experiments.plan import Plan, RunStep, questions_key
 from ragkit.experiments.search import SearchConfig, SearchResult, Trial, search
-from ragkit.qa import QuestionSet
+from ragkit.questions import QuestionSet
 from ragkit.results import ResultStore
+from ragkit.storage.atomic import write_json_atomic
 
 STATE_FILE = "search.json"
 

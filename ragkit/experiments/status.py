@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragkit.atomic import write_json_atomic
+from ragkit.storage.atomic import write_json_atomic
 
 STATES = ("running", "done", "failed")
 
@@ -129,6 +129,6 @@ class BuildProgress:
 
 def indexes_to_build(plan: Any, derived_dir: Path) -> int:
     """The plan's indexes not built yet (their ready marker missing), for "building index 2 of 6"."""
-    from ragkit.index import index_marker
+    from ragkit.artefacts.index import index_marker
 
     return sum(not index_marker(Path(derived_dir) / "lancedb", step.index_id).exists() for step in plan.index_steps)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ragkit.atomic import write_json_atomic
-from ragkit.locks import hold
+from ragkit.storage.atomic import write_json_atomic
+from ragkit.storage.locks import hold
 
 Kind = Literal["embedders", "llms"]
 FILE_NAME = "throughput.json"

@@ -21,8 +21,8 @@ from ragkit.errors import ConfigError
 from ragkit.labels.grades import GradeSource
 from ragkit.labels.pooling import Pool
 from ragkit.labels.qrels import graded_items
-from ragkit.qa import detect_format
-from ragkit.qa.rows import file_in, jsonl_rows
+from ragkit.questions import detect_format
+from ragkit.questions.rows import file_in, jsonl_rows
 
 JSONL_FORMATS = ("squad", "jsonl")
 
@@ -64,7 +64,7 @@ def add_graded_spans(question_set: Path, out: Path, pool: Pool, labels: pd.DataF
         # A dataset folder ships its corpus: the graded copy keeps it, so it runs as the original.
         target.parent.mkdir(parents=True, exist_ok=True)
         (target.parent / "corpus.jsonl").write_bytes((question_set / "corpus.jsonl").read_bytes())
-    from ragkit.atomic import write_bytes_atomic
+    from ragkit.storage.atomic import write_bytes_atomic
 
     write_bytes_atomic(target, ("\n".join(lines) + "\n").encode("utf-8"))
     return given, written

@@ -16,7 +16,7 @@ def corpus_texts(source: str | Path | None, runs: pd.DataFrame) -> dict[str, str
     """doc_id -> text from a dataset folder's corpus.jsonl or an ingested corpus (default: the
     runs' corpus, when it was ingested); None when neither is found."""
     from ragkit.corpus.store import CorpusStore
-    from ragkit.qa import load_dataset_corpus
+    from ragkit.questions import load_dataset_corpus
 
     if source and Path(source).exists():
         documents = load_dataset_corpus(source)

@@ -27,10 +27,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ragkit.errors import ConfigError, validation_problems
-from ragkit.folders import as_location, open_folder
 from ragkit.hashing import content_key
 from ragkit.json_input import load_json
 from ragkit.labels.pooling import POOLS_FOLDER, Pool
+from ragkit.storage.folders import as_location, open_folder
 
 SESSIONS_FOLDER = "labels/sessions"
 HUMAN, JUDGE = "human", "judge"

@@ -20,13 +20,13 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
-from ragkit.atomic import write_json_atomic
-from ragkit.cache_use import LLM as LLM_CACHE
-from ragkit.cache_use import CacheKeyLog
+from ragkit.caches.keys import LLM as LLM_CACHE
+from ragkit.caches.keys import CacheKeyLog
 from ragkit.errors import BackendUnavailable
 from ragkit.hashing import content_key
 from ragkit.llms.base import LLMBackend, Message
 from ragkit.llms.parsing import ModelT, parse_json_reply, schema_for
+from ragkit.storage.atomic import write_json_atomic
 
 CACHE_FORMAT = 1
 T = TypeVar("T")

@@ -1,7 +1,7 @@
-"""The answer's checks in ``ragkit.pipeline.Pipeline``, after generation: groundedness (with
+"""The answer's checks in ``ragkit.pipeline.pipeline.Pipeline``, after generation: groundedness (with
 hallucination correction on a failed check), the answer check, and the late tier (``retry``: grade,
 retry a failed answer by its issue, keep the best attempt). Each check and each retry is a step
-of its own (``ragkit.pipeline_steps``).
+of its own (``ragkit.pipeline.steps``).
 """
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.pipeline_steps import StepAccounting
+from ragkit.pipeline.steps import StepAccounting
 from ragkit.stages.answer.answer_retry import AnswerAttempt, AnswerRetry
 from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
 from ragkit.stages.answer.generator import Answer
-from ragkit.stages.base import Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog
 
-if TYPE_CHECKING:  # annotations only: ragkit.pipeline imports this module
-    from ragkit.pipeline import Trace
+if TYPE_CHECKING:  # annotations only: ragkit.pipeline.pipeline imports this module
+    from ragkit.pipeline.pipeline import Trace
     from ragkit.retrievers.switchable import SwitchableRetriever
 
 
 class AnswerChecks(StepAccounting):
-    """Mixed into ``ragkit.pipeline.Pipeline``, which declares these attributes and defines the
+    """Mixed into ``ragkit.pipeline.pipeline.Pipeline``, which declares these attributes and defines the
     two methods below (the stage of a role; the context stages over new chunks)."""
 
     retriever: BaseRetriever
@@ -33,14 +33,14 @@ class AnswerChecks(StepAccounting):
     if TYPE_CHECKING:
         def _one(self, role: str) -> Any | None: ...
 
-        def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace,
+        def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgementLog,
                      skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]: ...
 
         def _search_again(self, trace: Trace, query: str,
-                          judged: JudgeTrace) -> tuple[list[NodeWithScore], float | None]: ...
+                          judged: JudgementLog) -> tuple[list[NodeWithScore], float | None]: ...
 
     def _check_groundedness(self, trace: Trace, groundedness: Any, generator: Any,
-                            question: str, query: str, history: Sequence[Any], judged: JudgeTrace,
+                            question: str, query: str, history: Sequence[Any], judged: JudgementLog,
                             retrieval_quality: float | None, can_re_retrieve: bool) -> None:
         answer = trace.answer
         assert answer is not None  # _generate_and_check set it
@@ -81,7 +81,7 @@ class AnswerChecks(StepAccounting):
             trace.groundedness_error = judgement.decision.get("no_score_reason") or judgement.error
 
     def _retry_answer(self, trace: Trace, checker: Any, generator: Any, question: str, query: str,
-                      history: Sequence[Any], judged: JudgeTrace, can_re_retrieve: bool,
+                      history: Sequence[Any], judged: JudgementLog, can_re_retrieve: bool,
                       retrieval_quality: float | None = None) -> None:
         """The late tier (``answer_check.retry``, ``ragkit.stages.answer.answer_retry``): grade, retry
         a failed answer by its issue, keep the best attempt. A kept retry is checked for
@@ -129,7 +129,7 @@ class AnswerChecks(StepAccounting):
             trace.groundedness_error = None if score is not None or grounded is None else \
                 grounded.decision.get("no_score_reason") or grounded.error
 
-    def _check_answer(self, trace: Trace, judged: JudgeTrace) -> None:
+    def _check_answer(self, trace: Trace, judged: JudgementLog) -> None:
         if (checker := self._one("check")) is None:
             return
         answer = trace.answer

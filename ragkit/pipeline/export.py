@@ -126,7 +126,7 @@ import argparse
 import json
 import sys
 
-from ragkit.pipeline_export import NO_GENERATOR, build_pipeline, data_dir_line
+from ragkit.pipeline.export import NO_GENERATOR, build_pipeline, data_dir_line
 
 RUN_ID = {run_id!r}
 # The run's configuration, every parameter pinned as the run used it{pinned}.
@@ -234,7 +234,7 @@ def build_pipeline(config: dict[str, Any], documents: str | Path, run_id: str | 
     from ragkit.experiments.executor import LocalExecutor
     from ragkit.experiments.plan import make_plan
     from ragkit.experiments.runner import load_corpus, resolve_llm_roles
-    from ragkit.qa import QuestionSet
+    from ragkit.questions import QuestionSet
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 

@@ -28,8 +28,8 @@ the ``stages`` table shows per question what every judge cost in seconds, calls 
 step that runs again (a correction round) is a row of its own.
 
 This module routes a question and finds its context; the step accounting is
-``ragkit.pipeline_steps`` and the answer's checks (groundedness, correction, the answer check and
-its late tier) ``ragkit.pipeline_checks``, both mixed into ``Pipeline``.
+``ragkit.pipeline.steps`` and the answer's checks (groundedness, correction, the answer check and
+its late tier) ``ragkit.pipeline.answer_checks``, both mixed into ``Pipeline``.
 """
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ from llama_index.core.schema import NodeWithScore
 
 from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient
-from ragkit.pipeline_checks import AnswerChecks
-from ragkit.pipeline_steps import OpenStep, stage_row
+from ragkit.pipeline.answer_checks import AnswerChecks
+from ragkit.pipeline.steps import OpenStep, stage_row
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.answer.generator import Answer
-from ragkit.stages.base import Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog
 from ragkit.stages.roles import by_role
 from ragkit.web import WebProvider, web_nodes
 
@@ -127,7 +127,7 @@ class Pipeline(AnswerChecks):
 
     def answer(self, question: str, history: Sequence[Any] = (), scope: Sequence[str] | None = None,
                documents: Sequence[str] | None = None) -> Trace:
-        """``history``: the conversation before this question (``ragkit.qa.Turn`` items);
+        """``history``: the conversation before this question (``ragkit.questions.Turn`` items);
         ``scope``: the question's documents, which a retriever with ``scope: question_doc``
         limits its searches to; ``documents``: the ones the user chose, for ``scope: named_doc``
         (other retrievers ignore both)."""
@@ -151,7 +151,7 @@ class Pipeline(AnswerChecks):
     def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None,
                 documents: Sequence[str] | None) -> Trace:
         trace = Trace(question=question)
-        judged = JudgeTrace(trace.judgements)
+        judged = JudgementLog(trace.judgements)
         self._drain()  # usage left over from an earlier question belongs to no stage here
         self._replayed()
         for searcher in self.searchers:
@@ -224,7 +224,7 @@ class Pipeline(AnswerChecks):
             return []
         return [stage for stage in self.roles["context"] if getattr(stage, "reranks", False)]
 
-    def _retrieve(self, trace: Trace, query: str, judged: JudgeTrace) -> list[NodeWithScore]:
+    def _retrieve(self, trace: Trace, query: str, judged: JudgementLog) -> list[NodeWithScore]:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
         if (gate := self._one("gate")) is not None:
             switchable = self.switchable
@@ -252,7 +252,7 @@ class Pipeline(AnswerChecks):
             return nodes
         return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
-    def _search_again(self, trace: Trace, query: str, judged: JudgeTrace) -> tuple[list[NodeWithScore], float | None]:
+    def _search_again(self, trace: Trace, query: str, judged: JudgementLog) -> tuple[list[NodeWithScore], float | None]:
         """The retrieval path once more, for a late retry: query expansion (the transforms in
         ``retriever``) inside the quality gate with its attempts, then the context stages; and the
         gate's quality of the kept attempt (None without a gate)."""
@@ -261,7 +261,7 @@ class Pipeline(AnswerChecks):
         quality = gate.outcome.quality if gate is not None else None
         return self._context(trace, query, nodes, judged, skip=self._reranks_before_gate()), quality
 
-    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgeTrace,
+    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgementLog,
                  skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]:
         """The context role's stages in order (rerank, then enrichment), each a step of its own;
         ``only`` these, and never those in ``skip`` (the reranks a gate after rerank applied)."""
@@ -271,7 +271,7 @@ class Pipeline(AnswerChecks):
             nodes = self._step(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, judged))
         return nodes
 
-    def _search_web(self, trace: Trace, query: str, judged: JudgeTrace, because: str) -> list[NodeWithScore]:
+    def _search_web(self, trace: Trace, query: str, judged: JudgementLog, because: str) -> list[NodeWithScore]:
         """Web results as nodes; none, recorded, when no provider is configured or it fails: a
         web answer is never made up."""
         started = time.perf_counter()
@@ -293,7 +293,7 @@ class Pipeline(AnswerChecks):
         return nodes
 
     def _generate_and_check(self, trace: Trace, question: str, query: str, history: Sequence[Any],
-                            judged: JudgeTrace, retrieval_quality: float | None, can_re_retrieve: bool) -> None:
+                            judged: JudgementLog, retrieval_quality: float | None, can_re_retrieve: bool) -> None:
         if (generator := self._one("generate")) is None:
             return
         nodes = trace.nodes

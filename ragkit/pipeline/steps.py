@@ -1,4 +1,4 @@
-"""The cost of each step of ``ragkit.pipeline.Pipeline``: one ``stages`` row per step.
+"""The cost of each step of ``ragkit.pipeline.pipeline.Pipeline``: one ``stages`` row per step.
 
 A step is timed, and the LLM usage of the calls made during it (drained from the pipeline's
 clients) and the search time its cached searches replayed are attached to it. A step inside a
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
 
-if TYPE_CHECKING:  # annotations only: ragkit.pipeline imports this module
-    from ragkit.pipeline import Trace
+if TYPE_CHECKING:  # annotations only: ragkit.pipeline.pipeline imports this module
+    from ragkit.pipeline.pipeline import Trace
 
 
 def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_seconds: float = 0.0) -> dict[str, Any]:
@@ -50,7 +50,7 @@ class OpenStep:
 
 
 class StepAccounting:
-    """The pipeline's steps as ``stages`` rows (mixed into ``ragkit.pipeline.Pipeline``, which
+    """The pipeline's steps as ``stages`` rows (mixed into ``ragkit.pipeline.pipeline.Pipeline``, which
     declares these attributes as its fields)."""
 
     clients: tuple[LLMClient, ...]

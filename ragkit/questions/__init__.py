@@ -2,15 +2,15 @@
 
 Ground truth is kept as document ids (graded relevance) and character spans inside documents,
 never as chunk ids, so every chunker is judged against the same truth. Alternative answers are
-any-of and the parts of a multi-part answer are all-of (see :mod:`ragkit.qa.model`).
+any-of and the parts of a multi-part answer are all-of (see :mod:`ragkit.questions.model`).
 
 Formats read by :func:`load_question_set`, one reader module each:
 
-- ``beir`` (:mod:`ragkit.qa.beir`): a folder with ``queries.jsonl`` ({"_id", "text"}) and
+- ``beir`` (:mod:`ragkit.questions.beir`): a folder with ``queries.jsonl`` ({"_id", "text"}) and
   ``qrels/<split>.tsv`` (query-id, corpus-id, score; header optional). Only queries judged in the
   split are kept, in the order they first appear in the qrels file. Scores are kept as floats
   (graded relevance); a row with score <= 0 marks a document as not relevant and is left out.
-- ``squad`` (:mod:`ragkit.qa.squad`): a JSONL file (or a folder holding ``questions.jsonl``), one
+- ``squad`` (:mod:`ragkit.questions.squad`): a JSONL file (or a folder holding ``questions.jsonl``), one
   object per question with id, question, answer, doc_id, answer_start and optional answer_end
   (the COVID-QA layout; generated sets add ``type``, ``answer_parts`` and ``answerable: false``),
   or the official SQuAD JSON nesting ``data/paragraphs/qas/answers``. In
@@ -20,7 +20,7 @@ Formats read by :func:`load_question_set`, one reader module each:
   paragraph. A question's answers are alternatives (one group). Unanswerable SQuAD 2.0 questions
   are skipped (and logged); an offset that does not point at its answer moves to the nearest
   occurrence.
-- ``jsonl`` / ``csv`` (:mod:`ragkit.qa.plain`): id (optional, default: the 1-based row number),
+- ``jsonl`` / ``csv`` (:mod:`ragkit.questions.plain`): id (optional, default: the 1-based row number),
   question, and at least one of relevant_doc_ids (a list, a {doc_id: score} object, or a
   ';'-separated string) and an answer: ``answer`` (alternatives) or ``answer_parts`` (a multi-part
   answer; CSV parts separated by ``||``).
@@ -37,13 +37,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragkit.errors import ConfigError
-from ragkit.qa.beir import load_beir
-from ragkit.qa.corpus import load_dataset_corpus
-from ragkit.qa.model import AnswerSpan, GradedSpan, Question, QuestionSet, Turn
-from ragkit.qa.plain import load_csv, load_plain_jsonl
-from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets
-from ragkit.qa.spans import find_answer, resolve_answer_spans, validate_against_corpus
-from ragkit.qa.squad import load_squad_json, load_squad_jsonl
+from ragkit.questions.beir import load_beir
+from ragkit.questions.corpus import load_dataset_corpus
+from ragkit.questions.model import AnswerSpan, GradedSpan, Question, QuestionSet, Turn
+from ragkit.questions.plain import load_csv, load_plain_jsonl
+from ragkit.questions.rows import duplicates, file_in, first_row_has_offsets
+from ragkit.questions.spans import find_answer, resolve_answer_spans, validate_against_corpus
+from ragkit.questions.squad import load_squad_json, load_squad_jsonl
 from ragkit.quoting import clipped
 
 __all__ = [

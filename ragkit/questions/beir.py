@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import Field
 
 from ragkit.errors import ConfigError
-from ragkit.qa.model import Question
-from ragkit.qa.rows import RowModel, file_in, jsonl_rows, numbered_lines, parse_row
+from ragkit.questions.model import Question
+from ragkit.questions.rows import RowModel, file_in, jsonl_rows, numbered_lines, parse_row
 from ragkit.quoting import clipped
 
 

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ragkit.app.uploads import UploadedFile, inside, save_uploads
 from ragkit.corpus.validation import sanitize_name
 from ragkit.json_input import parse_json
-from ragkit.qa import load_question_set
-from ragkit.qa.corpus import load_dataset_corpus
-from ragkit.qa.quality import quality_report
+from ragkit.questions import load_question_set
+from ragkit.questions.corpus import load_dataset_corpus
+from ragkit.questions.quality import quality_report
 from ragkit.settings import get_settings
-from ragkit.uploads import UploadedFile, inside, save_uploads
 
 SAMPLE_QUESTION_SET = Path(__file__).resolve().parents[2] / "datasets" / "covidqa_sample"
 SAMPLE_NAME = "covidqa_sample (bundled)"
@@ -84,7 +84,7 @@ def save_question_set_uploads(files: Iterable[UploadedFile], name: str, root: Pa
 def dataset_documents(path: str | Path) -> dict[str, Any]:
     """The documents a set ships (its corpus.jsonl or SQuAD contexts), else those of the ingested
     corpus its generation.json names, by id; empty when none."""
-    from ragkit.qa.sources import set_documents
+    from ragkit.questions.sources import set_documents
 
     source = set_documents(Path(path), None)
     return source.by_id() if source else {}
@@ -104,7 +104,7 @@ def generated_from(path: str | Path) -> str | None:
     """The corpus a set's questions were generated from, when the set ships no corpus.jsonl: the
     corpus its generation record names (for a frozen set, the record of the set it was frozen
     from); None when the set ships its own documents or records none."""
-    from ragkit.qa.generation.writer import set_paths
+    from ragkit.questions.generation.writer import set_paths
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent

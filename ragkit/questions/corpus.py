@@ -16,8 +16,8 @@ from ragkit.corpus.jsonl_texts import JsonlTexts, file_stamp, scan_lines
 from ragkit.corpus.model import DocumentRows
 from ragkit.errors import ConfigError
 from ragkit.json_input import load_json
-from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
-from ragkit.qa.squad import squad_paragraphs
+from ragkit.questions.rows import RowModel, jsonl_rows, parse_row
+from ragkit.questions.squad import squad_paragraphs
 from ragkit.quoting import clipped
 
 if TYPE_CHECKING:

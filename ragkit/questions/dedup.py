@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragkit.qa.wording import normalise_question
+from ragkit.questions.wording import normalise_question
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragkit.hashing import content_key
-from ragkit.qa.rows import duplicates
+from ragkit.questions.rows import duplicates
 from ragkit.quoting import clipped, quoted
 from ragkit.settings import ENV_PREFIX, get_settings
 

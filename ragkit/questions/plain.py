@@ -35,8 +35,8 @@ from typing import Any
 
 from ragkit.errors import ConfigError
 from ragkit.json_input import JsonInputError, parse_json
-from ragkit.qa.model import Question
-from ragkit.qa.rows import RowModel, jsonl_rows, parse_row
+from ragkit.questions.model import Question
+from ragkit.questions.rows import RowModel, jsonl_rows, parse_row
 from ragkit.quoting import clipped
 
 PART_SEPARATOR = "||"

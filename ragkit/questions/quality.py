@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragkit.qa.dedup import Embed, find_duplicates
-from ragkit.qa.document_bm25 import DocumentBM25
-from ragkit.qa.model import Question, QuestionSet
-from ragkit.qa.spans import REFUSED_REASON, answers_refused_as_spans, find_answer
-from ragkit.qa.wording import passage_around, word_overlap
+from ragkit.questions.dedup import Embed, find_duplicates
+from ragkit.questions.document_bm25 import DocumentBM25
+from ragkit.questions.model import Question, QuestionSet
+from ragkit.questions.spans import REFUSED_REASON, answers_refused_as_spans, find_answer
+from ragkit.questions.wording import passage_around, word_overlap
 
 # Above these, the report warns: written questions overlap their source about 0.1, copied ones 0.5+.
 HIGH_OVERLAP = 0.5
@@ -53,7 +53,7 @@ class QualityReport(BaseModel):
     answer_locatable: float | None = Field(description="Share of those whose answer is found where the set says.")
     answers_not_looked_for: int = Field(
         default=0, description=f"Answer parts without a span that are never looked for as one: {REFUSED_REASON} "
-                               "(ragkit.qa.spans.locatable_answer).")
+                               "(ragkit.questions.spans.locatable_answer).")
     word_overlap: Spread | None = Field(description="Question-to-source-passage content-word overlap.")
     word_overlap_by_type: dict[str, float]
     bm25_checked: int

@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ragkit.atomic import write_bytes_atomic, write_json_atomic
 from ragkit.errors import ConfigError, validation_problems
 from ragkit.hashing import content_key
 from ragkit.json_input import load_json
-from ragkit.qa.generation.writer import QUESTIONS_FILE, read_rows, write_rows
+from ragkit.questions.generation.writer import QUESTIONS_FILE, read_rows, write_rows
+from ragkit.storage.atomic import write_bytes_atomic, write_json_atomic
 
 Status = Literal["accepted", "rejected", "edited"]
 
@@ -212,7 +212,7 @@ class PassageView(BaseModel):
 def review_passages(row: dict[str, Any], texts: dict[str, str], decision: Decision | None = None) -> list[PassageView]:
     """Each answer part (edits applied) in its sentence with one sentence either side; for an
     unanswerable question, the passage it was drawn from (generation record) or nothing."""
-    from ragkit.qa.wording import passage_around
+    from ragkit.questions.wording import passage_around
 
     parts = decision.parts if decision is not None and decision.parts else answer_parts(row)
     views = []
@@ -258,7 +258,7 @@ def review_state(set_path: Path) -> ReviewState | None:
     expects no review). A frozen set holds only reviewed questions. The warning is set when more
     than ``MOST_UNREVIEWED`` of the questions are pending or rejected: an experiment on the set as
     it is asks every question, unreviewed and rejected ones too."""
-    from ragkit.qa.generation.writer import set_paths
+    from ragkit.questions.generation.writer import set_paths
 
     set_path = Path(set_path)
     frozen = (set_path if set_path.is_dir() else set_path.parent) / "frozen.json"

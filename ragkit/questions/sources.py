@@ -29,7 +29,7 @@ class CorpusSource:
 
 def load_corpus_source(value: str) -> CorpusSource:
     from ragkit.corpus.store import CorpusStore
-    from ragkit.qa.corpus import load_dataset_corpus
+    from ragkit.questions.corpus import load_dataset_corpus
 
     path = Path(value).expanduser()
     if path.exists():
@@ -51,7 +51,7 @@ def set_documents(set_path: Path, corpus: str | None) -> CorpusSource | None:
     else the ingested corpus its generation record names (a set generated from ``ragkit ingest``)."""
     if corpus:
         return load_corpus_source(corpus)
-    from ragkit.qa.corpus import load_dataset_corpus
+    from ragkit.questions.corpus import load_dataset_corpus
 
     documents = load_dataset_corpus(set_path)
     if documents is not None:
@@ -71,7 +71,7 @@ def recorded_corpus(set_path: Path) -> str | None:
     """The corpus name a generated set's record (generation.json) names, or None."""
     import json
 
-    from ragkit.qa.generation.writer import set_paths
+    from ragkit.questions.generation.writer import set_paths
 
     if set_path.is_file() and set_path.suffix.lower() != ".jsonl":
         return None

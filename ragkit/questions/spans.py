@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ragkit.qa.model import AnswerSpan, Question, QuestionSet
+from ragkit.questions.model import AnswerSpan, Question, QuestionSet
 from ragkit.text import FUNCTION_WORDS, words
 
 if TYPE_CHECKING:

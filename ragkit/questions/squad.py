@@ -32,8 +32,8 @@ from pydantic import Field
 
 from ragkit.errors import ConfigError
 from ragkit.json_input import load_json
-from ragkit.qa.model import Question
-from ragkit.qa.rows import RowModel, jsonl_rows, parse_row, read_bytes
+from ragkit.questions.model import Question
+from ragkit.questions.rows import RowModel, jsonl_rows, parse_row, read_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragkit.qa.model import Question, QuestionSet
+from ragkit.questions.model import Question, QuestionSet
 
 
 def _one_span_per_part(question: Question) -> bool:

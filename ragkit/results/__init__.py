@@ -13,7 +13,7 @@ write).
 package; new code imports names from their module.
 """
 
-from ragkit.results.reading import ResultStore
+from ragkit.results.result_store import ResultStore
 from ragkit.results.schema import PART_TABLES, SCHEMAS, USAGE_FIELDS, empty_table
 
 __all__ = ["PART_TABLES", "SCHEMAS", "USAGE_FIELDS", "ResultStore", "empty_table"]

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragkit.folders import LocalFolder
 from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
 from ragkit.results.merged import MERGED_TABLES, merged_copy
-from ragkit.results.reading import ResultStore
+from ragkit.results.result_store import ResultStore
 from ragkit.results.schema import COMMITS, MERGED, PART_TABLES
+from ragkit.storage.folders import LocalFolder
 
-# A temporary file of ragkit.atomic: ".<name>.<random>.tmp" beside its target.
+# A temporary file of ragkit.storage.atomic: ".<name>.<random>.tmp" beside its target.
 TEMPORARY_SUFFIX = ".tmp"
 
 

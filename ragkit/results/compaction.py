@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ragkit.hashing import content_key
 from ragkit.results.integrity import readable_parts
+from ragkit.results.parts import PartStore
 from ragkit.results.schema import COMMITS, COMPACTED, FILES_KEY, PART_TABLES, RUN_ROWS_KEY, arrow_schema, run_of_part
-from ragkit.results.store import PartStore
 
 
 def compact_run(store: PartStore, run_id: str) -> bool:

@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragkit.folders import Entry, Folder
 from ragkit.hashing import bytes_sha256
 from ragkit.results.schema import COMMITS, DAMAGED, FILES_KEY, MERGED, PART_TABLES, run_of_part
+from ragkit.storage.folders import Entry, Folder
 
 MISSING = "missing"
 
 
 class ResultsFolder(Protocol):
-    """What the checks need of a results folder (``ragkit.results.store.PartStore`` is one): its
+    """What the checks need of a results folder (``ragkit.results.parts.PartStore`` is one): its
     location and files, and its commit markers. A protocol, so the store can check its parts
     with this module without the two importing each other."""
 

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragkit.folders import Entry
 from ragkit.results.integrity import ResultsFolder, note
 from ragkit.results.schema import MERGED, arrow_schema, run_of_part
+from ragkit.storage.folders import Entry
 
 if TYPE_CHECKING:  # pyarrow is imported when a copy is read, not at CLI start
     import pyarrow as pa

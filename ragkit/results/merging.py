@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragkit.folders import Entry
 from ragkit.results.merged import (
     CHECKED_MARKERS,
     INDEX_KEY,
@@ -27,9 +26,10 @@ from ragkit.results.merged import (
     merged_runs,
     merged_schema,
 )
+from ragkit.results.parts import PartStore
 from ragkit.results.schema import COMMITS, MERGED, arrow_schema
 from ragkit.results.staleness import marker_metrics, stale_keys
-from ragkit.results.store import PartStore
+from ragkit.storage.folders import Entry
 
 if TYPE_CHECKING:  # pyarrow is imported when a copy is written, not at CLI start
     import pyarrow as pa

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragkit.cache_use import RECORD_DIR as CACHE_RECORDS
+from ragkit.caches.keys import RECORD_DIR as CACHE_RECORDS
 from ragkit.errors import ConfigError
-from ragkit.folders import open_folder
 from ragkit.results.schema import COMMITS, DAMAGED, MERGED, TABLES
+from ragkit.storage.folders import open_folder
 
 # A results folder has its runs or commit markers; a run stopped before its first file may have
 # left only its lock (and the lock's owner file).

@@ -6,7 +6,7 @@ only see parts whose marker exists. A run killed mid-shard leaves uncommitted pa
 next attempt overwrites, so resuming never loses nor duplicates a row. A finished run's parts are
 compacted into one per table (``ragkit.results.compaction``).
 
-The folder is local or on S3-compatible object storage (``ragkit.folders``): a part or marker is
+The folder is local or on S3-compatible object storage (``ragkit.storage.folders``): a part or marker is
 written whole or not at all on both, so the same commit protocol holds.
 
 Two tables are not per shard: ``runs`` (one file per run) and ``questions`` (one file per
@@ -14,7 +14,7 @@ question set, ``questions/<questions_key>.parquet``, written whole before any qu
 answered). Both are written atomically, so a file that exists is complete.
 
 Reading tables as the analysis sees them (through merged copies, without stale rows) is
-``ragkit.results.reading.ResultStore``, built on this class.
+``ragkit.results.result_store.ResultStore``, built on this class.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit.folders import Entry, as_location, open_folder
 from ragkit.hashing import content_key
-from ragkit.locks import hold
 from ragkit.results.integrity import MISSING, digest, note, readable_parts, remember_digests, warning_lines
 from ragkit.results.merged import copied_parts, merged_copy, merged_runs, note_unreadable_copy
 from ragkit.results.schema import (
@@ -42,6 +40,8 @@ from ragkit.results.schema import (
     empty_table,
     run_of_part,
 )
+from ragkit.storage.folders import Entry, as_location, open_folder
+from ragkit.storage.locks import hold
 
 # results location -> (its run files' names and tags, the runs table they gave): a folder of a
 # thousand runs has a thousand run files, and opening a folder reads the table several times.

@@ -4,7 +4,7 @@ A part table is read from the folder's merged copy where it is current (``ragkit
 and from its committed parts otherwise, each part checked as it is opened: one that fails its
 check is left out and named (``ragkit.results.integrity``), never a reason to stop. Rows of
 questions no longer in their run's question set are dropped (``ragkit.results.staleness``).
-Writing, commits and markers are ``PartStore``'s (``ragkit.results.store``).
+Writing, commits and markers are ``PartStore``'s (``ragkit.results.parts``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pandas as pd
 import ragkit.results.compaction as compaction
 import ragkit.results.merging as merging
 import ragkit.results.staleness as staleness
-from ragkit.folders import Entry
 from ragkit.results.integrity import readable_parts
 from ragkit.results.merged import read_copied_rows
+from ragkit.results.parts import PartStore
 from ragkit.results.schema import TABLES, arrow_schema, conform, empty_table, read_schema
 from ragkit.results.staleness import marker_metrics
-from ragkit.results.store import PartStore
+from ragkit.storage.folders import Entry
 
 
 class ResultStore(PartStore):

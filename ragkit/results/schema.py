@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 # The folder's layout: a part table's parts are ``<table>/<part>.parquet``, committed by
-# ``COMMITS/<part>.json`` (ragkit.results.store).
+# ``COMMITS/<part>.json`` (ragkit.results.parts).
 COMMITS = "_commits"
 # A compacted part is named <run id>-all<key>: "l" is not a hex digit, so no shard part looks like one.
 COMPACTED = "all"

@@ -3,7 +3,7 @@
 Results are keyed per (run, question content): a question removed from its set, or answered
 before its text or ground truth changed, leaves rows that are kept (adding the question back
 reuses them) but not read. ``stale_keys`` names them; readers drop them
-(``ragkit.results.reading``), and ``ragkit run`` answers the changed questions again.
+(``ragkit.results.result_store``), and ``ragkit run`` answers the changed questions again.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ragkit.results.merged import checked_markers
+from ragkit.results.parts import PartStore
 from ragkit.results.schema import COMMITS
-from ragkit.results.store import PartStore
 
 # results location -> (what its markers, runs and question sets were, the stale keys they gave)
 _STALE: dict[str, tuple[tuple, set[tuple[str, str, str]]]] = {}

@@ -19,8 +19,8 @@ import numpy as np
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ragkit.artefacts.index import ChunkIndex, Hit, doc_filter
 from ragkit.embedders.base import Embedder
-from ragkit.index import ChunkIndex, Hit, doc_filter
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.params import RetrieverInfo
 from ragkit.retrievers.params import RetrieverParams as RetrieverParams  # re-exported: its old home

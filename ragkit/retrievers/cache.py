@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from ragkit.cache_use import RETRIEVAL, CacheKeyLog
+from ragkit.artefacts.index import CHUNK_COLUMNS, Hit
+from ragkit.caches.keys import RETRIEVAL, CacheKeyLog
 from ragkit.hashing import content_key
-from ragkit.index import CHUNK_COLUMNS, Hit
 
 CACHE_FORMAT = 1
 TABLE_FILE = "retrievals.sqlite"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragkit.index import Hit
+from ragkit.artefacts.index import Hit
 from ragkit.retrievers.base import Retriever
 from ragkit.retrievers.params import HybridParams, HybridRetrieverInfo
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragkit.index import Hit
+from ragkit.artefacts.index import Hit
 from ragkit.retrievers.base import Retriever
 from ragkit.retrievers.params import MMRParams, MMRRetrieverInfo
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragkit.index import Hit
+from ragkit.artefacts.index import Hit
 
 
 @dataclass(frozen=True)

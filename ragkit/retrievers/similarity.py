@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragkit.index import ChunkIndex, Hit, sql_text
+from ragkit.artefacts.index import ChunkIndex, Hit, sql_text
 
 
 def cosine_similarities(index: ChunkIndex, query_vector: np.ndarray, hits: Sequence[Hit]) -> list[float]:

@@ -25,11 +25,11 @@ from ragkit.registry import Component, ComponentParams, Registry
 
 # Every mode any judge has; each judge lists the ones it implements in ``modes`` (checked on
 # construction). Model modes run a local model folder instead of asking the LLM.
-JudgeMode = Literal["off", "heuristic", "llm", "cross_encoder", "nli"]
+StageMode = Literal["off", "heuristic", "llm", "cross_encoder", "nli"]
 
 
-class JudgeParams(ComponentParams):
-    mode: JudgeMode = Field(
+class StageParams(ComponentParams):
+    mode: StageMode = Field(
         default="llm", description="off: judge-free baseline; heuristic: a rule, no LLM; llm: ask the model; "
         "cross_encoder / nli: a local model (the judges that have them)."
     )
@@ -59,7 +59,7 @@ class Judgement:
 
 
 @dataclass
-class JudgeTrace:
+class JudgementLog:
     """The judgements one question produced, in order."""
 
     judgements: list[Judgement] = field(default_factory=list)
@@ -69,7 +69,7 @@ class JudgeTrace:
         return judgement
 
 
-class JudgeInfo(Component):
+class StageInfo(Component):
     """What every stage declares, readable without importing the stage's module: its params, modes,
     place (role, inputs, outputs, order), what it needs built, and the plan-time rules (does it
     call the LLM, how many chunks it passes on). A built-in stage's declarations live in a light
@@ -77,7 +77,7 @@ class JudgeInfo(Component):
     validated and planned without LlamaIndex (``ragkit.registry``, ``judges.info``)."""
 
     kind: ClassVar[str] = "judge"
-    Params: ClassVar[type[JudgeParams]] = JudgeParams
+    Params: ClassVar[type[StageParams]] = StageParams
     # The modes this judge implements; "off" always exists.
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
     # Where the stage runs (a ``ragkit.stages.roles`` role), what it reads and what it returns:
@@ -109,19 +109,19 @@ class JudgeInfo(Component):
         return depth if params.mode == "off" else cls._final_depth(params, depth, top_k)
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         """Override in a judge that changes how many chunks go on; by default it keeps the depth.
 
         ``params`` is an instance of ``cls.Params`` (``final_depth`` checked it)."""
         return depth
 
 
-class Judge(JudgeInfo):
+class Stage(StageInfo):
     """Base of every stage. ``llm`` is an LLMClient (cache, timing, tokens), passed explicitly."""
 
-    params: JudgeParams
+    params: StageParams
 
-    def __init__(self, params: JudgeParams, llm: LLMClient | None = None) -> None:
+    def __init__(self, params: StageParams, llm: LLMClient | None = None) -> None:
         self.params = params
         if params.mode not in self.modes:
             raise ValueError(f"judge '{self.name}' has no mode '{params.mode}'. Valid modes: {', '.join(self.modes)}")
@@ -177,14 +177,14 @@ class Judge(JudgeInfo):
 # ``ragkit.judges`` entry points: a stale or missing entry point (an install made before a module
 # moved) cannot hide or break one. Plugins register through the entry points only.
 BUILT_IN_STAGES = {
-    "chunking": "ragkit.stages.chunking:ChunkingJudge",
-    "router": "ragkit.stages.query.router:RouterJudge",
+    "chunking": "ragkit.stages.chunking.stage:ChunkingJudge",
+    "router": "ragkit.stages.query.router.stage:RouterJudge",
     "condense": "ragkit.stages.query.condense:CondenseJudge",
     "profile": "ragkit.stages.query.profile:ProfileJudge",
     "strategy": "ragkit.stages.query.strategy:StrategyJudge",
     "hyde": "ragkit.stages.query.transforms:HyDERetriever",
     "multi_query": "ragkit.stages.query.transforms:MultiQueryRetriever",
-    "quality_gate": "ragkit.stages.retrieval.quality_gate:QualityGate",
+    "quality_gate": "ragkit.stages.retrieval.quality_gate.stage:QualityGate",
     "retrieval": "ragkit.stages.retrieval.retrieval_judge:RetrievalJudge",
     "rerank": "ragkit.stages.context.rerank:RerankJudge",
     "enrichment": "ragkit.stages.context.enrichment:EnrichmentJudge",
@@ -195,11 +195,11 @@ BUILT_IN_STAGES = {
 }
 
 
-# Each built-in's light info class (``JudgeInfo``: params, modes, role, plan-time rules), a base
+# Each built-in's light info class (``StageInfo``: params, modes, role, plan-time rules), a base
 # of its stage class in a module without LlamaIndex: validating a config and planning a grid read
 # these, so a finished grid's re-run never imports a stage module (``Registry.info``).
 BUILT_IN_STAGE_INFOS = {
-    "chunking": "ragkit.stages.chunking_params:ChunkingJudgeInfo",
+    "chunking": "ragkit.stages.chunking.params:ChunkingJudgeInfo",
     "router": "ragkit.stages.query.params:RouterJudgeInfo",
     "condense": "ragkit.stages.query.params:CondenseJudgeInfo",
     "profile": "ragkit.stages.query.params:ProfileJudgeInfo",
@@ -217,7 +217,7 @@ BUILT_IN_STAGE_INFOS = {
 }
 
 
-class StageRegistry(Registry[Judge, JudgeInfo]):
+class StageRegistry(Registry[Stage, StageInfo]):
     """The judge registry: the entry points, with the built-ins' in-code targets taking precedence."""
 
     def _entry_points(self) -> dict[str, Any]:
@@ -225,4 +225,4 @@ class StageRegistry(Registry[Judge, JudgeInfo]):
                 **{name: EntryPoint(name, target, self.group) for name, target in BUILT_IN_STAGES.items()}}
 
 
-judges: StageRegistry = StageRegistry("judge", infos=BUILT_IN_STAGE_INFOS)
+STAGES: StageRegistry = StageRegistry("judge", infos=BUILT_IN_STAGE_INFOS)

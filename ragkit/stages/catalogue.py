@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ragkit.stages.base import judges
+from ragkit.stages.base import STAGES
 from ragkit.stages.roles import GROUP_TITLES, ROLES, in_pipeline_order, role_of
 
 
@@ -29,7 +29,7 @@ def stage_groups(names: Iterable[str]) -> list[StageGroup]:
     """``names`` (registered stages, e.g. ``experiments.config.judge_names()``) grouped by their
     role's group, groups and stages in the order the pipeline runs them; empty groups left out."""
     roles = {role.name: role for role in ROLES}
-    ordered = in_pipeline_order(judges.info(name) for name in names)
+    ordered = in_pipeline_order(STAGES.info(name) for name in names)
     groups: dict[str, list[StageEntry]] = {}
     for cls in ordered:
         role = roles[role_of(cls).name]

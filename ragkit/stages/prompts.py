@@ -20,7 +20,7 @@ PARENT_SUMMARY = "parent_summary"
 
 
 class ConversationTurn(Protocol):
-    """One earlier turn of a conversation (``ragkit.qa.Turn``)."""
+    """One earlier turn of a conversation (``ragkit.questions.Turn``)."""
 
     @property
     def role(self) -> str: ...

@@ -2,7 +2,7 @@
 
 A stage class declares ``role`` (one of ``ROLES``), ``inputs`` (what it reads, a subset of the
 role's ``reads``) and ``outputs`` (what it returns, a subset of the role's ``writes``). The
-pipeline (``ragkit.pipeline.Pipeline``) calls the stages of each role, in role order, through the
+pipeline (``ragkit.pipeline.pipeline.Pipeline``) calls the stages of each role, in role order, through the
 role's ``contract``; within a role, by the stages' ``order`` and then their names. So a stage a
 plugin registers runs where it says, and a stage with no role, or one the pipeline does not have,
 is refused with one line naming the valid roles instead of validating and never running.
@@ -21,7 +21,7 @@ from ragkit.errors import ConfigError
 from ragkit.quoting import clipped
 
 if TYPE_CHECKING:
-    from ragkit.stages.base import Judge
+    from ragkit.stages.base import Stage
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Role:
 
 
 # In pipeline order. The chunking role runs in the plan's chunk step (before any index exists);
-# the others per question, in ``ragkit.pipeline.Pipeline``.
+# the others per question, in ``ragkit.pipeline.pipeline.Pipeline``.
 ROLES: tuple[Role, ...] = (
     Role("chunking", "chunking", ("document",), ("chunker",), "decide(document) -> chunker spec", True,
          "chooses the chunker for each document, when the chunk set is built"),
@@ -75,7 +75,7 @@ GROUP_TITLES = {"chunking": "Chunking", "query": "Query: routing and rewriting",
 _BY_NAME = {role.name: role for role in ROLES}
 
 
-def role_of(cls: type[Judge] | Any, where: str = "judges") -> Role:
+def role_of(cls: type[Stage] | Any, where: str = "judges") -> Role:
     """The role ``cls`` declares, its inputs and outputs checked against it; a one-line
     ConfigError otherwise (``cls`` may be a stage class or instance)."""
     name, declared = getattr(cls, "name", "") or type(cls).__name__, getattr(cls, "role", "")
@@ -93,7 +93,7 @@ def role_of(cls: type[Judge] | Any, where: str = "judges") -> Role:
     return role
 
 
-def position(cls: type[Judge] | Any) -> tuple[int, int, str]:
+def position(cls: type[Stage] | Any) -> tuple[int, int, str]:
     """Where a stage runs: its role's place in ``ROLES``, its order within the role, its name."""
     return ROLE_NAMES.index(role_of(cls).name), getattr(cls, "order", 100), getattr(cls, "name", "")
 
@@ -103,7 +103,7 @@ def in_pipeline_order(stages: Iterable[Any]) -> list[Any]:
     return sorted(stages, key=position)
 
 
-def check_single_roles(stages: Sequence[type[Judge] | Any], where: str = "judges") -> None:
+def check_single_roles(stages: Sequence[type[Stage] | Any], where: str = "judges") -> None:
     """Refuse two stages in one role that takes a single stage (two routers, two answer checks)."""
     taken: dict[str, list[str]] = {}
     for stage in stages:

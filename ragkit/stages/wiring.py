@@ -1,4 +1,4 @@
-"""Build the stages a configuration names, by the role each declares, for ``ragkit.pipeline.Pipeline``.
+"""Build the stages a configuration names, by the role each declares, for ``ragkit.pipeline.pipeline.Pipeline``.
 
 The transforms are retrievers over the retriever, so they are built around it here, innermost
 first; the chunking role runs in the plan's chunk step instead. Every other stage goes to the
@@ -15,7 +15,7 @@ from typing import Any
 
 from ragkit.errors import ConfigError
 from ragkit.registry import ComponentSpec
-from ragkit.stages.base import Judge, judges
+from ragkit.stages.base import STAGES, Stage
 from ragkit.stages.roles import check_single_roles, position, role_of
 
 # What a stage may ask for in ``needs``: the retriever it wraps (transforms), the run's index and
@@ -28,19 +28,19 @@ RESOURCES = ("retriever", "index", "embedder", "summary", "document_profiles")
 class WiredStages:
     retriever: Any  # the base retriever, or the outermost transform around it
     retrieve_stage: str  # the stage name the search is timed under
-    stages: list[Judge] = field(default_factory=list)  # the per-question stages, in pipeline order
+    stages: list[Stage] = field(default_factory=list)  # the per-question stages, in pipeline order
 
 
 def specs_in_role(specs: Sequence[ComponentSpec], role: str) -> list[ComponentSpec]:
     """The specs among ``specs`` whose stage runs in ``role``."""
-    return [spec for spec in specs if role_of(judges.info(spec.type)).name == role]
+    return [spec for spec in specs if role_of(STAGES.info(spec.type)).name == role]
 
 
-def wire_stages(specs: Sequence[ComponentSpec], build: Callable[..., Judge], retriever: Any,
+def wire_stages(specs: Sequence[ComponentSpec], build: Callable[..., Stage], retriever: Any,
                 resources: Mapping[str, Callable[[ComponentSpec], Any]]) -> WiredStages:
     """``specs``: the stages that are on (the generator too); ``build(spec, **needs)`` makes one;
     ``resources[name](spec)`` gives what a stage ``needs`` (all but the retriever)."""
-    classes = {spec.type: judges.get(spec.type) for spec in specs}
+    classes = {spec.type: STAGES.get(spec.type) for spec in specs}
     check_single_roles(list(classes.values()), "pipeline")
     wired = WiredStages(retriever, "retrieve")
     transforms: list[str] = []

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragkit import folders
+from ragkit.storage import folders
 
 # A folder whose modification time is older than this can no longer change without changing it.
 QUIET_FOLDER_S = 2.0
@@ -29,7 +29,7 @@ def folder_stamp(folder: Path) -> float:
 
 def entries_stamp(folder: Path) -> tuple:
     """Changes whenever a file is added, replaced or removed directly in ``folder``. Results files
-    are written by a rename into their folder (ragkit.atomic), which sets the folder's modification
+    are written by a rename into their folder (ragkit.storage.atomic), which sets the folder's modification
     time; but the time advances in clock ticks, so two writes within one tick leave it unchanged:
     the stamp also holds every file's time (``folder_stamp``). Listing a thousand runs took 0.3 s
     per page, so a folder quiet for QUIET_FOLDER_S (no write can share its time any more) is listed

@@ -2,7 +2,7 @@
 (``s3://bucket/prefix``), so every machine of a cluster reads and writes the same results.
 
 A file is written whole or not at all on both: locally by a temporary file renamed over the
-target (``ragkit.atomic``), on object storage by one PUT (an object is never visible half
+target (``ragkit.storage.atomic``), on object storage by one PUT (an object is never visible half
 written). Reads go through pyarrow's filesystems, so a Parquet dataset is read the same way from
 either. The S3 endpoint, region and credentials come from the standard AWS variables
 (``AWS_ENDPOINT_URL`` for MinIO, Ceph or a local test server, ``AWS_ACCESS_KEY_ID``, ...).
@@ -61,7 +61,7 @@ class LocalFolder:
         return str(self.root / relative)
 
     def write_bytes(self, relative: str, data: bytes) -> None:
-        from ragkit.atomic import write_bytes_atomic  # pandas comes with it: not at CLI start
+        from ragkit.storage.atomic import write_bytes_atomic  # pandas comes with it: not at CLI start
 
         write_bytes_atomic(self.root / relative, data)
 
@@ -76,7 +76,7 @@ class LocalFolder:
 
     def move(self, relative: str, target: str) -> None:
         """Rename a file within the folder (one rename: it is at one name or the other)."""
-        from ragkit.atomic import fsync_dir, make_dirs
+        from ragkit.storage.atomic import fsync_dir, make_dirs
 
         destination = self.root / target
         make_dirs(destination.parent)

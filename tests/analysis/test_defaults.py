@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from ragkit.analysis.defaults import with_added_defaults
-from ragkit.analysis.labels import run_labels
 from ragkit.analysis.pairing import factor_levels
+from ragkit.analysis.run_names import run_labels
 
 pytestmark = pytest.mark.unit
 

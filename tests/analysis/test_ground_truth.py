@@ -7,7 +7,7 @@ import pytest
 
 from ragkit.analysis.ground_truth import Segment, mark_retrievals
 from ragkit.corpus.model import make_document
-from ragkit.qa.model import AnswerSpan, Question
+from ragkit.questions.model import AnswerSpan, Question
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ragkit.analysis.failures import metric_failures
-from ragkit.analysis.labels import run_labels
+from ragkit.analysis.run_names import run_labels
 
 pytestmark = pytest.mark.unit
 

@@ -21,7 +21,7 @@ _HOLD_AFTER = os.environ.get("RAGKIT_TEST_HOLD_AFTER")
 if _LOCK_LOG:
     import filelock
 
-    import ragkit.locks
+    import ragkit.storage.locks
 
     class _TracedLock(filelock.FileLock):
         def acquire(self, timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:
@@ -33,7 +33,7 @@ if _LOCK_LOG:
                     log.write(f"{os.getpid()} waits {name}\n")
                 return super().acquire(timeout, *args, **kwargs)
 
-    ragkit.locks.FileLock = _TracedLock  # type: ignore[misc]
+    ragkit.storage.locks.FileLock = _TracedLock  # type: ignore[misc]
 
 if _HOLD_AFTER:
     import threading

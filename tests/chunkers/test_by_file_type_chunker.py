@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ragkit.artefacts.chunksets import chunk_frame
 from ragkit.chunkers.base import chunkers
 from ragkit.chunkers.by_file_type import file_kind, word_windows
-from ragkit.chunksets import chunk_frame
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.stages.chunking import judge_choosable_chunkers
+from ragkit.stages.chunking.stage import judge_choosable_chunkers
 from tests.chunkers.test_chunker_contract import PYTHON, ChunkerContract
 from tests.scripted_llm import ScriptedLLM
 

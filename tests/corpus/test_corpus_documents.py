@@ -15,7 +15,7 @@ from ragkit.corpus.listing import DOCUMENT_COLUMNS, documents_table
 from ragkit.corpus.model import Corpus, make_document
 from ragkit.corpus.store import CorpusStore, ManifestEntry
 from ragkit.errors import ConfigError, LockTimeout
-from ragkit.locks import content_lock
+from ragkit.storage.locks import content_lock
 from tests.factories import make_pdf
 
 pytestmark = pytest.mark.integration
@@ -108,7 +108,7 @@ def test_unknown_doc_is_one_error_naming_the_valid_ones_and_changes_nothing(
 HOLD = """
 import sys, time
 from pathlib import Path
-from ragkit.locks import content_lock
+from ragkit.storage.locks import content_lock
 with content_lock(Path(sys.argv[1]), "corpus", "camelids"):
     print("held", flush=True)
     time.sleep(600)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.artefacts.chunksets import build_chunkset_streamed, load_or_build_chunkset
 from ragkit.chunkers.base import chunkers
-from ragkit.chunksets import build_chunkset_streamed, load_or_build_chunkset
 from ragkit.corpus.jsonl_texts import JsonlTexts
 from ragkit.corpus.model import Corpus, DocumentRows
 from ragkit.errors import ConfigError
-from ragkit.qa.corpus import _CorpusRow, dataset_corpus_rows
-from ragkit.qa.rows import jsonl_rows, parse_row
+from ragkit.questions.corpus import _CorpusRow, dataset_corpus_rows
+from ragkit.questions.rows import jsonl_rows, parse_row
 
 pytestmark = pytest.mark.unit
 

@@ -102,7 +102,7 @@ def tree(folder: Path) -> set[str]:
 
 @pytest.mark.integration
 def test_hostile_uploads_stay_in_the_data_dir_and_ingest_or_are_named(isolated_data_dir: Path) -> None:
-    from ragkit.uploads import save_uploads
+    from ragkit.app.uploads import save_uploads
 
     outside = isolated_data_dir.parent
     before = tree(outside) - tree(isolated_data_dir)
@@ -125,7 +125,7 @@ def test_hostile_uploads_stay_in_the_data_dir_and_ingest_or_are_named(isolated_d
 
 @pytest.mark.unit
 def test_inside_refuses_escapes_links_out_and_unresolvable_paths(tmp_path: Path) -> None:
-    from ragkit.uploads import inside
+    from ragkit.app.uploads import inside
 
     root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
     (root / "sub").mkdir(parents=True)
@@ -141,7 +141,7 @@ def test_inside_refuses_escapes_links_out_and_unresolvable_paths(tmp_path: Path)
 
 @pytest.mark.integration
 def test_save_uploads_never_writes_through_a_symbolic_link(isolated_data_dir: Path, tmp_path: Path) -> None:
-    from ragkit.uploads import save_uploads
+    from ragkit.app.uploads import save_uploads
 
     folder = isolated_data_dir / "uploads" / "batch"
     folder.mkdir(parents=True)
@@ -198,7 +198,7 @@ def caps(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.integration
 def test_the_per_file_cap_is_enforced_by_the_library(caps: None, tmp_path: Path) -> None:
-    from ragkit.uploads import save_uploads
+    from ragkit.app.uploads import save_uploads
 
     paths = save_uploads([Upload("big.txt", b"x " * 8_000), Upload("small.txt", b"small file")], "capped")
     report = CorpusStore().ingest(paths, "capped")
@@ -209,7 +209,7 @@ def test_the_per_file_cap_is_enforced_by_the_library(caps: None, tmp_path: Path)
 
 @pytest.mark.integration
 def test_the_per_upload_cap_is_enforced_by_the_library_before_parsing(caps: None, tmp_path: Path) -> None:
-    from ragkit.uploads import save_uploads
+    from ragkit.app.uploads import save_uploads
 
     paths = save_uploads([Upload(f"part{n}.txt", b"y " * 4_500) for n in range(4)], "capped")
     with pytest.raises(IngestError, match=r"over the limit of 0\.03 MB .*RAGKIT_MAX_TOTAL_MB"):

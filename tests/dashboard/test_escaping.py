@@ -165,7 +165,7 @@ def hostile_results(tmp_path, isolated_data_dir) -> Path:
     """Results folder 'hostile': runs r1 and r2 (top_k 3 and 5) over question q1, whose text, the
     answer, the judge's input, raw reply and error, a score's error, and the retrieved documents'
     ids and texts are all hostile."""
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 

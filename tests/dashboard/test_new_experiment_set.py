@@ -17,7 +17,7 @@ PAGE = Path(__file__).resolve().parents[2] / "dashboard" / "views" / "3_new_expe
 
 def test_a_generated_set_defaults_to_its_corpus_estimates_and_shows_its_review(tmp_path):
     from ragkit.corpus.store import CorpusStore
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
 
     files = tmp_path / "files"
     files.mkdir()

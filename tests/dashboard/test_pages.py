@@ -39,7 +39,7 @@ def with_results(tmp_path, isolated_data_dir) -> Path:
     """A tiny bm25-only experiment 'tiny' (2 runs: top_k 1 and 3) and its question set registered."""
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.runner import run_experiment
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from ragkit.settings import get_settings
 
     beir = write_beir(tmp_path / "beir")
@@ -162,7 +162,7 @@ def test_question_set_import_from_a_path(tmp_path):
     app.button[0].click().run()
     assert_ok(app)
     assert "Imported 'mine': 3 questions" in app.success[0].value
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     assert catalogue.question_sets()["mine"]["path"] == str(beir.resolve())
 
 
@@ -287,7 +287,7 @@ def test_run_button_starts_a_job_that_the_runs_page_follows(with_results):
 
 
 def test_uploads_are_sanitised_and_stay_in_the_data_dir(isolated_data_dir):
-    from ragkit.uploads import save_uploads
+    from ragkit.app.uploads import save_uploads
 
     class Upload:
         def __init__(self, name: str, data: bytes) -> None:
@@ -305,7 +305,7 @@ def test_uploads_are_sanitised_and_stay_in_the_data_dir(isolated_data_dir):
 def test_drilldown_highlights_the_answer_span_of_the_bundled_sample(isolated_data_dir):
     from ragkit.experiments.config import config_from_dict
     from ragkit.experiments.runner import run_experiment
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from ragkit.settings import get_settings
 
     config = config_from_dict({
@@ -437,7 +437,7 @@ def form_config(app: AppTest):
 
 def test_judge_selectors_offer_only_each_judges_modes():
     from ragkit.experiments.config import judge_names
-    from ragkit.stages.base import judges
+    from ragkit.stages.base import STAGES
 
     app = page("3_new_experiment.py").run()
     assert_ok(app)
@@ -451,7 +451,7 @@ def test_judge_selectors_offer_only_each_judges_modes():
     assert rerank.options[-1] == "cross_encoder" and "cross_encoder" not in rerank.options[4]
     for name in judge_names():
         offered = radio(app, f"judges.{name}.mode").options
-        assert [o for o in offered if o in judges.get(name).modes] == list(judges.get(name).modes)
+        assert [o for o in offered if o in STAGES.get(name).modes] == list(STAGES.get(name).modes)
         assert radio(app, f"judges.{name}.mode").value == "off"
     assert "judges" not in form_config(app).model_dump(exclude_defaults=True)
 
@@ -526,7 +526,7 @@ def test_groundedness_needs_generated_answers_and_the_backend_choice_is_written(
 def judged_results(tmp_path, isolated_data_dir) -> Path:
     """A hand-written results folder 'judged': runs r1 (rerank judge in llm mode) and r2 (rerank
     off), both with the Retrieval Judge and generated answers, for question q1."""
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
@@ -691,7 +691,7 @@ def judge_pair_results(tmp_path, isolated_data_dir) -> Path:
     0.2 s and 86 tokens to the pipeline; evaluation (eval:faithfulness, and 0.5 s of eval) costs
     3.5 s / 550 tokens off and 5.5 s / 750 tokens on, which the pipeline costs must not include.
     """
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from ragkit.results import ResultStore
     from ragkit.settings import get_settings
 
@@ -909,7 +909,7 @@ def test_pages_show_what_they_could_read_and_name_a_damaged_part(with_results):
 
 def test_question_sets_page_shows_an_imported_sets_report(tmp_path):
     from ragkit.cli import main
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from tests.conftest import SAMPLE_DATASET
 
     text = json.loads((SAMPLE_DATASET / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])["text"]

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def generated_set(tmp_path: Path, isolated_data_dir) -> Path:
     from ragkit.llms import LLMClient
-    from ragkit.qa import catalogue
-    from ragkit.qa.generation import GenerationParams, generate_questions, write_set
+    from ragkit.questions import catalogue
+    from ragkit.questions.generation import GenerationParams, generate_questions, write_set
     from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
     documents = english_documents(count=3)
@@ -55,7 +55,7 @@ def test_quality_review_and_freeze(generated_set: Path):
     app.button(key="review_freeze").click().run()
     assert_ok(app)
     assert "1 questions" in app.success[0].value
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
 
     frozen = [name for name in catalogue.question_sets() if name.startswith("gen-")]
     assert len(frozen) == 1
@@ -65,9 +65,9 @@ def test_generation_estimate_counts_the_calls_a_run_makes(isolated_data_dir):
     from ragkit.experiments.plan import component_key
     from ragkit.experiments.throughput import record_throughput
     from ragkit.llms import llms
-    from ragkit.qa import load_dataset_corpus
-    from ragkit.qa.generation import GenerationParams, dry_run_counts, plan_generation
-    from ragkit.qa.sources import llm_spec
+    from ragkit.questions import load_dataset_corpus
+    from ragkit.questions.generation import GenerationParams, dry_run_counts, plan_generation
+    from ragkit.questions.sources import llm_spec
     from ragkit.settings import get_settings
     from tests.conftest import SAMPLE_DATASET
 
@@ -92,7 +92,7 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
     import time
 
     from dashboard import state
-    from ragkit.qa import catalogue
+    from ragkit.questions import catalogue
     from tests.qa.generation_helpers import scripted_ollama_server
 
     with scripted_ollama_server(monkeypatch) as fake:
@@ -154,8 +154,8 @@ def ingested_set(tmp_path: Path, isolated_data_dir) -> Path:
     """A set generated from an ingested corpus: no corpus.jsonl, its generation.json names the corpus."""
     from ragkit.corpus.store import CorpusStore
     from ragkit.llms import LLMClient
-    from ragkit.qa import catalogue
-    from ragkit.qa.generation import GenerationParams, generate_questions, write_set
+    from ragkit.questions import catalogue
+    from ragkit.questions.generation import GenerationParams, generate_questions, write_set
     from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
     folder = tmp_path / "notes"

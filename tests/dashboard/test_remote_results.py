@@ -83,14 +83,14 @@ def test_object_storage_that_fails_after_listing_stops_the_page_with_a_message_n
     import streamlit as st
     from botocore.exceptions import EndpointConnectionError
 
-    import ragkit.folders
+    import ragkit.storage.folders
 
     def gone(*args, **kwargs):
         raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    monkeypatch.setattr(ragkit.folders, "folder_state", gone)
+    monkeypatch.setattr(ragkit.storage.folders, "folder_state", gone)
     app = page("5_compare.py", exp=remote_and_local).run()
     assert not app.exception, [e.value for e in app.exception]
     assert [e.value for e in app.error] == [

@@ -21,9 +21,9 @@ from streamlit.runtime.caching import cache_utils
 
 import ragkit.analysis
 from dashboard import state
-from ragkit import folder_stamps
 from ragkit.analysis.views import VIEWS
 from ragkit.results import ResultStore
+from ragkit.storage import folder_stamps
 from tests.analysis.helpers import run_row, score_rows
 
 pytestmark = pytest.mark.unit

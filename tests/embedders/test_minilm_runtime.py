@@ -56,7 +56,7 @@ def _identity(monkeypatch, runtime: str, installed: bool) -> tuple[str, str, lis
     """The embedder's spec key, its cache key, and the run ids of a small grid, under one runtime."""
     from ragkit.corpus.model import Corpus, make_document
     from ragkit.experiments.plan import make_plan
-    from ragkit.qa import Question, QuestionSet
+    from ragkit.questions import Question, QuestionSet
 
     use_runtime(monkeypatch, runtime, onnxruntime_installed=installed)
     embedder = embedders.build(embedders.resolve("minilm"))

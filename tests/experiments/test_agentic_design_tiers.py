@@ -23,14 +23,14 @@ import pytest
 import yaml
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from ragkit.pipeline import Pipeline
+from ragkit.pipeline.pipeline import Pipeline
 from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
 from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
-from ragkit.stages.base import Judgement, JudgeTrace
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
+from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.test_pipeline_loops import SwitchableFrom, client, generator, stages
 
 pytestmark = pytest.mark.unit
@@ -73,7 +73,7 @@ def correct(score: float, retrieval_quality: float | None) -> tuple[list[str], l
     claims = {"claims": [{"claim": "Cats bark.", "verdict": "unsupported"}]}
     first = Attempt(Answer("first", [], "p", valid=True), [], score, Judgement("groundedness", QUESTION, claims))
     HallucinationCorrector(params).run(QUESTION, first, regenerate=steps.regenerate, re_retrieve=steps.re_retrieve,
-                                       check=steps.check, retrieval_quality=retrieval_quality, trace=JudgeTrace(),
+                                       check=steps.check, retrieval_quality=retrieval_quality, trace=JudgementLog(),
                                        switch=steps.switched.append, strategy="dense")
     return steps.calls, steps.switched
 
@@ -123,7 +123,7 @@ def test_the_early_tier_switches_on_off_topic_and_wrong_domain_only(tmp_path, is
         searched.append(query)
         return [NodeWithScore(node=TextNode(id_=query, text=f"about {query}"), score=0.5)]
 
-    trace = JudgeTrace()
+    trace = JudgementLog()
     gate.run(QUESTION, retrieve, trace, switch=switched.append, strategy="hybrid")
     first = trace.judgements[0].decision
     assert (first["issue"], first["action"], first["strategy"]) == (issue, action, strategy)

@@ -53,9 +53,9 @@ def test_clock_text():
 
 
 def test_the_status_file_carries_the_build_and_the_job_drops_the_question_eta(tmp_path, monkeypatch):
-    from ragkit.jobs import JobManager
+    from ragkit.app.jobs import JobManager
 
-    monkeypatch.setattr("ragkit.jobs._process_alive", lambda pid: True)
+    monkeypatch.setattr("ragkit.app.jobs._process_alive", lambda pid: True)
 
     manager = JobManager(tmp_path / "jobs")
     job = manager.jobs_dir / "j1"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.cache_admin import cache_sizes, folder_keep_set, prune_caches
+from ragkit.caches.pruning import cache_sizes, folder_keep_set, prune_caches
 from ragkit.cli import main
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import prepare, run_experiment

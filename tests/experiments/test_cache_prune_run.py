@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from ragkit.cache_admin import cache_sizes, parse_duration, prune_caches
+from ragkit.caches.pruning import cache_sizes, parse_duration, prune_caches
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore

@@ -10,7 +10,7 @@ from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, expand_grid
 from ragkit.experiments.plan import make_plan, run_row
 from ragkit.llms.base import llms
-from ragkit.qa import Question, QuestionSet
+from ragkit.questions import Question, QuestionSet
 
 pytestmark = pytest.mark.unit
 

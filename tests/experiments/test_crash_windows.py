@@ -13,8 +13,8 @@ import pytest
 
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
-from ragkit.folders import LocalFolder
 from ragkit.results import ResultStore
+from ragkit.storage.folders import LocalFolder
 from tests.factories import write_beir
 
 pytestmark = pytest.mark.integration

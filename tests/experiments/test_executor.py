@@ -15,8 +15,8 @@ from ragkit.experiments.plan import RunStep
 from ragkit.experiments.rows import question_row
 from ragkit.experiments.runner import run_experiment
 from ragkit.metrics.generation import EvaluationParams
-from ragkit.pipeline import Pipeline
-from ragkit.qa import AnswerSpan, Question
+from ragkit.pipeline.pipeline import Pipeline
+from ragkit.questions import AnswerSpan, Question
 from ragkit.registry import ComponentSpec
 from ragkit.results import ResultStore
 from tests.factories import write_beir

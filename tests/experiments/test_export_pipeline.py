@@ -13,8 +13,8 @@ import pytest
 from ragkit.cli import main
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
-from ragkit.pipeline_export import config_from_run_row, read_run_config
-from ragkit.qa import load_question_set
+from ragkit.pipeline.export import config_from_run_row, read_run_config
+from ragkit.questions import load_question_set
 from ragkit.results import ResultStore
 
 pytestmark = pytest.mark.integration
@@ -129,7 +129,7 @@ def test_generator_adds_one_that_answers(tmp_path, capsys, monkeypatch):
 
 
 def test_generator_without_a_model_keeps_the_runs_own_and_a_bad_backend_is_refused(tmp_path, capsys):
-    from ragkit.pipeline_export import with_generator
+    from ragkit.pipeline.export import with_generator
 
     own = {"generator": True, "llm": {"roles": {"generator": {"type": "ollama", "params": {"model": "m"}}}}}
     assert with_generator(own, "") == own

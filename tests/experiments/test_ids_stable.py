@@ -17,7 +17,7 @@ from ragkit.corpus.model import Corpus, make_document
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import make_plan
 from ragkit.llms.base import llms
-from ragkit.qa import Question, QuestionSet
+from ragkit.questions import Question, QuestionSet
 
 OLDER_JUDGES = ["retrieval", "rerank", "multi_query", "hyde", "quality_gate", "groundedness"]
 PINNED_QUESTIONS_KEY = "017bab3adc94f648"

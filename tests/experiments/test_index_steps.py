@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import prepare, run_experiment
-from ragkit.index import IndexStore
 from ragkit.results import ResultStore
 from tests.factories import write_beir
 

@@ -11,7 +11,7 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.config.grid import expand_grid
 from ragkit.experiments.plan import make_plan, roles_calling_llm
 from ragkit.llms.base import llms
-from ragkit.qa import Question, QuestionSet
+from ragkit.questions import Question, QuestionSet
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from llama_index.core.schema import Document
 from ragkit.corpus.model import Corpus
 from ragkit.experiments.config import config_from_dict, expand_grid
 from ragkit.experiments.plan import final_depth, make_plan, run_row
-from ragkit.qa import Question, QuestionSet
+from ragkit.questions import Question, QuestionSet
 
 pytestmark = pytest.mark.unit
 
@@ -85,8 +85,8 @@ def test_run_ids_do_not_depend_on_the_scored_cut_offs() -> None:
 
 
 def test_a_judge_declares_its_depth_on_its_class() -> None:
-    from ragkit.stages.base import judges
+    from ragkit.stages.base import STAGES
 
-    assert judges.get("rerank").final_depth(judges.validate_params("rerank", {"top_n": 3}), 10, 10) == 3
-    assert judges.get("rerank").final_depth(judges.validate_params("rerank", {"mode": "off", "top_n": 3}), 10, 10) == 10
-    assert judges.get("generator").final_depth(judges.validate_params("generator", {}), 7, 10) == 7
+    assert STAGES.get("rerank").final_depth(STAGES.validate_params("rerank", {"top_n": 3}), 10, 10) == 3
+    assert STAGES.get("rerank").final_depth(STAGES.validate_params("rerank", {"mode": "off", "top_n": 3}), 10, 10) == 10
+    assert STAGES.get("generator").final_depth(STAGES.validate_params("generator", {}), 7, 10) == 7

@@ -1,5 +1,5 @@
 """The windows of one chunk set embedded by several Ray workers at once (``embed`` steps,
-``ragkit.window_embedding``): the same index table, vectors byte for byte, and the same scores as
+``ragkit.artefacts.window_embedding``): the same index table, vectors byte for byte, and the same scores as
 the in-process streamed build; the steps' wiring; nothing added for a chunk set of one window."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from ragkit.artefacts.index import AnnParams
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import prepare, run_experiment
-from ragkit.index import AnnParams
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
 

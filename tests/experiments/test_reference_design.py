@@ -26,8 +26,8 @@ from ragkit.corpus.model import Corpus, make_document
 from ragkit.experiments.config import GENERATOR, load_config
 from ragkit.experiments.plan import CHUNKING, EVALUATION, make_plan, run_row
 from ragkit.llms.base import llms
-from ragkit.qa import Question, QuestionSet
-from ragkit.stages.base import judges
+from ragkit.questions import Question, QuestionSet
+from ragkit.stages.base import STAGES
 
 pytestmark = pytest.mark.integration
 
@@ -125,7 +125,7 @@ def plan_rows(path: Path) -> list[dict]:
     questions = QuestionSet(name="design", format="jsonl", questions=[
         Question(id="q1", text="why do cats purr", relevant_docs={"d1": 1.0})])
     local = llms.resolve({"type": "local"})
-    roles = dict.fromkeys([*judges.names(), GENERATOR, CHUNKING, EVALUATION], local)
+    roles = dict.fromkeys([*STAGES.names(), GENERATOR, CHUNKING, EVALUATION], local)
     plan = make_plan(load_config(path), corpus, questions, roles)
     return [run_row(plan, step) for step in plan.runs]
 

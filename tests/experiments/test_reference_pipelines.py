@@ -24,7 +24,7 @@ import pytest
 
 from ragkit.llms.local import BUNDLED_PACKAGE
 from ragkit.results import ResultStore
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUE_TYPES
+from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUE_TYPES
 from tests.experiments.test_judges_example import small_sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

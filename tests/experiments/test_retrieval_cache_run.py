@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ragkit.artefacts.index import ChunkIndex
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
-from ragkit.index import ChunkIndex
 from ragkit.results import ResultStore
 
 pytestmark = pytest.mark.integration

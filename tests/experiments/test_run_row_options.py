@@ -9,7 +9,7 @@ from ragkit.corpus.model import Corpus, make_document
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import make_plan, run_row
 from ragkit.llms.base import llms
-from ragkit.qa import Question, QuestionSet
+from ragkit.questions import Question, QuestionSet
 
 pytestmark = pytest.mark.unit
 

@@ -15,13 +15,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from ragkit.artefacts.chunksets import build_chunkset_streamed, load_or_build_chunkset
+from ragkit.artefacts.index_stream import chunkset_windows
 from ragkit.chunkers.base import chunkers
-from ragkit.chunksets import build_chunkset_streamed, load_or_build_chunkset
 from ragkit.corpus.model import Corpus
 from ragkit.embedders.base import Embedder, embedders
 from ragkit.embedders.local import MiniLMParams
-from ragkit.index_stream import chunkset_windows
-from ragkit.qa.corpus import dataset_corpus_rows
+from ragkit.questions.corpus import dataset_corpus_rows
 from ragkit.settings import get_settings
 
 pytestmark = pytest.mark.integration

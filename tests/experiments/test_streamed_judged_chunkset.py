@@ -11,13 +11,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from ragkit import chunksets
-from ragkit.atomic import write_parquet_atomic
+from ragkit.artefacts import chunksets
+from ragkit.artefacts.chunksets import build_judged_chunkset_streamed, chunk_judged
 from ragkit.chunkers.base import chunkers
-from ragkit.chunksets import build_judged_chunkset_streamed, chunk_judged
 from ragkit.corpus.model import Corpus
-from ragkit.qa.corpus import dataset_corpus_rows
+from ragkit.questions.corpus import dataset_corpus_rows
 from ragkit.registry import ComponentSpec
+from ragkit.storage.atomic import write_parquet_atomic
 
 pytestmark = pytest.mark.unit
 

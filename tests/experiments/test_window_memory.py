@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from ragkit.chunksets import write_chunk_frames
+from ragkit.artefacts.chunksets import write_chunk_frames
+from ragkit.artefacts.index_stream import chunkset_windows
 from ragkit.hashing import text_sha256
-from ragkit.index_stream import chunkset_windows
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from ragkit.labels.pooling import PoolParams, build_pool
 from ragkit.labels.qrels import to_qrels
 from ragkit.labels.sheets import pool_sheet, sheet_labels
 from ragkit.labels.store import LabelStore
-from ragkit.qa import load_question_set
+from ragkit.questions import load_question_set
 from tests.labels.helpers import DOCS, make_results
 
 

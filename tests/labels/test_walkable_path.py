@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from ragkit.analysis.labels import resolve_runs
+from ragkit.analysis.run_names import resolve_runs
 from ragkit.cli import main
 from ragkit.errors import ConfigError
 from ragkit.labels.pooling import PoolParams, build_pool

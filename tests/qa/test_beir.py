@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import load_dataset_corpus, load_question_set, validate_against_corpus
+from ragkit.questions import load_dataset_corpus, load_question_set, validate_against_corpus
 from tests.conftest import require_shared_dataset
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.qa import catalogue
+from ragkit.questions import catalogue
 from tests.factories import TINY_DOCS, TINY_QUESTIONS, write_beir
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from ragkit.errors import ConfigError
-from ragkit.qa import Question, QuestionSet, Turn, load_dataset_corpus, load_question_set, resolve_answer_spans
+from ragkit.questions import Question, QuestionSet, Turn, load_dataset_corpus, load_question_set, resolve_answer_spans
 from tests.qa.conftest import write_jsonl
 
 pytestmark = pytest.mark.unit

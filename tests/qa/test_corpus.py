@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import load_dataset_corpus
+from ragkit.questions import load_dataset_corpus
 from tests.qa.conftest import SQUAD_ROWS, write_jsonl
 
 pytestmark = pytest.mark.unit

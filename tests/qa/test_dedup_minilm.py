@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.qa.dedup import find_duplicates
-from ragkit.qa.sources import minilm_embed
+from ragkit.questions.dedup import find_duplicates
+from ragkit.questions.sources import minilm_embed
 
 pytestmark = pytest.mark.integration
 

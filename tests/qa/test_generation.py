@@ -12,12 +12,12 @@ import pytest
 
 from ragkit.corpus.model import make_document
 from ragkit.llms import LLMClient
-from ragkit.qa import load_dataset_corpus, load_question_set, validate_against_corpus
-from ragkit.qa.dedup import find_duplicates
-from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
-from ragkit.qa.generation.generate import find_templates
-from ragkit.qa.generation.replies import clean_question
-from ragkit.qa.generation.sampling import plan_slots
+from ragkit.questions import load_dataset_corpus, load_question_set, validate_against_corpus
+from ragkit.questions.dedup import find_duplicates
+from ragkit.questions.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation, write_set
+from ragkit.questions.generation.generate import find_templates
+from ragkit.questions.generation.replies import clean_question
+from ragkit.questions.generation.sampling import plan_slots
 from tests.qa.generation_helpers import (
     distinct_question,
     english_documents,
@@ -58,7 +58,7 @@ def test_questions_of_a_document_are_balanced_across_its_sections():
 def test_answers_are_phrases_without_leading_conjunctions():
     import random
 
-    from ragkit.qa.generation.sampling import Passage, pick_answer
+    from ragkit.questions.generation.sampling import Passage, pick_answer
 
     text = "The virus spread fast, and hospitals filled within weeks, which alarmed the regional health authorities."
     passage = Passage("d", "part 1", 0, len(text))

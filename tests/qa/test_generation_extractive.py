@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from ragkit.corpus.model import make_document
-from ragkit.qa.generation import GenerationParams
-from ragkit.qa.generation.extractive import document_candidates, generate_extractive, plan_extractive
+from ragkit.questions.generation import GenerationParams
+from ragkit.questions.generation.extractive import document_candidates, generate_extractive, plan_extractive
 
 pytestmark = pytest.mark.unit
 

@@ -19,12 +19,12 @@ import pytest
 
 from ragkit.llms import LLMClient
 from ragkit.llms.parsing import parse_json_reply
-from ragkit.qa import load_dataset_corpus
-from ragkit.qa.generation import GenerationParams, generate_questions
-from ragkit.qa.generation import replies as replies_module
-from ragkit.qa.generation.prompts import reply_schema
-from ragkit.qa.generation.replies import Verdict, judge_reply
-from ragkit.qa.generation.sampling import Passage, Slot
+from ragkit.questions import load_dataset_corpus
+from ragkit.questions.generation import GenerationParams, generate_questions
+from ragkit.questions.generation import replies as replies_module
+from ragkit.questions.generation.prompts import reply_schema
+from ragkit.questions.generation.replies import Verdict, judge_reply
+from ragkit.questions.generation.sampling import Passage, Slot
 from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import ANSWER, rule_llm
 
@@ -76,7 +76,7 @@ def test_a_question_written_for_several_answers_is_a_template_and_every_copy_goe
     result = generate_questions(documents, params, LLMClient(rule_llm(replay), None))
     assert result.rows == [] and [item["reason"] for item in result.dropped] == ["duplicate"] * 4
 
-    monkeypatch.setattr("ragkit.qa.generation.generate.find_templates", lambda written: {})
+    monkeypatch.setattr("ragkit.questions.generation.generate.find_templates", lambda written: {})
     kept = generate_questions(documents, params, LLMClient(rule_llm(replay), None))
     assert [row["question"] for row in kept.rows] == [template]  # the first copy, as in the run
 

@@ -9,8 +9,8 @@ import pytest
 
 from ragkit.llms import LLMClient
 from ragkit.llms.local import BUNDLED_PACKAGE, LocalLLM, LocalParams
-from ragkit.qa import load_dataset_corpus
-from ragkit.qa.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation
+from ragkit.questions import load_dataset_corpus
+from ragkit.questions.generation import GenerationParams, dry_run_counts, generate_questions, plan_generation
 from tests.conftest import SAMPLE_DATASET
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ragkit.app.jobs import JobInfo
 from ragkit.cli import main
-from ragkit.jobs import JobInfo
-from ragkit.qa.generation.outcome import EMBEDDED_MODEL, min_kept_failure, model_notice, yield_outcome
+from ragkit.questions.generation.outcome import EMBEDDED_MODEL, min_kept_failure, model_notice, yield_outcome
 from tests.conftest import SAMPLE_DATASET
 
 pytestmark = pytest.mark.unit

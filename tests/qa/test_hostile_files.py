@@ -25,10 +25,10 @@ from ragkit.corpus.parsers.structured import parse_json as ingest_json
 from ragkit.corpus.parsers.structured import parse_jsonl as ingest_jsonl
 from ragkit.errors import ConfigError, IngestError
 from ragkit.json_input import JsonInputError, load_json, parse_json
-from ragkit.qa import catalogue, find_answer, load_dataset_corpus, load_question_set, resolve_answer_spans
-from ragkit.qa.interop import import_question_set
-from ragkit.qa.review import load_review
-from ragkit.qa.spans import MIN_ANSWER_CHARS, answers_refused_as_spans, locatable_answer
+from ragkit.questions import catalogue, find_answer, load_dataset_corpus, load_question_set, resolve_answer_spans
+from ragkit.questions.interop import import_question_set
+from ragkit.questions.review import load_review
+from ragkit.questions.spans import MIN_ANSWER_CHARS, answers_refused_as_spans, locatable_answer
 from ragkit.settings import get_settings
 from ragkit.yaml_input import MAX_DEPTH
 from tests.conftest import REPO_ROOT
@@ -281,7 +281,7 @@ def test_a_run_logs_how_many_answers_were_not_looked_for(tmp_path, caplog):
     (dataset / "questions.jsonl").write_text(jsonl([
         {"id": "q1", "question": "which word", "answer": "of the", "relevant_doc_ids": ["d1"]},
         {"id": "q2", "question": "what purrs", "answer": "Cats", "relevant_doc_ids": ["d1"]}]), encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="ragkit.qa.spans"):
+    with caplog.at_level(logging.WARNING, logger="ragkit.questions.spans"):
         resolved = resolve_answer_spans(load_question_set(dataset), load_dataset_corpus_by_id(dataset))
     assert [len(question.spans) for question in resolved.questions] == [0, 1]
     assert "1 answers not looked for as spans: shorter than 2 characters or only function words" in caplog.text

@@ -13,9 +13,9 @@ import shutil
 import pytest
 
 from ragkit.cli import main
-from ragkit.qa import load_question_set
-from ragkit.qa.interop.report import read_import_report
-from ragkit.qa.passages import text_words
+from ragkit.questions import load_question_set
+from ragkit.questions.interop.report import read_import_report
+from ragkit.questions.passages import text_words
 from tests.qa import other_tools
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,9 @@ import pytest
 
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.qa import load_dataset_corpus, load_question_set
-from ragkit.qa.generation import GenerationParams, generate_questions, write_set
-from ragkit.qa.interop import export_question_set, import_question_set, ragas_rows, read_trec_qrels
+from ragkit.questions import load_dataset_corpus, load_question_set
+from ragkit.questions.generation import GenerationParams, generate_questions, write_set
+from ragkit.questions.interop import export_question_set, import_question_set, ragas_rows, read_trec_qrels
 from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
@@ -89,7 +89,7 @@ def test_ragas_rows_are_what_ragas_reads(sample):
 
 def test_an_answer_occurring_earlier_in_its_sentence_still_round_trips(tmp_path: Path):
     from ragkit.corpus.model import make_document
-    from ragkit.qa import QuestionSet
+    from ragkit.questions import QuestionSet
 
     text = "The dose was 5 mg in week one and 5 mg again in week two. Nothing else."
     documents = {"d": make_document("d", text)}
@@ -121,7 +121,7 @@ def test_beir_and_trec_leave_out_unanswerable_questions_and_say_so(generated, tm
 
 
 def test_trec_qrels_round_trip_with_grades(tmp_path: Path):
-    from ragkit.qa import QuestionSet
+    from ragkit.questions import QuestionSet
 
     questions = QuestionSet.model_validate({"name": "x", "format": "jsonl", "questions": [
         {"id": "q1", "text": "a?", "relevant_docs": {"d1": 2.0, "d2": 1.0}},

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import detect_format, load_question_set
+from ragkit.questions import detect_format, load_question_set
 from tests.qa.conftest import SQUAD_ROWS, write_jsonl
 
 pytestmark = pytest.mark.unit

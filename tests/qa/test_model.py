@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ragkit.qa import AnswerSpan, Question, QuestionSet
+from ragkit.questions import AnswerSpan, Question, QuestionSet
 
 pytestmark = pytest.mark.unit
 

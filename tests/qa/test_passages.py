@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from ragkit.qa.passages import BELOW_SHARE, MIN_SHARE, NOT_IN_CORPUS, TOO_SHORT, PassageLocator, text_words
+from ragkit.questions.passages import BELOW_SHARE, MIN_SHARE, NOT_IN_CORPUS, TOO_SHORT, PassageLocator, text_words
 from tests.conftest import SAMPLE_DATASET, require_shared_dataset
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import load_question_set
+from ragkit.questions import load_question_set
 from tests.qa.conftest import write_jsonl
 
 pytestmark = pytest.mark.unit

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from ragkit.corpus.model import make_document
-from ragkit.qa import QuestionSet
-from ragkit.qa.document_bm25 import DocumentBM25
-from ragkit.qa.quality import format_report, quality_report
-from ragkit.qa.wording import word_overlap
+from ragkit.questions import QuestionSet
+from ragkit.questions.document_bm25 import DocumentBM25
+from ragkit.questions.quality import format_report, quality_report
+from ragkit.questions.wording import word_overlap
 from ragkit.stages.context.rerank import bm25_scores
 
 pytestmark = pytest.mark.unit

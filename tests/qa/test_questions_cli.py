@@ -10,9 +10,9 @@ import pytest
 
 from ragkit.cli import main
 from ragkit.llms import LLMClient
-from ragkit.qa import load_question_set
-from ragkit.qa.review import answer_parts
-from ragkit.qa.spans import locatable_answer
+from ragkit.questions import load_question_set
+from ragkit.questions.review import answer_parts
+from ragkit.questions.spans import locatable_answer
 from tests.conftest import SAMPLE_DATASET
 from tests.qa.generation_helpers import reply_copying, rule_llm
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def fake_llm(monkeypatch):
     llm = rule_llm(reply_copying(lambda number, answers: f"Which finding is reported in study {number}?"))
-    monkeypatch.setattr("ragkit.qa.sources.build_llm_client", lambda *spec: LLMClient(llm, None))
+    monkeypatch.setattr("ragkit.questions.sources.build_llm_client", lambda *spec: LLMClient(llm, None))
     return llm
 
 
@@ -30,7 +30,7 @@ def test_generate_check_review_freeze_export_import(fake_llm, tmp_path: Path, ca
     from ragkit.experiments.plan import component_key
     from ragkit.experiments.throughput import record_throughput
     from ragkit.llms import llms
-    from ragkit.qa.sources import llm_spec
+    from ragkit.questions.sources import llm_spec
     from ragkit.settings import get_settings
 
     # Measured before at 0.5 s a call: the dry run's time is 12 x 0.5 s (nothing calibrated here).

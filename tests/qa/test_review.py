@@ -10,9 +10,9 @@ import pytest
 
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.qa import load_dataset_corpus, load_question_set, validate_against_corpus
-from ragkit.qa.generation import GenerationParams, generate_questions, read_rows, write_set
-from ragkit.qa.review import decide, edit, freeze, load_review, pending, save_review
+from ragkit.questions import load_dataset_corpus, load_question_set, validate_against_corpus
+from ragkit.questions.generation import GenerationParams, generate_questions, read_rows, write_set
+from ragkit.questions.review import decide, edit, freeze, load_review, pending, save_review
 from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
 pytestmark = pytest.mark.unit

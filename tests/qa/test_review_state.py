@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.qa.catalogue import generated_from
-from ragkit.qa.review import Review, decide, review_state, save_review
+from ragkit.questions.catalogue import generated_from
+from ragkit.questions.review import Review, decide, review_state, save_review
 
 pytestmark = pytest.mark.unit
 

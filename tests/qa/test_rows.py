@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import Question
-from ragkit.qa.rows import duplicates, file_in, first_row_has_offsets, jsonl_rows, numbered_lines, parse_row
+from ragkit.questions import Question
+from ragkit.questions.rows import duplicates, file_in, first_row_has_offsets, jsonl_rows, numbered_lines, parse_row
 
 pytestmark = pytest.mark.unit
 

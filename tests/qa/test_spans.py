@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.corpus.model import make_document
-from ragkit.qa import (
+from ragkit.questions import (
     AnswerSpan,
     Question,
     QuestionSet,
@@ -48,7 +48,7 @@ def test_resolve_answer_spans_finds_exact_then_case_insensitive_offsets(caplog: 
         ],
     )
 
-    with caplog.at_level(logging.WARNING, logger="ragkit.qa"):
+    with caplog.at_level(logging.WARNING, logger="ragkit.questions"):
         resolved = resolve_answer_spans(question_set, documents)
 
     by_id = resolved.by_id()
@@ -97,7 +97,7 @@ def test_an_unresolved_part_stays_an_empty_group_and_is_named(caplog: pytest.Log
                  answer_parts=[["Novavax"], ["Moderna"], ["Sputnik"]]),
         Question(id="none", text="Which two?", relevant_docs={"d1": 1}, answer_parts=[["Novavax"], ["Sputnik"]]),
     ]
-    with caplog.at_level(logging.WARNING, logger="ragkit.qa.spans"):
+    with caplog.at_level(logging.WARNING, logger="ragkit.questions.spans"):
         resolved = resolve_answer_spans(QuestionSet(name="n", format="jsonl", questions=questions), VACCINE_DOCUMENTS)
 
     by_id = resolved.by_id()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import AnswerSpan, Question, load_dataset_corpus, load_question_set, validate_against_corpus
+from ragkit.questions import AnswerSpan, Question, load_dataset_corpus, load_question_set, validate_against_corpus
 from tests.conftest import SAMPLE_DATASET, require_shared_dataset
 from tests.qa.conftest import SQUAD_ROWS, write_jsonl
 

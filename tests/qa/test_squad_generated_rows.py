@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import ConfigError
-from ragkit.qa import load_question_set
+from ragkit.questions import load_question_set
 from tests.qa.conftest import write_jsonl
 
 pytestmark = pytest.mark.unit
@@ -41,7 +41,7 @@ def test_an_answerable_row_without_an_answer_is_an_error(tmp_path: Path):
 
 
 def test_existing_keys_do_not_change_with_the_new_fields():
-    from ragkit.qa import Question
+    from ragkit.questions import Question
 
     plain = Question(id="q", text="t", relevant_docs={"d": 1.0})
     assert "question_type" not in plain.key_dump() and "source_doc" not in plain.key_dump()

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.embedders.local import SentenceTransformerEmbedder
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.hashing import text_sha256
-from ragkit.index import IndexStore
 from ragkit.registry import ComponentParams
 from ragkit.retrievers.base import retrievers
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from ragkit.corpus.model import make_document
-from ragkit.pipeline import Pipeline
-from ragkit.qa import Question, QuestionSet, validate_against_corpus
-from ragkit.qa.plain import load_csv, load_plain_jsonl
+from ragkit.pipeline.pipeline import Pipeline
+from ragkit.questions import Question, QuestionSet, validate_against_corpus
+from ragkit.questions.plain import load_csv, load_plain_jsonl
 from tests.retrievers.test_scope_and_cache import RETRIEVERS, build, build_index, doc_ids
 
 pytestmark = pytest.mark.integration

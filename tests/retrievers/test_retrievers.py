@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from llama_index.core.schema import QueryBundle
 
+from ragkit.artefacts.index import IndexStore
 from ragkit.errors import ConfigError
 from ragkit.hashing import text_sha256
-from ragkit.index import IndexStore
 from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.mmr import mmr_order
 

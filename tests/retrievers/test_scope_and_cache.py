@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ragkit.artefacts.index import IndexStore, doc_filter
 from ragkit.hashing import text_sha256
-from ragkit.index import IndexStore, doc_filter
 from ragkit.retrievers.base import retrievers
 from ragkit.retrievers.cache import RetrievalCache, connect
 
@@ -160,7 +160,7 @@ def test_entries_of_the_old_file_per_search_layout_are_still_read(index, tmp_pat
 
 
 def test_cached_rows_are_plain_json_numbers(tmp_path):
-    from ragkit.index import Hit
+    from ragkit.artefacts.index import Hit
 
     cache = RetrievalCache(tmp_path)
     row = {"chunk_id": "a:0", "doc_id": "a", "chunk_index": np.int64(3), "start_char": np.int64(0),

@@ -15,8 +15,8 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.plan import make_plan
 from ragkit.experiments.rows import question_rows
 from ragkit.metrics.names import SEMANTIC_CACHE_HIT
-from ragkit.pipeline import Pipeline
-from ragkit.qa import Question, QuestionSet
+from ragkit.pipeline.pipeline import Pipeline
+from ragkit.questions import Question, QuestionSet
 from ragkit.retrievers.base import RetrieverParams
 from tests.retrievers.test_scope_and_cache import build, build_index
 

@@ -10,8 +10,8 @@ import pytest
 from ragkit.chunkers.base import chunkers
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import judges
-from ragkit.stages.chunking import ChunkingJudge, ChunkingJudgeParams, judge_choosable_chunkers
+from ragkit.stages.base import STAGES
+from ragkit.stages.chunking.stage import ChunkingJudge, ChunkingJudgeParams, judge_choosable_chunkers
 from tests.stages.test_chunking_judge import PLAIN, ScriptedLLM, doc, reply
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,7 @@ def test_without_an_allowlist_every_choosable_chunker_is_offered_as_before(tmp_p
 ])
 def test_an_unknown_strategy_is_a_one_line_config_error_naming_it(strategies, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")) as error:
-        judges.validate_params("chunking", {"mode": "llm", "strategies": strategies})
+        STAGES.validate_params("chunking", {"mode": "llm", "strategies": strategies})
     assert "\n" not in str(error.value)
 
 
@@ -139,12 +139,12 @@ def test_the_fallback_and_the_judge_off_baseline_are_never_scaled(tmp_path):
                                    {".txt": {"size": 3, "width": 2}}])
 def test_a_bad_size_rule_is_a_config_error(rules):
     with pytest.raises(ConfigError, match="size_rules"):
-        judges.validate_params("chunking", {"mode": "llm", "size_rules": rules})
+        STAGES.validate_params("chunking", {"mode": "llm", "size_rules": rules})
 
 
 def test_options_at_their_default_leave_the_spec_and_decision_key_unchanged(tmp_path):
-    plain = judges.resolve({"type": "chunking", "params": {"mode": "llm"}})
-    explicit = judges.resolve({"type": "chunking", "params": {"mode": "llm", "strategies": None,
+    plain = STAGES.resolve({"type": "chunking", "params": {"mode": "llm"}})
+    explicit = STAGES.resolve({"type": "chunking", "params": {"mode": "llm", "strategies": None,
                                                               "show_file_name": False, "size_rules": {}}})
     assert explicit == plain
     judge, _ = judge_replying(reply("recursive"), tmp_path)

@@ -11,8 +11,8 @@ from ragkit.chunkers.base import chunkers
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError, LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.stages.base import judges
-from ragkit.stages.chunking import ChunkingJudge, ChunkingJudgeParams, document_sample
+from ragkit.stages.base import STAGES
+from ragkit.stages.chunking.stage import ChunkingJudge, ChunkingJudgeParams, document_sample
 from tests.factories import scripted_llm_class
 
 MARKDOWN = "# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + "Some words about this part. " * 30 for i in range(4))
@@ -192,8 +192,8 @@ def test_construction_checks_mode_llm_and_default(tmp_path):
 
 @pytest.mark.unit
 def test_builds_through_the_judges_registry():
-    with judges.registered("chunking", ChunkingJudge):
-        judge = judges.build({"type": "chunking", "params": {"mode": "heuristic"}})
+    with STAGES.registered("chunking", ChunkingJudge):
+        judge = STAGES.build({"type": "chunking", "params": {"mode": "heuristic"}})
     assert isinstance(judge, ChunkingJudge)
     assert judge.decide(doc(PYTHON, "m.py"))[0].type == "code"
 

@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ragkit.llms import LLMClient
 from ragkit.local_models import ModelFolderError, cross_encoder_scores, entailment_label, entailment_probabilities
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams
-from ragkit.stages.base import JudgeTrace
+from ragkit.stages.base import JudgementLog
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams, build_prompt
 from tests.factories import scripted_llm_class
 from tests.tiny_models import save_tiny_model
@@ -55,7 +55,7 @@ def test_cross_encoder_scores_are_finite_repeatable_and_equal_the_model_called_d
 
 
 def test_cross_encoder_rerank_keeps_top_n_in_the_models_order(cross_encoder):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge = RerankJudge(RerankJudgeParams(mode="cross_encoder", model_path=cross_encoder, top_n=3), trace=trace)
     kept = judge.postprocess_nodes(nodes(), query_bundle=QueryBundle(QUERY))
     scores = direct_scores(cross_encoder, TEXTS)
@@ -71,7 +71,7 @@ ScriptedLLM = scripted_llm_class()
 
 def test_two_stage_rerank_shows_the_llm_only_the_prefiltered_chunks(cross_encoder, tmp_path):
     backend = ScriptedLLM([json.dumps({"scores": [10, 90, 50, 0]})])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     params = RerankJudgeParams(mode="llm", model_path=cross_encoder, prefilter_n=4, top_n=2, batch_size=10,
                                show_source=True)
     judge = RerankJudge(params, LLMClient(backend, tmp_path), trace=trace)
@@ -88,7 +88,7 @@ def test_two_stage_rerank_shows_the_llm_only_the_prefiltered_chunks(cross_encode
 
 def test_two_stage_with_a_bm25_prefilter_needs_no_model(tmp_path):
     backend = ScriptedLLM([json.dumps({"scores": [80, 20]})])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     params = RerankJudgeParams(mode="llm", prefilter="bm25", prefilter_n=2, top_n=1)
     kept = RerankJudge(params, LLMClient(backend, tmp_path), trace=trace).postprocess_nodes(
         nodes(), query_bundle=QueryBundle(QUERY))
@@ -156,7 +156,7 @@ def test_nli_threshold_on_the_best_chunk(monkeypatch, best, verdict):
     monkeypatch.setattr(groundedness, "entailment_probabilities", lambda path, pairs: [table[p] for p in pairs])
     judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path="unused"))
     score, judgement = judge.judge("q", "Cats purr when content. Dogs bark at night here.", ["chunk one", "chunk two"],
-                                   JudgeTrace())
+                                   JudgementLog())
     first, second = judgement.decision["claims"]
     assert (first["verdict"], first["entailment"], first["best_chunk"]) == (verdict, best, 2)
     assert (second["verdict"], second["best_chunk"]) == ("supported", 1)
@@ -164,13 +164,13 @@ def test_nli_threshold_on_the_best_chunk(monkeypatch, best, verdict):
 
 
 def test_nli_groundedness_through_the_real_model(nli_model):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path=nli_model, entailment_threshold=0.0))
     score, judgement = judge.judge("q", "Cats purr when content. The stock market fell.", TEXTS[:3], trace)
     # Threshold 0: any probability above 0 supports, so both claims must be supported.
     assert score == 1.0 and judgement.valid and len(judgement.decision["claims"]) == 2
     strict = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path=nli_model, entailment_threshold=1.0))
-    assert strict.judge("q", "Cats purr when content.", TEXTS[:3], JudgeTrace())[0] == 0.0
+    assert strict.judge("q", "Cats purr when content.", TEXTS[:3], JudgementLog())[0] == 0.0
 
 
 @pytest.mark.unit
@@ -201,12 +201,12 @@ def test_nli_checks_the_claims_the_llm_splits_and_falls_back_to_the_rule(monkeyp
     judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path="unused", claim_split="llm"),
                               LLMClient(backend, tmp_path))
     answer = "Cats purr and fly south in winter, as all cats do."
-    score, judgement = judge.judge("q", answer, ["chunk one"], JudgeTrace())
+    score, judgement = judge.judge("q", answer, ["chunk one"], JudgementLog())
     assert [c["claim"] for c in judgement.decision["claims"]] == ["Cats purr.", "Cats fly south."] and score == 0.5
     assert seen == [("chunk one", "Cats purr."), ("chunk one", "Cats fly south.")] and len(backend.requests) == 1
     assert judgement.decision["claim_split"] == "llm" and "split_fell_back" not in judgement.decision
     # An unparseable split is recorded and the rule's sentence is checked instead.
-    score, judgement = judge.judge("q", answer + " Dogs bark.", ["chunk one"], JudgeTrace())
+    score, judgement = judge.judge("q", answer + " Dogs bark.", ["chunk one"], JudgementLog())
     assert judgement.decision["split_fell_back"] and judgement.decision["split_error"]
     assert judgement.decision["split_reply"] == '{"claims": [}'
     assert [c["claim"] for c in judgement.decision["claims"]] == [answer] and score == 1.0
@@ -217,7 +217,7 @@ def test_nli_with_llm_claim_split_on_the_embedded_model(nli_model, local_backend
     real NLI model checks every claim."""
     judge = GroundednessJudge(GroundednessParams(mode="nli", nli_model_path=nli_model, claim_split="llm",
                                                  entailment_threshold=0.0), LLMClient(local_backend, tmp_path))
-    score, judgement = judge.judge("q", "Cats purr when content. The stock market fell.", TEXTS[:3], JudgeTrace())
+    score, judgement = judge.judge("q", "Cats purr when content. The stock market fell.", TEXTS[:3], JudgementLog())
     decision = judgement.decision
     assert decision["claim_split"] == "llm" and (decision.get("split_reply") is not None or decision["split_error"])
     if decision.get("split_fell_back"):

@@ -18,19 +18,19 @@ from pydantic import Field
 
 from ragkit.experiments.config import config_from_dict, judge_names
 from ragkit.experiments.runner import run_experiment
-from ragkit.pipeline import Pipeline
+from ragkit.pipeline.pipeline import Pipeline
 from ragkit.results import ResultStore
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog, Stage, StageParams
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams
 from tests.factories import write_beir
 
 
-class ShortChunkFilterParams(JudgeParams):
+class ShortChunkFilterParams(StageParams):
     mode: Any = Field(default="heuristic", description="off or heuristic.")
     keep: int = Field(default=1, ge=1, le=100, description="Chunks passed on, in the order received.")
 
 
-class ShortChunkFilter(Judge):
+class ShortChunkFilter(Stage):
     """Keeps the first ``keep`` chunks: a context stage with a decision worth recording."""
 
     name: ClassVar[str] = "short_chunk_filter"
@@ -38,14 +38,14 @@ class ShortChunkFilter(Judge):
     inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
     outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic")
-    Params: ClassVar[type[JudgeParams]] = ShortChunkFilterParams
+    Params: ClassVar[type[StageParams]] = ShortChunkFilterParams
     params: ShortChunkFilterParams
     seen: ClassVar[list[list[str]]] = []
 
     def __init__(self, params: ShortChunkFilterParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
         started = time.perf_counter()
         ShortChunkFilter.seen.append([node.node.node_id for node in nodes])
         kept = nodes[: self.params.keep]
@@ -57,7 +57,7 @@ class ShortChunkFilter(Judge):
 @pytest.fixture
 def plugin_stage():
     ShortChunkFilter.seen = []
-    with judges.registered(ShortChunkFilter.name, ShortChunkFilter):
+    with STAGES.registered(ShortChunkFilter.name, ShortChunkFilter):
         yield ShortChunkFilter
 
 

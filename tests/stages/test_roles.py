@@ -13,7 +13,7 @@ import pytest
 
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, judge_names, load_config
-from ragkit.stages.base import BUILT_IN_STAGES, Judge, judges
+from ragkit.stages.base import BUILT_IN_STAGES, STAGES, Stage
 from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, role_of
 
 ROLE_LIST = "chunking, route, follow_up, profile, strategy, transform, gate, refine, context, generate, verify, check"
@@ -23,7 +23,7 @@ CONFIG = {"name": "t", "dataset": {"path": "/data/x"}, "retrievers": ["bm25"], "
           "judges": {"fact_checker": "both"}}
 
 
-class FactChecker(Judge):
+class FactChecker(Stage):
     """A plugin's judge: valid params and modes, but no role the pipeline could run it in."""
 
     name: ClassVar[str] = "fact_checker"
@@ -34,21 +34,21 @@ class PluginEntryPoint:
 
     name = "fact_checker"
 
-    def load(self) -> type[Judge]:
+    def load(self) -> type[Stage]:
         return FactChecker
 
 
 @pytest.fixture
 def plugin_judge(monkeypatch):
     """``fact_checker`` installed as if by a plugin package, through the registry's entry points."""
-    installed = judges._entry_points
+    installed = STAGES._entry_points
 
     def with_plugin() -> dict[str, Any]:
         return {**installed(), "fact_checker": PluginEntryPoint()}
 
-    monkeypatch.setattr(judges, "_entry_points", with_plugin)
-    monkeypatch.setattr(judges, "_loaded", {})
-    assert "fact_checker" in judges.names() and judges.get("fact_checker") is FactChecker
+    monkeypatch.setattr(STAGES, "_entry_points", with_plugin)
+    monkeypatch.setattr(STAGES, "_loaded", {})
+    assert "fact_checker" in STAGES.names() and STAGES.get("fact_checker") is FactChecker
 
 
 @pytest.mark.unit
@@ -59,12 +59,12 @@ def test_every_built_in_stage_declares_a_role_and_they_run_in_the_old_fixed_orde
              "retrieval", "rerank", "enrichment", "generator", "groundedness", "answer_check"]
     # Stages added since, each in its place in that order.
     slots.insert(slots.index("enrichment") + 1, "compression")
-    assert set(judges.names()) == set(BUILT_IN_STAGES) == set(slots)
-    assert [cls.name for cls in in_pipeline_order(judges.get(name) for name in judges.names())] == slots
+    assert set(STAGES.names()) == set(BUILT_IN_STAGES) == set(slots)
+    assert [cls.name for cls in in_pipeline_order(STAGES.get(name) for name in STAGES.names())] == slots
     assert ", ".join(ROLE_NAMES) == ROLE_LIST
     # Every role but one has a built-in; each built-in reads and returns what its role has.
-    assert {role_of(judges.get(name)).name for name in slots} == set(ROLE_NAMES)
-    assert all(judges.get(name).inputs and judges.get(name).outputs for name in slots)
+    assert {role_of(STAGES.get(name)).name for name in slots} == set(ROLE_NAMES)
+    assert all(STAGES.get(name).inputs and STAGES.get(name).outputs for name in slots)
 
 
 @pytest.mark.unit
@@ -73,7 +73,7 @@ def test_a_role_the_pipeline_does_not_have_is_one_line_naming_the_valid_roles():
         name: ClassVar[str] = "misplaced"
         role: ClassVar[str] = "postprocess"
 
-    with judges.registered("misplaced", Misplaced), pytest.raises(ConfigError) as error:
+    with STAGES.registered("misplaced", Misplaced), pytest.raises(ConfigError) as error:
         config_from_dict({**CONFIG, "judges": {"misplaced": "llm"}})
     assert str(error.value) == ("config: judges: 'misplaced' declares role 'postprocess', so the pipeline has no "
                                 f"place to run it. Valid roles: {ROLE_LIST}")
@@ -100,7 +100,7 @@ def test_two_stages_in_a_role_that_takes_one_are_refused():
         name: ClassVar[str] = "other_checker"
         role: ClassVar[str] = "check"
 
-    with judges.registered("other_checker", OtherChecker), pytest.raises(ConfigError) as error:
+    with STAGES.registered("other_checker", OtherChecker), pytest.raises(ConfigError) as error:
         config_from_dict({**CONFIG, "generator": True, "judges": {"other_checker": "llm", "answer_check": "llm"}})
     assert str(error.value) == ("config: judges: 'answer_check', 'other_checker' all run in role 'check', which "
                                 "takes one stage; keep one of them")
@@ -151,6 +151,6 @@ def test_built_ins_are_registered_in_code_so_a_stale_entry_point_cannot_break_th
     # An install made before the move: its entry point names a module that no longer exists.
     stale = {"rerank": EntryPoint("rerank", "ragkit.judges.rerank:RerankJudge", "ragkit.judges")}
     monkeypatch.setattr(Registry, "_entry_points", lambda self: stale)
-    monkeypatch.setattr(judges, "_loaded", {})
-    assert judges.get("rerank") is RerankJudge
-    assert set(judges.names()) == set(BUILT_IN_STAGES)
+    monkeypatch.setattr(STAGES, "_loaded", {})
+    assert STAGES.get("rerank") is RerankJudge
+    assert set(STAGES.names()) == set(BUILT_IN_STAGES)

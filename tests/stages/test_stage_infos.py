@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.stages.base import BUILT_IN_STAGE_INFOS, BUILT_IN_STAGES, Judge, JudgeInfo, judges
+from ragkit.stages.base import BUILT_IN_STAGE_INFOS, BUILT_IN_STAGES, STAGES, Stage, StageInfo
 
 REPO = Path(__file__).resolve().parents[2]
 DECLARATIONS = ("name", "kind", "version", "Params", "modes", "role", "inputs", "outputs", "order", "needs")
@@ -24,9 +24,9 @@ def test_every_built_in_stage_names_an_info_class():
 @pytest.mark.unit
 @pytest.mark.parametrize("name", sorted(BUILT_IN_STAGES))
 def test_a_stage_class_subclasses_its_info_and_declares_nothing_twice(name):
-    info, cls = judges.info(name), judges.get(name)
-    assert info is not cls and issubclass(cls, info) and issubclass(info, JudgeInfo)
-    assert not issubclass(info, Judge)  # a declaration, not a runnable stage
+    info, cls = STAGES.info(name), STAGES.get(name)
+    assert info is not cls and issubclass(cls, info) and issubclass(info, StageInfo)
+    assert not issubclass(info, Stage)  # a declaration, not a runnable stage
     assert info.name == name
     for attribute in DECLARATIONS:
         assert getattr(cls, attribute) == getattr(info, attribute), attribute
@@ -38,14 +38,14 @@ def test_a_stage_class_subclasses_its_info_and_declares_nothing_twice(name):
 
 @pytest.mark.unit
 def test_a_stage_registered_at_run_time_is_its_own_info():
-    class Probe(Judge):
+    class Probe(Stage):
         name = "probe_stage"
         role = "context"
         inputs = ("query", "nodes")
         outputs = ("nodes",)
 
-    with judges.registered("probe_stage", Probe):
-        assert judges.info("probe_stage") is Probe
+    with STAGES.registered("probe_stage", Probe):
+        assert STAGES.info("probe_stage") is Probe
 
 
 @pytest.mark.unit

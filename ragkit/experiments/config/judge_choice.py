@@ -11,11 +11,11 @@ from ragkit.errors import ConfigError
 from ragkit.experiments.config.specs import StrictModel, resolve_at
 from ragkit.quoting import clipped
 from ragkit.registry import ComponentSpec
-from ragkit.stages.base import judges as judge_registry
+from ragkit.stages.base import STAGES as judge_registry
 from ragkit.stages.roles import role_of
 
 if TYPE_CHECKING:
-    from ragkit.stages.base import JudgeInfo
+    from ragkit.stages.base import StageInfo
 
 # The generator answers questions; it is configured by `generator`, not toggled as a judge.
 GENERATOR = "generator"
@@ -95,7 +95,7 @@ class JudgeChoice(StrictModel):
 
 def judge_specs(name: str, choice: JudgeChoice) -> list[ComponentSpec]:
     """One resolved spec per mode, in the order off, heuristic, llm; `both`/`on` expanded."""
-    cls: type[JudgeInfo] = judge_registry.info(name)
+    cls: type[StageInfo] = judge_registry.info(name)
     strongest = "llm" if "llm" in cls.modes else cls.modes[-1]
     variants = choice.variants()
     if not variants:

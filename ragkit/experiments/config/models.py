@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from ragkit.artefacts.index import AnnParams
 from ragkit.chunkers.registry import chunkers as chunker_registry
 from ragkit.embedders.base import embedders as embedder_registry
 from ragkit.errors import ConfigError
@@ -22,15 +23,14 @@ from ragkit.experiments.config.judge_choice import (
 )
 from ragkit.experiments.config.specs import StrictModel, embedder_spec_list, resolve_at, spec_list
 from ragkit.experiments.search import SearchConfig
-from ragkit.index import AnnParams
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.quoting import quoted
 from ragkit.registry import ComponentSpec
 from ragkit.retrievers.registry import retrievers as retriever_registry
-from ragkit.stages.base import judges as judge_registry
-from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
+from ragkit.stages.base import STAGES as judge_registry
+from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
 from ragkit.stages.roles import check_single_roles, position
 from ragkit.web import web_providers
 

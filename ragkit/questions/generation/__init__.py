@@ -3,10 +3,10 @@
 Modules, one job each: ``sampling`` (passages and answer spans, balanced over documents and
 sections), ``prompts`` (templates and reply shapes), ``replies`` (cleaning and every drop
 reason), ``generate`` (plan, calls, record), ``writer`` (files); near-duplicates are
-``ragkit.qa.dedup``, shared with the quality report.
+``ragkit.questions.dedup``, shared with the quality report.
 """
 
-from ragkit.qa.generation.generate import (
+from ragkit.questions.generation.generate import (
     STAGE,
     GeneratedSet,
     GenerationParams,
@@ -15,8 +15,8 @@ from ragkit.qa.generation.generate import (
     generate_questions,
     plan_generation,
 )
-from ragkit.qa.generation.sampling import QUESTION_TYPES
-from ragkit.qa.generation.writer import read_rows, set_paths, write_rows, write_set
+from ragkit.questions.generation.sampling import QUESTION_TYPES
+from ragkit.questions.generation.writer import read_rows, set_paths, write_rows, write_set
 
 __all__ = [
     "QUESTION_TYPES",

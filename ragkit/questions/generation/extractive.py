@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragkit.errors import ConfigError
-from ragkit.qa.dedup import Embed, find_duplicates
-from ragkit.qa.generation.answer_types import AnswerType, typed_spans
-from ragkit.qa.generation.generate import GeneratedSet, find_templates
-from ragkit.qa.generation.outcome import yield_outcome
-from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES, TextDocument, document_sections, type_counts
-from ragkit.qa.wording import normalise_question, word_overlap
+from ragkit.questions.dedup import Embed, find_duplicates
+from ragkit.questions.generation.answer_types import AnswerType, typed_spans
+from ragkit.questions.generation.generate import GeneratedSet, find_templates
+from ragkit.questions.generation.outcome import yield_outcome
+from ragkit.questions.generation.sampling import EXTRACTIVE_TYPES, TextDocument, document_sections, type_counts
+from ragkit.questions.wording import normalise_question, word_overlap
 from ragkit.text import FUNCTION_WORDS, multilingual_content_words, sentence_spans
 
 RECORD_FORMAT = 1

@@ -16,13 +16,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ragkit.llms.calls import LLMClient
-from ragkit.qa.dedup import Embed, find_duplicates
-from ragkit.qa.generation.outcome import yield_outcome
-from ragkit.qa.generation.prompts import PROMPT_VERSION, SYSTEM, TEMPLATES, build_prompt, estimate_tokens, reply_schema
-from ragkit.qa.generation.replies import Verdict, judge_reply
-from ragkit.qa.generation.sampling import EXTRACTIVE_TYPES, QUESTION_TYPES, Slot, TextDocument, plan_slots
-from ragkit.qa.language import guess_language
-from ragkit.qa.wording import normalise_question
+from ragkit.questions.dedup import Embed, find_duplicates
+from ragkit.questions.generation.outcome import yield_outcome
+from ragkit.questions.generation.prompts import (
+    PROMPT_VERSION,
+    SYSTEM,
+    TEMPLATES,
+    build_prompt,
+    estimate_tokens,
+    reply_schema,
+)
+from ragkit.questions.generation.replies import Verdict, judge_reply
+from ragkit.questions.generation.sampling import EXTRACTIVE_TYPES, QUESTION_TYPES, Slot, TextDocument, plan_slots
+from ragkit.questions.language import guess_language
+from ragkit.questions.wording import normalise_question
 
 STAGE = "question_generation"
 RECORD_FORMAT = 1

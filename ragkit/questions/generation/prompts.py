@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.qa.generation.sampling import Slot
-from ragkit.qa.language import language_name
+from ragkit.questions.generation.sampling import Slot
+from ragkit.questions.language import language_name
 
 PROMPT_VERSION = "qgen-3"
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragkit.qa.generation.answer_types import asked_type, typed_spans
-from ragkit.qa.generation.prompts import SYSTEM, TEMPLATES
-from ragkit.qa.generation.sampling import Slot
-from ragkit.qa.language import guess_language
-from ragkit.qa.spans import find_answer
-from ragkit.qa.wording import word_overlap
+from ragkit.questions.generation.answer_types import asked_type, typed_spans
+from ragkit.questions.generation.prompts import SYSTEM, TEMPLATES
+from ragkit.questions.generation.sampling import Slot
+from ragkit.questions.language import guess_language
+from ragkit.questions.spans import find_answer
+from ragkit.questions.wording import word_overlap
 from ragkit.text import multilingual_content_words, words
 
 # "Here is a question:", "Sure! Question 1:", "**Q:**", "1.", "2)", "- " ... at the start.

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragkit.atomic import make_dirs, write_bytes_atomic, write_json_atomic
 from ragkit.errors import ConfigError
+from ragkit.storage.atomic import make_dirs, write_bytes_atomic, write_json_atomic
 
 QUESTIONS_FILE = "questions.jsonl"
 RECORD_FILE = "generation.json"
@@ -46,7 +46,7 @@ def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    from ragkit.qa.rows import file_in, jsonl_rows
+    from ragkit.questions.rows import file_in, jsonl_rows
 
     return [row for _, row in jsonl_rows(file_in(path, QUESTIONS_FILE))]
 

@@ -3,7 +3,7 @@
 ``export_question_set`` / ``import_question_set`` dispatch on the format name. What each format
 cannot hold is said in its module; spans and passages survive ragas and LlamaIndex through their
 contexts, not BEIR or TREC (document-level judgements only). An import locates every context in
-the corpus as text (``ragkit.qa.passages``) and says what it found (``report``).
+the corpus as text (``ragkit.questions.passages``) and says what it found (``report``).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ConfigError
-from ragkit.qa.interop.beir_trec import read_trec_qrels, write_beir, write_trec_qrels
-from ragkit.qa.interop.contexts import imported_questions
-from ragkit.qa.interop.llamaindex_format import llamaindex_samples, write_llamaindex
-from ragkit.qa.interop.ragas_format import ragas_rows, ragas_samples, write_ragas
-from ragkit.qa.interop.report import ImportReport, import_report
-from ragkit.qa.model import QuestionSet
-from ragkit.qa.passages import MIN_SHARE
+from ragkit.questions.interop.beir_trec import read_trec_qrels, write_beir, write_trec_qrels
+from ragkit.questions.interop.contexts import imported_questions
+from ragkit.questions.interop.llamaindex_format import llamaindex_samples, write_llamaindex
+from ragkit.questions.interop.ragas_format import ragas_rows, ragas_samples, write_ragas
+from ragkit.questions.interop.report import ImportReport, import_report
+from ragkit.questions.model import QuestionSet
+from ragkit.questions.passages import MIN_SHARE
 
 EXPORT_FORMATS = ("ragas", "llamaindex", "beir", "trec")
 IMPORT_FORMATS = ("ragas", "llamaindex")
@@ -60,7 +60,7 @@ def export_question_set(question_set: QuestionSet, format: str, out: Path,
 
 @dataclass(frozen=True)
 class ImportResult:
-    """An imported set and its report (``ragkit.qa.interop.report``)."""
+    """An imported set and its report (``ragkit.questions.interop.report``)."""
 
     questions: QuestionSet
     report: ImportReport
@@ -69,7 +69,7 @@ class ImportResult:
 def import_question_set(path: Path, format: str, documents: Mapping[str, Any], name: str | None = None,
                         min_share: float = MIN_SHARE, corpus: str = "") -> ImportResult:
     """Read a ragas or LlamaIndex set against the corpus its contexts come from: each context
-    located as text (``ragkit.qa.passages``), the outcome in the report. (BEIR folders are read by
+    located as text (``ragkit.questions.passages``), the outcome in the report. (BEIR folders are read by
     ``load_question_set`` itself.)"""
     texts = {doc_id: document.text for doc_id, document in documents.items()}
     if format not in IMPORT_FORMATS:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import ConfigError
-from ragkit.qa.model import QuestionSet
-from ragkit.qa.rows import numbered_lines
+from ragkit.questions.model import QuestionSet
+from ragkit.questions.rows import numbered_lines
 
 
 def _grade(score: float) -> str:

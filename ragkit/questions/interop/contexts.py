@@ -3,7 +3,7 @@
 Export: a question's relevant passages are its reference contexts, as they are; without them each
 answer span becomes one, the span's sentence and the next one, cut so that the answer's first
 occurrence in it is the span itself. Import: each context is located in the corpus as text
-(``ragkit.qa.passages``: in the document its id names first), becoming a relevant passage and
+(``ragkit.questions.passages``: in the document its id names first), becoming a relevant passage and
 making its document relevant; the reference answer, where it reads inside a located passage, is a
 span there. A question without spans or passages exports its relevant documents' texts as
 contexts and imports them back as relevant documents.
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragkit.qa.model import Question
-from ragkit.qa.passages import MIN_SHARE, ContextMatch, PassageLocator
-from ragkit.qa.rows import parse_row
-from ragkit.qa.spans import find_answer
-from ragkit.qa.wording import passage_around
+from ragkit.questions.model import Question
+from ragkit.questions.passages import MIN_SHARE, ContextMatch, PassageLocator
+from ragkit.questions.rows import parse_row
+from ragkit.questions.spans import find_answer
+from ragkit.questions.wording import passage_around
 
 PART_SEPARATOR = "\n"  # a multi-part reference: one part per line, in part order
 
@@ -85,7 +85,7 @@ class Sample:
 def imported_questions(samples: Sequence[Sample], texts: Mapping[str, str],
                        min_share: float = MIN_SHARE) -> tuple[list[Question | None], list[list[ContextMatch]]]:
     """The questions rebuilt from the samples, and each one's context outcomes: every context is
-    located in the corpus as text (``ragkit.qa.passages``), all samples' contexts at once. A
+    located in the corpus as text (``ragkit.questions.passages``), all samples' contexts at once. A
     sample with contexts, none located, and no reference answer has no ground truth to keep: its
     question is None (left out; the import report counts it)."""
     locator = PassageLocator(texts, min_share)

@@ -18,9 +18,9 @@ from typing import Any
 
 from ragkit.errors import ConfigError
 from ragkit.json_input import load_json
-from ragkit.qa.interop.contexts import Sample, question_contexts, reference_text
-from ragkit.qa.model import QuestionSet
-from ragkit.qa.rows import read_bytes
+from ragkit.questions.interop.contexts import Sample, question_contexts, reference_text
+from ragkit.questions.model import QuestionSet
+from ragkit.questions.rows import read_bytes
 
 
 def write_llamaindex(question_set: QuestionSet, texts: Mapping[str, str], path: Path,

@@ -28,9 +28,9 @@ from typing import Any
 
 from ragkit.errors import ConfigError
 from ragkit.json_input import JsonInputError, load_json, parse_json
-from ragkit.qa.interop.contexts import Sample, question_contexts, reference_text
-from ragkit.qa.model import QuestionSet
-from ragkit.qa.rows import jsonl_rows, read_bytes
+from ragkit.questions.interop.contexts import Sample, question_contexts, reference_text
+from ragkit.questions.model import QuestionSet
+from ragkit.questions.rows import jsonl_rows, read_bytes
 from ragkit.quoting import clipped
 
 QUESTION_COLUMNS = ("user_input", "question")

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.errors import ConfigError
-from ragkit.qa.passages import ContextMatch
+from ragkit.questions.passages import ContextMatch
 
 REPORT_FILE = "import_report.json"
 DEFAULT_MIN_LOCATED = 0.8
@@ -136,7 +136,7 @@ def report_path(questions_file: Path) -> Path:
 
 
 def write_report(report: ImportReport, path: Path) -> Path:
-    from ragkit.atomic import make_dirs, write_json_atomic
+    from ragkit.storage.atomic import make_dirs, write_json_atomic
 
     make_dirs(path.parent)
     write_json_atomic(path, report.model_dump(mode="json"))

@@ -28,9 +28,9 @@ from ragkit.stages.answer.params import (
     AnswerCheckJudgeInfo,
     AnswerCheckParams,
 )
-from ragkit.stages.base import Judge, Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog, Stage
 from ragkit.stages.prompts import joined_context
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUES, normal_issue
+from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUES, normal_issue
 
 ASPECTS = ("relevance", "completeness", "accuracy")
 ANSWER_CHECK_METRICS = tuple(f"answer_{aspect}" for aspect in ASPECTS)
@@ -90,20 +90,20 @@ def answer_check_scores(check: dict[str, float | None]) -> dict[str, float | Non
     return {f"answer_{aspect}": check.get(aspect) for aspect in ASPECTS}
 
 
-class AnswerCheckJudge(AnswerCheckJudgeInfo, Judge):
+class AnswerCheckJudge(AnswerCheckJudgeInfo, Stage):
     params: AnswerCheckParams
 
     def __init__(self, params: AnswerCheckParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
     def check(self, question: str, answer: str, contexts: Sequence[str],
-              trace: JudgeTrace) -> dict[str, float | None]:
+              trace: JudgementLog) -> dict[str, float | None]:
         """``{relevance, completeness, accuracy}`` in [0, 1], each None when the reply is unusable; the
         reason is then the recorded judgement's ``error`` (and its decision's ``reason``)."""
         return self.grade(question, answer, contexts, trace)[0]
 
     def grade(self, question: str, answer: str, contexts: Sequence[str],
-              trace: JudgeTrace) -> tuple[dict[str, float | None], Judgement | None]:
+              trace: JudgementLog) -> tuple[dict[str, float | None], Judgement | None]:
         """``check``'s scores and the judgement it recorded (None when off: nothing is recorded)."""
         nothing: dict[str, float | None] = dict.fromkeys(ASPECTS)
         if not self.enabled:

@@ -51,9 +51,9 @@ from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import split_claims
 from ragkit.stages.answer.params import ANSWER_ISSUES, AnswerCheckParams
 from ragkit.stages.answer.retry_strategy import retry_strategy
-from ragkit.stages.base import Judgement, JudgeTrace
-from ragkit.stages.keywords import with_new_keywords
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUES, DESIGN_SWITCH_MAP
+from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUES, DESIGN_SWITCH_MAP
+from ragkit.text import with_new_keywords
 
 ACCEPT, REGENERATE, RE_RETRIEVE, STOP = "accept", "regenerate", "re_retrieve", "stop"
 
@@ -118,7 +118,7 @@ class AnswerRetry:
 
     def run(self, query: str, first: AnswerAttempt, *, grade: Grade,
             regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
-            re_retrieve: Callable[[str], list[NodeWithScore]] | None, trace: JudgeTrace,
+            re_retrieve: Callable[[str], list[NodeWithScore]] | None, trace: JudgementLog,
             switch: Callable[[str], None] | None = None, strategy: str | None = None,
             retrieval_quality: Callable[[], float | None] | None = None) -> RetryResult:
         """``first``: the answer and its grades (and its retrieval's quality); ``re_retrieve`` None when

@@ -41,8 +41,8 @@ from llama_index.core.schema import NodeWithScore
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams, unsupported_claims
 from ragkit.stages.answer.retry_strategy import retry_strategy
-from ragkit.stages.base import Judgement, JudgeTrace
-from ragkit.stages.keywords import with_new_keywords
+from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.text import with_new_keywords
 
 JUDGE = "correction"
 ACCEPT, REGENERATE, RE_RETRIEVE = "accept", "regenerate", "re_retrieve"
@@ -96,7 +96,7 @@ class HallucinationCorrector:
     def run(self, query: str, first: Attempt, *,
             regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
             re_retrieve: Callable[[str], list[NodeWithScore]] | None,
-            check: Check, retrieval_quality: float | None, trace: JudgeTrace,
+            check: Check, retrieval_quality: float | None, trace: JudgementLog,
             switch: Callable[[str], None] | None = None, strategy: str | None = None) -> CorrectionResult:
         """``re_retrieve`` None: the chunks cannot be searched again (web results), so the lower
         tier regenerates. Only the first attempt's retrieval quality is known; a re-retrieval

@@ -35,7 +35,7 @@ from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMClient, LLMResult
 from ragkit.stages.answer.context_fit import fit_context, no_label
 from ragkit.stages.answer.params import GeneratorInfo, GeneratorParams
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import ConversationTurn, conversation_block, source_label, with_source_names
 from ragkit.text import cited_numbers
 
@@ -92,13 +92,13 @@ def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequ
     )
 
 
-class Generator(GeneratorInfo, Judge):
+class Generator(GeneratorInfo, Stage):
     params: GeneratorParams
 
     def __init__(self, params: GeneratorParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def generate(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace, *,
+    def generate(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog, *,
                  feedback: Sequence[str] | None = None, history: Sequence[ConversationTurn] = ()) -> Answer:
         """The answer with its citations mapped to chunk ids; recorded in ``trace`` as judge ``generator``.
 
@@ -154,7 +154,7 @@ class Generator(GeneratorInfo, Judge):
         trace.add(judgement)
         return answer
 
-    def abstain(self, query: str, reason: str, trace: JudgeTrace) -> Answer:
+    def abstain(self, query: str, reason: str, trace: JudgementLog) -> Answer:
         """``abstain_text`` (or "not found") as the answer, without asking the model; recorded."""
         started = time.perf_counter()
         text = self.params.abstain_text or NOT_FOUND
@@ -162,7 +162,7 @@ class Generator(GeneratorInfo, Judge):
                                  started=started))
         return Answer(text, [], prompt="", valid=True, abstained=True)
 
-    def converse(self, query: str, history: Sequence[ConversationTurn], trace: JudgeTrace) -> Answer:
+    def converse(self, query: str, history: Sequence[ConversationTurn], trace: JudgementLog) -> Answer:
         """A conversational reply without sources (the router's conversational route): free text."""
         started = time.perf_counter()
         p = self.params

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from ragkit.errors import LLMError
 from ragkit.local_models import entailment_probabilities
 from ragkit.stages.answer.params import GroundednessJudgeInfo, GroundednessParams
-from ragkit.stages.base import Judge, Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog, Stage
 from ragkit.stages.prompts import joined_context
 from ragkit.text import rule_sentences, strip_citations
 
@@ -79,11 +79,11 @@ def split_claims(answer: str, min_words: int) -> list[str]:
     return [sentence for sentence in rule_sentences(strip_citations(answer)) if len(sentence.split()) >= min_words]
 
 
-class GroundednessJudge(GroundednessJudgeInfo, Judge, BaseEvaluator):
+class GroundednessJudge(GroundednessJudgeInfo, Stage, BaseEvaluator):
     params: GroundednessParams
 
     def __init__(self, params: GroundednessParams, llm: Any = None, **_dependencies: Any) -> None:
-        Judge.__init__(self, params, llm)
+        Stage.__init__(self, params, llm)
         if params.mode == "nli" and params.claim_split == "llm" and llm is None:
             raise ValueError("judge 'groundedness' in mode 'nli' with claim_split llm needs an LLM client")
         # Any template: _update_prompts takes what LlamaIndex's PromptMixin hands it.
@@ -105,7 +105,7 @@ class GroundednessJudge(GroundednessJudgeInfo, Judge, BaseEvaluator):
     async def aevaluate(self, query: str | None = None, response: str | None = None,
                         contexts: Sequence[str] | None = None, **kwargs: Any) -> EvaluationResult:
         """Score = supported fraction; feedback lists the unsupported and unknown claims."""
-        trace = kwargs.get("trace") or JudgeTrace()
+        trace = kwargs.get("trace") or JudgementLog()
         score, judgement = await asyncio.to_thread(self.judge, query or "", response, contexts, trace)
         if judgement is None:
             return EvaluationResult(query=query, response=response, contexts=list(contexts or []),
@@ -118,7 +118,7 @@ class GroundednessJudge(GroundednessJudgeInfo, Judge, BaseEvaluator):
         )
 
     def judge(self, query: str, answer: str | None, contexts: Sequence[str] | None,
-              trace: JudgeTrace) -> tuple[float | None, Judgement | None]:
+              trace: JudgementLog) -> tuple[float | None, Judgement | None]:
         """``(supported fraction or None, judgement)``; ``(None, None)`` when off, with nothing recorded."""
         if answer is None or contexts is None:
             raise ValueError(f"judge '{self.name}' needs the answer and the contexts")

@@ -15,10 +15,10 @@ from pydantic import Field, field_validator, model_validator
 
 from ragkit.stages.answer.context_fit import ContextFitMode
 from ragkit.stages.answer.retry_strategy import RetryStrategy
-from ragkit.stages.base import JudgeInfo, JudgeParams
+from ragkit.stages.base import StageInfo, StageParams
 
 
-class GeneratorParams(JudgeParams):
+class GeneratorParams(StageParams):
     constrained: bool = Field(
         default=True, description="Ask for JSON {answer, citations}; off: free text, citations read from [n]."
     )
@@ -55,12 +55,12 @@ class GeneratorParams(JudgeParams):
         default="user", description="Where the numbered sources go: the user message (before the question) or "
         "the system message (after the system prompt, as the plain pipeline's design puts its context).")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name",
         "context_in"}
 
 
-class GroundednessParams(JudgeParams):
+class GroundednessParams(StageParams):
     claim_split: Literal["heuristic", "llm"] = Field(
         default="heuristic", description="Split the answer into claims by sentence rule, or ask the LLM."
     )
@@ -100,7 +100,7 @@ class GroundednessParams(JudgeParams):
     entailment_threshold: float = Field(
         default=0.7, ge=0.0, le=1.0, description="nli: a claim is supported when P(entailment) exceeds this.")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "on_fail", "accept_at", "regenerate_at", "min_retrieval_quality", "max_corrections", "nli_model_path",
         "entailment_threshold", "re_retrieve_strategy"}
 
@@ -124,7 +124,7 @@ def default_issue_actions() -> dict[str, RetryAction]:
     return {"off_topic": "regenerate", "incomplete": "re_retrieve", "unsupported": "regenerate"}
 
 
-class AnswerCheckParams(JudgeParams):
+class AnswerCheckParams(StageParams):
     context_chars: int = Field(default=1500, ge=100, le=100_000, description="Characters of context shown.")
     answer_chars: int = Field(default=800, ge=50, le=20_000, description="Characters of the answer shown.")
     max_tokens: int = Field(default=80, ge=16, le=2048, description="Most tokens in one reply.")
@@ -162,7 +162,7 @@ class AnswerCheckParams(JudgeParams):
         description="retry: a re-retrieval searches the retriever once, or goes back through the pipeline's "
         "retrieval (query expansion, the quality gate and its retries), as the design's late tier does.")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "retry", "pass_scores", "gate_score", "max_retries", "issue_actions", "retry_strategy", "pass_by",
         "good_retrieval_at", "issue_set", "re_retrieve_via"}
 
@@ -191,7 +191,7 @@ class AnswerCheckParams(JudgeParams):
         return self.pass_scores[min(attempt, len(self.pass_scores) - 1)]
 
 
-class GeneratorInfo(JudgeInfo):
+class GeneratorInfo(StageInfo):
     """What ``Generator`` declares; it subclasses this."""
 
     name: ClassVar[str] = "generator"
@@ -202,7 +202,7 @@ class GeneratorInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("llm",)
 
 
-class GroundednessJudgeInfo(JudgeInfo):
+class GroundednessJudgeInfo(StageInfo):
     """What ``GroundednessJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "groundedness"
@@ -218,7 +218,7 @@ class GroundednessJudgeInfo(JudgeInfo):
         return super().calls_llm(params) or (params.get("mode") == "nli" and params.get("claim_split") == "llm")
 
 
-class AnswerCheckJudgeInfo(JudgeInfo):
+class AnswerCheckJudgeInfo(StageInfo):
     """What ``AnswerCheckJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "answer_check"

@@ -2,7 +2,7 @@
 
 The judge reads LlamaIndex documents; validating a config and planning a grid read only its
 ``Params``, modes and role, so these live here, in an *info* class ``ChunkingJudge`` subclasses,
-readable through ``judges.info("chunking")`` without importing ``ragkit.stages.chunking``.
+readable through ``judges.info("chunking")`` without importing ``ragkit.stages.chunking.stage``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pydantic import Field, field_validator
 
 from ragkit.chunkers.registry import judge_choosable_chunkers
 from ragkit.registry import ComponentSpec
-from ragkit.stages.base import JudgeInfo, JudgeParams
-from ragkit.stages.chunking_sizes import SizeRule, check_suffixes
+from ragkit.stages.base import StageInfo, StageParams
+from ragkit.stages.chunking.sizes import SizeRule, check_suffixes
 
 
-class ChunkingJudgeParams(JudgeParams):
+class ChunkingJudgeParams(StageParams):
     default: ComponentSpec = Field(
         default=ComponentSpec(type="recursive"),
         description="The chunker used when the judge is off or its choice is unusable.",
@@ -58,7 +58,7 @@ class ChunkingJudgeParams(JudgeParams):
         description="The token chunker's chunk_size and chunk_overlap are the chosen (character) sizes divided by "
         "this (the design: 4, about 4 characters a token); 1: taken as tokens.")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "strategies", "show_file_name", "size_rules", "fill_size", "fill_overlap", "token_divisor"}
 
     @field_validator("strategies")
@@ -79,7 +79,7 @@ class ChunkingJudgeParams(JudgeParams):
         return check_suffixes(value)
 
 
-class ChunkingJudgeInfo(JudgeInfo):
+class ChunkingJudgeInfo(StageInfo):
     """What ``ChunkingJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "chunking"

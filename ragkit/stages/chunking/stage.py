@@ -11,7 +11,7 @@ the text instead: a short document is one chunk (``document``), Python source go
 Options a design may set (each off by default, leaving the judge as it was): ``strategies``, the
 chunkers it may choose (an allowlist: a reply naming another falls back); ``show_file_name``,
 the document's file name in the prompt; ``size_rules``, the chosen size scaled per file type
-(``ragkit.stages.chunking_sizes``).
+(``ragkit.stages.chunking.sizes``).
 
 Decisions are cached by the LLM cache (the prompt holds the sample, so an identical
 document sends nothing to the model twice); ``decision_key`` names a decision without making
@@ -34,9 +34,9 @@ from ragkit.chunkers.registry import judge_choosable_chunkers as judge_choosable
 from ragkit.errors import ConfigError, LLMError
 from ragkit.hashing import content_key, text_sha256
 from ragkit.registry import ComponentSpec
-from ragkit.stages.base import Judge, Judgement
-from ragkit.stages.chunking_params import ChunkingJudgeInfo, ChunkingJudgeParams
-from ragkit.stages.chunking_sizes import file_suffix, scaled
+from ragkit.stages.base import Judgement, Stage
+from ragkit.stages.chunking.params import ChunkingJudgeInfo, ChunkingJudgeParams
+from ragkit.stages.chunking.sizes import file_suffix, scaled
 
 SEMANTIC = "semantic"
 _PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -121,7 +121,7 @@ def _looks_like_python(text: str) -> bool:
     return any(isinstance(statement, kinds) for statement in tree.body)
 
 
-class ChunkingJudge(ChunkingJudgeInfo, Judge):
+class ChunkingJudge(ChunkingJudgeInfo, Stage):
     params: ChunkingJudgeParams
 
     def __init__(self, params: ChunkingJudgeParams, llm: Any = None, **_dependencies: Any) -> None:

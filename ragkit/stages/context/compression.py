@@ -29,7 +29,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.context.params import CompressionJudgeInfo, CompressionParams
 from ragkit.text import content_words, sentence_spans, word_stem
 
@@ -95,13 +95,13 @@ def compressed(node: NodeWithScore, sentences: list[str], kept: list[int]) -> No
     return NodeWithScore(node=node.node.model_copy(update={"text": text, "metadata": metadata}), score=node.score)
 
 
-class CompressionJudge(CompressionJudgeInfo, Judge):
+class CompressionJudge(CompressionJudgeInfo, Stage):
     params: CompressionParams
 
     def __init__(self, params: CompressionParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
         """The context role's call: each chunk cut to its sentences that bear on ``query``."""
         if not self.enabled:
             return list(nodes)
@@ -112,7 +112,7 @@ class CompressionJudge(CompressionJudgeInfo, Judge):
                 result.append(kept)
         return result
 
-    def _compress(self, query: str, node: NodeWithScore, trace: JudgeTrace) -> NodeWithScore | None:
+    def _compress(self, query: str, node: NodeWithScore, trace: JudgementLog) -> NodeWithScore | None:
         started = time.perf_counter()
         text = node.node.get_content()
         sentences = split_sentences(text)
@@ -142,7 +142,7 @@ class CompressionJudge(CompressionJudgeInfo, Judge):
         return self._record(node, sentences, kept, decision, trace, summary, started, result)
 
     def _record(self, node: NodeWithScore, sentences: list[str], kept: list[int], decision: dict[str, Any],
-                trace: JudgeTrace, summary: str, started: float, result: Any = None) -> NodeWithScore | None:
+                trace: JudgementLog, summary: str, started: float, result: Any = None) -> NodeWithScore | None:
         out = compressed(node, sentences, kept)
         decision.update(kept=kept, chars_after=len(out.node.get_content()) if out is not None else 0,
                         action="dropped" if out is None else "kept whole" if out is node else "compressed")

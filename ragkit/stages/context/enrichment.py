@@ -28,9 +28,9 @@ from typing import Any, cast
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.index import ChunkIndex, Hit, doc_filter
+from ragkit.artefacts.index import ChunkIndex, Hit, doc_filter
 from ragkit.retrievers.base import hit_to_node
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.context.params import EnrichmentJudgeInfo, EnrichmentParams
 from ragkit.stages.prompts import PARENT_SUMMARY
 
@@ -38,7 +38,7 @@ from ragkit.stages.prompts import PARENT_SUMMARY
 PARENT_SUMMARY_SOURCES = ("doc_summary", "description")
 
 
-class EnrichmentJudge(EnrichmentJudgeInfo, Judge):
+class EnrichmentJudge(EnrichmentJudgeInfo, Stage):
     params: EnrichmentParams
 
     def __init__(self, params: EnrichmentParams, llm: Any = None, index: ChunkIndex | None = None,
@@ -49,11 +49,11 @@ class EnrichmentJudge(EnrichmentJudgeInfo, Judge):
         self.index = index
         self.embedder = embedder
 
-    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
         """The context role's call (``enrich``)."""
         return self.enrich(query, nodes, trace)
 
-    def enrich(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+    def enrich(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
         if not self.enabled or not nodes:
             return list(nodes)
         started = time.perf_counter()

@@ -12,10 +12,10 @@ from typing import ClassVar, Literal, cast
 
 from pydantic import Field, model_validator
 
-from ragkit.stages.base import JudgeInfo, JudgeMode, JudgeParams
+from ragkit.stages.base import StageInfo, StageMode, StageParams
 
 
-class RerankJudgeParams(JudgeParams):
+class RerankJudgeParams(StageParams):
     top_n: int = Field(default=5, ge=1, le=100, description="Chunks kept after reranking.")
     batch_size: int = Field(default=8, ge=1, le=50, description="Chunks scored in one LLM call.")
     chunk_chars: int = Field(
@@ -37,7 +37,7 @@ class RerankJudgeParams(JudgeParams):
     show_source: bool = Field(
         default=False, description="llm: show each chunk's title and section (and summary) in the prompt.")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "model_path", "prefilter_n", "prefilter", "show_source"}
 
     @model_validator(mode="after")
@@ -50,8 +50,8 @@ class RerankJudgeParams(JudgeParams):
         return self
 
 
-class EnrichmentParams(JudgeParams):
-    mode: JudgeMode = Field(default="heuristic", description="off: the reranked chunks as they are; heuristic: "
+class EnrichmentParams(StageParams):
+    mode: StageMode = Field(default="heuristic", description="off: the reranked chunks as they are; heuristic: "
                             "add neighbours and same-section chunks.")
     window: int = Field(default=1, ge=0, le=5, description="Chunks before and after each hit added (0: none).")
     max_related: int = Field(default=3, ge=0, le=20,
@@ -66,10 +66,10 @@ class EnrichmentParams(JudgeParams):
         "summaries on, else the document's description).",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"parent_summary"}
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"parent_summary"}
 
 
-class CompressionParams(JudgeParams):
+class CompressionParams(StageParams):
     min_overlap: float = Field(
         default=0.3, ge=0.0, le=1.0,
         description="heuristic: a sentence is kept when it holds at least this share of the question's content "
@@ -78,7 +78,7 @@ class CompressionParams(JudgeParams):
     max_tokens: int = Field(default=64, ge=8, le=1024, description="llm: most tokens in one reply.")
 
 
-class RerankJudgeInfo(JudgeInfo):
+class RerankJudgeInfo(StageInfo):
     """What ``RerankJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "rerank"
@@ -92,11 +92,11 @@ class RerankJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm", "cross_encoder")
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         return min(depth, cast(RerankJudgeParams, params).top_n)  # final_depth checked it is cls.Params
 
 
-class EnrichmentJudgeInfo(JudgeInfo):
+class EnrichmentJudgeInfo(StageInfo):
     """What ``EnrichmentJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "enrichment"
@@ -109,12 +109,12 @@ class EnrichmentJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic")
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         own = cast(EnrichmentParams, params)  # final_depth checked it is cls.Params
         return depth * (1 + 2 * own.window + own.max_related)
 
 
-class CompressionJudgeInfo(JudgeInfo):
+class CompressionJudgeInfo(StageInfo):
     """What ``CompressionJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "compression"

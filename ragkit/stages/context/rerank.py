@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
 from ragkit.local_models import cross_encoder_scores
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.context.params import RerankJudgeInfo, RerankJudgeParams
 from ragkit.stages.prompts import numbered_chunks, sourced_chunks
 from ragkit.text import terms
@@ -92,28 +92,28 @@ def bm25_scores(query: str, texts: list[str], k1: float = 1.2, b: float = 0.75) 
     return scores
 
 
-class RerankJudge(RerankJudgeInfo, Judge, BaseNodePostprocessor):
+class RerankJudge(RerankJudgeInfo, Stage, BaseNodePostprocessor):
     """A LlamaIndex node postprocessor; every decision goes to ``trace`` (one per batch)."""
 
     params: Any = None
     llm: Any = None
     trace: Any = None
 
-    def __init__(self, params: RerankJudgeParams, llm: Any = None, trace: JudgeTrace | None = None,
+    def __init__(self, params: RerankJudgeParams, llm: Any = None, trace: JudgementLog | None = None,
                  **_dependencies: Any) -> None:
         BaseNodePostprocessor.__init__(self)
-        Judge.__init__(self, params, llm)
-        self.trace = trace if trace is not None else JudgeTrace()
+        Stage.__init__(self, params, llm)
+        self.trace = trace if trace is not None else JudgementLog()
 
     @classmethod
     def class_name(cls) -> str:
         return "RerankJudge"
 
-    def use_trace(self, trace: JudgeTrace) -> None:
+    def use_trace(self, trace: JudgementLog) -> None:
         """Record the next decisions into ``trace`` (one per question)."""
         self.trace = trace
 
-    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgeTrace) -> list[NodeWithScore]:
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
         """The context role's call: rerank ``nodes`` for ``query``, decisions into ``trace``."""
         self.use_trace(trace)
         return self.postprocess_nodes(nodes, query_bundle=QueryBundle(query_str=query))

@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
-from ragkit.stages.keywords import with_new_keywords
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import ConversationTurn, conversation_block
 from ragkit.stages.query.params import CondenseJudgeInfo, CondenseParams
+from ragkit.text import with_new_keywords
 
 
 class CondenseReply(BaseModel):
@@ -55,13 +55,13 @@ def heuristic_rewrite(question: str, history: Sequence[ConversationTurn]) -> str
     return with_new_keywords(question, [last_user], exclude=REQUEST_WORDS)
 
 
-class CondenseJudge(CondenseJudgeInfo, Judge):
+class CondenseJudge(CondenseJudgeInfo, Stage):
     params: CondenseParams
 
     def __init__(self, params: CondenseParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def rewrite(self, question: str, history: Sequence[ConversationTurn], trace: JudgeTrace) -> str:
+    def rewrite(self, question: str, history: Sequence[ConversationTurn], trace: JudgementLog) -> str:
         """The standalone query; ``question`` itself when off, without history, or on a bad reply."""
         if not self.enabled or not history:
             return question

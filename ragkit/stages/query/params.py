@@ -13,16 +13,16 @@ from typing import ClassVar, Literal, cast
 from pydantic import Field, field_validator, model_validator
 
 from ragkit.corpus.summary import SummaryMethod
-from ragkit.stages.base import JudgeInfo, JudgeParams
+from ragkit.stages.base import StageInfo, StageParams
 
 
-class CondenseParams(JudgeParams):
+class CondenseParams(StageParams):
     history_turns: int = Field(default=4, ge=1, le=50, description="Turns of the conversation shown, latest last.")
     turn_chars: int = Field(default=300, ge=20, le=4000, description="Characters of each turn shown.")
     max_tokens: int = Field(default=96, ge=16, le=2048, description="llm: most tokens in one reply.")
 
 
-class ProfileParams(JudgeParams):
+class ProfileParams(StageParams):
     documents: Literal["mode", "heuristic"] = Field(
         default="mode",
         description="How each document's profile is written, once per corpus: mode (as the query is: by rule, "
@@ -45,7 +45,7 @@ class ProfileParams(JudgeParams):
         return self
 
 
-class RouterParams(JudgeParams):
+class RouterParams(StageParams):
     summary: SummaryMethod = Field(
         default="heuristic",
         description="How the corpus summary the router reads is written: heuristic (titles and distinctive "
@@ -82,7 +82,7 @@ class RouterParams(JudgeParams):
         description="decisions two: the source decision (conversational or web) is shown the conversation and "
         "the message, or the message alone (the dynamic-documents design's).")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions", "source_sees"}
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"decisions", "source_sees"}
 
     @model_validator(mode="after")
     def _shares_in_order(self) -> RouterParams:
@@ -95,7 +95,7 @@ Strategy = Literal["dense", "bm25", "hybrid"]
 ALL_STRATEGIES: tuple[Strategy, ...] = ("dense", "bm25", "hybrid")
 
 
-class StrategyParams(JudgeParams):
+class StrategyParams(StageParams):
     strategies: list[Strategy] = Field(
         default_factory=lambda: list(ALL_STRATEGIES), min_length=1,
         description="The strategies the judge may pick from.",
@@ -114,7 +114,7 @@ class StrategyParams(JudgeParams):
 VARIANT_TYPES = ("technical", "simple", "aspect")
 
 
-class MultiQueryParams(JudgeParams):
+class MultiQueryParams(StageParams):
     num_queries: int = Field(default=3, ge=1, le=5, description="Rewrites of the question the LLM writes.")
     include_original: bool = Field(default=True, description="Also retrieve with the question itself.")
     rrf_k: int = Field(default=60, ge=1, le=1000, description="RRF constant k in 1 / (k + rank).")
@@ -131,10 +131,10 @@ class MultiQueryParams(JudgeParams):
         "in the prompt, so the rewrites suit it and a gate retry with another strategy regenerates them.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style", "strategy_in_prompt"}
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"style", "strategy_in_prompt"}
 
 
-class HyDEParams(JudgeParams):
+class HyDEParams(StageParams):
     combine: Literal["passage", "concatenate", "rrf"] = Field(
         default="concatenate",
         description="passage: retrieve with the hypothetical passage alone; concatenate: with the question "
@@ -146,7 +146,7 @@ class HyDEParams(JudgeParams):
     max_tokens: int = Field(default=120, ge=16, le=2048, description="Most tokens in one reply.")
 
 
-class CondenseJudgeInfo(JudgeInfo):
+class CondenseJudgeInfo(StageInfo):
     """What ``CondenseJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "condense"
@@ -157,7 +157,7 @@ class CondenseJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
 
-class ProfileJudgeInfo(JudgeInfo):
+class ProfileJudgeInfo(StageInfo):
     """What ``ProfileJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "profile"
@@ -169,7 +169,7 @@ class ProfileJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
 
-class RouterJudgeInfo(JudgeInfo):
+class RouterJudgeInfo(StageInfo):
     """What ``RouterJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "router"
@@ -181,7 +181,7 @@ class RouterJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
 
-class StrategyJudgeInfo(JudgeInfo):
+class StrategyJudgeInfo(StageInfo):
     """What ``StrategyJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "strategy"
@@ -192,7 +192,7 @@ class StrategyJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
 
-class TransformInfo(JudgeInfo):
+class TransformInfo(StageInfo):
     """What every query transform declares: it rewrites the query and retrieves with the rewrites."""
 
     role: ClassVar[str] = "transform"
@@ -210,7 +210,7 @@ class MultiQueryRetrieverInfo(TransformInfo):
     Params: ClassVar[type[MultiQueryParams]] = MultiQueryParams
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         own = cast(MultiQueryParams, params)  # final_depth checked it is cls.Params
         variants = len(VARIANT_TYPES) if own.style == "typed" else own.num_queries
         queries = variants + int(own.include_original)
@@ -225,7 +225,7 @@ class HyDERetrieverInfo(TransformInfo):
     Params: ClassVar[type[HyDEParams]] = HyDEParams
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         own = cast(HyDEParams, params)  # final_depth checked it is cls.Params
         fused = 2 if own.combine == "rrf" else 1  # rrf fuses the question's and the passage's rankings
         return min(own.top_k, fused * depth)

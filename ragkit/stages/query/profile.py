@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from ragkit.corpus.profile import CorpusProfile
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.query.params import ProfileJudgeInfo, ProfileParams
 from ragkit.text import content_words
 
@@ -125,7 +125,7 @@ def heuristic_complexity(query: str, intent: Intent, simple_words: int = 3, comp
     return "moderate"
 
 
-class ProfileJudge(ProfileJudgeInfo, Judge):
+class ProfileJudge(ProfileJudgeInfo, Stage):
     params: ProfileParams
 
     def __init__(self, params: ProfileParams, llm: Any = None, *, document_profiles: CorpusProfile | None = None,
@@ -150,7 +150,7 @@ class ProfileJudge(ProfileJudgeInfo, Judge):
         return {"documents": len(documents.documents), "document_types": documents.types(),
                 "document_method": documents.method, "invalid_documents": documents.invalid()}
 
-    def profile(self, query: str, trace: JudgeTrace) -> QueryProfile | None:
+    def profile(self, query: str, trace: JudgementLog) -> QueryProfile | None:
         """The query's profile; None (the strategy judge decides without one) when off or on a bad reply."""
         if not self.enabled:
             return None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.query.params import Strategy, StrategyJudgeInfo, StrategyParams
 from ragkit.text import CODE_LIKE
 
@@ -79,13 +79,13 @@ def profiled_choice(query: str, profile: QueryProfile) -> tuple[str, float, str]
     return heuristic_choice(query)
 
 
-class StrategyJudge(StrategyJudgeInfo, Judge):
+class StrategyJudge(StrategyJudgeInfo, Stage):
     params: StrategyParams
 
     def __init__(self, params: StrategyParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
-    def choose(self, query: str, trace: JudgeTrace, profile: QueryProfile | None = None) -> str | None:
+    def choose(self, query: str, trace: JudgementLog, profile: QueryProfile | None = None) -> str | None:
         """The strategy for ``query``; None (keep the run's own retriever) when off or on a bad reply.
         ``profile``: the profile judge's, when it ran and could profile the query."""
         if not self.enabled:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.retrievers.switchable import SwitchableRetriever
-from ragkit.stages.base import Judge, JudgeParams, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage, StageParams
 from ragkit.stages.query.params import (
     VARIANT_TYPES,
     HyDEParams,
@@ -54,20 +54,20 @@ def rrf_fuse(rankings: list[list[NodeWithScore]], k: int = 60) -> list[NodeWithS
     return [NodeWithScore(node=nodes[node_id].node, score=fused[node_id]) for node_id in order]
 
 
-class _TransformRetriever(TransformInfo, Judge, BaseRetriever):
+class _TransformRetriever(TransformInfo, Stage, BaseRetriever):
     """A judge that is also a LlamaIndex retriever over ``retriever``; decisions go to ``trace``.
     Every transform rewrites the query and retrieves with the rewrites, so its place is declared here."""
 
-    def __init__(self, params: JudgeParams, llm: Any = None, *, retriever: BaseRetriever | None = None,
-                 trace: JudgeTrace | None = None, **_dependencies: Any) -> None:
-        Judge.__init__(self, params, llm)
+    def __init__(self, params: StageParams, llm: Any = None, *, retriever: BaseRetriever | None = None,
+                 trace: JudgementLog | None = None, **_dependencies: Any) -> None:
+        Stage.__init__(self, params, llm)
         BaseRetriever.__init__(self)
         if retriever is None:
             raise ValueError(f"judge '{self.name}' needs a base retriever (retriever=...)")
         self.retriever = retriever
-        self.trace = trace if trace is not None else JudgeTrace()
+        self.trace = trace if trace is not None else JudgementLog()
 
-    def use_trace(self, trace: JudgeTrace) -> None:
+    def use_trace(self, trace: JudgementLog) -> None:
         """Record the next decisions into ``trace`` (one per question)."""
         self.trace = trace
 

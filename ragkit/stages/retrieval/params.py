@@ -13,11 +13,11 @@ from typing import ClassVar, Literal, cast
 
 from pydantic import Field
 
-from ragkit.stages.base import JudgeInfo, JudgeParams
-from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
+from ragkit.stages.base import StageInfo, StageParams
+from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
 
 
-class RetrievalJudgeParams(JudgeParams):
+class RetrievalJudgeParams(StageParams):
     max_iterations: int = Field(
         default=2, ge=1, le=5,
         description="Most judging rounds; a round after the first runs only when the model asks for more chunks.",
@@ -45,11 +45,11 @@ class RetrievalJudgeParams(JudgeParams):
         description="When the model calls no chunk relevant: drop_all (an empty context) or keep_all (every "
         "chunk stays, as if unjudged: the Retrieval Judge design's rule).")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "min_relevance", "show_file_name", "none_relevant"}
 
 
-class RetrievalJudgeInfo(JudgeInfo):
+class RetrievalJudgeInfo(StageInfo):
     """What ``RetrievalJudge`` declares; it subclasses this."""
 
     name: ClassVar[str] = "retrieval"
@@ -60,7 +60,7 @@ class RetrievalJudgeInfo(JudgeInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
-    def _final_depth(cls, params: JudgeParams, depth: int, top_k: int) -> int:
+    def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:
         own = cast(RetrievalJudgeParams, params)  # final_depth checked it is cls.Params
         # Each round but the last may add one base retrieval (top_k chunks) to the pool; the model
         # keeps chunks from the max_chunks shown; keep_unjudged appends the rest of the pool, and
@@ -69,7 +69,7 @@ class RetrievalJudgeInfo(JudgeInfo):
         return pool if own.keep_unjudged or own.none_relevant == "keep_all" else min(pool, own.max_chunks)
 
 
-class QualityGateInfo(JudgeInfo):
+class QualityGateInfo(StageInfo):
     """What ``QualityGate`` declares; it subclasses this."""
 
     name: ClassVar[str] = "quality_gate"

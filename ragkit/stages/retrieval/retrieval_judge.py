@@ -27,7 +27,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field, create_model
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks, source_label
 from ragkit.stages.retrieval.params import RetrievalJudgeInfo, RetrievalJudgeParams
 
@@ -121,14 +121,14 @@ def _ids(nodes: list[NodeWithScore]) -> list[str]:
     return [node.node.node_id for node in nodes]
 
 
-class RetrievalJudge(RetrievalJudgeInfo, Judge):
+class RetrievalJudge(RetrievalJudgeInfo, Stage):
     params: RetrievalJudgeParams
 
     def __init__(self, params: RetrievalJudgeParams, llm: Any = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
 
     def refine(self, query: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
-               trace: JudgeTrace, history: Sequence[ConversationTurn] = ()) -> list[NodeWithScore]:
+               trace: JudgementLog, history: Sequence[ConversationTurn] = ()) -> list[NodeWithScore]:
         """The judged chunks; ``nodes`` unchanged when the judge is off or a reply is unusable.
 
         ``history``: the conversation before a follow-up, shown (its last 4 turns) before the question."""

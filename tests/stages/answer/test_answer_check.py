@@ -15,7 +15,7 @@ from ragkit.stages.answer.answer_check import (
     AnswerCheckParams,
     answer_check_scores,
 )
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()
@@ -25,7 +25,7 @@ NOTHING = {"relevance": None, "completeness": None, "accuracy": None}
 def check(reply, tmp_path, **params):
     backend = ScriptedLLM([reply])
     judge = AnswerCheckJudge(AnswerCheckParams(**params), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     return judge.check("why do cats purr", "Cats purr when content [1].", ["Cats purr when content."], trace), \
         trace, backend
 
@@ -64,17 +64,17 @@ def test_prompt_shows_question_answer_and_capped_context(tmp_path):
 def test_off_makes_no_call_and_score_rows_are_named(tmp_path):
     backend = ScriptedLLM(["{}"])
     judge = AnswerCheckJudge(AnswerCheckParams(mode="off"), LLMClient(backend, tmp_path))
-    assert judge.check("q", "a", [], JudgeTrace()) == NOTHING and backend.requests == []
+    assert judge.check("q", "a", [], JudgementLog()) == NOTHING and backend.requests == []
     assert answer_check_scores({"relevance": 0.5, "completeness": None, "accuracy": 1.0}) == {
         "answer_relevance": 0.5, "answer_completeness": None, "answer_accuracy": 1.0}
     assert ANSWER_CHECK_METRICS == ("answer_relevance", "answer_completeness", "answer_accuracy")
-    assert judges.get("answer_check") is AnswerCheckJudge
+    assert STAGES.get("answer_check") is AnswerCheckJudge
 
 
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     scores = AnswerCheckJudge(AnswerCheckParams(), client).check(
         "why do cats purr", "Cats purr when they are content.", ["Cats purr when they are content."], trace)
     (judgement,) = trace.judgements

@@ -20,7 +20,7 @@ from ragkit.stages.answer.answer_retry import (
     gate_score,
 )
 from ragkit.stages.answer.generator import Answer, Generator, GeneratorParams
-from ragkit.stages.base import Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog
 
 QUERY = "why do cats purr"
 
@@ -68,7 +68,7 @@ def run(first_scores, graded, *, re_retrieve=True, switch=None, strategy=None, a
     script = Script(graded, answers)
     first = AnswerAttempt(Answer("Cats purr. They are cats.", [], "p", valid=True), nodes("a", "b"), first_scores,
                           judged(first_scores, *([reason] if reason is not None else [])))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = AnswerRetry(AnswerCheckParams(retry=True, **params)).run(
         QUERY, first, grade=script.grade, regenerate=script.regenerate,
         re_retrieve=script.re_retrieve if re_retrieve else None, trace=trace, switch=switch, strategy=strategy)
@@ -124,7 +124,7 @@ def test_a_retry_passes_at_50_and_max_retries_stops(retry, passed, stopped, acti
                           judged(grades(90, 60, 90)))
     result = AnswerRetry(AnswerCheckParams(retry=True)).run(QUERY, first, grade=script.grade,
                                                             regenerate=script.regenerate,
-                                                            re_retrieve=script.re_retrieve, trace=JudgeTrace())
+                                                            re_retrieve=script.re_retrieve, trace=JudgementLog())
     assert [call[0] for call in script.calls] == ["re_retrieve", "regenerate", "grade"]  # max_retries 1: one retry
     (retried,) = script.judgements
     decision = retried.decision
@@ -139,7 +139,7 @@ def test_the_retry_judgement_records_threshold_50_and_the_end():
     script = Script([grades(90, 49, 90)])
     first = AnswerAttempt(Answer("Cats purr.", [], "p", valid=True), nodes("a"), grades(90, 60, 90),
                           judged(grades(90, 60, 90)))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     recorded: list[Judgement] = []
 
     def grade(answer, chunks):
@@ -242,7 +242,7 @@ def test_real_local_model_late_tier_round_is_recorded(tmp_path, local_backend):
     checker = AnswerCheckJudge(AnswerCheckParams(retry=True, pass_scores=[100, 100]), client)
     generator = Generator(GeneratorParams(constrained=False, max_tokens=40), client)
     chunks = [NodeWithScore(node=TextNode(id_="c1", text="Cats purr when they are content or hurt."), score=1.0)]
-    trace = JudgeTrace()
+    trace = JudgementLog()
 
     def grade(answer, given):
         return checker.grade(QUERY, answer.text, [n.node.get_content() for n in given], trace)

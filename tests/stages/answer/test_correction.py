@@ -10,7 +10,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from ragkit.stages.answer.correction import Attempt, HallucinationCorrector, best_attempt, refined_query
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
-from ragkit.stages.base import Judgement, JudgeTrace
+from ragkit.stages.base import Judgement, JudgementLog
 
 pytestmark = pytest.mark.unit
 
@@ -53,7 +53,7 @@ def run(scores, first_score, *, quality=None, re_retrieve=True, switch=None, str
     corrector = HallucinationCorrector(GroundednessParams(**params))
     first = Attempt(Answer("first", [], "p", valid=True), nodes("a", "b"), first_score,
                     graded({"Cats purr.": True, "Cats bark loudly.": False}))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = corrector.run(QUERY, first, regenerate=script.regenerate,
                            re_retrieve=script.re_retrieve if re_retrieve else None, check=script.check,
                            retrieval_quality=quality, trace=trace, switch=switch, strategy=strategy)
@@ -146,7 +146,7 @@ def test_an_abstained_correction_is_not_checked_and_ranks_last():
     result = HallucinationCorrector(GroundednessParams(on_fail="re_retrieve")).run(
         QUERY, first, regenerate=lambda chunks, claims: Answer("Not in the documents.", [], "", valid=True,
                                                                abstained=True),
-        re_retrieve=lambda query: [], check=script.check, retrieval_quality=None, trace=JudgeTrace())
+        re_retrieve=lambda query: [], check=script.check, retrieval_quality=None, trace=JudgementLog())
     assert script.calls == [] and result.kept == 0 and result.answer.text == "first"
 
 
@@ -167,7 +167,7 @@ def test_the_real_generator_lists_the_unsupported_claims_and_the_real_judge_chec
     context = [NodeWithScore(node=TextNode(id_="cats", text="Cats purr when they are content."), score=0.5)]
     first = Attempt(Answer("Cats purr when content. Cats bark at night.", [], "p", valid=True), context, 0.5,
                     graded({"Cats purr when content.": True, "Cats bark at night.": False}))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = HallucinationCorrector(params).run(
         QUERY, first, regenerate=lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims),
         re_retrieve=None,
@@ -219,7 +219,7 @@ def test_real_local_model_correction_round_is_recorded(tmp_path):
                              score=0.5)]
     first = Attempt(Answer("Cats purr when content. Cats are made of glass.", [], "p", valid=True), context, 0.5,
                     graded({"Cats purr when content.": True, "Cats are made of glass.": False}))
-    trace = JudgeTrace()
+    trace = JudgementLog()
 
     def check(candidate, chunks):
         return judge.judge(QUERY, candidate.text, [n.node.get_content() for n in chunks], trace)

@@ -20,7 +20,7 @@ from ragkit.stages.answer.context_fit import (
     window_budget_chars,
 )
 from ragkit.stages.answer.generator import Generator, GeneratorParams
-from ragkit.stages.base import JudgeTrace
+from ragkit.stages.base import JudgementLog
 from tests.scripted_llm import ScriptedLLM, ScriptedParams
 
 QUERY = "what does the long passage say"
@@ -53,7 +53,7 @@ class WindowedLLM(ScriptedLLM):
 
 def generate(backend: Any, tmp_path, nodes: list[NodeWithScore], **params: Any) -> tuple[str, dict]:
     gen = Generator(GeneratorParams(constrained=False, **params), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     answer = gen.generate(QUERY, nodes, trace)
     return answer.prompt, trace.judgements[-1].decision
 
@@ -153,8 +153,8 @@ def test_window_mode_on_a_backend_without_a_window_keeps_the_fixed_limits_and_sa
 def test_the_answers_temperature_reaches_the_backend_and_leaves_the_llm_as_it_was(tmp_path):
     backend = WindowedLLM(["It says words [1].", "It says words [1]."])
     client = LLMClient(backend, tmp_path)
-    Generator(GeneratorParams(temperature=0.1), client).generate(QUERY, [node("long", LONG)], JudgeTrace())
-    Generator(GeneratorParams(), client).generate(QUERY, [node("long", LONG)], JudgeTrace())
+    Generator(GeneratorParams(temperature=0.1), client).generate(QUERY, [node("long", LONG)], JudgementLog())
+    Generator(GeneratorParams(), client).generate(QUERY, [node("long", LONG)], JudgementLog())
     assert backend.temperatures == [0.1, 0.0]  # two calls: another temperature is another cache key
     assert backend.params.temperature == 0.0
     assert [usage.llm_calls for usage in client.usage_by_stage()] == [2]  # both recorded on the run's client
@@ -165,7 +165,7 @@ def test_the_embedded_model_keeps_the_old_limits_in_window_mode(local_backend, t
     """On the real SmolLM2-135M, ``context_fit: window`` shows what the fixed limits show: 400 characters."""
     gen = Generator(GeneratorParams(constrained=False, context_fit="window", max_tokens=8),
                     LLMClient(local_backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     answer = gen.generate(QUERY, [node("long", LONG)], trace)
     assert f"[1] {LONG[:400]}\nQuestion" in answer.prompt
     record = trace.judgements[-1].decision["context"]

@@ -8,7 +8,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.llms import LLMClient
 from ragkit.stages.answer.generator import Generator, GeneratorParams
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.unit
@@ -23,7 +23,7 @@ NODES = [
 def prompt(tmp_path, **params) -> str:
     backend = ScriptedLLM(["Cats purr [1]."])
     Generator(GeneratorParams(constrained=False, **params), LLMClient(backend, tmp_path)).generate(
-        "why do cats purr", NODES, JudgeTrace())
+        "why do cats purr", NODES, JudgementLog())
     return backend.requests[0][-1]["content"]
 
 
@@ -38,4 +38,4 @@ def test_off_the_prompt_is_unchanged(tmp_path):
 
 
 def test_at_its_default_it_stays_out_of_the_spec():
-    assert judges.resolve({"type": "generator", "params": {"show_file_name": False}}) == judges.resolve("generator")
+    assert STAGES.resolve({"type": "generator", "params": {"show_file_name": False}}) == STAGES.resolve("generator")

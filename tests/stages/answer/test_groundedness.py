@@ -14,7 +14,7 @@ from llama_index.core.prompts import PromptTemplate
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
 from ragkit.stages.answer.groundedness import GroundednessJudge, GroundednessParams, split_claims, unsupported_claims
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
@@ -55,7 +55,7 @@ def test_heuristic_claims_are_sentences_without_citations(answer, claims):
 @pytest.mark.unit
 def test_score_is_the_supported_fraction_with_unsupported_claims_in_feedback(tmp_path):
     judge, backend = grounded([verdict(True, "content"), verdict(True, "naps"), verdict(False)], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, trace)
     assert score == pytest.approx(2 / 3)
     assert len(backend.requests) == 3
@@ -73,7 +73,7 @@ def test_score_is_the_supported_fraction_with_unsupported_claims_in_feedback(tmp
 )
 def test_an_unparseable_verdict_makes_the_claim_unknown_and_unscored(tmp_path, garbage):
     judge, _ = grounded([verdict(True), garbage, verdict(False)], tmp_path)
-    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgementLog())
     assert score == pytest.approx(1 / 2)  # 1 supported of 2 scored; the unknown claim is left out
     assert [verdict for _, verdict in claims_of(judgement)] == ["supported", "unknown", "unsupported"]
     assert judgement.decision["unknown"] == 1
@@ -84,7 +84,7 @@ def test_an_unparseable_verdict_makes_the_claim_unknown_and_unscored(tmp_path, g
 @pytest.mark.unit
 def test_all_claims_unknown_gives_no_score_with_the_reason(tmp_path):
     judge, _ = grounded(["nonsense"], tmp_path)
-    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgementLog())
     assert score is None
     assert judgement.decision["unknown"] == 3 and judgement.fell_back and not judgement.valid
     assert "no verdict could be parsed" in judgement.decision["no_score_reason"]
@@ -94,7 +94,7 @@ def test_all_claims_unknown_gives_no_score_with_the_reason(tmp_path):
 @pytest.mark.parametrize("answer", ["", "Yes.", "No idea [1]."])
 def test_an_answer_without_claims_gives_no_score_and_no_call(tmp_path, answer):
     judge, backend = grounded([verdict(True)], tmp_path)
-    score, judgement = judge.judge(QUERY, answer, CONTEXTS, JudgeTrace())
+    score, judgement = judge.judge(QUERY, answer, CONTEXTS, JudgementLog())
     assert score is None and backend.requests == []
     assert judgement.decision["no_score_reason"] == "no claims in the answer" and not judgement.valid
 
@@ -102,7 +102,7 @@ def test_an_answer_without_claims_gives_no_score_and_no_call(tmp_path, answer):
 @pytest.mark.unit
 def test_a_verdict_in_a_code_fence_is_read(tmp_path):
     judge, _ = grounded(["```json\n" + verdict(True, "x") + "\n```"], tmp_path)
-    score, _ = judge.judge(QUERY, "Cats purr when content.", CONTEXTS, JudgeTrace())
+    score, _ = judge.judge(QUERY, "Cats purr when content.", CONTEXTS, JudgementLog())
     assert score == 1.0
 
 
@@ -110,12 +110,12 @@ def test_a_verdict_in_a_code_fence_is_read(tmp_path):
 def test_llm_claim_split_is_used_and_falls_back_to_sentences(tmp_path):
     claims = json.dumps({"claims": ["Cats purr.", "Cats fly."]})
     judge, backend = grounded([claims, verdict(True), verdict(False)], tmp_path, claim_split="llm")
-    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgementLog())
     assert claims_of(judgement) == [("Cats purr.", "supported"), ("Cats fly.", "unsupported")] and score == 0.5
     assert len(backend.requests) == 3
 
     judge, _ = grounded(['{"claims": [}', verdict(True)], tmp_path / "b", claim_split="llm")
-    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    score, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgementLog())
     assert judgement.decision["split_fell_back"] and judgement.decision["split_error"]
     assert len(judgement.decision["claims"]) == 3 and score == 1.0
 
@@ -124,7 +124,7 @@ def test_llm_claim_split_is_used_and_falls_back_to_sentences(tmp_path):
 def test_claims_and_context_are_capped(tmp_path):
     judge, backend = grounded([verdict(True)], tmp_path, max_claims=2, context_chars=120)
     long_context = ["word " * 200]
-    judge.judge(QUERY, ANSWER, long_context, JudgeTrace())
+    judge.judge(QUERY, ANSWER, long_context, JudgementLog())
     assert len(backend.requests) == 2
     prompt = backend.requests[0][-1]["content"]
     context_line = next(line for line in prompt.splitlines()[4:] if line.startswith("Context: "))
@@ -134,7 +134,7 @@ def test_claims_and_context_are_capped(tmp_path):
 @pytest.mark.unit
 def test_off_scores_nothing_and_calls_nothing(tmp_path):
     judge, backend = grounded([verdict(True)], tmp_path, mode="off")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.judge(QUERY, ANSWER, CONTEXTS, trace) == (None, None)
     assert backend.requests == [] and trace.judgements == []
     result = asyncio.run(judge.aevaluate(QUERY, ANSWER, CONTEXTS))
@@ -145,7 +145,7 @@ def test_off_scores_nothing_and_calls_nothing(tmp_path):
 def test_missing_inputs_fail_before_any_call(tmp_path):
     judge, backend = grounded([verdict(True)], tmp_path)
     with pytest.raises(ValueError, match="needs the answer and the contexts"):
-        judge.judge(QUERY, ANSWER, None, JudgeTrace())
+        judge.judge(QUERY, ANSWER, None, JudgementLog())
     assert backend.requests == []
 
 
@@ -153,7 +153,7 @@ def test_missing_inputs_fail_before_any_call(tmp_path):
 def test_it_is_a_llama_index_evaluator(tmp_path):
     judge, _ = grounded([verdict(True), verdict(True), verdict(False)], tmp_path)
     assert isinstance(judge, BaseEvaluator)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = asyncio.run(judge.aevaluate(query=QUERY, response=ANSWER, contexts=CONTEXTS, trace=trace))
     assert isinstance(result, EvaluationResult)
     assert result.score == pytest.approx(2 / 3) and result.passing is False and not result.invalid_result
@@ -173,14 +173,14 @@ def test_prompts_can_be_read_and_replaced(tmp_path):
     judge, backend = grounded([verdict(True)], tmp_path)
     assert set(judge.get_prompts()) == {"split_prompt", "verify_prompt"}
     judge.update_prompts({"verify_prompt": PromptTemplate("CUSTOM {context} || {claim}")})
-    judge.judge(QUERY, "Cats purr when content.", CONTEXTS, JudgeTrace())
+    judge.judge(QUERY, "Cats purr when content.", CONTEXTS, JudgementLog())
     assert backend.requests[0][-1]["content"].startswith("CUSTOM Cats purr when they are content.")
 
 
 @pytest.mark.unit
 def test_builds_through_the_judges_registry(tmp_path):
-    with judges.registered("groundedness", GroundednessJudge):
-        judge = judges.build({"type": "groundedness", "params": {"mode": "off"}})
+    with STAGES.registered("groundedness", GroundednessJudge):
+        judge = STAGES.build({"type": "groundedness", "params": {"mode": "off"}})
     assert isinstance(judge, GroundednessJudge)
 
 
@@ -188,7 +188,7 @@ def test_builds_through_the_judges_registry(tmp_path):
 def test_real_local_model_scores_or_marks_unknown_with_a_recorded_judgement(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
     judge = GroundednessJudge(GroundednessParams(max_tokens=40, context_chars=200), client)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     score, judgement = judge.judge(QUERY, "Cats purr when they are content.", CONTEXTS, trace)
     assert trace.judgements == [judgement]
     (check,) = judgement.decision["claims"]
@@ -215,6 +215,6 @@ def test_correction_options_at_their_default_leave_the_key_unchanged():
 @pytest.mark.unit
 def test_unsupported_claims_of_a_judgement_in_order(tmp_path):
     judge, _ = grounded([verdict(False), "??", verdict(False)], tmp_path)
-    _, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgeTrace())
+    _, judgement = judge.judge(QUERY, ANSWER, CONTEXTS, JudgementLog())
     assert unsupported_claims(judgement) == ["Cats purr when they are content.", "Cats can fly over houses."]
     assert unsupported_claims(None) == []  # the judge was off

@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from ragkit.errors import ConfigError, LLMError
 from ragkit.experiments.config import config_from_dict
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.context.compression import CompressionJudge, CompressionParams, split_sentences
 from tests.scripted_llm import ScriptedLLM
 
@@ -42,7 +42,7 @@ def test_the_sentence_splitter_is_the_documents_one():
 @pytest.mark.unit
 def test_heuristic_keeps_the_sentences_sharing_the_questions_words_and_drops_a_chunk_with_none():
     compression, _ = judge("heuristic")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     kept = compression.process(QUERY, [node("cats", CATS), node("market", MARKET, 0.4)], trace)
     # Question words {cat, purr}: sentence 1 has both, 2 none, 3 "cats" (plural folded; "purring" is not "purr").
     assert [n.node.node_id for n in kept] == ["cats"]
@@ -60,7 +60,7 @@ def test_heuristic_keeps_the_sentences_sharing_the_questions_words_and_drops_a_c
 @pytest.mark.unit
 def test_heuristic_min_overlap_is_the_share_of_the_questions_words_a_sentence_needs():
     compression, _ = judge("heuristic", min_overlap=1.0)  # both of {cat, purr}
-    kept = compression.process(QUERY, [node("cats", CATS)], JudgeTrace())
+    kept = compression.process(QUERY, [node("cats", CATS)], JudgementLog())
     assert kept[0].node.get_content() == "Cats purr when they are content."
 
 
@@ -69,7 +69,7 @@ def test_a_chunk_kept_whole_is_the_same_node_and_the_input_is_never_changed():
     compression, _ = judge("heuristic")
     whole = node("whole", "Cats purr. Cats nap.")
     original = node("cats", CATS)
-    kept = compression.process(QUERY, [whole, original], JudgeTrace())
+    kept = compression.process(QUERY, [whole, original], JudgementLog())
     assert kept[0] is whole
     assert original.node.get_content() == CATS and "compressed_from_chars" not in original.node.metadata
 
@@ -77,7 +77,7 @@ def test_a_chunk_kept_whole_is_the_same_node_and_the_input_is_never_changed():
 @pytest.mark.unit
 def test_heuristic_with_a_question_of_no_content_words_keeps_every_chunk_and_is_recorded_invalid():
     compression, _ = judge("heuristic")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     nodes = [node("cats", CATS)]
     assert compression.process("what is it", nodes, trace) == nodes
     (record,) = trace.judgements
@@ -87,7 +87,7 @@ def test_heuristic_with_a_question_of_no_content_words_keeps_every_chunk_and_is_
 @pytest.mark.unit
 def test_off_passes_the_chunks_on_untouched_and_records_nothing():
     compression, _ = judge("off")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     nodes = [node("cats", CATS), node("market", MARKET)]
     assert compression.process(QUERY, nodes, trace) == nodes and trace.judgements == []
 
@@ -96,7 +96,7 @@ def test_off_passes_the_chunks_on_untouched_and_records_nothing():
 def test_llm_keeps_the_sentences_it_names_in_chunk_order_once_each(tmp_path):
     compression, backend = judge("llm", [json.dumps({"sentences": [3, 1, 3]}), json.dumps({"sentences": []})],
                                  tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     kept = compression.process(QUERY, [node("cats", CATS), node("market", MARKET)], trace)
     assert [n.node.get_content() for n in kept] == ["Cats purr when they are content. Purring cats also heal faster."]
     prompt = backend.requests[0][-1]["content"]
@@ -116,7 +116,7 @@ def test_llm_keeps_the_sentences_it_names_in_chunk_order_once_each(tmp_path):
                                    LLMError("the server went away")])
 def test_an_unusable_reply_keeps_the_chunk_whole_and_is_recorded_invalid(tmp_path, reply):
     compression, _ = judge("llm", [reply, json.dumps({"sentences": [2]})], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     cats, market = node("cats", CATS), node("market", MARKET)
     kept = compression.process(QUERY, [cats, market], trace)
     assert kept[0] is cats  # the judge-off output for that chunk
@@ -130,8 +130,8 @@ def test_an_unusable_reply_keeps_the_chunk_whole_and_is_recorded_invalid(tmp_pat
 def test_it_is_a_context_stage_after_rerank_and_enrichment_with_a_bounded_one_line_error():
     from ragkit.stages.roles import in_pipeline_order
 
-    assert judges.get("compression") is CompressionJudge
-    order = [cls.name for cls in in_pipeline_order(judges.get(name) for name in ("compression", "enrichment",
+    assert STAGES.get("compression") is CompressionJudge
+    order = [cls.name for cls in in_pipeline_order(STAGES.get(name) for name in ("compression", "enrichment",
                                                                                  "rerank"))]
     assert order == ["rerank", "enrichment", "compression"]
     with pytest.raises(ConfigError) as error:
@@ -149,7 +149,7 @@ def test_the_embedded_model_picks_sentences_or_falls_back(local_backend, tmp_pat
     """Mechanics on the real SmolLM2-135M: each chunk's decision is a valid choice of its sentences
     (kept, cut to them, or dropped) or a recorded fallback to the whole chunk."""
     compression = CompressionJudge(CompressionParams(mode="llm", max_tokens=16), LLMClient(local_backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     chunks = [node("cats", CATS)]
     kept = compression.process(QUERY, chunks, trace)
     assert len(trace.judgements) == 1 and len(kept) <= 1

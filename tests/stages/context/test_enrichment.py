@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from llama_index.core.schema import NodeWithScore
 
-from ragkit.index import IndexStore
+from ragkit.artefacts.index import IndexStore
 from ragkit.retrievers.base import hit_to_node
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.context.enrichment import EnrichmentJudge, EnrichmentParams
 
 pytestmark = pytest.mark.integration
@@ -69,7 +69,7 @@ QUERY_EMBEDDER = QueryEmbedder()
 
 def enrich(index, nodes, embedder=QUERY_EMBEDDER, **params):
     judge = EnrichmentJudge(EnrichmentParams(**params), index=index, embedder=embedder)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     return [node.node.node_id for node in judge.enrich("q", nodes, trace)], trace
 
 
@@ -97,14 +97,14 @@ def test_neighbouring_hits_share_chunks_once_where_they_first_come(index):
 def test_a_hit_that_is_another_hits_neighbour_keeps_its_own_score(index):
     judge = EnrichmentJudge(EnrichmentParams(window=1, max_related=0), index=index, embedder=QueryEmbedder())
     nodes = hits(index, "b:1", score=0.9) + hits(index, "b:2", score=0.4)
-    enriched = judge.enrich("q", nodes, JudgeTrace())
+    enriched = judge.enrich("q", nodes, JudgementLog())
     assert [(n.node.node_id, n.score, n.node.metadata.get("enriched_from")) for n in enriched] == [
         ("b:0", 0.9, "b:1"), ("b:1", 0.9, None), ("b:2", 0.4, None), ("b:3", 0.4, "b:2")]
 
 
 def test_added_chunks_carry_their_hits_score_and_origin(index):
     judge = EnrichmentJudge(EnrichmentParams(window=1, max_related=0), index=index, embedder=QueryEmbedder())
-    nodes = judge.enrich("q", hits(index, "a:4", score=0.8), JudgeTrace())
+    nodes = judge.enrich("q", hits(index, "a:4", score=0.8), JudgementLog())
     assert [(n.node.node_id, n.score, n.node.metadata.get("enriched_from")) for n in nodes] == [
         ("a:3", 0.8, "a:4"), ("a:4", 0.8, None), ("a:5", 0.8, "a:4")]
     assert nodes[0].node.get_content() == "a chunk 3" and nodes[0].node.metadata["start_char"] == 30
@@ -139,7 +139,7 @@ def test_without_vectors_related_chunks_are_skipped_and_the_reason_recorded(text
 def test_off_is_the_identity_and_depth_counts_what_it_can_add(index):
     nodes = hits(index, "a:2")
     judge = EnrichmentJudge(EnrichmentParams(mode="off"), index=None)
-    assert judge.enrich("q", nodes, JudgeTrace()) == nodes
+    assert judge.enrich("q", nodes, JudgementLog()) == nodes
     assert EnrichmentJudge.final_depth(EnrichmentParams(window=1, max_related=3), 5, 10) == 5 * 6
     assert EnrichmentJudge.final_depth(EnrichmentParams(mode="off"), 5, 10) == 5
 
@@ -148,7 +148,7 @@ def test_off_is_the_identity_and_depth_counts_what_it_can_add(index):
 def test_params_have_bounds_and_the_judge_is_registered():
     from pydantic import ValidationError
 
-    assert judges.get("enrichment") is EnrichmentJudge
+    assert STAGES.get("enrichment") is EnrichmentJudge
     for bad in ({"window": 6}, {"max_related": -1}, {"related_min_score": 1.5}, {"mode": "llm"}):
         with pytest.raises((ValidationError, ValueError)):
             EnrichmentJudge(EnrichmentParams(**bad), index=None)
@@ -171,7 +171,7 @@ def test_parent_summary_puts_each_chunks_document_line_before_its_text(summarise
 
     nodes = hits(summarised_index, "a:2", "b:0", "c:0")
     judge = EnrichmentJudge(EnrichmentParams(window=1, max_related=0, parent_summary=True), index=summarised_index)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     enriched = judge.enrich("q", nodes, trace)
     assert [(n.node.node_id, n.node.metadata.get("parent_summary")) for n in enriched] == [
         ("a:1", "A is about setup."), ("a:2", "A is about setup."), ("a:3", "A is about setup."),
@@ -183,6 +183,6 @@ def test_parent_summary_puts_each_chunks_document_line_before_its_text(summarise
         "(Document summary: B's first paragraph.) b chunk 1"]
     # Off (the default): no line, the prompt's text as before, and the option is not in the spec.
     plain = EnrichmentJudge(EnrichmentParams(window=1, max_related=0), index=summarised_index)
-    before = plain.enrich("q", nodes, JudgeTrace())
+    before = plain.enrich("q", nodes, JudgementLog())
     assert [text for _, text in shown_chunks(before, 10, 400, 2000)][:2] == ["a chunk 1", "a chunk 2"]
     assert "parent_summary" not in EnrichmentParams().key_dump()

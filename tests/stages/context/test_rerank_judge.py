@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams, bm25_scores, terms
 from tests.factories import scripted_llm_class
 
@@ -41,14 +41,14 @@ def scores(*values: Any) -> str:
     return json.dumps({"scores": list(values)})
 
 
-def reranker(replies: list[Any], tmp_path, trace: JudgeTrace | None = None, **params: Any):
+def reranker(replies: list[Any], tmp_path, trace: JudgementLog | None = None, **params: Any):
     backend = ScriptedLLM(replies)
     return RerankJudge(RerankJudgeParams(**params), LLMClient(backend, tmp_path), trace=trace), backend
 
 
 @pytest.mark.unit
 def test_is_a_llamaindex_postprocessor_keeping_the_top_n_by_llm_score(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge, backend = reranker([scores(10, 80, 0, 95)], tmp_path, trace, top_n=2)
     assert isinstance(judge, BaseNodePostprocessor)
     result = judge.postprocess_nodes(nodes(), query_str=QUERY)
@@ -69,7 +69,7 @@ def test_ties_keep_the_retrieval_order(tmp_path):
 
 @pytest.mark.unit
 def test_batches_are_scored_in_separate_calls_and_ranked_together(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge, backend = reranker([scores(10, 20, 30), scores(99)], tmp_path, trace, top_n=4, batch_size=3)
     assert ids(judge.postprocess_nodes(nodes(), query_str=QUERY)) == ["kittens", "market", "cats", "dogs"]
     assert len(backend.requests) == 2 and len(trace.judgements) == 2
@@ -90,7 +90,7 @@ def test_batches_are_scored_in_separate_calls_and_ranked_together(tmp_path):
     ],
 )
 def test_an_unusable_reply_keeps_the_original_nodes(tmp_path, bad):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge, _ = reranker([bad], tmp_path, trace, top_n=2)
     original = nodes()
     assert judge.postprocess_nodes(original, query_str=QUERY) == original
@@ -100,7 +100,7 @@ def test_an_unusable_reply_keeps_the_original_nodes(tmp_path, bad):
 
 @pytest.mark.unit
 def test_a_bad_second_batch_falls_back_whole(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge, _ = reranker([scores(10, 20), "nonsense"], tmp_path, trace, batch_size=2)
     original = nodes()
     assert judge.postprocess_nodes(original, query_str=QUERY) == original
@@ -115,7 +115,7 @@ def test_a_fenced_reply_is_read(tmp_path):
 
 @pytest.mark.unit
 def test_a_backend_error_falls_back(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge, _ = reranker([LLMError("server gone")], tmp_path, trace)
     original = nodes()
     assert judge.postprocess_nodes(original, query_str=QUERY) == original
@@ -125,7 +125,7 @@ def test_a_backend_error_falls_back(tmp_path):
 @pytest.mark.unit
 def test_use_trace_switches_where_decisions_go(tmp_path):
     judge, _ = reranker([scores(1, 2, 3, 4)], tmp_path)
-    first, second = JudgeTrace(), JudgeTrace()
+    first, second = JudgementLog(), JudgementLog()
     judge.use_trace(first)
     judge.postprocess_nodes(nodes(), query_str=QUERY)
     judge.use_trace(second)
@@ -135,7 +135,7 @@ def test_use_trace_switches_where_decisions_go(tmp_path):
 
 @pytest.mark.unit
 def test_mode_off_is_the_identity():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge = RerankJudge(RerankJudgeParams(mode="off", top_n=1), trace=trace)
     original = nodes()
     assert judge.postprocess_nodes(original, query_str=QUERY) == original and trace.judgements == []
@@ -143,7 +143,7 @@ def test_mode_off_is_the_identity():
 
 @pytest.mark.unit
 def test_heuristic_is_bm25_and_needs_no_llm():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge = RerankJudge(RerankJudgeParams(mode="heuristic", top_n=2), trace=trace)
     result = judge.postprocess_nodes(nodes(), query_str=QUERY)
     # "cats" holds both query terms (cats twice), "kittens" only "purr"; stop words do not count
@@ -171,8 +171,8 @@ def test_needs_a_query():
 
 @pytest.mark.unit
 def test_registered_by_name_and_params_bounded():
-    with judges.registered("rerank-test", RerankJudge):
-        built = judges.build({"type": "rerank-test", "params": {"mode": "heuristic", "top_n": 3}})
+    with STAGES.registered("rerank-test", RerankJudge):
+        built = STAGES.build({"type": "rerank-test", "params": {"mode": "heuristic", "top_n": 3}})
     assert isinstance(built, RerankJudge) and built.spec_dict()["params"]["top_n"] == 3
     with pytest.raises(ValueError):
         RerankJudgeParams(top_n=0)
@@ -181,7 +181,7 @@ def test_registered_by_name_and_params_bounded():
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path, local_backend):
     client = LLMClient(local_backend, cache_dir=tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge = RerankJudge(RerankJudgeParams(top_n=2, max_tokens=48, chunk_chars=120), client, trace=trace)
     original = nodes()
     result = judge.postprocess_nodes(original, query_str=QUERY)

@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ragkit.experiments.config import load_config
 from ragkit.experiments.config.grid import expand_grid
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace
+from ragkit.stages.base import JudgementLog
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams
 from tests.factories import scripted_llm_class
 
@@ -33,7 +33,7 @@ def thirty() -> list[NodeWithScore]:
 @pytest.mark.unit
 def test_the_prefilter_keeps_15_of_30_and_the_llm_sees_only_those(tmp_path):
     backend = ScriptedLLM([json.dumps({"scores": list(range(0, 105, 7))})])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     params = RerankJudgeParams(mode="llm", prefilter="bm25", prefilter_n=15, top_n=4, batch_size=15)
     kept = RerankJudge(params, LLMClient(backend, tmp_path), trace=trace).postprocess_nodes(
         thirty(), query_bundle=QueryBundle(QUERY))

@@ -9,8 +9,8 @@ import pytest
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.qa import Turn
-from ragkit.stages.base import JudgeTrace
+from ragkit.questions import Turn
+from ragkit.stages.base import JudgementLog
 from ragkit.stages.query.condense import CondenseJudge, CondenseParams, heuristic_rewrite
 from tests.factories import scripted_llm_class
 
@@ -34,7 +34,7 @@ def test_heuristic_adds_the_last_user_turns_missing_words(question, history, exp
 def test_without_history_the_question_is_unchanged_with_no_call_and_no_record(tmp_path, mode):
     backend = ScriptedLLM(["{}"])
     judge = CondenseJudge(CondenseParams(mode=mode), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.rewrite("why do cats purr", [], trace) == "why do cats purr"
     assert backend.requests == [] and trace.judgements == []
 
@@ -50,7 +50,7 @@ def test_without_history_the_question_is_unchanged_with_no_call_and_no_record(tm
 def test_llm_rewrites_or_keeps_the_question(tmp_path, reply, expected, valid):
     backend = ScriptedLLM([reply])
     judge = CondenseJudge(CondenseParams(mode="llm", history_turns=1, turn_chars=30), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.rewrite("What is its incubation period?", HISTORY, trace) == expected
     (judgement,) = trace.judgements
     assert judgement.judge == "condense" and judgement.valid is valid
@@ -63,7 +63,7 @@ def test_llm_rewrites_or_keeps_the_question(tmp_path, reply, expected, valid):
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_standalone_question(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     standalone = CondenseJudge(CondenseParams(mode="llm"), client).rewrite("What is its incubation period?",
                                                                            HISTORY, trace)
     (judgement,) = trace.judgements

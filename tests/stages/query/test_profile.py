@@ -13,8 +13,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ragkit.corpus.profile import CorpusProfile, DocumentProfile
 from ragkit.errors import ConfigError, LLMError
 from ragkit.llms import LLMClient
-from ragkit.pipeline import Pipeline
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.pipeline.pipeline import Pipeline
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.query.profile import (
     CorpusSide,
     ProfileJudge,
@@ -61,13 +61,13 @@ def test_complexity_thresholds_are_params():
     assert [heuristic_complexity(query, "factual", s, c) for s, c in ((3, 8), (4, 8), (2, 4))] == \
         ["moderate", "simple", "complex"]
     with pytest.raises(ConfigError, match=r"simple_words \(8\) must be below complex_words \(8\)"):
-        judges.validate_params("profile", {"simple_words": 8, "complex_words": 8})
+        STAGES.validate_params("profile", {"simple_words": 8, "complex_words": 8})
 
 
 @pytest.mark.unit
 def test_heuristic_profile_reads_the_documents_and_records_everything():
     judge = ProfileJudge(ProfileParams(mode="heuristic"), document_profiles=ACADEMIC)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     profile = judge.profile("Compare MERS and SARS", trace)
     assert profile == QueryProfile("comparison", "complex", CorpusSide("academic", 0.4, True, ("genome", "bcov")))
     (judgement,) = trace.judgements
@@ -91,7 +91,7 @@ def test_a_corpus_is_technical_at_the_threshold_or_when_it_is_code(profiles, thr
 
 @pytest.mark.unit
 def test_off_profiles_nothing_and_records_nothing():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ProfileJudge(ProfileParams(mode="off"), document_profiles=ACADEMIC).profile("q", trace) is None
     assert trace.judgements == []
 
@@ -108,7 +108,7 @@ def test_off_profiles_nothing_and_records_nothing():
 def test_llm_replies(tmp_path, reply, expected, valid):
     backend = ScriptedLLM([reply])
     judge = ProfileJudge(ProfileParams(mode="llm"), LLMClient(backend, tmp_path), document_profiles=ACADEMIC)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     profile = judge.profile("How is the genome sequenced?", trace)
     assert (None if profile is None else (profile.intent, profile.complexity)) == expected
     (judgement,) = trace.judgements
@@ -147,14 +147,14 @@ def test_the_strategy_chosen_from_a_profile(query, intent, complexity, technical
 def test_the_strategy_judge_records_the_profile_it_read_and_nothing_without_one():
     judge = StrategyJudge(StrategyParams(mode="heuristic"))
     query = "explain how the bovine coronavirus spreads between calves in winter"
-    with_profile, without = JudgeTrace(), JudgeTrace()
+    with_profile, without = JudgementLog(), JudgementLog()
     profile = query_profile("exploratory", "moderate", True)
     assert judge.choose(query, with_profile, profile=profile) == "dense"
     assert judge.choose(query, without) == heuristic_choice(query)[0] == "dense"
     assert with_profile.judgements[0].decision["profile"] == profile.record()
     assert "profile" not in without.judgements[0].decision
     technical = query_profile("factual", "moderate", True)
-    assert judge.choose("where was the calf sampled", JudgeTrace(), profile=technical) == "hybrid"
+    assert judge.choose("where was the calf sampled", JudgementLog(), profile=technical) == "hybrid"
 
 
 @pytest.mark.unit
@@ -162,7 +162,7 @@ def test_the_llm_strategy_prompt_carries_the_profile_only_when_given_one(tmp_pat
     backend = ScriptedLLM([json.dumps({"strategy": "bm25", "confidence": 0.8})])
     judge = StrategyJudge(StrategyParams(mode="llm"), LLMClient(backend, None))
     profile = query_profile("factual", "simple", True)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.choose("BCoV genome", trace, profile=profile)
     judge.choose("BCoV genome", trace)
     with_profile, without = (request[-1]["content"] for request in backend.requests)
@@ -220,7 +220,7 @@ def test_real_local_model_profiles_documents_and_the_query_or_records_why_not(tm
     assert [item.doc_id for item in documents.documents] == ["d1", "d2", "d3"]
     for item in documents.documents:  # the model's profile, or the rule's with the reason
         assert 0.0 <= item.technical_density <= 1.0 and (item.valid or item.error)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     profile = ProfileJudge(ProfileParams(mode="llm"), client, document_profiles=documents).profile(
         "How do cats and dogs differ?", trace)
     (judgement,) = trace.judgements

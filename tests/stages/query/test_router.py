@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
-from ragkit.stages.query.router import RouteDecision, RouterJudge, RouterParams
+from ragkit.stages.base import STAGES, JudgementLog
+from ragkit.stages.query.router.stage import RouteDecision, RouterJudge, RouterParams
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()
@@ -23,7 +23,7 @@ SUMMARY = ("3 documents about pets and astronomy.\nTitles: Cats; Dogs; The Sun\n
 
 @dataclass(frozen=True)
 class Turn:
-    """The shape the router reads from a conversation turn (``ragkit.qa.model.Turn`` has it too)."""
+    """The shape the router reads from a conversation turn (``ragkit.questions.model.Turn`` has it too)."""
 
     role: str
     content: str
@@ -55,7 +55,7 @@ def route_reply(route: str = "documents", relevance: str = "yes", confidence: An
     ("What is the capital of France?", "web", "no"),
 ])
 def test_heuristic_routes_a_table_of_questions(question, route, relevance):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = heuristic().route(question, [], trace)
     assert (decision.route, decision.relevance, decision.valid) == (route, relevance, True)
     (judgement,) = trace.judgements
@@ -65,24 +65,24 @@ def test_heuristic_routes_a_table_of_questions(question, route, relevance):
 
 @pytest.mark.unit
 def test_heuristic_confidence_and_the_words_it_counted():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     # content words: cats -> cat, purr, chocolate; cat and purr are in the vocabulary: 2/3
     decision = heuristic().route("Do cats purr at chocolate?", [], trace)
     assert decision == RouteDecision("documents", "yes", pytest.approx(0.6667), True,
                                      "2/3 content words in the corpus vocabulary")
     record = trace.judgements[0].decision
     assert record["matched"] == ["cat", "purr"] and record["unmatched"] == ["chocolate"]
-    web = heuristic().route("football scores", [], JudgeTrace())
+    web = heuristic().route("football scores", [], JudgementLog())
     assert (web.route, web.confidence) == ("web", 1.0)
-    small_talk = heuristic().route("thanks!", [], JudgeTrace())
+    small_talk = heuristic().route("thanks!", [], JudgementLog())
     assert small_talk.confidence == 0.9
 
 
 @pytest.mark.unit
 def test_heuristic_thresholds_are_params():
     question = "Do cats purr at chocolate?"  # share 2/3
-    assert heuristic(yes_share=0.7).route(question, [], JudgeTrace()).relevance == "maybe"
-    assert heuristic(yes_share=0.9, maybe_share=0.8).route(question, [], JudgeTrace()).route == "web"
+    assert heuristic(yes_share=0.7).route(question, [], JudgementLog()).relevance == "maybe"
+    assert heuristic(yes_share=0.9, maybe_share=0.8).route(question, [], JudgementLog()).route == "web"
     with pytest.raises(ValidationError, match="must not exceed yes_share"):
         RouterParams(yes_share=0.3, maybe_share=0.5)
     with pytest.raises(ValidationError):
@@ -95,7 +95,7 @@ def test_heuristic_thresholds_are_params():
     ("Why do cats purr?", "", "no corpus summary"),
 ])
 def test_heuristic_without_anything_to_compare_takes_the_documents_route(question, summary, problem):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = RouterJudge(RouterParams(mode="heuristic"), summary=summary).route(question, [], trace)
     assert (decision.route, decision.valid) == ("documents", False)
     (judgement,) = trace.judgements
@@ -104,7 +104,7 @@ def test_heuristic_without_anything_to_compare_takes_the_documents_route(questio
 
 @pytest.mark.unit
 def test_off_takes_the_documents_route_and_records_nothing():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = RouterJudge(RouterParams(mode="off")).route("hello", [Turn("user", "hi")], trace)
     assert (decision.route, decision.valid) == ("documents", True) and trace.judgements == []
 
@@ -113,7 +113,7 @@ def test_off_takes_the_documents_route_and_records_nothing():
 def test_llm_reply_is_the_decision_and_the_prompt_shows_summary_and_history(tmp_path):
     judge, backend = scripted([route_reply("web", "no", 0.7, "news")], tmp_path, history_turns=2)
     history = [Turn("user", "first question"), Turn("assistant", "an   answer"), Turn("user", "a follow-up")]
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Who won yesterday?", history, trace)
     assert decision == RouteDecision("web", "no", 0.7, True, "news")
     (judgement,) = trace.judgements
@@ -127,7 +127,7 @@ def test_llm_reply_is_the_decision_and_the_prompt_shows_summary_and_history(tmp_
 @pytest.mark.unit
 def test_llm_prompt_has_no_conversation_without_history_and_caps_the_summary(tmp_path):
     judge, backend = scripted([route_reply()], tmp_path, summary="x" * 500, summary_chars=100)
-    judge.route("Why do cats purr?", [], JudgeTrace())
+    judge.route("Why do cats purr?", [], JudgementLog())
     prompt = backend.requests[0][-1]["content"]
     assert "Conversation so far" not in prompt
     assert f"Documents: {'x' * 100}\n" in prompt
@@ -136,7 +136,7 @@ def test_llm_prompt_has_no_conversation_without_history_and_caps_the_summary(tmp
 @pytest.mark.unit
 def test_llm_confidence_may_be_left_out(tmp_path):
     judge, _ = scripted(['{"route": "conversational", "relevance": "no"}'], tmp_path)
-    decision = judge.route("hi", [], JudgeTrace())
+    decision = judge.route("hi", [], JudgementLog())
     assert (decision.route, decision.confidence, decision.valid) == ("conversational", None, True)
 
 
@@ -150,7 +150,7 @@ def test_llm_confidence_may_be_left_out(tmp_path):
 ])
 def test_llm_unusable_reply_takes_the_documents_route_recorded_invalid(tmp_path, bad):
     judge, _ = scripted([bad], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Who won yesterday?", [], trace)
     assert (decision.route, decision.valid, decision.confidence) == ("documents", False, None)
     (judgement,) = trace.judgements
@@ -161,7 +161,7 @@ def test_llm_unusable_reply_takes_the_documents_route_recorded_invalid(tmp_path,
 @pytest.mark.unit
 def test_llm_error_takes_the_documents_route(tmp_path):
     judge, _ = scripted([LLMError("server gone")], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.route("Who won yesterday?", [], trace).route == "documents"
     (judgement,) = trace.judgements
     assert judgement.fell_back and not judgement.valid and "server gone" in (judgement.error or "")
@@ -169,10 +169,10 @@ def test_llm_error_takes_the_documents_route(tmp_path):
 
 @pytest.mark.unit
 def test_built_by_name_with_the_summary_as_a_dependency():
-    judge = judges.build({"type": "router", "params": {"mode": "heuristic", "summary": "llm"}}, llm=None,
+    judge = STAGES.build({"type": "router", "params": {"mode": "heuristic", "summary": "llm"}}, llm=None,
                          summary=SUMMARY)
     assert isinstance(judge, RouterJudge) and judge.params.summary == "llm"
-    assert judge.route("Why do cats purr?", [], JudgeTrace()).route == "documents"
+    assert judge.route("Why do cats purr?", [], JudgementLog()).route == "documents"
     with pytest.raises(ValueError, match="needs an LLM client"):
         RouterJudge(RouterParams(mode="llm"))
     with pytest.raises(ValidationError):
@@ -183,7 +183,7 @@ def test_built_by_name_with_the_summary_as_a_dependency():
 def test_real_local_model_gives_a_recorded_well_formed_decision(tmp_path, local_backend):
     client = LLMClient(local_backend, cache_dir=tmp_path)
     judge = RouterJudge(RouterParams(mode="llm", max_tokens=64), client, summary=SUMMARY)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Why do cats purr?", [Turn("user", "hello"), Turn("assistant", "Hi!")], trace)
     (judgement,) = trace.judgements
     assert judgement.raw_reply is not None

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace
-from ragkit.stages.query.router import RouteDecision, RouterJudge, RouterParams
+from ragkit.stages.base import JudgementLog
+from ragkit.stages.query.router.stage import RouteDecision, RouterJudge, RouterParams
 from tests.factories import scripted_llm_class
 from tests.stages.query.test_router import SUMMARY, Turn
 
@@ -43,7 +43,7 @@ def prompts(backend) -> list[str]:
 @pytest.mark.parametrize("verdict", ["yes", "maybe"])
 def test_relevant_question_is_one_call_and_goes_to_the_documents(tmp_path, verdict):
     judge, backend = two_step([relevance(verdict, 0.9, "about cats")], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Why do cats purr?", [], trace)
     assert decision == RouteDecision("documents", verdict, 0.9, True, "about cats")
     assert len(backend.requests) == 1  # the second decision is never asked
@@ -60,7 +60,7 @@ def test_relevant_question_is_one_call_and_goes_to_the_documents(tmp_path, verdi
 def test_irrelevant_question_asks_the_source_second(tmp_path, route):
     judge, backend = two_step([relevance("no", 0.8, "off topic"), source(route, 0.6, "why")], tmp_path,
                               history_turns=1)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Who won yesterday?", [Turn("user", "hi"), Turn("assistant", "hello")], trace)
     assert decision == RouteDecision(route, "no", 0.6, True, "why")
     first, second = prompts(backend)
@@ -77,7 +77,7 @@ def test_irrelevant_question_asks_the_source_second(tmp_path, route):
 @pytest.mark.unit
 def test_the_designs_source_decision_sees_the_question_alone(tmp_path):
     judge, backend = two_step([relevance("no"), source("web")], tmp_path, history_turns=2, source_sees="question")
-    judge.route("Who won yesterday?", [Turn("user", "hi"), Turn("assistant", "hello")], JudgeTrace())
+    judge.route("Who won yesterday?", [Turn("user", "hi"), Turn("assistant", "hello")], JudgementLog())
     first, second = prompts(backend)
     assert "Conversation so far:" in first  # the relevance decision still reads the conversation
     assert "Conversation so far" not in second and "hello" not in second and "Message: Who won yesterday?" in second
@@ -95,7 +95,7 @@ def test_the_designs_source_decision_sees_the_question_alone(tmp_path):
 def test_an_unusable_reply_at_either_decision_takes_the_documents_route_recorded_invalid(
         tmp_path, replies, calls, failed_step):
     judge, backend = two_step(replies, tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Who won yesterday?", [], trace)
     assert decision == RouteDecision("documents", "maybe", None, False, "unusable reply")
     assert len(backend.requests) == calls
@@ -112,7 +112,7 @@ def test_one_decision_stays_the_default_and_asks_once(tmp_path):
     assert RouterParams(mode="llm", decisions="two").key_dump()["decisions"] == "two"
     backend = ScriptedLLM([json.dumps({"route": "web", "relevance": "no", "confidence": 0.7, "reason": "n"})])
     judge = RouterJudge(RouterParams(mode="llm"), LLMClient(backend, tmp_path), summary=SUMMARY)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.route("Who won yesterday?", [], trace).route == "web"
     assert len(backend.requests) == 1 and "step" not in trace.judgements[0].decision
     with pytest.raises(ValidationError, match="'one' or 'two'"):
@@ -128,7 +128,7 @@ def test_one_decision_stays_the_default_and_asks_once(tmp_path):
     ("What is the capital of France?", "web", ["relevance", "source"], "no"),
 ])
 def test_heuristic_in_two_decisions(question, route, steps, relevance):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = RouterJudge(RouterParams(mode="heuristic", decisions="two"), summary=SUMMARY).route(
         question, [], trace)
     assert (decision.route, decision.relevance, decision.valid) == (route, relevance, True)
@@ -140,7 +140,7 @@ def test_heuristic_in_two_decisions(question, route, steps, relevance):
 
 @pytest.mark.unit
 def test_heuristic_in_two_decisions_without_content_words_falls_back_at_the_first():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = RouterJudge(RouterParams(mode="heuristic", decisions="two"), summary=SUMMARY).route(
         "What is it?", [], trace)
     assert (decision.route, decision.valid) == ("documents", False)
@@ -153,7 +153,7 @@ def test_heuristic_in_two_decisions_without_content_words_falls_back_at_the_firs
 def test_real_local_model_two_decisions_are_recorded_in_order(tmp_path, local_backend):
     client = LLMClient(local_backend, cache_dir=tmp_path)
     judge = RouterJudge(RouterParams(mode="llm", decisions="two", max_tokens=48), client, summary=SUMMARY)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     decision = judge.route("Thanks, bye!", [], trace)
     steps = [j.decision["step"] for j in trace.judgements]
     assert steps in (["relevance"], ["relevance", "source"])

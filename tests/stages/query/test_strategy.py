@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
 from ragkit.retrievers.switchable import SwitchableRetriever
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.query.strategy import StrategyJudge, StrategyParams, heuristic_choice
 from tests.factories import scripted_llm_class
 
@@ -36,7 +36,7 @@ def test_heuristic_rules(query, strategy, confidence):
 @pytest.mark.unit
 def test_heuristic_gives_way_to_an_allowed_strategy_and_records_each_choice():
     judge = StrategyJudge(StrategyParams(mode="heuristic", strategies=["dense", "hybrid"]))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.choose("covid symptoms", trace) == "dense"
     (judgement,) = trace.judgements
     assert judgement.decision["confidence"] == 0.3 and "bm25 is not allowed" in judgement.decision["reason"]
@@ -44,7 +44,7 @@ def test_heuristic_gives_way_to_an_allowed_strategy_and_records_each_choice():
 
 @pytest.mark.unit
 def test_off_chooses_nothing_and_records_nothing():
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert StrategyJudge(StrategyParams(mode="off")).choose("q", trace) is None and trace.judgements == []
 
 
@@ -60,7 +60,7 @@ def test_off_chooses_nothing_and_records_nothing():
 def test_llm_replies(tmp_path, reply, chosen, valid):
     backend = ScriptedLLM([reply])
     judge = StrategyJudge(StrategyParams(mode="llm", strategies=["dense", "bm25"]), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert judge.choose("IL-6 levels", trace) == chosen
     (judgement,) = trace.judgements
     assert judgement.valid is valid and judgement.fell_back is (not valid)
@@ -72,9 +72,9 @@ def test_strategies_must_be_distinct_and_known():
     from ragkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="must not repeat"):
-        judges.validate_params("strategy", {"strategies": ["dense", "dense"]})
+        STAGES.validate_params("strategy", {"strategies": ["dense", "dense"]})
     with pytest.raises(ConfigError, match="strategies"):
-        judges.validate_params("strategy", {"strategies": ["sparse"]})
+        STAGES.validate_params("strategy", {"strategies": ["sparse"]})
 
 
 class Named(BaseRetriever):
@@ -104,7 +104,7 @@ def test_switchable_delegates_to_the_current_retriever_and_resets():
 def test_switching_over_a_real_index_returns_each_retrievers_own_results(tmp_path, minilm_embedder):
     import pandas as pd
 
-    from ragkit.index import IndexStore
+    from ragkit.artefacts.index import IndexStore
     from ragkit.retrievers.base import retrievers
 
     texts = ["Cats purr when content.", "IL-6 rises in severe COVID-19.", "Dogs bark at night.",
@@ -133,7 +133,7 @@ def test_switching_over_a_real_index_returns_each_retrievers_own_results(tmp_pat
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_well_formed_choice(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     chosen = StrategyJudge(StrategyParams(mode="llm"), client).choose("IL-6 levels in severe patients", trace)
     (judgement,) = trace.judgements
     assert judgement.raw_reply is not None

@@ -11,7 +11,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.query.transforms import (
     HyDEParams,
     HyDERetriever,
@@ -86,7 +86,7 @@ def test_rrf_counts_a_node_once_per_ranking_and_handles_empty_lists():
 def test_multi_query_retrieves_each_variant_and_fuses(tmp_path):
     llm, backend = client([queries("cat purring reasons", "what makes cats purr", "Why do cats purr ")], tmp_path)
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(top_k=3), llm, retriever=retriever, trace=trace)
     assert isinstance(multi, BaseRetriever)
     result = multi.retrieve(QUERY)
@@ -103,7 +103,7 @@ def test_multi_query_retrieves_each_variant_and_fuses(tmp_path):
 def test_multi_query_keeps_at_most_num_queries_and_can_leave_out_the_original(tmp_path):
     llm, _ = client([queries("q1", "q2", "q3")], tmp_path)
     retriever = StubRetriever({}, default=["x"])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     params = MultiQueryParams(num_queries=2, include_original=False)
     MultiQueryRetriever(params, llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert retriever.queries == ["q1", "q2"] and trace.judgements[0].decision["dropped_queries"] == ["q3"]
@@ -116,7 +116,7 @@ def test_multi_query_keeps_at_most_num_queries_and_can_leave_out_the_original(tm
 def test_multi_query_falls_back_to_the_base_retriever(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = MultiQueryRetriever(MultiQueryParams(), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and [n.score for n in result] == pytest.approx([1.0, 0.9, 0.8])
     assert retriever.queries == [QUERY]
@@ -135,7 +135,7 @@ def test_multi_query_reads_a_fenced_reply(tmp_path):
 @pytest.mark.unit
 def test_multi_query_backend_error_falls_back(tmp_path):
     llm, _ = client([LLMError("timeout")], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = MultiQueryRetriever(MultiQueryParams(), llm, retriever=StubRetriever(BASE), trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and trace.judgements[0].fell_back
 
@@ -143,7 +143,7 @@ def test_multi_query_backend_error_falls_back(tmp_path):
 @pytest.mark.unit
 def test_multi_query_off_is_the_base_retriever():
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(mode="off"), retriever=retriever, trace=trace)
     assert ids(multi.retrieve(QUERY)) == ["a", "b", "c"] and trace.judgements == []
 
@@ -169,7 +169,7 @@ def passage(text: str = PASSAGE) -> str:
 def test_hyde_combines_question_and_passage(tmp_path, combine, expected_queries, expected_ids):
     llm, _ = client([passage()], tmp_path)
     retriever = StubRetriever({QUERY: ["a", "b", "c"], PASSAGE: ["p1", "p2"], f"{QUERY}\n{PASSAGE}": ["both"]})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = HyDERetriever(HyDEParams(combine=combine), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert retriever.queries == expected_queries and ids(result) == expected_ids
     assert trace.judgements[0].decision["passage"] == PASSAGE and trace.judgements[0].valid
@@ -189,7 +189,7 @@ def test_hyde_cuts_the_passage_and_top_k(tmp_path):
 def test_hyde_falls_back_to_the_question(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = HyDERetriever(HyDEParams(), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and retriever.queries == [QUERY]
     assert (trace.judgements[0].valid, trace.judgements[0].fell_back) == (False, True)
@@ -210,8 +210,8 @@ def test_construction_checks_and_registry():
         MultiQueryParams(num_queries=6)
     with pytest.raises(ValueError):
         HyDEParams(combine="average")
-    with judges.registered("mq-test", MultiQueryRetriever):
-        built = judges.build({"type": "mq-test", "params": {"mode": "off"}}, retriever=StubRetriever(BASE))
+    with STAGES.registered("mq-test", MultiQueryRetriever):
+        built = STAGES.build({"type": "mq-test", "params": {"mode": "off"}}, retriever=StubRetriever(BASE))
     assert isinstance(built, MultiQueryRetriever) and built.spec_dict()["type"] == "multi_query"
 
 
@@ -221,7 +221,7 @@ def test_construction_checks_and_registry():
 @pytest.mark.integration
 def test_multi_query_with_the_real_local_model(tmp_path, local_backend):
     retriever = StubRetriever(BASE, default=["z"])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(max_tokens=60), LLMClient(local_backend, cache_dir=tmp_path),
                                 retriever=retriever, trace=trace)
     result = multi.retrieve(QUERY)
@@ -237,7 +237,7 @@ def test_multi_query_with_the_real_local_model(tmp_path, local_backend):
 @pytest.mark.integration
 def test_hyde_with_the_real_local_model(tmp_path, local_backend):
     retriever = StubRetriever(BASE, default=["z"])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     hyde = HyDERetriever(HyDEParams(max_tokens=60, combine="rrf"), LLMClient(local_backend, cache_dir=tmp_path),
                          retriever=retriever, trace=trace)
     result = hyde.retrieve(QUERY)
@@ -263,8 +263,8 @@ DOCS = {
 def dense(tmp_path_factory, minilm_embedder):
     import pandas as pd
 
+    from ragkit.artefacts.index import IndexStore
     from ragkit.hashing import text_sha256
-    from ragkit.index import IndexStore
     from ragkit.retrievers.base import retrievers
 
     texts = list(DOCS.values())
@@ -301,7 +301,7 @@ def typed(technical: str, simple: str, aspect: str) -> str:
 def test_typed_multi_query_retrieves_the_three_variants_and_fuses_with_rrf(tmp_path):
     llm, backend = client([typed("cat purring reasons", "what makes cats purr", "purring when injured")], tmp_path)
     retriever = StubRetriever({**BASE, "purring when injured": ["d"]})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(style="typed", top_k=4), llm, retriever=retriever, trace=trace)
     result = multi.retrieve(QUERY)
     assert retriever.queries == [QUERY, "cat purring reasons", "what makes cats purr", "purring when injured"]
@@ -318,7 +318,7 @@ def test_typed_multi_query_retrieves_the_three_variants_and_fuses_with_rrf(tmp_p
 def test_typed_variants_equal_to_the_question_or_each_other_are_dropped(tmp_path):
     llm, _ = client([typed("Why do cats purr", "cat purring reasons", "cat purring reasons")], tmp_path)
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     MultiQueryRetriever(MultiQueryParams(style="typed", include_original=False), llm, retriever=retriever,
                         trace=trace).retrieve(QUERY)
     assert retriever.queries == ["cat purring reasons"]
@@ -330,7 +330,7 @@ def test_typed_variants_equal_to_the_question_or_each_other_are_dropped(tmp_path
 def test_typed_falls_back_to_the_base_retriever(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
     retriever = StubRetriever(BASE)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = MultiQueryRetriever(MultiQueryParams(style="typed"), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and retriever.queries == [QUERY]
     assert not trace.judgements[0].valid and trace.judgements[0].fell_back
@@ -344,7 +344,7 @@ def test_typed_depth_counts_three_variants():
 @pytest.mark.integration
 def test_typed_multi_query_with_the_real_local_model(tmp_path, local_backend):
     retriever = StubRetriever(BASE, default=["z"])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(style="typed", max_tokens=80),
                                 LLMClient(local_backend, cache_dir=tmp_path), retriever=retriever, trace=trace)
     result = multi.retrieve(QUERY)

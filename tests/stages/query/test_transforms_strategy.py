@@ -12,9 +12,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.llms import LLMClient
 from ragkit.retrievers.switchable import SwitchableRetriever
-from ragkit.stages.base import JudgeTrace
+from ragkit.stages.base import JudgementLog
 from ragkit.stages.query.transforms import MultiQueryParams, MultiQueryRetriever, multi_query_prompt
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,7 @@ def test_the_chosen_strategy_is_in_the_prompt_and_the_decision(tmp_path, style):
     retriever.use("bm25")  # as the strategy judge does
     judge, backend = multi_query(tmp_path, [typed if style == "typed" else queries("a", "b")], retriever,
                                  strategy_in_prompt=True, style=style)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.use_trace(trace)
     judge.retrieve(QUERY)
     assert "The queries are searched with bm25, an exact-word search" in prompt(backend, 0)
@@ -75,7 +75,7 @@ def test_without_a_chosen_strategy_or_the_option_the_prompt_is_todays(tmp_path, 
     if chosen:
         retriever.use(chosen)
     judge, backend = multi_query(tmp_path, [queries("a", "b")], retriever, strategy_in_prompt=option)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.use_trace(trace)
     judge.retrieve(QUERY)
     assert prompt(backend, 0) == multi_query_prompt(QUERY, 2)
@@ -100,7 +100,7 @@ def test_a_gate_switch_regenerates_the_expansions_for_the_new_strategy_only_with
     gate = QualityGate(QualityGateParams(mode="llm", verdict="scored", switch_strategy={"no_coverage": "bm25"},
                                          max_attempts=2),
                        LLMClient(ScriptedLLM([scored(10, "no_coverage"), scored(90)]), tmp_path / "gate"))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.use_trace(trace)
     gate.run(QUERY, judge.retrieve, trace, switch=retriever.use, strategy="dense")
     expansions = [j.decision["queries"] for j in trace.judgements if j.judge == "multi_query"]

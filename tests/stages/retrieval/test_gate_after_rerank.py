@@ -12,9 +12,9 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.llms import LLMClient
-from ragkit.pipeline import Pipeline
+from ragkit.pipeline.pipeline import Pipeline
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit

@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient, llms
-from ragkit.stages.base import JudgeTrace, judges
-from ragkit.stages.keywords import keywords
-from ragkit.stages.retrieval.attempt_scale import mean_top_score
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
+from ragkit.stages.base import STAGES, JudgementLog
+from ragkit.stages.retrieval.quality_gate.attempt_scale import mean_top_score
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
+from ragkit.text import keywords
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
@@ -60,7 +60,7 @@ MIDDLE = [("pets", 0.6), ("fur", 0.5)]
 @pytest.mark.unit
 def test_off_is_exactly_one_retrieval_and_records_nothing(tmp_path):
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = QualityGate(QualityGateParams(mode="off")).run(QUERY, retrieve, trace)
     assert ids(result) == ["dogs", "market"]
     assert retrieve.queries == [QUERY]
@@ -71,7 +71,7 @@ def test_off_is_exactly_one_retrieval_and_records_nothing(tmp_path):
 def test_a_sufficient_first_verdict_keeps_the_first_retrieval(tmp_path):
     judge, backend = gate([verdict(True)], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
     assert retrieve.queries == [QUERY] and len(backend.requests) == 1
     (only,) = trace.judgements
@@ -82,7 +82,7 @@ def test_a_sufficient_first_verdict_keeps_the_first_retrieval(tmp_path):
 def test_a_reformulated_query_that_scores_better_is_kept(tmp_path):
     judge, _ = gate([verdict(False, "cat purring reasons", "off topic"), verdict(True)], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK, "cat purring reasons": STRONG})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["cats", "kittens"]
     assert retrieve.queries == [QUERY, "cat purring reasons"]
     first, last = trace.judgements
@@ -96,7 +96,7 @@ def test_a_reformulated_query_that_scores_better_is_kept(tmp_path):
 def test_the_best_attempt_wins_even_when_a_later_one_is_judged_sufficient(tmp_path):
     judge, _ = gate([verdict(False, "q2"), verdict(False, "q3"), verdict(True)], tmp_path, max_retries=3)
     retrieve = StubRetrieve({QUERY: WEAK, "q2": STRONG, "q3": MIDDLE})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["cats", "kittens"]
     assert trace.judgements[-1].decision["chosen_attempt"] == 1
 
@@ -105,7 +105,7 @@ def test_the_best_attempt_wins_even_when_a_later_one_is_judged_sufficient(tmp_pa
 def test_retries_that_score_worse_keep_the_original_retrieval(tmp_path):
     judge, _ = gate([verdict(False, "q2"), verdict(False, "q3")], tmp_path, max_retries=2)
     retrieve = StubRetrieve({QUERY: MIDDLE, "q2": WEAK, "q3": MIDDLE})  # q3 ties the original: earliest wins
-    assert ids(judge.run(QUERY, retrieve, JudgeTrace())) == ["pets", "fur"]
+    assert ids(judge.run(QUERY, retrieve, JudgementLog())) == ["pets", "fur"]
 
 
 @pytest.mark.unit
@@ -114,7 +114,7 @@ def test_the_loop_stops_at_max_retries(tmp_path, max_retries):
     replies = [verdict(False, f"query {n}") for n in range(1, 10)]
     judge, backend = gate(replies, tmp_path, max_retries=max_retries)
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUERY, retrieve, trace)
     assert len(retrieve.queries) == 1 + max_retries
     assert len(backend.requests) == max_retries  # the last retry is ranked by score, not judged
@@ -129,7 +129,7 @@ def test_the_loop_stops_at_max_retries(tmp_path, max_retries):
 def test_no_new_query_stops_the_loop(tmp_path, reformulated):
     judge, _ = gate([verdict(False, reformulated)], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
     assert retrieve.queries == [QUERY]
     assert trace.judgements[-1].decision["stopped"] == "no new query"
@@ -139,7 +139,7 @@ def test_no_new_query_stops_the_loop(tmp_path, reformulated):
 def test_a_verdict_in_a_code_fence_is_read(tmp_path):
     judge, _ = gate(["```json\n" + verdict(False, "q2") + "\n```", verdict(True)], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK, "q2": STRONG})
-    assert ids(judge.run(QUERY, retrieve, JudgeTrace())) == ["cats", "kittens"]
+    assert ids(judge.run(QUERY, retrieve, JudgementLog())) == ["cats", "kittens"]
 
 
 @pytest.mark.unit
@@ -151,7 +151,7 @@ def test_a_verdict_in_a_code_fence_is_read(tmp_path):
 def test_an_unusable_verdict_falls_back_to_the_original_retrieval(tmp_path, bad):
     judge, _ = gate([bad], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
     (only,) = trace.judgements
     assert only.fell_back and not only.valid and only.error
@@ -162,7 +162,7 @@ def test_an_unusable_verdict_falls_back_to_the_original_retrieval(tmp_path, bad)
 def test_an_unusable_verdict_in_a_later_round_also_falls_back_to_the_original(tmp_path):
     judge, _ = gate([verdict(False, "q2"), "garbage"], tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK, "q2": STRONG})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
     assert trace.judgements[0].valid and trace.judgements[-1].fell_back
 
@@ -179,7 +179,7 @@ def test_an_unusable_verdict_in_a_later_round_also_falls_back_to_the_original(tm
 )
 def test_heuristic_thresholds_decide_the_retries(first, expected_queries, stopped):
     retrieve = StubRetrieve({QUERY: first}, default=[("other", 0.1)])
-    trace = JudgeTrace()
+    trace = JudgementLog()
     QualityGate(QualityGateParams(mode="heuristic", max_retries=2, score_top_k=4)).run(QUERY, retrieve, trace)
     assert len(retrieve.queries) == expected_queries
     assert trace.judgements[-1].decision["stopped"] == stopped
@@ -189,7 +189,7 @@ def test_heuristic_thresholds_decide_the_retries(first, expected_queries, stoppe
 @pytest.mark.unit
 def test_heuristic_reformulation_is_keywords_plus_words_of_the_best_chunks():
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     QualityGate(QualityGateParams(mode="heuristic", max_retries=2, expansion_terms=2)).run(QUERY, retrieve, trace)
     first_retry, second_retry = retrieve.queries[1:]
     assert first_retry.startswith("cats purr ") and len(first_retry.split()) == 2 + 2
@@ -214,8 +214,8 @@ def test_max_retries_is_bounded(max_retries):
 
 @pytest.mark.unit
 def test_builds_through_the_judges_registry():
-    with judges.registered("quality_gate", QualityGate):
-        judge = judges.build({"type": "quality_gate", "params": {"mode": "heuristic", "max_retries": 1}})
+    with STAGES.registered("quality_gate", QualityGate):
+        judge = STAGES.build({"type": "quality_gate", "params": {"mode": "heuristic", "max_retries": 1}})
     assert isinstance(judge, QualityGate) and judge.params.max_retries == 1
 
 
@@ -223,7 +223,7 @@ def test_builds_through_the_judges_registry():
 def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
     retrieve = StubRetrieve({QUERY: WEAK}, default=STRONG)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = QualityGate(QualityGateParams(max_retries=1, max_tokens=48, chunk_chars=80), client).run(
         QUERY, retrieve, trace
     )
@@ -262,7 +262,7 @@ def test_scored_verdict_switches_strategy_on_a_mapped_issue_and_keeps_the_best(t
     judge, backend = gate([scored(20, "wrong_entity"), scored(85)], tmp_path, verdict="scored",
                           switch_strategy={"wrong_entity": "bm25", "no_coverage": "hybrid"})
     retrieve = StrategyRetrieve()
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = judge.run(QUERY, retrieve, trace, switch=retrieve.switch)
     assert retrieve.calls == [("dense", QUERY), ("bm25", QUERY)]
     assert ids(result) == ["cats", "kittens"] and len(backend.requests) == 2
@@ -280,7 +280,7 @@ def test_switching_stops_at_max_attempts_and_every_attempt_is_scored(tmp_path):
                            scored(10, "off_topic")], tmp_path, verdict="scored", max_attempts=3,
                           switch_strategy={"no_coverage": "hybrid", "wrong_entity": "bm25"})
     retrieve = StrategyRetrieve()
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = judge.run(QUERY, retrieve, trace, switch=retrieve.switch)
     assert [call[0] for call in retrieve.calls] == ["dense", "hybrid", "bm25"]
     assert len(backend.requests) == 3  # the third attempt is scored too (a final check)
@@ -295,7 +295,7 @@ def test_an_unmapped_issue_retries_with_the_reformulated_query(tmp_path):
     judge, _ = gate([scored(30, "partial", query="cats purring reasons"), scored(70)], tmp_path, verdict="scored",
                     switch_strategy={"wrong_entity": "bm25"})
     retrieve = StrategyRetrieve()
-    judge.run(QUERY, retrieve, JudgeTrace(), switch=retrieve.switch)
+    judge.run(QUERY, retrieve, JudgementLog(), switch=retrieve.switch)
     assert retrieve.calls == [("dense", QUERY), ("dense", "cats purring reasons")]
 
 
@@ -304,7 +304,7 @@ def test_an_unmapped_issue_retries_with_the_reformulated_query(tmp_path):
 def test_an_unusable_scored_verdict_falls_back_to_the_first_retrieval(tmp_path, reply):
     judge, _ = gate([reply], tmp_path, verdict="scored")
     retrieve = StubRetrieve({QUERY: WEAK})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(judge.run(QUERY, retrieve, trace)) == ["dogs", "market"]
     (judgement,) = trace.judgements
     assert not judgement.valid and judgement.fell_back and judge.outcome.passed is None
@@ -322,7 +322,7 @@ def test_an_unusable_scored_verdict_falls_back_to_the_first_retrieval(tmp_path, 
 def test_presets(preset, scores, sufficient, issue):
     judge = QualityGate(QualityGateParams(mode="heuristic", preset=preset, score_top_k=3, max_retries=1))
     table = {QUERY: [(f"c{i}", s) for i, s in enumerate(scores)]}
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUERY, StubRetrieve(table, default=[("x", 0.0)]), trace)
     assert trace.judgements[0].decision["sufficient"] is sufficient
     assert (judge.outcome.issue, judge.outcome.passed) == (issue, sufficient)
@@ -336,7 +336,7 @@ def test_presets(preset, scores, sufficient, issue):
 ])
 def test_spread_check(scores, max_spread, sufficient):
     judge = QualityGate(QualityGateParams(mode="heuristic", max_spread=max_spread, score_top_k=2, max_retries=1))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUERY, StubRetrieve({QUERY: [(f"c{i}", s) for i, s in enumerate(scores)]}), trace)
     assert trace.judgements[0].decision["sufficient"] is sufficient
     if not sufficient:
@@ -346,21 +346,21 @@ def test_spread_check(scores, max_spread, sufficient):
 @pytest.mark.unit
 def test_heuristic_quality_is_the_kept_mean_clipped_and_the_switch_map_is_validated():
     judge = QualityGate(QualityGateParams(mode="heuristic", score_top_k=2))
-    judge.run(QUERY, StubRetrieve({QUERY: STRONG}), JudgeTrace())
+    judge.run(QUERY, StubRetrieve({QUERY: STRONG}), JudgementLog())
     assert judge.outcome.passed is True and judge.outcome.quality == pytest.approx(0.85)
     from ragkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"unknown issue \['vague'\]\. Valid issues: off_topic"):
-        judges.validate_params("quality_gate", {"switch_strategy": {"vague": "bm25"}})
+        STAGES.validate_params("quality_gate", {"switch_strategy": {"vague": "bm25"}})
     with pytest.raises(ConfigError, match=r"unknown strategy \['sparse'\]\. Valid strategies: dense, bm25, hybrid"):
-        judges.validate_params("quality_gate", {"switch_strategy": {"off_topic": "sparse"}})
+        STAGES.validate_params("quality_gate", {"switch_strategy": {"off_topic": "sparse"}})
 
 
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_scored_verdict(tmp_path):
     client = LLMClient(llms.build({"type": "local"}), cache_dir=tmp_path)
     judge = QualityGate(QualityGateParams(mode="llm", verdict="scored", max_retries=1, max_tokens=96), client)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUERY, StubRetrieve({QUERY: STRONG}), trace)
     first = trace.judgements[0]
     assert first.raw_reply is not None

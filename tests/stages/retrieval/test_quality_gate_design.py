@@ -12,9 +12,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import ValidationError
 
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
-from ragkit.stages.retrieval.quality_gate_issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
+from ragkit.stages.base import JudgementLog
+from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()
@@ -83,7 +83,7 @@ def test_each_design_issue_switches_or_rewrites_as_the_early_tier_says(tmp_path,
     judge, backend = design_gate(
         [scored(20, issue, "verdict query", ["the period"]), rewrite("guided query"), scored(80)], tmp_path,
         switch_strategy="design", max_attempts=2)
-    retrieve, switch, trace = StubRetrieve(), Switches(), JudgeTrace()
+    retrieve, switch, trace = StubRetrieve(), Switches(), JudgementLog()
     judge.run(QUESTION, retrieve, trace, switch=switch, strategy="dense")
     assert switch.used == ([target] if target else [])
     assert retrieve.queries == [QUESTION, "guided query"]  # the rewrite's query, not the verdict's
@@ -102,7 +102,7 @@ def test_each_design_issue_switches_or_rewrites_as_the_early_tier_says(tmp_path,
 def test_an_issue_mapped_to_the_strategy_in_use_retries_with_the_rewrite_in_it(tmp_path):
     judge, backend = design_gate([scored(20, "off_topic", "verdict query"), rewrite("specific query"), scored(70)],
                                  tmp_path, switch_strategy="design", max_attempts=2)
-    retrieve, switch, trace = StubRetrieve(), Switches(), JudgeTrace()
+    retrieve, switch, trace = StubRetrieve(), Switches(), JudgementLog()
     judge.run(QUESTION, retrieve, trace, switch=switch, strategy="bm25")
     assert switch.used == [] and retrieve.queries == [QUESTION, "specific query"]
     assert "used in an exact-word search." in prompt_of(backend, 1)
@@ -113,7 +113,7 @@ def test_an_issue_mapped_to_the_strategy_in_use_retries_with_the_rewrite_in_it(t
 def test_without_a_switch_map_the_rewrite_still_follows_the_issue(tmp_path):
     judge, backend = design_gate([scored(10, "wrong_domain", "verdict query"), rewrite("medical query"), scored(90)],
                                  tmp_path, max_retries=1)
-    retrieve, trace = StubRetrieve(), JudgeTrace()
+    retrieve, trace = StubRetrieve(), JudgementLog()
     judge.run(QUESTION, retrieve, trace)
     assert retrieve.queries == [QUESTION, "medical query"]
     assert "Problem: wrong_domain" in prompt_of(backend, 1) and "The new query is used" not in prompt_of(backend, 1)
@@ -125,7 +125,7 @@ def test_without_a_switch_map_the_rewrite_still_follows_the_issue(tmp_path):
 def test_an_unusable_rewrite_keeps_the_verdicts_reformulation_and_says_why(tmp_path, reply):
     judge, _ = design_gate([scored(20, "missing_key_info", "verdict query"), reply, scored(90)], tmp_path,
                            max_retries=1)
-    retrieve, trace = StubRetrieve(), JudgeTrace()
+    retrieve, trace = StubRetrieve(), JudgementLog()
     judge.run(QUESTION, retrieve, trace)
     assert retrieve.queries == [QUESTION, "verdict query"]
     decision = trace.judgements[0].decision
@@ -135,7 +135,7 @@ def test_an_unusable_rewrite_keeps_the_verdicts_reformulation_and_says_why(tmp_p
 @pytest.mark.unit
 def test_a_sufficient_verdict_asks_for_no_rewrite(tmp_path):
     judge, backend = design_gate([scored(75, "partial_coverage")], tmp_path)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUESTION, StubRetrieve(), trace)
     assert len(backend.requests) == 1 and "rewrite_guidance" not in trace.judgements[0].decision
 
@@ -145,7 +145,7 @@ def test_the_basic_issue_set_makes_no_rewrite_call(tmp_path):
     backend = ScriptedLLM([scored(20, "off_topic", "verdict query"), scored(90)])
     judge = QualityGate(QualityGateParams(mode="llm", verdict="scored", max_retries=1), LLMClient(backend, tmp_path))
     retrieve = StubRetrieve()
-    judge.run(QUESTION, retrieve, JudgeTrace())
+    judge.run(QUESTION, retrieve, JudgementLog())
     assert retrieve.queries == [QUESTION, "verdict query"] and len(backend.requests) == 2
     assert "missing_key_info" not in prompt_of(backend, 0)
 
@@ -153,7 +153,7 @@ def test_the_basic_issue_set_makes_no_rewrite_call(tmp_path):
 @pytest.mark.unit
 def test_the_design_prompt_lists_the_design_issues_with_their_meaning(tmp_path):
     judge, backend = design_gate([scored(90)], tmp_path)
-    judge.run(QUESTION, StubRetrieve(), JudgeTrace())
+    judge.run(QUESTION, StubRetrieve(), JudgementLog())
     prompt = prompt_of(backend, 0)
     assert all(f"- {issue}: the chunks are" in prompt for issue in DESIGN_TABLE)
 
@@ -171,7 +171,7 @@ def test_the_design_verdict_names_only_design_issues():
 @pytest.mark.unit
 def test_a_basic_issue_in_a_design_verdict_falls_back_to_the_first_retrieval(tmp_path):
     judge, _ = design_gate([scored(10, "missing_aspect", "q2")], tmp_path)
-    retrieve, trace = StubRetrieve(), JudgeTrace()
+    retrieve, trace = StubRetrieve(), JudgementLog()
     judge.run(QUESTION, retrieve, trace)
     assert retrieve.queries == [QUESTION] and trace.judgements[0].fell_back
 
@@ -180,7 +180,7 @@ def test_a_basic_issue_in_a_design_verdict_falls_back_to_the_first_retrieval(tmp
 def test_the_heuristic_names_its_diagnosis_in_the_design_set():
     judge = QualityGate(QualityGateParams(mode="heuristic", issue_set="design", min_top_score=0.0,
                                           min_mean_score=0.9, max_retries=1))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     judge.run(QUESTION, StubRetrieve(), trace)
     assert trace.judgements[0].decision["issue"] == "partial_coverage"  # basic: partial
 
@@ -223,7 +223,7 @@ def test_the_design_issue_set_on_the_embedded_model(local_backend, tmp_path):
     judge = QualityGate(QualityGateParams(mode="llm", verdict="scored", issue_set="design", switch_strategy="design",
                                           max_attempts=2, max_tokens=120),
                         LLMClient(local_backend, tmp_path))
-    retrieve, switch, trace = StubRetrieve(), Switches(), JudgeTrace()
+    retrieve, switch, trace = StubRetrieve(), Switches(), JudgementLog()
     judge.run(QUESTION, retrieve, trace, switch=switch, strategy="dense")
     assert trace.judgements
     for judgement in trace.judgements:

@@ -14,9 +14,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
-from ragkit.stages.retrieval.attempt_scale import question_overlaps
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
+from ragkit.stages.base import STAGES, JudgementLog
+from ragkit.stages.retrieval.quality_gate.attempt_scale import question_overlaps
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit
@@ -75,7 +75,7 @@ def test_a_switch_with_larger_raw_scores_but_worse_chunks_does_not_win():
     gate = QualityGate(QualityGateParams(mode="heuristic", preset="strict", score_top_k=2, max_attempts=2,
                                          switch_strategy={"no_coverage": "bm25"}))
     retrieve = StrategyRetrieve({"dense": GOOD_DENSE, "bm25": WORSE_BM25})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = gate.run(QUESTION, retrieve, trace, switch=retrieve.switch, strategy="dense")
     assert [strategy for strategy, _ in retrieve.calls] == ["dense", "bm25"]
     # Overlaps: dense 2/3 and 2/3 (mean 0.667), bm25 1/3 and 0 (mean 0.167); raw means 0.425 vs 13.1.
@@ -93,7 +93,7 @@ def test_a_switch_to_hybrid_with_rrf_sized_scores_but_better_chunks_wins():
     gate = QualityGate(QualityGateParams(mode="heuristic", score_top_k=2, max_attempts=2,
                                          switch_strategy={"no_coverage": "hybrid"}))
     retrieve = StrategyRetrieve({"dense": WEAK_DENSE, "hybrid": GOOD_HYBRID})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = gate.run(QUESTION, retrieve, trace, switch=retrieve.switch, strategy="dense")
     # Dense cosines 0.62 / 0.60 pass the raw thresholds (0.5 / 0.3) but its chunks share no word
     # with the question: no_coverage on the one scale, so the gate switches; hybrid's RRF scores
@@ -108,7 +108,7 @@ def test_tied_scored_verdicts_are_broken_on_the_one_scale_not_by_raw_scores(tmp_
     gate = llm_gate([scored(40, "wrong_entity"), scored(40, "partial")], tmp_path, verdict="scored",
                     max_attempts=2, switch_strategy={"wrong_entity": "bm25"})
     retrieve = StrategyRetrieve({"dense": GOOD_DENSE, "bm25": WORSE_BM25})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = gate.run(QUESTION, retrieve, trace, switch=retrieve.switch, strategy="dense")
     assert retrieve.switches == ["bm25"] and ids(result) == ["d1", "d2"]
     assert trace.judgements[-1].decision["chosen_attempt"] == 0 and gate.outcome.strategy == "dense"
@@ -118,20 +118,20 @@ def test_a_higher_scored_verdict_still_wins_whatever_its_overlap(tmp_path):
     gate = llm_gate([scored(20, "wrong_entity"), scored(85)], tmp_path, verdict="scored",
                     switch_strategy={"wrong_entity": "bm25"})
     retrieve = StrategyRetrieve({"dense": GOOD_DENSE, "bm25": WORSE_BM25})
-    result = gate.run(QUESTION, retrieve, JudgeTrace(), switch=retrieve.switch, strategy="dense")
+    result = gate.run(QUESTION, retrieve, JudgementLog(), switch=retrieve.switch, strategy="dense")
     assert ids(result) == ["b1", "b2"] and gate.outcome.quality == 0.85
 
 
 def test_a_switching_gate_resolves_to_question_overlap_and_refuses_raw_scores():
-    switching = judges.resolve({"type": "quality_gate", "params": {"switch_strategy": {"partial": "bm25"}}})
+    switching = STAGES.resolve({"type": "quality_gate", "params": {"switch_strategy": {"partial": "bm25"}}})
     assert switching.params["attempt_scale"] == "question_overlap"  # in the run id: its old results are not reused
-    plain = judges.resolve({"type": "quality_gate", "params": {"mode": "heuristic"}})
+    plain = STAGES.resolve({"type": "quality_gate", "params": {"mode": "heuristic"}})
     assert "attempt_scale" not in plain.params  # one strategy: raw scores, unchanged id
     assert QualityGateParams(mode="heuristic").scale() == "retriever"
     with pytest.raises(ConfigError, match=r"^judge 'quality_gate': attempt_scale 'retriever' cannot rank attempts "
                                           r"of different strategies .*: use question_overlap with switch_strategy\. "
                                           r"Valid parameters: attempt_scale, ") as error:
-        judges.validate_params("quality_gate", {"switch_strategy": {"partial": "bm25"}, "attempt_scale": "retriever"})
+        STAGES.validate_params("quality_gate", {"switch_strategy": {"partial": "bm25"}, "attempt_scale": "retriever"})
     assert "\n" not in str(error.value)
 
 
@@ -139,7 +139,7 @@ def test_thresholds_apply_on_question_overlap_when_asked_without_switching():
     gate = QualityGate(QualityGateParams(mode="heuristic", attempt_scale="question_overlap", score_top_k=2,
                                          max_retries=1))
     retrieve = StrategyRetrieve({"bm25": WORSE_BM25}, start="bm25")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     gate.run(QUESTION, retrieve, trace)
     first = trace.judgements[0].decision
     # BM25 scores 14.2 / 12.0 would pass 0.5 / 0.3; the overlaps 1/3 and 0 (mean 1/6) fail both.
@@ -153,7 +153,7 @@ def test_an_issue_mapped_to_the_strategy_in_use_does_not_repeat_the_search(tmp_p
     gate = llm_gate([scored(20, "no_coverage"), scored(20, "no_coverage")], tmp_path, verdict="scored",
                     max_attempts=2, switch_strategy={"no_coverage": "hybrid"})
     retrieve = StrategyRetrieve({"hybrid": GOOD_HYBRID}, start="hybrid")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     gate.run(QUESTION, retrieve, trace, switch=retrieve.switch, strategy="hybrid")
     # No reformulation and already on hybrid: nothing new to search, so the loop stops after one search.
     assert retrieve.calls == [("hybrid", QUESTION)] and retrieve.switches == []
@@ -164,7 +164,7 @@ def test_an_issue_mapped_to_the_strategy_in_use_retries_with_the_new_query(tmp_p
     gate = llm_gate([scored(20, "no_coverage", query="cats purring sound"), scored(70)], tmp_path,
                     verdict="scored", switch_strategy={"no_coverage": "hybrid"})
     retrieve = StrategyRetrieve({"hybrid": GOOD_HYBRID, "dense": GOOD_DENSE}, start="hybrid")
-    trace = JudgeTrace()
+    trace = JudgementLog()
     gate.run(QUESTION, retrieve, trace, switch=retrieve.switch, strategy="hybrid")
     assert retrieve.calls == [("hybrid", QUESTION), ("hybrid", "cats purring sound")] and retrieve.switches == []
     first = trace.judgements[0].decision
@@ -176,5 +176,5 @@ def test_an_issue_mapped_to_another_strategy_still_switches(tmp_path):
     gate = llm_gate([scored(20, "no_coverage"), scored(70)], tmp_path, verdict="scored",
                     switch_strategy={"no_coverage": "hybrid"})
     retrieve = StrategyRetrieve({"hybrid": GOOD_HYBRID, "dense": GOOD_DENSE}, start="dense")
-    gate.run(QUESTION, retrieve, JudgeTrace(), switch=retrieve.switch, strategy="dense")
+    gate.run(QUESTION, retrieve, JudgementLog(), switch=retrieve.switch, strategy="dense")
     assert retrieve.calls == [("dense", QUESTION), ("hybrid", QUESTION)] and retrieve.switches == ["hybrid"]

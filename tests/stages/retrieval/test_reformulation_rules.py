@@ -10,9 +10,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
-from ragkit.stages.retrieval.quality_gate import QualityGate, QualityGateParams
-from ragkit.stages.retrieval.reformulation_rules import RULES
+from ragkit.stages.base import STAGES, JudgementLog
+from ragkit.stages.retrieval.quality_gate.reformulation_rules import RULES
+from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.scripted_llm import ScriptedLLM
 
 QUERY = "how long is the default visibility timeout"
@@ -23,10 +23,10 @@ def retrieve(query: str) -> list[NodeWithScore]:
     return [NodeWithScore(node=TextNode(id_=f"{query}:0", text="jobs are retried five times"), score=0.2)]
 
 
-def run_gate(replies: list[str], tmp_path, **params) -> tuple[ScriptedLLM, JudgeTrace]:
+def run_gate(replies: list[str], tmp_path, **params) -> tuple[ScriptedLLM, JudgementLog]:
     backend = ScriptedLLM(replies)
     gate = QualityGate(QualityGateParams(max_retries=2, **params), LLMClient(backend, tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     gate.run(QUERY, retrieve, trace)
     return backend, trace
 
@@ -68,14 +68,14 @@ def test_off_sends_todays_prompt(tmp_path):
 @pytest.mark.unit
 def test_the_rules_enter_the_spec_only_in_llm_mode_and_bad_values_name_the_choices():
     def resolved(**params):
-        return judges.resolve({"type": "quality_gate", "params": params}).params
+        return STAGES.resolve({"type": "quality_gate", "params": params}).params
 
     assert resolved(mode="heuristic", reformulation_rules="design") == resolved(mode="heuristic")
     assert resolved(mode="off", reformulation_rules="design") == resolved(mode="off")
     assert resolved(mode="llm", reformulation_rules="design") != resolved(mode="llm")
     assert "reformulation_rules" not in resolved(mode="llm", reformulation_rules="none")
     with pytest.raises(ConfigError) as error:
-        judges.resolve({"type": "quality_gate", "params": {"mode": "llm", "reformulation_rules": "strict"}})
+        STAGES.resolve({"type": "quality_gate", "params": {"mode": "llm", "reformulation_rules": "strict"}})
     assert "'none' or 'design'" in str(error.value) and "\n" not in str(error.value)
 
 
@@ -83,7 +83,7 @@ def test_the_rules_enter_the_spec_only_in_llm_mode_and_bad_values_name_the_choic
 def test_real_local_model_reads_the_rules_and_its_verdict_is_recorded(local_backend, tmp_path):
     gate = QualityGate(QualityGateParams(max_retries=1, max_tokens=48, chunk_chars=80, reformulation_rules="design"),
                        LLMClient(local_backend, cache_dir=tmp_path))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = gate.run(QUERY, retrieve, trace)
     assert result and 1 <= len(trace.judgements) <= 2
     first = trace.judgements[0]

@@ -11,7 +11,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
-from ragkit.stages.base import JudgeTrace, judges
+from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
 from tests.factories import scripted_llm_class
 
@@ -65,7 +65,7 @@ def ids(nodes: list[NodeWithScore]) -> list[str]:
 
 @pytest.mark.unit
 def test_keeps_relevant_chunks_in_the_judged_order(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, backend = judge([reply([2, 1], order=[1, 2])], tmp_path)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["dogs", "cats"]
     (judgement,) = trace.judgements
@@ -79,18 +79,18 @@ def test_keeps_relevant_chunks_in_the_judged_order(tmp_path):
 @pytest.mark.unit
 def test_relevant_not_in_order_follow_the_ordered_ones(tmp_path):
     refined, _ = judge([reply([1, 2, 3], order=[3])], tmp_path)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())) == ["market", "dogs", "cats"]
+    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["market", "dogs", "cats"]
 
 
 @pytest.mark.unit
 def test_keep_unjudged_appends_the_rest(tmp_path):
     refined, _ = judge([reply([2])], tmp_path, keep_unjudged=True)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())) == ["cats", "dogs", "market"]
+    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["cats", "dogs", "market"]
 
 
 @pytest.mark.unit
 def test_out_of_range_and_duplicate_numbers_are_dropped_and_recorded(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, _ = judge([reply([2, 2, 7, 0, -1], order=[9, 2])], tmp_path)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["cats"]
     decision = trace.judgements[0].decision
@@ -112,7 +112,7 @@ def test_out_of_range_and_duplicate_numbers_are_dropped_and_recorded(tmp_path):
     ],
 )
 def test_an_unusable_reply_falls_back_to_the_unjudged_retrieval(tmp_path, bad):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, _ = judge([bad], tmp_path)
     assert refined.refine(QUERY, FIRST, StubRetriever({}), trace) == FIRST
     (judgement,) = trace.judgements
@@ -123,7 +123,7 @@ def test_an_unusable_reply_falls_back_to_the_unjudged_retrieval(tmp_path, bad):
 @pytest.mark.unit
 def test_a_reply_in_a_code_fence_is_read(tmp_path):
     fenced = "Here you go:\n```json\n" + reply([3, 2], order=[3, 2]) + "\n```"
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, _ = judge([fenced], tmp_path)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["market", "cats"]
     assert trace.judgements[0].valid
@@ -131,7 +131,7 @@ def test_a_reply_in_a_code_fence_is_read(tmp_path):
 
 @pytest.mark.unit
 def test_a_backend_error_falls_back_instead_of_crashing(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, _ = judge([LLMError("prompt too long")], tmp_path)
     assert refined.refine(QUERY, FIRST, StubRetriever({}), trace) == FIRST
     assert (trace.judgements[0].valid, trace.judgements[0].fell_back) == (False, True)
@@ -141,7 +141,7 @@ def test_a_backend_error_falls_back_instead_of_crashing(tmp_path):
 @pytest.mark.unit
 def test_asking_for_more_retrieves_with_the_refined_query_and_merges(tmp_path):
     retriever = StubRetriever({"cat purring": ["kittens", "cats"]})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, backend = judge(
         [reply([2], request_more=True, refined_query="cat purring"), reply([1, 3], order=[3, 1])], tmp_path
     )
@@ -167,7 +167,7 @@ def test_the_loop_stops_at_max_iterations(tmp_path):
         [reply([1], request_more=True, refined_query="more 1"),
          reply([1], request_more=True, refined_query="more 2")], tmp_path, max_iterations=2,
     )
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined.refine(QUERY, FIRST, retriever, trace)
     assert len(backend.requests) == 2 and retriever.queries == ["more 1"]
     assert trace.judgements[-1].decision["stopped"] == "max_iterations"
@@ -177,7 +177,7 @@ def test_the_loop_stops_at_max_iterations(tmp_path):
 def test_the_loop_stops_when_a_new_search_finds_nothing_new(tmp_path):
     retriever = StubRetriever({"same": ["dogs", "cats"]})
     refined, backend = judge([reply([2], request_more=True, refined_query="same")], tmp_path, max_iterations=5)
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert ids(refined.refine(QUERY, FIRST, retriever, trace)) == ["cats"]
     assert len(backend.requests) == 1
     assert trace.judgements[-1].decision["stopped"] == "no new chunks"
@@ -186,7 +186,7 @@ def test_the_loop_stops_when_a_new_search_finds_nothing_new(tmp_path):
 @pytest.mark.unit
 def test_only_max_chunks_are_shown(tmp_path):
     refined, backend = judge([reply([2])], tmp_path, max_chunks=2, chunk_chars=40)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())) == ["cats"]
+    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["cats"]
     prompt = backend.requests[0][-1]["content"]
     assert "[3]" not in prompt.split("Question: why")[1]
     assert "Cats purr when they are content, and fel\n" in prompt
@@ -196,7 +196,7 @@ def test_only_max_chunks_are_shown(tmp_path):
 def test_mode_off_is_the_identity_and_calls_nothing(tmp_path):
     retriever = StubRetriever({})
     refined = RetrievalJudge(RetrievalJudgeParams(mode="off"))
-    trace = JudgeTrace()
+    trace = JudgementLog()
     assert refined.refine(QUERY, FIRST, retriever, trace) == FIRST
     assert trace.judgements == [] and retriever.queries == []
 
@@ -213,8 +213,8 @@ def test_params_have_bounds_and_modes_are_checked():
 
 @pytest.mark.unit
 def test_registered_by_name(tmp_path):
-    with judges.registered("retrieval-test", RetrievalJudge):
-        built = judges.build({"type": "retrieval-test", "params": {"mode": "off", "max_iterations": 3}})
+    with STAGES.registered("retrieval-test", RetrievalJudge):
+        built = STAGES.build({"type": "retrieval-test", "params": {"mode": "off", "max_iterations": 3}})
     assert isinstance(built, RetrievalJudge) and built.params.max_iterations == 3
 
 
@@ -229,7 +229,7 @@ def test_helpers():
 def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path, local_backend):
     client = LLMClient(local_backend, cache_dir=tmp_path)
     retriever = StubRetriever({QUERY: ["kittens"]})
-    trace = JudgeTrace()
+    trace = JudgementLog()
     result = RetrievalJudge(RetrievalJudgeParams(max_tokens=64, max_iterations=2), client).refine(
         QUERY, FIRST, retriever, trace
     )
@@ -245,7 +245,7 @@ def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path, local_ba
 
 @pytest.mark.unit
 def test_nothing_retrieved_asks_nothing(tmp_path):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, backend = judge([reply([1])], tmp_path)
     assert refined.refine(QUERY, [], StubRetriever({}), trace) == []
     assert backend.requests == [] and trace.judgements[0].decision["action"] == "nothing to judge"
@@ -253,18 +253,18 @@ def test_nothing_retrieved_asks_nothing(tmp_path):
 
 @pytest.mark.unit
 def test_history_is_shown_before_the_question_and_an_empty_one_changes_nothing(tmp_path):
-    from ragkit.qa import Turn
+    from ragkit.questions import Turn
 
     nodes = [node("cats", 0.9), node("dogs", 0.5)]
     replies = [reply([1])]
     plain, plain_backend = judge(replies, tmp_path / "a")
-    plain.refine(QUERY, nodes, StubRetriever({}), JudgeTrace())
+    plain.refine(QUERY, nodes, StubRetriever({}), JudgementLog())
     empty, empty_backend = judge(replies, tmp_path / "b")
-    empty.refine(QUERY, nodes, StubRetriever({}), JudgeTrace(), history=[])
+    empty.refine(QUERY, nodes, StubRetriever({}), JudgementLog(), history=[])
     assert empty_backend.requests == plain_backend.requests
     followed, followed_backend = judge(replies, tmp_path / "c")
     history = [Turn(role="user", content="Tell me about cats."), Turn(role="assistant", content="Cats are pets.")]
-    followed.refine(QUERY, nodes, StubRetriever({}), JudgeTrace(), history=history)
+    followed.refine(QUERY, nodes, StubRetriever({}), JudgementLog(), history=history)
     prompt = followed_backend.requests[0][-1]["content"]
     assert f"Conversation so far:\nuser: Tell me about cats.\nassistant: Cats are pets.\nQuestion: {QUERY}" in prompt
 
@@ -282,7 +282,7 @@ def rated(relevant: list[Any], ratings: list[Any], order: list[Any] | None = Non
     ([0.1, 0.2, 0.9], [], ["dogs", "cats"]),
 ])
 def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_path, ratings, kept, filtered):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, backend = judge([rated([1, 2], ratings)], tmp_path, min_relevance=0.4)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == kept
     (judgement,) = trace.judgements
@@ -297,7 +297,7 @@ def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_pa
     ([0.9, 2.4, 0.1], "less than or equal to 1"),                     # outside 0-1
 ])
 def test_relevance_filter_with_unusable_ratings_falls_back(tmp_path, ratings, error):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, _ = judge([rated([1], ratings)], tmp_path, min_relevance=0.4)
     assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ids(FIRST)
     (judgement,) = trace.judgements
@@ -307,7 +307,7 @@ def test_relevance_filter_with_unusable_ratings_falls_back(tmp_path, ratings, er
 @pytest.mark.unit
 def test_without_min_relevance_the_prompt_asks_for_no_ratings(tmp_path):
     refined, backend = judge([reply([1])], tmp_path)
-    refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())
+    refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())
     prompt = backend.requests[0][-1]["content"]
     assert "ratings" not in prompt and prompt.endswith("request_more (true if they are not enough) and reason.")
 
@@ -315,7 +315,7 @@ def test_without_min_relevance_the_prompt_asks_for_no_ratings(tmp_path):
 @pytest.mark.unit
 @pytest.mark.parametrize("request_more", [False, True])
 def test_keep_all_keeps_every_chunk_when_none_is_relevant(tmp_path, request_more):
-    trace = JudgeTrace()
+    trace = JudgementLog()
     refined, backend = judge([reply([], request_more=request_more, refined_query="cats")], tmp_path,
                              max_iterations=1, none_relevant="keep_all")
     retriever = StubRetriever({"cats": ["kittens"]})
@@ -327,12 +327,12 @@ def test_keep_all_keeps_every_chunk_when_none_is_relevant(tmp_path, request_more
 @pytest.mark.unit
 def test_by_default_none_relevant_empties_the_context(tmp_path):
     refined, _ = judge([reply([])], tmp_path)
-    assert refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace()) == []
+    assert refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog()) == []
 
 
 @pytest.mark.unit
 def test_previews_follow_their_file_name_when_asked(tmp_path):
     refined, backend = judge([reply([2])], tmp_path, show_file_name=True, chunk_chars=40)
-    refined.refine(QUERY, FIRST, StubRetriever({}), JudgeTrace())
+    refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())
     prompt = backend.requests[0][-1]["content"]
     assert "[2] (file: cats) Cats purr when they are content, and fel\n" in prompt  # 40 characters of text

@@ -48,11 +48,11 @@ from pydantic import BaseModel, Field
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMResult
 from ragkit.llms.parsing import ModelT
-from ragkit.stages.base import Judge, JudgeTrace
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import ConversationTurn
-from ragkit.stages.query import router_prompts
 from ragkit.stages.query.params import RouterJudgeInfo, RouterParams
-from ragkit.stages.query.router_prompts import RelevanceReply, SourceReply, conversation_block
+from ragkit.stages.query.router import prompts as router_prompts
+from ragkit.stages.query.router.prompts import RelevanceReply, SourceReply, conversation_block
 from ragkit.text import content_words, word_stem, words
 
 Route = Literal["documents", "conversational", "web"]
@@ -121,7 +121,7 @@ def vocabulary(summary: str) -> frozenset[str]:
     return frozenset(word_stem(word) for word in content_words(summary))
 
 
-class RouterJudge(RouterJudgeInfo, Judge):
+class RouterJudge(RouterJudgeInfo, Stage):
     params: RouterParams
 
     def __init__(self, params: RouterParams, llm: Any = None, *, summary: str = "", **_dependencies: Any) -> None:
@@ -129,7 +129,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
         self.summary = summary
         self._vocabulary = vocabulary(summary)
 
-    def route(self, question: str, history: Sequence[ConversationTurn], trace: JudgeTrace) -> RouteDecision:
+    def route(self, question: str, history: Sequence[ConversationTurn], trace: JudgementLog) -> RouteDecision:
         """Where the question goes; ``documents`` with nothing recorded when off."""
         if not self.enabled:
             return OFF_DECISION
@@ -143,7 +143,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
             return self._heuristic(question, seen, started, trace)
         return self._llm(question, history, seen, started, trace)
 
-    def _heuristic(self, question: str, seen: str, started: float, trace: JudgeTrace) -> RouteDecision:
+    def _heuristic(self, question: str, seen: str, started: float, trace: JudgementLog) -> RouteDecision:
         topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
         if not topical and any(word in SMALL_TALK_WORDS for word in words(question)):
             decision = RouteDecision("conversational", "no", SMALL_TALK_CONFIDENCE, True, "small talk only")
@@ -170,7 +170,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
         return decision
 
     def _llm(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
-             trace: JudgeTrace) -> RouteDecision:
+             trace: JudgementLog) -> RouteDecision:
         shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
         prompt = build_prompt(question, self.summary[: self.params.summary_chars], shown, self.params.turn_chars)
         unusable = RouteDecision("documents", "maybe", None, False, "unusable reply")
@@ -193,7 +193,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
         matched = [stem for stem in stems if stem in self._vocabulary]
         return matched, len(matched) / len(stems), f"{len(matched)}/{len(stems)} content words in the corpus vocabulary"
 
-    def _heuristic_two(self, question: str, seen: str, started: float, trace: JudgeTrace) -> RouteDecision:
+    def _heuristic_two(self, question: str, seen: str, started: float, trace: JudgementLog) -> RouteDecision:
         topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
         stems = list(dict.fromkeys(word_stem(word) for word in topical))
         small_talk_only = not stems and any(word in SMALL_TALK_WORDS for word in words(question))
@@ -235,7 +235,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
         return decision
 
     def _llm_two(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
-                 trace: JudgeTrace) -> RouteDecision:
+                 trace: JudgementLog) -> RouteDecision:
         shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
         summary = self.summary[: self.params.summary_chars]
         prompt = router_prompts.relevance_prompt(question, summary, shown, self.params.turn_chars)
@@ -263,7 +263,7 @@ class RouterJudge(RouterJudgeInfo, Judge):
         return decision
 
     def _ask_step(self, step: str, prompt: str, schema: type[ModelT], seen: str, started: float,
-                  trace: JudgeTrace) -> LLMResult[ModelT] | None:
+                  trace: JudgementLog) -> LLMResult[ModelT] | None:
         """One decision's call. A reply that cannot be used is recorded here, as a fallback to the
         documents route, and comes back without ``parsed`` (None when the call itself failed)."""
         base = {"step": step, **self._record(UNUSABLE_DECISION, method="llm")}

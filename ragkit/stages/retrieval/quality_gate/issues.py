@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ragkit.stages.prompts import numbered_chunks
-from ragkit.stages.retrieval.quality_gate_prompts import ISSUE_TYPES, NO_ISSUE
+from ragkit.stages.retrieval.quality_gate.prompts import ISSUE_TYPES, NO_ISSUE
 
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore

@@ -1,6 +1,6 @@
 """The quality gate's parameters: thresholds and presets, the LLM verdict's options, the issue set
 and the strategy switch map, the scale attempts are ranked on, where the gate sits
-(``ragkit.stages.retrieval.quality_gate``)."""
+(``ragkit.stages.retrieval.quality_gate.stage``)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,22 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ragkit.retrievers.params import STRATEGIES
-from ragkit.stages.base import JudgeParams
-from ragkit.stages.retrieval.attempt_scale import AttemptScale
-from ragkit.stages.retrieval.quality_gate_issues import (
+from ragkit.stages.base import StageParams
+from ragkit.stages.retrieval.quality_gate.attempt_scale import AttemptScale
+from ragkit.stages.retrieval.quality_gate.issues import (
     DESIGN_REVISION,
     DESIGN_SWITCH_MAP,
     EARLY_SWITCHES,
     IssueSet,
     issue_names,
 )
-from ragkit.stages.retrieval.reformulation_rules import ReformulationRules
+from ragkit.stages.retrieval.quality_gate.reformulation_rules import ReformulationRules
 
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
 PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
 
 
-class QualityGateParams(JudgeParams):
+class QualityGateParams(StageParams):
     max_retries: int = Field(default=2, ge=1, le=5, description="Most re-retrievals with a reformulated query.")
     score_top_k: int = Field(
         default=5, ge=1, le=100,
@@ -99,7 +99,7 @@ class QualityGateParams(JudgeParams):
         "the latest; part of the run id, so results of an older set are not reused).",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"design_revision",
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"design_revision",
         "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
         "attempt_scale", "issue_set", "position", "reformulation_rules"}
 

@@ -1,6 +1,6 @@
 """How the quality gate values and judges an attempt without an LLM: its values on the gate's
 scale, the heuristic verdict (thresholds, with a diagnosis), the pseudo-relevance-feedback
-reformulation, and the outcome the pipeline reads (``ragkit.stages.retrieval.quality_gate``)."""
+reformulation, and the outcome the pipeline reads (``ragkit.stages.retrieval.quality_gate.stage``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragkit.stages.retrieval.attempt_scale import (
+from ragkit.stages.retrieval.quality_gate.attempt_scale import (
     SCALE_LABELS,
     Attempt,
     best_attempt,
@@ -17,7 +17,7 @@ from ragkit.stages.retrieval.attempt_scale import (
     scale_values,
     top_variance,
 )
-from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
+from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
 from ragkit.text import keywords
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class GateOutcome:
 
 def attempt(params: QualityGateParams, question: str, query: str, nodes: list[NodeWithScore],
             strategy: str | None) -> Attempt:
-    """An attempt valued on the gate's scale (``ragkit.stages.retrieval.attempt_scale``), always
+    """An attempt valued on the gate's scale (``ragkit.stages.retrieval.quality_gate.attempt_scale``), always
     against the original ``question``, whatever query retrieved it."""
     k = params.score_top_k
     values = scale_values(params.scale(), question, nodes)

@@ -12,7 +12,7 @@ The gate then returns the best attempt: the highest mean of the top ``score_top_
 unless a retry did strictly better. A verdict that cannot be parsed falls back to the original
 retrieval, the judge-off behaviour.
 
-Values are on one scale for every attempt (``attempt_scale``, see ``ragkit.stages.retrieval.attempt_scale``):
+Values are on one scale for every attempt (``ragkit.stages.retrieval.quality_gate.attempt_scale``):
 the chunks' retriever scores while every attempt uses one strategy, and the share of the
 question's keywords each chunk contains (``question_overlap``) for a gate that switches strategy,
 whose attempts would otherwise compare cosines with BM25 sums and RRF fusions. The thresholds
@@ -63,11 +63,11 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import Judge, JudgeTrace
-from ragkit.stages.retrieval import quality_gate_scoring as scoring
-from ragkit.stages.retrieval.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.retrieval.params import QualityGateInfo
-from ragkit.stages.retrieval.quality_gate_issues import (
+from ragkit.stages.retrieval.quality_gate import scoring
+from ragkit.stages.retrieval.quality_gate.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.retrieval.quality_gate.issues import (
     DESIGN_ISSUES,
     HEURISTIC_TO_DESIGN,
     REWRITE_SYSTEM,
@@ -76,8 +76,8 @@ from ragkit.stages.retrieval.quality_gate_issues import (
     build_design_scored_prompt,
     build_rewrite_prompt,
 )
-from ragkit.stages.retrieval.quality_gate_params import QualityGateParams
-from ragkit.stages.retrieval.quality_gate_prompts import (
+from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
+from ragkit.stages.retrieval.quality_gate.prompts import (
     NO_ISSUE,
     SYSTEM,
     GateVerdict,
@@ -85,8 +85,8 @@ from ragkit.stages.retrieval.quality_gate_prompts import (
     build_prompt,
     build_scored_prompt,
 )
-from ragkit.stages.retrieval.quality_gate_scoring import GateOutcome
-from ragkit.stages.retrieval.reformulation_rules import with_reformulation_rules
+from ragkit.stages.retrieval.quality_gate.reformulation_rules import with_reformulation_rules
+from ragkit.stages.retrieval.quality_gate.scoring import GateOutcome
 
 Retrieve = Callable[[str], list[NodeWithScore]]
 Switch = Callable[[str], None]
@@ -96,7 +96,7 @@ def _normal(query: str) -> str:
     return " ".join(query.lower().split())
 
 
-class QualityGate(QualityGateInfo, Judge):
+class QualityGate(QualityGateInfo, Stage):
     params: QualityGateParams
 
     def __init__(self, params: QualityGateParams, llm: Any = None, **_dependencies: Any) -> None:
@@ -104,7 +104,7 @@ class QualityGate(QualityGateInfo, Judge):
 
     outcome: GateOutcome = GateOutcome()
 
-    def run(self, query: str, retrieve: Retrieve, trace: JudgeTrace,
+    def run(self, query: str, retrieve: Retrieve, trace: JudgementLog,
             switch: Switch | None = None, strategy: str | None = None,
             reranked_by: Sequence[str] | None = None) -> list[NodeWithScore]:
         """The chunks of the best attempt; exactly ``retrieve(query)`` when off or on an unusable verdict.
@@ -217,7 +217,7 @@ class QualityGate(QualityGateInfo, Judge):
         return scoring.scale_fields(self.params, attempt, prefix)
 
     def _assess(self, query: str, latest: Attempt, attempts: list[Attempt], round_number: int,
-                trace: JudgeTrace, final: bool = False) -> bool:
+                trace: JudgementLog, final: bool = False) -> bool:
         """Judge ``latest`` and record the round; False when the verdict is unusable (recorded as
         a fallback, and the caller returns the first retrieval)."""
         started = time.perf_counter()

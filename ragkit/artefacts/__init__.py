@@ -1,0 +1,44 @@
+"""What a run builds once and shares: chunk sets (``chunksets``), indexes (``index``), indexes
+built from streamed windows (``index_stream``, ``window_embedding``), and artefacts shared through
+object storage (``sharing``).
+
+Public names load on first access (PEP 562), so importing one submodule stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragkit.artefacts.chunksets import load_or_build_chunkset, load_or_build_judged_chunkset
+    from ragkit.artefacts.index import AnnParams, ChunkIndex, Hit, IndexStore
+    from ragkit.artefacts.sharing import ArtefactSync, SharedArtefacts
+
+_WHERE = {
+    "load_or_build_chunkset": "ragkit.artefacts.chunksets",
+    "load_or_build_judged_chunkset": "ragkit.artefacts.chunksets",
+    "AnnParams": "ragkit.artefacts.index",
+    "ChunkIndex": "ragkit.artefacts.index",
+    "Hit": "ragkit.artefacts.index",
+    "IndexStore": "ragkit.artefacts.index",
+    "ArtefactSync": "ragkit.artefacts.sharing",
+    "SharedArtefacts": "ragkit.artefacts.sharing",
+}
+
+__all__ = [
+    "AnnParams",
+    "ArtefactSync",
+    "ChunkIndex",
+    "Hit",
+    "IndexStore",
+    "SharedArtefacts",
+    "load_or_build_chunkset",
+    "load_or_build_judged_chunkset",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'ragkit.artefacts.sharing' has no attribute {name!r}")

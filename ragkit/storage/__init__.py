@@ -1,0 +1,39 @@
+"""Where bytes go safely: atomic writes (``atomic``), locks (``locks``), local and object-store
+folders (``folders``) and their change stamps (``folder_stamps``).
+
+Public names load on first access (PEP 562), so importing one submodule stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragkit.storage.atomic import write_atomic, write_bytes_atomic, write_json_atomic
+    from ragkit.storage.folders import as_location, open_folder
+    from ragkit.storage.locks import content_lock
+
+_WHERE = {
+    "write_atomic": "ragkit.storage.atomic",
+    "write_bytes_atomic": "ragkit.storage.atomic",
+    "write_json_atomic": "ragkit.storage.atomic",
+    "as_location": "ragkit.storage.folders",
+    "open_folder": "ragkit.storage.folders",
+    "content_lock": "ragkit.storage.locks",
+}
+
+__all__ = [
+    "as_location",
+    "content_lock",
+    "open_folder",
+    "write_atomic",
+    "write_bytes_atomic",
+    "write_json_atomic",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'ragkit.storage' has no attribute {name!r}")
