@@ -1,0 +1,7 @@
+"""``python -m ragkit.cli``: the same as the ``ragkit`` command."""
+
+import sys
+
+from ragkit.cli import main
+
+sys.exit(main())
