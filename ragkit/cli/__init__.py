@@ -13,43 +13,6 @@ from ragkit.storage.folders import as_location
 # The dashboard reads files under the server's paths and runs jobs: anything but loopback needs a token.
 
 
-def _cmd_ingest(args: argparse.Namespace) -> int:
-    from ragkit.corpus.store import CorpusStore
-
-    report = CorpusStore().ingest([Path(p) for p in args.paths], name=args.corpus)
-    for item in report.files:
-        detail = f"{item.documents} document(s)" if item.status == "ingested" else item.reason
-        print(f"{item.status:9} {item.path}: {detail}")
-    print(f"corpus '{report.corpus_name}': {report.ingested_count} file(s) ingested, "
-          f"{len(report.files) - report.ingested_count} skipped")
-    if not report.files:
-        print(f"error: nothing to ingest: no files in {', '.join(args.paths)}", file=sys.stderr)
-    elif not report.ok:
-        reasons = "; ".join(f"{item.path}: {item.reason}" for item in report.files[:3])
-        more = f"; and {len(report.files) - 3} more (listed above)" if len(report.files) > 3 else ""
-        print(f"error: no file went into corpus '{report.corpus_name}': {reasons}{more}", file=sys.stderr)
-    return 0 if report.ok else 1
-
-
-def _cmd_corpus_list(args: argparse.Namespace) -> int:
-    from ragkit.corpus.store import CorpusStore
-
-    corpora = CorpusStore().list()
-    if not corpora:
-        print("no corpora yet: add one with `ragkit ingest PATH --corpus NAME`")
-    for info in corpora:
-        print(f"{info.name}\t{info.documents} docs\t{info.total_bytes} bytes\t{info.corpus_id}\t{info.created}")
-    return 0
-
-
-def _cmd_corpus_delete(args: argparse.Namespace) -> int:
-    from ragkit.corpus.store import CorpusStore
-
-    CorpusStore().delete(args.name)
-    print(f"deleted corpus '{args.name}' with its chunk sets and indexes")
-    return 0
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -215,20 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ingest = sub.add_parser("ingest", help="add files or folders to a corpus")
-    ingest.add_argument("paths", nargs="+", help="files and folders (folders are read recursively)")
-    ingest.add_argument("--corpus", required=True, help="corpus name")
-    ingest.set_defaults(func=_cmd_ingest)
+    from ragkit.cli import corpus
 
-    corpus = sub.add_parser("corpus", help="list or delete corpora, list or delete a corpus's documents")
-    corpus_sub = corpus.add_subparsers(dest="corpus_command", required=True)
-    corpus_sub.add_parser("list", help="list corpora").set_defaults(func=_cmd_corpus_list)
-    delete = corpus_sub.add_parser("delete", help="delete a corpus with its chunk sets and indexes")
-    delete.add_argument("name")
-    delete.set_defaults(func=_cmd_corpus_delete)
-    from ragkit.cli.corpus import add_parser as add_document_parsers
-
-    add_document_parsers(corpus_sub)  # docs, delete-doc
+    corpus.add_parser(sub)  # ingest, corpus
 
     run = sub.add_parser("run", help="run an experiment grid (resumes where it stopped)")
     run.add_argument("config", help="experiment YAML file")
@@ -294,29 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="write to this file instead of printing")
     report.set_defaults(func=_cmd_report)
 
-    from ragkit.pipeline.export import add_parser as add_export_pipeline
+    from ragkit.cli import caches, dashboard, decide, export_pipeline, labels, questions
 
-    add_export_pipeline(sub)
-
-    from ragkit.cli.dashboard import add_parser as add_dashboard_parser
-
-    # The demo runs the quickstart first, through the same `run` command.
-    add_dashboard_parser(sub, run_experiment=lambda path: _cmd_run(build_parser().parse_args(["run", path])))
-    from ragkit.cli.decide import add_parser as register_decision_commands
-
-    register_decision_commands(sub)  # best, failures, compare
-
-    from ragkit.cli.labels import add_parser as add_labels_parser
-
-    add_labels_parser(sub)
-
-    from ragkit.cli.questions import add_parser as add_questions_parser
-
-    add_questions_parser(sub)
-
-    from ragkit.cli.caches import add_parser as add_cache_parser
-
-    add_cache_parser(sub)
+    for family in (export_pipeline, dashboard, decide, labels, questions, caches):  # decide: best, failures, compare
+        family.add_parser(sub)
     return parser
 
 

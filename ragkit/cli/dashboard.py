@@ -1,13 +1,9 @@
-"""`ragkit dashboard`: start the Streamlit app, bound to this machine unless told otherwise.
-
-Kept out of ``cli.py`` so that file stays small; ``add_dashboard_parser`` adds the command.
-"""
+"""`ragkit dashboard`: start the Streamlit app, bound to this machine unless told otherwise."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from ragkit.errors import ConfigError
@@ -87,8 +83,15 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def add_parser(sub, run_experiment: Callable[[str], int]) -> None:
-    """The `dashboard` command; ``run_experiment`` runs an experiment file (the demo's quickstart)."""
+def _run_experiment(path: str) -> int:
+    """The demo runs the quickstart first, through the same `run` command."""
+    from ragkit.cli import _cmd_run, build_parser
+
+    return _cmd_run(build_parser().parse_args(["run", path]))
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The `dashboard` command."""
     dashboard = sub.add_parser("dashboard", help="start the Streamlit dashboard")
     dashboard.add_argument("--demo", action="store_true", help="first run the quickstart on the bundled sample")
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default: only this machine)")
@@ -96,4 +99,4 @@ def add_parser(sub, run_experiment: Callable[[str], int]) -> None:
     dashboard.add_argument("--allow-remote", action="store_true",
                            help="allow a --host other machines can reach; requires an access token "
                                 f"({TOKEN_ENV}, or one is generated and printed)")
-    dashboard.set_defaults(func=_cmd_dashboard, run_experiment=run_experiment)
+    dashboard.set_defaults(func=_cmd_dashboard, run_experiment=_run_experiment)
