@@ -13,7 +13,7 @@ from lancedb.rerankers import RRFReranker
 from pydantic import ValidationError
 
 from ragkit.artefacts.index import CHUNK_COLUMNS, FTS_COLUMN, AnnParams, IndexStore, doc_filter
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from ragkit.embedders.local import SentenceTransformerEmbedder
 from ragkit.hashing import text_sha256
 from ragkit.registry import ComponentParams
 from ragkit.retrievers import base as retriever_base
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 from ragkit.retrievers.cache import RetrievalCache
 
 

@@ -15,13 +15,15 @@ from typing import Any, ClassVar
 import pytest
 
 import ragkit.registry
-from ragkit.chunkers.base import Chunker, chunkers
+from ragkit.chunkers import chunkers
+from ragkit.chunkers.base import Chunker
 from ragkit.embedders.base import Embedder, embedders
 from ragkit.embedders.local import MiniLMEmbedder
 from ragkit.errors import ConfigError
 from ragkit.llms.base import LLMBackend, llms
 from ragkit.registry import Component, Registry
-from ragkit.retrievers.base import Retriever, retrievers
+from ragkit.retrievers import retrievers
+from ragkit.retrievers.base import Retriever
 from ragkit.web import WebProvider, web_providers
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from streamlit.errors import StreamlitAPIException
 from dashboard import forms, state
 from dashboard.safe_text import escape
 from ragkit.app.uploads import save_uploads
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.errors import ConfigError, IngestError
 from ragkit.settings import get_settings
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import forms, state
 from dashboard.safe_text import escape
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.embedders.base import embedders
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import GENERATOR, MODE_ORDER, config_from_dict, config_to_yaml, expand_grid, judge_names
@@ -18,7 +18,7 @@ from ragkit.experiments.runner import EXECUTORS
 from ragkit.questions import catalogue
 from ragkit.questions.review import review_state
 from ragkit.registry import Registry
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 from ragkit.stages.base import STAGES
 from ragkit.stages.catalogue import stage_groups
 

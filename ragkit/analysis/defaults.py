@@ -63,9 +63,9 @@ JUDGE_KIND = "judge"
 def registry_of(kind: str) -> Any:
     """The registry of ``kind``'s types (imported on use: the registries' modules are not needed
     for the built-ins)."""
-    from ragkit.chunkers.base import chunkers
+    from ragkit.chunkers import chunkers
     from ragkit.embedders.base import embedders
-    from ragkit.retrievers.base import retrievers
+    from ragkit.retrievers import retrievers
 
     if kind == JUDGE_KIND:
         from ragkit.stages.base import STAGES

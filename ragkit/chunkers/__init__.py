@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ragkit.chunkers.params import ChunkerParams
+from ragkit.chunkers.params import ChunkerParams, WindowParams
 from ragkit.chunkers.registry import chunkers
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _FROM_BASE = ("Chunker", "Span", "clean_spans", "close_gaps", "locate_chunks")
 
-__all__ = ["Chunker", "ChunkerParams", "Span", "chunkers", "clean_spans", "close_gaps", "locate_chunks"]
+__all__ = ["Chunker", "ChunkerParams", "Span", "WindowParams", "chunkers", "clean_spans", "close_gaps", "locate_chunks"]
 
 
 def __getattr__(name: str) -> Any:

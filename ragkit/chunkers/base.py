@@ -18,10 +18,7 @@ from llama_index.core.schema import BaseNode, Document, NodeRelationship, Relate
 from llama_index.core.utils import get_tqdm_iterable
 from pydantic import Field, PrivateAttr
 
-from ragkit.chunkers.params import ChunkerInfo
-from ragkit.chunkers.params import ChunkerParams as ChunkerParams  # re-exported: its home before params.py
-from ragkit.chunkers.params import WindowParams as WindowParams
-from ragkit.chunkers.registry import chunkers as chunkers
+from ragkit.chunkers.params import ChunkerInfo, ChunkerParams
 from ragkit.corpus.model import POSITIONAL_METADATA
 from ragkit.errors import ConfigError
 

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from llama_index.core.schema import Document
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.token import cl100k_tokenizer
 
 PREVIEW_COLUMNS = ["chunk", "start_char", "end_char", "breadcrumb", "tokens", "text"]

@@ -23,7 +23,7 @@ from ragkit.experiments.plan import EVALUATION, Plan, RunStep
 from ragkit.llms.calls import LLMClient
 from ragkit.pipeline.pipeline import Pipeline
 from ragkit.registry import ComponentSpec
-from ragkit.retrievers.base import retrievers as retriever_registry
+from ragkit.retrievers import retrievers as retriever_registry
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.params import STRATEGIES
 from ragkit.retrievers.switchable import SwitchableRetriever

@@ -22,9 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ragkit.artefacts.index import ChunkIndex, Hit, doc_filter
 from ragkit.embedders.base import Embedder
 from ragkit.retrievers.cache import RetrievalCache
-from ragkit.retrievers.params import RetrieverInfo
-from ragkit.retrievers.params import RetrieverParams as RetrieverParams  # re-exported: its old home
-from ragkit.retrievers.registry import retrievers as retrievers
+from ragkit.retrievers.params import RetrieverInfo, RetrieverParams
 from ragkit.retrievers.semantic_cache import CacheLookup, SemanticCache
 from ragkit.retrievers.similarity import cosine_similarities
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from ragkit.artefacts.chunksets import chunk_frame
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.by_file_type import file_kind, word_windows
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError

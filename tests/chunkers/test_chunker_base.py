@@ -8,8 +8,7 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship
 
-from ragkit.chunkers import Chunker, ChunkerParams, Span, clean_spans, close_gaps, locate_chunks
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import Chunker, ChunkerParams, Span, chunkers, clean_spans, close_gaps, locate_chunks
 from ragkit.corpus.model import make_document
 
 pytestmark = pytest.mark.unit

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.schema import Document, MetadataMode, TextNode
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError
 

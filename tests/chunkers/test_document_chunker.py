@@ -4,7 +4,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents
 
 pytestmark = pytest.mark.unit

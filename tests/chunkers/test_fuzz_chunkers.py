@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import make_document
 from tests.corpus.fuzzing import fuzz_settings, hostile_text
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.llm_semantic import LLMSemanticChunker, LLMSemanticParams, locate
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError, LLMError

@@ -4,7 +4,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.markdown import markdown_sections
 from ragkit.corpus.model import make_document
 from tests.chunkers.test_chunker_contract import MARKDOWN, ChunkerContract

@@ -5,7 +5,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.recursive import recursive_spans
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError
 from tests.chunkers.test_chunker_contract import ChunkerContract, contract_documents

@@ -5,7 +5,7 @@ from typing import Any, ClassVar
 import pytest
 from llama_index.core.node_parser import SentenceSplitter
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.chunkers.token import cl100k_tokenizer
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.loaders import parse_file
 from ragkit.corpus.model import make_document
 from ragkit.corpus.parsers.markdown import atx_heading

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.artefacts.chunksets import build_chunkset_streamed, load_or_build_chunkset
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.jsonl_texts import JsonlTexts
 from ragkit.corpus.model import Corpus, DocumentRows
 from ragkit.errors import ConfigError

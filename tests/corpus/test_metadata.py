@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.loaders import first_paragraph, load_file, parse_file
 from ragkit.corpus.validation import validate_file
 from ragkit.errors import IngestError

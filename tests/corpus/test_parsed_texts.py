@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.artefacts.chunksets import build_chunkset_streamed, load_or_build_chunkset
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import Corpus
 from ragkit.corpus.parsed_texts import ParsedTexts
 from ragkit.corpus.store import CorpusStore

@@ -206,7 +206,7 @@ def test_params_form_uses_field_bounds_and_descriptions():
         import streamlit as st
 
         from dashboard import forms
-        from ragkit.retrievers.base import retrievers
+        from ragkit.retrievers import retrievers
 
         st.session_state["params"] = forms.params_form(retrievers.params_model("mmr"), key="mmr")
 

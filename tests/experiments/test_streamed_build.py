@@ -17,7 +17,7 @@ import pytest
 
 from ragkit.artefacts.chunksets import build_chunkset_streamed, load_or_build_chunkset
 from ragkit.artefacts.index_stream import chunkset_windows
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import Corpus
 from ragkit.embedders.base import Embedder, embedders
 from ragkit.embedders.local import MiniLMParams

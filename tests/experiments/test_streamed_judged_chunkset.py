@@ -13,7 +13,7 @@ import pytest
 
 from ragkit.artefacts import chunksets
 from ragkit.artefacts.chunksets import build_judged_chunkset_streamed, chunk_judged
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import Corpus
 from ragkit.questions.corpus import dataset_corpus_rows
 from ragkit.registry import ComponentSpec

@@ -19,7 +19,7 @@ from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.hashing import text_sha256
 from ragkit.registry import ComponentParams
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 
 pytestmark = pytest.mark.integration
 

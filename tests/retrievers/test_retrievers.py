@@ -16,7 +16,7 @@ from llama_index.core.schema import QueryBundle
 from ragkit.artefacts.index import IndexStore
 from ragkit.errors import ConfigError
 from ragkit.hashing import text_sha256
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 from ragkit.retrievers.mmr import mmr_order
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 
 from ragkit.artefacts.index import IndexStore, doc_filter
 from ragkit.hashing import text_sha256
-from ragkit.retrievers.base import retrievers
+from ragkit.retrievers import retrievers
 from ragkit.retrievers.cache import RetrievalCache, connect
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from ragkit.experiments.rows import question_rows
 from ragkit.metrics.names import SEMANTIC_CACHE_HIT
 from ragkit.pipeline.pipeline import Pipeline
 from ragkit.questions import Question, QuestionSet
-from ragkit.retrievers.base import RetrieverParams
+from ragkit.retrievers import RetrieverParams
 from tests.retrievers.test_scope_and_cache import build, build_index
 
 pytestmark = pytest.mark.integration

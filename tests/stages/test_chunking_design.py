@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
 from ragkit.stages.base import STAGES

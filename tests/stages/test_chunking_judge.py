@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ragkit.chunkers.base import chunkers
+from ragkit.chunkers import chunkers
 from ragkit.corpus.model import make_document
 from ragkit.errors import ConfigError, LLMError
 from ragkit.llms import LLMClient, llms

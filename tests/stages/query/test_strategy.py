@@ -105,7 +105,7 @@ def test_switching_over_a_real_index_returns_each_retrievers_own_results(tmp_pat
     import pandas as pd
 
     from ragkit.artefacts.index import IndexStore
-    from ragkit.retrievers.base import retrievers
+    from ragkit.retrievers import retrievers
 
     texts = ["Cats purr when content.", "IL-6 rises in severe COVID-19.", "Dogs bark at night.",
              "The ACE2 receptor binds the spike protein."]

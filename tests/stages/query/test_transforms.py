@@ -265,7 +265,7 @@ def dense(tmp_path_factory, minilm_embedder):
 
     from ragkit.artefacts.index import IndexStore
     from ragkit.hashing import text_sha256
-    from ragkit.retrievers.base import retrievers
+    from ragkit.retrievers import retrievers
 
     texts = list(DOCS.values())
     chunks = pd.DataFrame({
