@@ -1,17 +1,14 @@
 """What the dashboard uses beside the library: background jobs (``jobs``) and uploaded files
 (``uploads``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.app.jobs import JobManager
-    from ragkit.app.uploads import save_uploads
+from typing import Any
 
 _WHERE = {
     "JobManager": "ragkit.app.jobs",
@@ -24,4 +21,4 @@ __all__ = ["JobManager", "save_uploads"]
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.app' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,18 +2,14 @@
 built from streamed windows (``index_stream``, ``window_embedding``), and artefacts shared through
 object storage (``sharing``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.artefacts.chunksets import load_or_build_chunkset, load_or_build_judged_chunkset
-    from ragkit.artefacts.index import AnnParams, ChunkIndex, Hit, IndexStore
-    from ragkit.artefacts.sharing import ArtefactSync, SharedArtefacts
+from typing import Any
 
 _WHERE = {
     "load_or_build_chunkset": "ragkit.artefacts.chunksets",
@@ -41,4 +37,4 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.artefacts.sharing' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

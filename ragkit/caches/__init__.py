@@ -1,17 +1,14 @@
 """The caches under a data directory: the keys a results folder's runs used (``keys``), and sizes
 and pruning (``pruning``, ``ragkit cache``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.caches.keys import CacheKeyLog
-    from ragkit.caches.pruning import cache_sizes, keep_set, prune_caches
+from typing import Any
 
 _WHERE = {
     "CacheKeyLog": "ragkit.caches.keys",
@@ -26,4 +23,4 @@ __all__ = ["CacheKeyLog", "cache_sizes", "keep_set", "prune_caches"]
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.caches' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,18 +1,14 @@
 """One configuration answering one question: the pipeline (``pipeline``), the cost row of each
 step (``steps``), the checks of an answer (``answer_checks``), and a run exported as code (``export``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.pipeline.export import build_pipeline, export_pipeline
-    from ragkit.pipeline.pipeline import Pipeline, Trace
-    from ragkit.pipeline.steps import StepAccounting, stage_row
+from typing import Any
 
 _WHERE = {
     "Pipeline": "ragkit.pipeline.pipeline",
@@ -29,4 +25,4 @@ __all__ = ["Pipeline", "StepAccounting", "Trace", "build_pipeline", "export_pipe
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.pipeline.pipeline' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,18 +1,14 @@
 """Where bytes go safely: atomic writes (``atomic``), locks (``locks``), local and object-store
 folders (``folders``) and their change stamps (``folder_stamps``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.storage.atomic import write_atomic, write_bytes_atomic, write_json_atomic
-    from ragkit.storage.folders import as_location, open_folder
-    from ragkit.storage.locks import content_lock
+from typing import Any
 
 _WHERE = {
     "write_atomic": "ragkit.storage.atomic",
@@ -36,4 +32,4 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.storage' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,17 +1,14 @@
 """The Chunking Judge: the stage (``stage``), its info and params (``params``, no LlamaIndex), and
 its per-file-type size rules (``sizes``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.stages.chunking.params import ChunkingJudgeInfo
-    from ragkit.stages.chunking.stage import ChunkingJudge
+from typing import Any
 
 _WHERE = {
     "ChunkingJudge": "ragkit.stages.chunking.stage",
@@ -24,4 +21,4 @@ __all__ = ["ChunkingJudge", "ChunkingJudgeInfo"]
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.stages.chunking.stage' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

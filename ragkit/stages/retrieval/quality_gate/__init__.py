@@ -3,17 +3,14 @@
 prompts (``prompts``), how each attempt widens (``attempt_scale``) and the rule-based
 reformulations (``reformulation_rules``).
 
-Public names load on first access (PEP 562), so importing one submodule stays light.
+Public names load on first access (PEP 562), by import path: importing one submodule neither
+loads nor depends on the others.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
-    from ragkit.stages.retrieval.quality_gate.stage import QualityGate
+from typing import Any
 
 _WHERE = {
     "QualityGate": "ragkit.stages.retrieval.quality_gate.stage",
@@ -26,4 +23,4 @@ __all__ = ["QualityGate", "QualityGateParams"]
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'ragkit.stages.retrieval.quality_gate.stage' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
