@@ -7,7 +7,8 @@ The import graph is read statically (``ast``), without importing anything:
   by one is still two modules that each need the other (issue 30 names such cycles): only
   their order of execution was arranged.
 - Imports under ``if TYPE_CHECKING:`` do not count (its ``else:`` does): they never run, and an
-  annotation may name a type from a module that imports this one.
+  annotation may name a type from a module that imports this one. The pipeline and its stages
+  are held to the stricter graph that counts them too (``type_checking=True``).
 - Importing ``a.b.c`` also runs the packages ``a`` and ``a.b``, so it is an edge to each of them
   too, except to a package that contains the importing module (already running when it runs).
 - ``from a import b`` is an edge to the module ``a.b`` when there is one, else to ``a``.
@@ -57,13 +58,14 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
-    """The imports ``name`` runs (see the module docstring for what counts), as written."""
+def imports_of(name: str, path: Path, modules: dict[str, Path], type_checking: bool = False) -> list[Import]:
+    """The imports ``name`` runs (see the module docstring for what counts), as written;
+    ``type_checking``: those under ``if TYPE_CHECKING:`` too."""
     is_package = path.name == "__init__.py"
     found: list[Import] = []
 
     def visit(node: ast.AST, local: bool) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             for child in node.orelse:
                 visit(child, local)
             return
@@ -87,13 +89,14 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     return found
 
 
-def import_graph(root: Path, package: str) -> nx.DiGraph:
-    """Modules of ``package`` as nodes; an edge for each module another one runs on import."""
+def import_graph(root: Path, package: str, type_checking: bool = False) -> nx.DiGraph:
+    """Modules of ``package`` as nodes; an edge for each module another one runs on import
+    (``type_checking``: or imports for annotations)."""
     modules = module_names(root, package)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for name, path in modules.items():
-        for imported in imports_of(name, path, modules):
+        for imported in imports_of(name, path, modules, type_checking):
             parts = imported.target.split(".")
             for depth in range(1, len(parts) + 1):
                 target = ".".join(parts[:depth])
@@ -166,6 +169,9 @@ def test_type_checking_imports_are_not_edges_but_their_else_branch_is(tmp_path):
     graph = import_graph(root, "pkg")
     assert import_cycles(graph) == []
     assert ragkit_imports(graph, "pkg.b") == {"pkg.c"}
+    counted = import_graph(root, "pkg", type_checking=True)
+    assert import_cycles(counted) == [frozenset({"pkg.a", "pkg.b"})]
+    assert ragkit_imports(counted, "pkg.b") == {"pkg.a", "pkg.c"}
 
 
 @pytest.mark.unit
@@ -193,6 +199,17 @@ def test_ragkit_has_no_import_cycle(ragkit_graph):
     cycles = [group for group in import_cycles(ragkit_graph) if group not in KNOWN_CYCLES]
     assert not cycles, "import cycles in ragkit/:\n" + "\n".join(
         describe_cycle(ragkit_graph, group) for group in cycles)
+
+
+@pytest.mark.unit
+def test_the_pipeline_and_the_stages_have_no_cycle_even_through_type_checking_imports():
+    # One concept per module, each on a layer: a module that names another's types for mypy only
+    # still depends on it, and two that do so both ways are one concept spread over two files.
+    graph = import_graph(REPO, "ragkit", type_checking=True)
+    ours = ("ragkit.pipeline", "ragkit.trace", "ragkit.stages")
+    cycles = [group for group in import_cycles(graph) if any(module.startswith(ours) for module in group)]
+    assert not cycles, "import cycles through the pipeline or the stages, TYPE_CHECKING imports counted:\n" + \
+        "\n".join(describe_cycle(graph, group) for group in cycles)
 
 
 @pytest.mark.unit
