@@ -84,13 +84,14 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     return found
 
 
-def import_graph(root: Path, package: str) -> nx.DiGraph:
-    """Modules of ``package`` as nodes; an edge for each module another one runs on import."""
+def import_graph(root: Path, package: str, type_checking: bool = False) -> nx.DiGraph:
+    """Modules of ``package`` as nodes; an edge for each module another one runs on import
+    (``type_checking``: or imports for annotations)."""
     modules = module_names(root, package)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for name, path in modules.items():
-        for imported in imports_of(name, path, modules):
+        for imported in imports_of(name, path, modules, type_checking):
             parts = imported.target.split(".")
             for depth in range(1, len(parts) + 1):
                 target = ".".join(parts[:depth])
@@ -190,6 +191,17 @@ def test_ragkit_has_no_import_cycle(ragkit_graph):
     cycles = [group for group in import_cycles(ragkit_graph) if group not in KNOWN_CYCLES]
     assert not cycles, "import cycles in ragkit/:\n" + "\n".join(
         describe_cycle(ragkit_graph, group) for group in cycles)
+
+
+@pytest.mark.unit
+def test_the_pipeline_and_the_stages_have_no_cycle_even_through_type_checking_imports():
+    # One concept per module, each on a layer: a module that names another's types for mypy only
+    # still depends on it, and two that do so both ways are one concept spread over two files.
+    graph = import_graph(REPO, "ragkit", type_checking=True)
+    ours = ("ragkit.pipeline.pipeline", "ragkit.pipeline.trace", "ragkit.stages")
+    cycles = [group for group in import_cycles(graph) if any(module.startswith(ours) for module in group)]
+    assert not cycles, "import cycles through the pipeline or the stages, TYPE_CHECKING imports counted:\n" + \
+        "\n".join(describe_cycle(graph, group) for group in cycles)
 
 
 @pytest.mark.unit

@@ -188,3 +188,15 @@ def test_report_of_finished_results_imports_no_model_runtime(finished_results):
 def test_help_imports_no_model_runtime_nor_scipy():
     heavy, _ = heavy_imports_of(["--help"], (*MODEL_RUNTIMES, "llama_index", "scipy"))
     assert heavy == []
+
+
+@pytest.mark.unit
+def test_the_result_rows_and_the_trace_import_no_llama_index():
+    """``experiments.rows`` names ``Trace`` at module level (a failed question's rows are scored on
+    an empty one); ``ragkit.pipeline.trace`` imports the types it names for annotations only."""
+    code = ("import sys\nimport ragkit.experiments.rows, ragkit.pipeline.trace\n"
+            "print(sorted({name.split('.')[0] for name in sys.modules} & {'llama_index', 'torch', 'lancedb'}))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.strip() == "[]"

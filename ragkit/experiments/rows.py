@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING
 
 from ragkit.experiments.plan import RunStep
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
@@ -17,9 +16,7 @@ from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, h
 from ragkit.metrics.routing import abstention_scores, routing_scores
 from ragkit.questions import Question
 from ragkit.stages.answer.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
-
-if TYPE_CHECKING:
-    from ragkit.pipeline.pipeline import Trace
+from ragkit.pipeline.trace import Trace
 
 
 def question_row(question: Question) -> dict:
@@ -53,8 +50,6 @@ def evaluation_names(params: EvaluationParams) -> list[str]:
 def failure_scores(run: RunStep, question: Question, error: str, evaluation: EvaluationParams | None) -> list[dict]:
     """NaN with ``error`` for every metric the question would have been scored on (``evaluation``:
     the run's evaluation, if it has one)."""
-    from ragkit.pipeline.pipeline import Trace  # the pipeline (and LlamaIndex) only where a question failed
-
     names = [row["metric"] for row in _scores(run, question, FinalContext.empty(), Trace(question=question.text))]
     if evaluation is not None:
         names += evaluation_names(evaluation)

@@ -1,5 +1,5 @@
-"""One configuration answering one question: the pipeline (``pipeline``), the cost row of each
-step (``steps``), the checks of an answer (``answer_checks``), and a run exported as code (``export``).
+"""One configuration answering one question: the pipeline (``pipeline``), the record of one answer
+(``trace``), the cost row of each step (``steps``), the checks of an answer (``answer_checks``), and a run exported as code (``export``).
 
 Public names load on first access (PEP 562), by import path: importing one submodule neither
 loads nor depends on the others.
@@ -12,14 +12,15 @@ from typing import Any
 
 _WHERE = {
     "Pipeline": "ragkit.pipeline.pipeline",
-    "Trace": "ragkit.pipeline.pipeline",
-    "StepAccounting": "ragkit.pipeline.steps",
+    "Trace": "ragkit.pipeline.trace",
+    "AnswerChecker": "ragkit.pipeline.answer_checks",
+    "StepRecorder": "ragkit.pipeline.steps",
     "stage_row": "ragkit.pipeline.steps",
     "build_pipeline": "ragkit.pipeline.export",
     "export_pipeline": "ragkit.pipeline.export",
 }
 
-__all__ = ["Pipeline", "StepAccounting", "Trace", "build_pipeline", "export_pipeline", "stage_row"]
+__all__ = ["AnswerChecker", "Pipeline", "StepRecorder", "Trace", "build_pipeline", "export_pipeline", "stage_row"]
 
 
 def __getattr__(name: str) -> Any:

@@ -27,16 +27,17 @@ Each step is timed, and the LLM usage of the calls made during the step is attac
 the ``stages`` table shows per question what every judge cost in seconds, calls and tokens. A
 step that runs again (a correction round) is a row of its own.
 
-This module routes a question and finds its context; the step accounting is
-``ragkit.pipeline.steps`` and the answer's checks (groundedness, correction, the answer check and
-its late tier) ``ragkit.pipeline.answer_checks``, both mixed into ``Pipeline``.
+This module routes a question and finds its context; the pipeline holds a step recorder
+(``ragkit.pipeline.steps.StepRecorder``) and an answer checker (``ragkit.pipeline.answer_checks``:
+groundedness, correction, the answer check and its late tier). What one question produced is a
+``ragkit.pipeline.trace.Trace``; what its steps share, a ``ragkit.stages.question.QuestionContext``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,46 +46,32 @@ from llama_index.core.schema import NodeWithScore
 
 from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient
-from ragkit.pipeline.answer_checks import AnswerChecks
-from ragkit.pipeline.steps import OpenStep, stage_row
+from ragkit.pipeline.answer_checks import AnswerChecker
+from ragkit.pipeline.steps import StepRecorder, stage_row
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
-from ragkit.stages.answer.generator import Answer
 from ragkit.stages.base import Judgement, JudgementLog
-from ragkit.stages.roles import by_role
+from ragkit.stages.question import QuestionContext
+from ragkit.stages.roles import by_role, reads_of
+from ragkit.pipeline.trace import Trace
 from ragkit.web import WebProvider, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
     from ragkit.retrievers.cache import RetrievalCache
-    from ragkit.retrievers.semantic_cache import CacheLookup
     from ragkit.retrievers.switchable import SwitchableRetriever
+    from ragkit.stages.roles import (
+        ContextRole,
+        FollowUpRole,
+        GateRole,
+        GenerateRole,
+        ProfileRole,
+        RefineRole,
+        RouteRole,
+        StrategyRole,
+    )
 
-__all__ = ["NOT_PER_QUESTION", "NO_WEB_PROVIDER", "Pipeline", "Trace", "stage_row"]
+__all__ = ["NOT_PER_QUESTION", "NO_WEB_PROVIDER", "Pipeline", "stage_row"]
 
 NO_WEB_PROVIDER = "no web search provider is configured (set `web:` in the experiment; none ships offline)"
-
-
-@dataclass
-class Trace:
-    """Everything one question produced: final chunks, answer, judge decisions, stage costs."""
-
-    question: str
-    nodes: list[NodeWithScore] = field(default_factory=list)
-    answer: Answer | None = None
-    judgements: list[Judgement] = field(default_factory=list)
-    stages: list[dict[str, Any]] = field(default_factory=list)
-    groundedness: float | None = None
-    groundedness_error: str | None = None
-    # The query retrieval used (the condensed follow-up), the router's route, the answer check.
-    query: str | None = None
-    route: str | None = None
-    answer_check: dict[str, float | None] | None = None
-    answer_check_error: str | None = None
-    # The semantic cache's lookups (retriever option semantic_cache), one per search.
-    cache_lookups: list[CacheLookup] = field(default_factory=list)
-
-    @property
-    def abstained(self) -> bool:
-        return self.answer is not None and self.answer.abstained
 
 
 # Roles whose stages run outside ``Pipeline.answer``: the chunk step, and the transforms that
@@ -93,7 +80,7 @@ NOT_PER_QUESTION = ("chunking", "transform")
 
 
 @dataclass
-class Pipeline(AnswerChecks):
+class Pipeline:
     """``retriever`` may already be a query-transform stage wrapping the base retriever, which
     may be a ``SwitchableRetriever`` (``switchable``) when the strategy can change per query.
     ``stages``: the other stages that are on, in any order; each runs in its declared role."""
@@ -111,7 +98,6 @@ class Pipeline(AnswerChecks):
     retrieval_cache: RetrievalCache | None = None
     clients: tuple[LLMClient, ...] = ()
     clock: Callable[[], float] = time.perf_counter
-    _open_steps: list[OpenStep] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.roles = by_role(list(self.stages))
@@ -119,6 +105,10 @@ class Pipeline(AnswerChecks):
         if misplaced:
             raise ValueError(f"pipeline: {', '.join(misplaced)} do not run per question (chunking runs in the chunk "
                              "step; a transform is built into the retriever by ragkit.stages.wiring)")
+        self.steps = StepRecorder(self.clients, self.searchers, self.clock)
+        self.checks = AnswerChecker(self.steps, verify=self._one("verify"), check=self._one("check"),
+                                    search_once=self._search_once, search_again=self._search_again,
+                                    switchable=self.switchable)
 
     def _one(self, role: str) -> Any | None:
         """The stage of a role that takes one (``roles.Role.single``), or None."""
@@ -151,69 +141,75 @@ class Pipeline(AnswerChecks):
     def _answer(self, question: str, history: Sequence[Any], scope: Sequence[str] | None,
                 documents: Sequence[str] | None) -> Trace:
         trace = Trace(question=question)
-        judged = JudgementLog(trace.judgements)
-        self._drain()  # usage left over from an earlier question belongs to no stage here
-        self._replayed()
+        context = QuestionContext(question, question, history, JudgementLog(trace.judgements))
+        log = context.log
+        self.steps.forget()  # usage left over from an earlier question belongs to no step here
         for searcher in self.searchers:
             searcher.drain_cache_lookups()  # left by a question that failed: they belong to no question
             searcher.set_scope(list(scope) if scope is not None else None,
                                list(documents) if documents is not None else None)
         if missing := sorted({searcher.params.scope for searcher in self.searchers if searcher.scope_missing}):
-            judged.add(Judgement("scope", question[:500], {
+            log.add(Judgement("scope", question[:500], {
                 "action": "searched every document",
                 "reason": f"scope is {' and '.join(missing)} but the question names no document"}))
         if hasattr(self.retriever, "use_trace"):
-            self.retriever.use_trace(judged)
+            self.retriever.use_trace(log)
         if self.switchable is not None:
             self.switchable.reset()
 
-        if (router := self._one("route")) is not None:
-            decision = self._step(trace, f"judge:{router.name}", lambda: router.route(question, history, judged))
+        router: RouteRole | None = self._one("route")
+        if router is not None:
+            decision = self.steps.run(trace, f"judge:{router.name}", lambda: router.route(question, history, log))
             trace.route = decision.route
             if decision.route == "conversational":
-                if (generator := self._one("generate")) is not None:
-                    trace.answer = self._step(trace, GENERATE_STAGE,
-                                              lambda: generator.converse(question, history, judged))
-                self._check_answer(trace, judged)
+                generator: GenerateRole | None = self._one("generate")
+                if generator is not None:
+                    trace.answer = self.steps.run(trace, GENERATE_STAGE,
+                                                  lambda: generator.converse(question, history, log))
+                self.checks.check_answer(trace, context)
                 return trace
             if decision.route == "web":
-                trace.nodes = self._search_web(trace, question, judged, because="the router chose the web")
-                self._generate_and_check(trace, question, question, history, judged, retrieval_quality=None,
-                                         can_re_retrieve=False)
+                trace.nodes = self._search_web(trace, question, log, because="the router chose the web")
+                self._generate_and_check(trace, context, retrieval_quality=None, can_re_retrieve=False)
                 return trace
 
         query = question
-        for follow_up in self.roles["follow_up"] if history else ():
-            query = self._step(trace, f"judge:{follow_up.name}", partial(follow_up.rewrite, query, history, judged))
+        follow_ups: list[FollowUpRole] = self.roles["follow_up"] if history else []
+        for follow_up in follow_ups:
+            query = self.steps.run(trace, f"judge:{follow_up.name}", partial(follow_up.rewrite, query, history, log))
         trace.query = query
+        context = replace(context, query=query)
         profile = None
-        if (profiler := self._one("profile")) is not None:
-            profile = self._step(trace, f"judge:{profiler.name}", lambda: profiler.profile(query, judged))
-        if (strategy := self._one("strategy")) is not None and (switchable := self.switchable) is not None:
-            # Only a strategy stage that declares it reads the profile is given one (a plugin's
-            # ``choose(query, trace)`` keeps working), and only when there is one.
-            read = {"profile": profile} if profile is not None and "profile" in getattr(strategy, "inputs", ()) \
-                else {}
-            chosen = self._step(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, judged, **read))
+        profiler: ProfileRole | None = self._one("profile")
+        if profiler is not None:
+            profile = self.steps.run(trace, f"judge:{profiler.name}", lambda: profiler.profile(query, log))
+        strategy: StrategyRole | None = self._one("strategy")
+        if strategy is not None and (switchable := self.switchable) is not None:
+            # Only a strategy stage that reads the profile (``roles.reads_of``) is given one, and
+            # only when there is one.
+            read = {"profile": profile} if profile is not None and "profile" in reads_of(strategy) else {}
+            chosen = self.steps.run(trace, f"judge:{strategy.name}", lambda: strategy.choose(query, log, **read))
             if chosen is not None:
                 switchable.use(chosen)
 
-        nodes = self._retrieve(trace, query, judged)
+        nodes = self._retrieve(trace, query, log)
         retrieval_quality = None
         reranked = self._reranks_before_gate()  # already applied to the gate's attempts
-        if (gate := self._one("gate")) is not None:
+        gate: GateRole | None = self._one("gate")
+        if gate is not None:
             retrieval_quality = gate.outcome.quality
             if gate.outcome.passed is False and gate.params.web_fallback:
-                found = self._search_web(trace, query, judged, because="the quality gate failed")
+                found = self._search_web(trace, query, log, because="the quality gate failed")
                 if found:  # web results are not reranked yet
                     nodes, reranked = found, []
                 # no provider or no result: the best document attempt stays
-        for refine in self.roles["refine"]:
-            nodes = self._step(trace, f"judge:{refine.name}",
-                               partial(refine.refine, query, nodes, self.base_retriever, judged, history=history))
-        nodes = self._context(trace, query, nodes, judged, skip=reranked)
+        refiners: list[RefineRole] = self.roles["refine"]
+        for refine in refiners:
+            nodes = self.steps.run(trace, f"judge:{refine.name}",
+                                   partial(refine.refine, query, nodes, self.base_retriever, log, history=history))
+        nodes = self._context(trace, query, nodes, log, skip=reranked)
         trace.nodes = list(nodes)
-        self._generate_and_check(trace, question, query, history, judged, retrieval_quality, can_re_retrieve=True)
+        self._generate_and_check(trace, context, retrieval_quality, can_re_retrieve=True)
         return trace
 
     def _reranks_before_gate(self) -> list[Any]:
@@ -224,9 +220,10 @@ class Pipeline(AnswerChecks):
             return []
         return [stage for stage in self.roles["context"] if getattr(stage, "reranks", False)]
 
-    def _retrieve(self, trace: Trace, query: str, judged: JudgementLog) -> list[NodeWithScore]:
+    def _retrieve(self, trace: Trace, query: str, log: JudgementLog) -> list[NodeWithScore]:
         # Each optional step is bound to a local name: the lambdas then see it as not None.
-        if (gate := self._one("gate")) is not None:
+        gate: GateRole | None = self._one("gate")
+        if gate is not None:
             switchable = self.switchable
             # The strategy in use (the run's retriever or the strategy judge's choice) is where the
             # gate starts: a diagnosis mapped to it is a retry, not a switch repeating the search.
@@ -239,77 +236,75 @@ class Pipeline(AnswerChecks):
 
                 def retrieve(attempt_query: str) -> list[NodeWithScore]:
                     # Reranked for the question, as after the gate, whatever query found the chunks.
-                    return self._context(trace, query, self.retriever.retrieve(attempt_query), judged,
+                    return self._context(trace, query, self.retriever.retrieve(attempt_query), log,
                                          only=reranks)
 
-            nodes = self._step(trace, f"judge:{gate.name}", lambda: gate.run(
-                query, retrieve, judged, switch=switchable.use if switchable is not None else None,
+            nodes = self.steps.run(trace, f"judge:{gate.name}", lambda: gate.run(
+                query, retrieve, log, switch=switchable.use if switchable is not None else None,
                 strategy=before, **extra))
             if switchable is not None and before is not None:
                 # Later searches (a correction's re-retrieval) use the kept attempt's strategy,
                 # not the last one the gate tried.
                 switchable.use(gate.outcome.strategy or before)
             return nodes
-        return self._step(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
+        return self.steps.run(trace, self.retrieve_stage, lambda: self.retriever.retrieve(query))
 
-    def _search_again(self, trace: Trace, query: str, judged: JudgementLog) -> tuple[list[NodeWithScore], float | None]:
+    def _search_once(self, trace: Trace, query: str, log: JudgementLog, stage: str) -> list[NodeWithScore]:
+        """One search timed as ``stage``, then the context stages, for a correction or a retry."""
+        return self._context(trace, query, self.steps.run(trace, stage, lambda: self.retriever.retrieve(query)), log)
+
+    def _search_again(self, trace: Trace, query: str, log: JudgementLog) -> tuple[list[NodeWithScore], float | None]:
         """The retrieval path once more, for a late retry: query expansion (the transforms in
         ``retriever``) inside the quality gate with its attempts, then the context stages; and the
         gate's quality of the kept attempt (None without a gate)."""
-        nodes = self._retrieve(trace, query, judged)
+        nodes = self._retrieve(trace, query, log)
         gate = self._one("gate")
         quality = gate.outcome.quality if gate is not None else None
-        return self._context(trace, query, nodes, judged, skip=self._reranks_before_gate()), quality
+        return self._context(trace, query, nodes, log, skip=self._reranks_before_gate()), quality
 
-    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], judged: JudgementLog,
+    def _context(self, trace: Trace, query: str, nodes: list[NodeWithScore], log: JudgementLog,
                  skip: Sequence[Any] = (), only: Sequence[Any] | None = None) -> list[NodeWithScore]:
         """The context role's stages in order (rerank, then enrichment), each a step of its own;
         ``only`` these, and never those in ``skip`` (the reranks a gate after rerank applied)."""
-        for stage in self.roles["context"]:
+        stages: list[ContextRole] = self.roles["context"]
+        for stage in stages:
             if any(stage is done for done in skip) or (only is not None and not any(stage is s for s in only)):
                 continue
-            nodes = self._step(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, judged))
+            nodes = self.steps.run(trace, f"judge:{stage.name}", partial(stage.process, query, nodes, log))
         return nodes
 
-    def _search_web(self, trace: Trace, query: str, judged: JudgementLog, because: str) -> list[NodeWithScore]:
+    def _search_web(self, trace: Trace, query: str, log: JudgementLog, because: str) -> list[NodeWithScore]:
         """Web results as nodes; none, recorded, when no provider is configured or it fails: a
         web answer is never made up."""
         started = time.perf_counter()
         decision: dict[str, Any] = {"query": query, "because": because}
         if (web := self.web) is None:
-            judged.add(Judgement("web", query[:500], {**decision, "action": "not searched", "reason": NO_WEB_PROVIDER},
+            log.add(Judgement("web", query[:500], {**decision, "action": "not searched", "reason": NO_WEB_PROVIDER},
                                  seconds=time.perf_counter() - started))
             return []
         try:
-            results = self._step(trace, "web:search", lambda: web.search(query, self.web_results))
+            results = self.steps.run(trace, "web:search", lambda: web.search(query, self.web_results))
         except WebSearchError as error:
-            judged.add(Judgement("web", query[:500], {**decision, "action": "failed"}, valid=False, error=str(error),
+            log.add(Judgement("web", query[:500], {**decision, "action": "failed"}, valid=False, error=str(error),
                                  fell_back=True, seconds=time.perf_counter() - started))
             return []
         nodes = web_nodes(results)[: self.web_results]
-        judged.add(Judgement("web", query[:500], {**decision, "action": "searched", "provider": web.name,
+        log.add(Judgement("web", query[:500], {**decision, "action": "searched", "provider": web.name,
                                                   "results": [node.node.metadata.get("url") for node in nodes]},
                              seconds=time.perf_counter() - started))
         return nodes
 
-    def _generate_and_check(self, trace: Trace, question: str, query: str, history: Sequence[Any],
-                            judged: JudgementLog, retrieval_quality: float | None, can_re_retrieve: bool) -> None:
-        if (generator := self._one("generate")) is None:
+    def _generate_and_check(self, trace: Trace, context: QuestionContext, retrieval_quality: float | None,
+                            can_re_retrieve: bool) -> None:
+        generator: GenerateRole | None = self._one("generate")
+        if generator is None:
             return
-        nodes = trace.nodes
+        nodes, log = trace.nodes, context.log
         if not nodes and trace.route == "web":
             reason = "the web route found nothing" if self.web is not None else NO_WEB_PROVIDER
-            trace.answer = self._step(trace, GENERATE_STAGE, lambda: generator.abstain(question, reason, judged))
+            trace.answer = self.steps.run(trace, GENERATE_STAGE,
+                                          lambda: generator.abstain(context.question, reason, log))
         else:
-            trace.answer = self._step(trace, GENERATE_STAGE,
-                                      lambda: generator.generate(question, nodes, judged, history=history))
-        if (verify := self._one("verify")) is not None:
-            self._check_groundedness(trace, verify, generator, question, query, history, judged,
-                                     retrieval_quality, can_re_retrieve)
-        checker = self._one("check")
-        if checker is not None and checker.params.retry and trace.answer is not None and trace.answer.text \
-                and not trace.answer.abstained:
-            self._retry_answer(trace, checker, generator, question, query, history, judged, can_re_retrieve,
-                               retrieval_quality)
-        else:
-            self._check_answer(trace, judged)
+            trace.answer = self.steps.run(trace, GENERATE_STAGE, lambda: generator.generate(
+                context.question, nodes, log, history=context.history))
+        self.checks.after_generation(trace, context, generator, retrieval_quality, can_re_retrieve)

@@ -1,4 +1,4 @@
-"""The cost of each step of ``ragkit.pipeline.pipeline.Pipeline``: one ``stages`` row per step.
+"""The cost of each step of ``ragkit.pipeline.pipeline.Pipeline``: one ``stages`` row per step (``StepRecorder``).
 
 A step is timed, and the LLM usage of the calls made during it (drained from the pipeline's
 clients) and the search time its cached searches replayed are attached to it. A step inside a
@@ -8,15 +8,18 @@ row keeps only the rest, so no cost is counted twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragkit.llms.calls import LLMClient, StageUsage
 from ragkit.results import USAGE_FIELDS
 
-if TYPE_CHECKING:  # annotations only: ragkit.pipeline.pipeline imports this module
-    from ragkit.pipeline.pipeline import Trace
+if TYPE_CHECKING:
+    from ragkit.pipeline.trace import Trace
+
+T = TypeVar("T")
 
 
 def stage_row(stage: str, seconds: float, usage: Iterable[StageUsage], replayed_seconds: float = 0.0) -> dict[str, Any]:
@@ -49,15 +52,24 @@ class OpenStep:
         self.replayed += replayed
 
 
-class StepAccounting:
-    """The pipeline's steps as ``stages`` rows (mixed into ``ragkit.pipeline.pipeline.Pipeline``, which
-    declares these attributes as its fields)."""
+class StepRecorder:
+    """The steps of a pipeline's questions as ``stages`` rows of their traces.
 
-    clients: tuple[LLMClient, ...]
-    # The retrievers that search the index: they report the time their cached searches replayed.
-    searchers: tuple[Any, ...]
-    clock: Callable[[], float]
-    _open_steps: list[OpenStep]
+    ``clients``: the LLM clients whose usage a step drains; ``searchers``: the retrievers that
+    search the index, which report the time their cached searches replayed."""
+
+    def __init__(self, clients: Sequence[LLMClient] = (), searchers: Sequence[Any] = (),
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clients = tuple(clients)
+        self.searchers = tuple(searchers)
+        self.clock = clock
+        self._open: list[OpenStep] = []
+
+    def forget(self) -> None:
+        """Drop usage and replayed search time left over from an earlier question: they belong to
+        no step of the next one."""
+        self._drain()
+        self._replayed()
 
     def _drain(self) -> list[StageUsage]:
         return [usage for client in self.clients for usage in client.drain_usage()]
@@ -65,22 +77,22 @@ class StepAccounting:
     def _replayed(self) -> float:
         return sum(searcher.drain_replayed_seconds() for searcher in self.searchers)
 
-    def _step(self, trace: Trace, stage: str, work: Callable[[], Any]) -> Any:
-        """Run ``work`` as one ``stages`` row. A step inside a step (the rerank of each attempt of a
-        gate after rerank) is a row of its own, and the enclosing row keeps only the rest: its own
-        seconds, calls and replayed searches, so no cost is counted twice."""
-        if self._open_steps:  # what the enclosing step used so far is its own
-            self._open_steps[-1].take(self._drain(), self._replayed())
+    def run(self, trace: Trace, stage: str, work: Callable[[], T]) -> T:
+        """Run ``work`` as one ``stages`` row of ``trace``. A step inside a step (the rerank of each
+        attempt of a gate after rerank) is a row of its own, and the enclosing row keeps only the
+        rest: its own seconds, calls and replayed searches, so no cost is counted twice."""
+        if self._open:  # what the enclosing step used so far is its own
+            self._open[-1].take(self._drain(), self._replayed())
         own = OpenStep()
-        self._open_steps.append(own)
+        self._open.append(own)
         started = self.clock()
         try:
             result = work()
         finally:
-            self._open_steps.pop()
+            self._open.pop()
         elapsed = self.clock() - started
-        if self._open_steps:
-            self._open_steps[-1].inner_seconds += elapsed
+        if self._open:
+            self._open[-1].inner_seconds += elapsed
         own.take(self._drain(), self._replayed())
         trace.stages.append(stage_row(stage, elapsed - own.inner_seconds, own.usage, own.replayed))
         return result

@@ -4,9 +4,9 @@ A stage (a judge, the generator, a query transform...) is a real ablation: ``mod
 behave exactly as if the stage did not exist, and a reply that cannot be parsed falls back to the
 stage-off behaviour and is recorded as invalid, never scored as a pass or a fail.
 
-Each stage declares where it runs (``role``, one of ``ragkit.stages.roles.ROLES``), what it reads
-(``inputs``) and what it returns (``outputs``); the pipeline wires the stages an experiment names
-by role, so a stage registered by a plugin runs where it says.
+Each stage declares where it runs (``role``, one of ``ragkit.stages.roles.ROLES``) and implements
+that role's protocol; the pipeline wires the stages an experiment names by role, so a stage
+registered by a plugin runs where it says.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class JudgementLog:
 
 class StageInfo(Component):
     """What every stage declares, readable without importing the stage's module: its params, modes,
-    place (role, inputs, outputs, order), what it needs built, and the plan-time rules (does it
+    place (role, order), what it needs built, and the plan-time rules (does it
     call the LLM, how many chunks it passes on). A built-in stage's declarations live in a light
     *info* class (``ragkit.stages.<group>.params``) that the stage class subclasses, so a config is
     validated and planned without LlamaIndex (``ragkit.registry``, ``judges.info``)."""
@@ -80,11 +80,12 @@ class StageInfo(Component):
     Params: ClassVar[type[StageParams]] = StageParams
     # The modes this judge implements; "off" always exists.
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
-    # Where the stage runs (a ``ragkit.stages.roles`` role), what it reads and what it returns:
-    # checked against the role when an experiment names the stage. No role: refused, never run.
+    # Where the stage runs (a ``ragkit.stages.roles`` role): checked when an experiment names the
+    # stage. No role: refused, never run. It reads and returns what its role does
+    # (``roles.reads_of``, ``roles.writes_of``); ``inputs`` / ``outputs`` narrow that to a subset.
     role: ClassVar[str] = ""
-    inputs: ClassVar[tuple[str, ...]] = ()
-    outputs: ClassVar[tuple[str, ...]] = ()
+    inputs: ClassVar[tuple[str, ...] | None] = None
+    outputs: ClassVar[tuple[str, ...] | None] = None
     # Its place among the stages of one role (lower first; then by name): built-ins use 10, 20...
     order: ClassVar[int] = 100
     # What its constructor takes besides params and llm, from ``ragkit.stages.wiring.RESOURCES``.

@@ -29,6 +29,7 @@ from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
 from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.question import AnswerActions, QuestionContext
 from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
 from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
 from tests.test_pipeline_loops import SwitchableFrom, client, generator, stages
@@ -72,9 +73,9 @@ def correct(score: float, retrieval_quality: float | None) -> tuple[list[str], l
     steps = Steps()
     claims = {"claims": [{"claim": "Cats bark.", "verdict": "unsupported"}]}
     first = Attempt(Answer("first", [], "p", valid=True), [], score, Judgement("groundedness", QUESTION, claims))
-    HallucinationCorrector(params).run(QUESTION, first, regenerate=steps.regenerate, re_retrieve=steps.re_retrieve,
-                                       check=steps.check, retrieval_quality=retrieval_quality, trace=JudgementLog(),
-                                       switch=steps.switched.append, strategy="dense")
+    actions = AnswerActions(steps.regenerate, steps.re_retrieve, switch=steps.switched.append, strategy="dense")
+    HallucinationCorrector(params).run(QuestionContext(QUESTION, QUESTION), first, actions, steps.check,
+                                       retrieval_quality)
     return steps.calls, steps.switched
 
 

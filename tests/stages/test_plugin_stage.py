@@ -35,8 +35,6 @@ class ShortChunkFilter(Stage):
 
     name: ClassVar[str] = "short_chunk_filter"
     role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic")
     Params: ClassVar[type[StageParams]] = ShortChunkFilterParams
     params: ShortChunkFilterParams

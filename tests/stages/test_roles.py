@@ -7,6 +7,11 @@ the grid while its runs were judge-off runs under another id."""
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -14,8 +19,9 @@ import pytest
 from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict, judge_names, load_config
 from ragkit.stages.base import BUILT_IN_STAGES, STAGES, Stage
-from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, role_of
+from ragkit.stages.roles import ROLE_NAMES, ROLES, in_pipeline_order, reads_of, role_of, writes_of
 
+REPO = Path(__file__).resolve().parents[2]
 ROLE_LIST = "chunking, route, follow_up, profile, strategy, transform, gate, refine, context, generate, verify, check"
 MESSAGE = ("judges: 'fact_checker' declares no role, so the pipeline has no place to run it. "
            f"Valid roles: {ROLE_LIST}")
@@ -62,9 +68,12 @@ def test_every_built_in_stage_declares_a_role_and_they_run_in_the_old_fixed_orde
     assert set(STAGES.names()) == set(BUILT_IN_STAGES) == set(slots)
     assert [cls.name for cls in in_pipeline_order(STAGES.get(name) for name in STAGES.names())] == slots
     assert ", ".join(ROLE_NAMES) == ROLE_LIST
-    # Every role but one has a built-in; each built-in reads and returns what its role has.
+    # Every role has a built-in; each built-in reads and returns what its role has, declared once, on the role.
     assert {role_of(STAGES.get(name)).name for name in slots} == set(ROLE_NAMES)
-    assert all(STAGES.get(name).inputs and STAGES.get(name).outputs for name in slots)
+    for name in slots:
+        stage, role = STAGES.get(name), role_of(STAGES.get(name))
+        assert stage.inputs is None and stage.outputs is None, name
+        assert (reads_of(stage), writes_of(stage)) == (role.reads, role.writes)
 
 
 @pytest.mark.unit
@@ -154,3 +163,77 @@ def test_built_ins_are_registered_in_code_so_a_stale_entry_point_cannot_break_th
     monkeypatch.setattr(STAGES, "_loaded", {})
     assert STAGES.get("rerank") is RerankJudge
     assert set(STAGES.names()) == set(BUILT_IN_STAGES)
+
+
+@pytest.mark.unit
+def test_every_built_in_stage_is_checked_against_its_roles_protocol():
+    """``ragkit.stages.conformance`` holds one ``name: type[<Role protocol>] = <stage class>`` line per
+    built-in, for mypy; each line names the protocol of the role the stage declares."""
+    tree = ast.parse((REPO / "ragkit" / "stages" / "conformance.py").read_text(encoding="utf-8"))
+    checked = {node.target.id: (ast.unparse(node.annotation), ast.unparse(node.value))
+               for node in ast.walk(tree) if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+    assert set(checked) == set(BUILT_IN_STAGES)
+    for name, target in BUILT_IN_STAGES.items():
+        stage = STAGES.get(name)
+        assert checked[name] == (f"type[{role_of(stage).protocol.__name__}]", target.split(":")[1]), name
+
+
+WRONG_STAGES = '''
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from llama_index.core.schema import NodeWithScore
+
+from ragkit.stages.base import Judge, JudgementLog
+
+
+class Keeps(Judge):
+    name: ClassVar[str] = "keeps"
+    role: ClassVar[str] = "context"
+
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> list[NodeWithScore]:
+        return nodes
+
+
+class ForgetsTheLog(Judge):
+    name: ClassVar[str] = "forgets_the_log"
+    role: ClassVar[str] = "context"
+
+    def process(self, query: str, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+        return nodes
+
+
+class ReturnsText(Judge):
+    name: ClassVar[str] = "returns_text"
+    role: ClassVar[str] = "context"
+
+    def process(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog) -> str:
+        return query
+
+
+if TYPE_CHECKING:
+    from ragkit.stages.roles import ContextRole
+
+    keeps: type[ContextRole] = Keeps
+    forgets_the_log: type[ContextRole] = ForgetsTheLog
+    returns_text: type[ContextRole] = ReturnsText
+'''
+
+
+@pytest.mark.unit
+def test_mypy_fails_a_stage_whose_call_does_not_match_its_roles_protocol(tmp_path):
+    """The check ``ragkit.stages.conformance`` makes of every built-in, made of three plugin stages:
+    the one that matches the context role passes, the two that do not fail the lint."""
+    stages = tmp_path / "plugin_stages.py"
+    stages.write_text(WRONG_STAGES, encoding="utf-8")
+    lines = WRONG_STAGES.splitlines()
+    # The repository's mypy settings and cache (``make lint`` fills it), ragkit from this checkout.
+    env = {**os.environ, "MYPYPATH": str(REPO)}
+    child = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
+                            "--no-error-summary", str(stages)], cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert child.returncode == 1, child.stdout + child.stderr
+    errors = [line for line in child.stdout.splitlines() if ": error: " in line]
+    failed = {lines[int(line.split(":")[1]) - 1].split(":")[0].strip() for line in errors}
+    assert failed == {"forgets_the_log", "returns_text"}, child.stdout

@@ -31,7 +31,7 @@ from ragkit.registry import ComponentSpec
 from ragkit.retrievers.registry import retrievers as retriever_registry
 from ragkit.stages.base import STAGES as judge_registry
 from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
-from ragkit.stages.roles import check_single_roles, position
+from ragkit.stages.roles import check_single_roles, position, reads_of
 from ragkit.web import web_providers
 
 
@@ -211,7 +211,7 @@ class ExperimentConfig(StrictModel):
                 raise ValueError("judge 'groundedness' checks generated answers: set 'generator: true'")
         # The router (a conversational route is answered by the generator) and what reads the answer.
         needs_generator = sorted((name for name in self.judges if is_judge(name) and name != "groundedness"
-                                  and (role_name(name) == "route" or "answer" in judge_registry.info(name).inputs)
+                                  and (role_name(name) == "route" or "answer" in reads_of(judge_registry.info(name)))
                                   and any(s.params["mode"] != "off" for s in judge_specs(name, self.judges[name]))),
                                  key=lambda name: position(judge_registry.info(name)))
         if needs_generator and self.generator is None:

@@ -51,7 +51,8 @@ from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import split_claims
 from ragkit.stages.answer.params import ANSWER_ISSUES, AnswerCheckParams
 from ragkit.stages.answer.retry_strategy import retry_strategy
-from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.base import Judgement
+from ragkit.stages.question import AnswerActions, QuestionContext
 from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUES, DESIGN_SWITCH_MAP
 from ragkit.text import with_new_keywords
 
@@ -116,20 +117,19 @@ class AnswerRetry:
     def __init__(self, params: AnswerCheckParams) -> None:
         self.params = params
 
-    def run(self, query: str, first: AnswerAttempt, *, grade: Grade,
-            regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
-            re_retrieve: Callable[[str], list[NodeWithScore]] | None, trace: JudgementLog,
-            switch: Callable[[str], None] | None = None, strategy: str | None = None,
+    def run(self, context: QuestionContext, first: AnswerAttempt, actions: AnswerActions, grade: Grade,
             retrieval_quality: Callable[[], float | None] | None = None) -> RetryResult:
-        """``first``: the answer and its grades (and its retrieval's quality); ``re_retrieve`` None when
-        the chunks cannot be searched again; ``switch`` / ``strategy``: change / the strategy in use
-        (``retry_strategy``, the design's map); ``retrieval_quality()``: the quality of the last
-        re-retrieval (the quality gate's, when it ran again), for ``pass_by: retrieval``."""
+        """Retry ``first`` (the answer, its grades and its retrieval's quality) for ``context.query``;
+        ``actions.re_retrieve`` None when the chunks cannot be searched again; ``actions.switch`` /
+        ``actions.strategy``: change / the strategy in use (``retry_strategy``, the design's map);
+        ``retrieval_quality()``: the quality of the last re-retrieval (the quality gate's, when it
+        ran again), for ``pass_by: retrieval``. Each decision is in the grade's judgement."""
+        query, re_retrieve, switch = context.query, actions.re_retrieve, actions.switch
         p = self.params
         if first.judgement is None:  # the check is off: nothing was graded, nothing to act on
             return RetryResult(first.answer, first.nodes, first.scores, 0)
         attempts = [first]
-        current = strategy
+        current = actions.strategy
         stopped = "passed"
         for number in range(p.max_retries + 1):
             latest = attempts[-1]
@@ -191,7 +191,7 @@ class AnswerRetry:
                 feedback = split_claims(latest.answer.text, 1)
                 decision["feedback"] = feedback
             decision["action"] = action if "retry_query" not in decision else RE_RETRIEVE
-            answer = regenerate(nodes, feedback)
+            answer = actions.regenerate(nodes, feedback)
             if not answer.text or answer.abstained:
                 stopped = "no answer to grade"
                 attempts.append(AnswerAttempt(answer, nodes, dict.fromkeys(ASPECTS), None))

@@ -25,8 +25,9 @@ the query plus the content words of the unsupported claims that the query lacks,
 they first appear. The claims say what the answer wanted to state; searching for their words
 finds the passages that would support or refute them.
 
-The steps (regenerate, re-retrieve, check) are callables given by the pipeline, which times each
-as its own stage; every round is one judgement of judge ``correction`` in the trace.
+The steps (``AnswerActions``: regenerate, re-retrieve, switch; and the check) are given by the
+pipeline, which times each as its own stage; every round is one judgement of judge
+``correction`` in the question's log.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from llama_index.core.schema import NodeWithScore
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams, unsupported_claims
 from ragkit.stages.answer.retry_strategy import retry_strategy
-from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.base import Judgement
 from ragkit.text import with_new_keywords
+from ragkit.stages.question import AnswerActions, QuestionContext
 
 JUDGE = "correction"
 ACCEPT, REGENERATE, RE_RETRIEVE = "accept", "regenerate", "re_retrieve"
@@ -93,18 +95,16 @@ class HallucinationCorrector:
             return RE_RETRIEVE
         return REGENERATE
 
-    def run(self, query: str, first: Attempt, *,
-            regenerate: Callable[[list[NodeWithScore], list[str]], Answer],
-            re_retrieve: Callable[[str], list[NodeWithScore]] | None,
-            check: Check, retrieval_quality: float | None, trace: JudgementLog,
-            switch: Callable[[str], None] | None = None, strategy: str | None = None) -> CorrectionResult:
-        """``re_retrieve`` None: the chunks cannot be searched again (web results), so the lower
-        tier regenerates. Only the first attempt's retrieval quality is known; a re-retrieval
-        has no gate score, so later rounds decide by the groundedness score alone. ``switch``
-        changes the strategy of the next ``re_retrieve``; ``strategy`` is the one in use now."""
+    def run(self, context: QuestionContext, first: Attempt, actions: AnswerActions, check: Check,
+            retrieval_quality: float | None) -> CorrectionResult:
+        """Correct ``first`` for ``context.query``, recording each round in ``context.log``.
+        ``actions.re_retrieve`` None: the chunks cannot be searched again (web results), so the
+        lower tier regenerates. Only the first attempt's retrieval quality is known; a
+        re-retrieval has no gate score, so later rounds decide by the groundedness score alone."""
+        query, trace, re_retrieve = context.query, context.log, actions.re_retrieve
         attempts = [first]
         quality = retrieval_quality
-        current = strategy
+        current = actions.strategy
         for round_number in range(1, self.params.max_corrections + 1):
             latest = attempts[-1]
             tier = self.tier(latest.score, quality)
@@ -119,10 +119,10 @@ class HallucinationCorrector:
             nodes = latest.nodes
             if tier == RE_RETRIEVE and re_retrieve is not None:  # else the tier became REGENERATE above
                 decision["refined_query"] = refined_query(query, claims)
-                current = self._switch(decision, switch, current)
+                current = self._switch(decision, actions.switch, current)
                 nodes = re_retrieve(decision["refined_query"])
                 decision["retrieved"] = [node.node.node_id for node in nodes]
-            answer = regenerate(nodes, claims)
+            answer = actions.regenerate(nodes, claims)
             # An empty or abstained answer ("not found") has no claims to check, so it gets no score.
             score, judgement = check(answer, nodes) if answer.text and not answer.abstained else (None, None)
             attempts.append(Attempt(answer, nodes, score, judgement))

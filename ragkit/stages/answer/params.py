@@ -196,8 +196,6 @@ class GeneratorInfo(StageInfo):
 
     name: ClassVar[str] = "generator"
     role: ClassVar[str] = "generate"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("answer",)
     Params: ClassVar[type[GeneratorParams]] = GeneratorParams
     modes: ClassVar[tuple[str, ...]] = ("llm",)
 
@@ -207,8 +205,6 @@ class GroundednessJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "groundedness"
     role: ClassVar[str] = "verify"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "answer", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("groundedness", "answer", "nodes")
     Params: ClassVar[type[GroundednessParams]] = GroundednessParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm", "nli")
 
@@ -223,7 +219,5 @@ class AnswerCheckJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "answer_check"
     role: ClassVar[str] = "check"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "answer", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("answer_check", "answer", "nodes")  # answer, nodes: the late tier's retry
     Params: ClassVar[type[AnswerCheckParams]] = AnswerCheckParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")

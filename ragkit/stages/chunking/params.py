@@ -84,7 +84,5 @@ class ChunkingJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "chunking"
     role: ClassVar[str] = "chunking"
-    inputs: ClassVar[tuple[str, ...]] = ("document",)
-    outputs: ClassVar[tuple[str, ...]] = ("chunker",)
     Params: ClassVar[type[ChunkingJudgeParams]] = ChunkingJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")

@@ -83,8 +83,6 @@ class RerankJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "rerank"
     role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 10
     # It reorders and cuts the list: a quality gate with ``position: after_rerank`` judges its output.
     reranks: ClassVar[bool] = True
@@ -101,8 +99,6 @@ class EnrichmentJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "enrichment"
     role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 20
     needs: ClassVar[tuple[str, ...]] = ("index", "embedder")
     Params: ClassVar[type[EnrichmentParams]] = EnrichmentParams
@@ -119,8 +115,6 @@ class CompressionJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "compression"
     role: ClassVar[str] = "context"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     order: ClassVar[int] = 30  # after rerank (10) and enrichment (20): it shapes what the generator reads
     Params: ClassVar[type[CompressionParams]] = CompressionParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")

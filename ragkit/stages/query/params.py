@@ -151,8 +151,6 @@ class CondenseJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "condense"
     role: ClassVar[str] = "follow_up"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("query",)
     Params: ClassVar[type[CondenseParams]] = CondenseParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
@@ -162,8 +160,6 @@ class ProfileJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "profile"
     role: ClassVar[str] = "profile"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("profile",)
     needs: ClassVar[tuple[str, ...]] = ("document_profiles",)
     Params: ClassVar[type[ProfileParams]] = ProfileParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
@@ -174,8 +170,6 @@ class RouterJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "router"
     role: ClassVar[str] = "route"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("route",)
     needs: ClassVar[tuple[str, ...]] = ("summary",)
     Params: ClassVar[type[RouterParams]] = RouterParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
@@ -186,8 +180,6 @@ class StrategyJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "strategy"
     role: ClassVar[str] = "strategy"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "profile")
-    outputs: ClassVar[tuple[str, ...]] = ("strategy",)
     Params: ClassVar[type[StrategyParams]] = StrategyParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
@@ -196,8 +188,6 @@ class TransformInfo(StageInfo):
     """What every query transform declares: it rewrites the query and retrieves with the rewrites."""
 
     role: ClassVar[str] = "transform"
-    inputs: ClassVar[tuple[str, ...]] = ("query",)
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     needs: ClassVar[tuple[str, ...]] = ("retriever",)
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 

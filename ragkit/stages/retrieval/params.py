@@ -54,8 +54,6 @@ class RetrievalJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "retrieval"
     role: ClassVar[str] = "refine"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes", "history")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes",)
     Params: ClassVar[type[RetrievalJudgeParams]] = RetrievalJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
@@ -74,7 +72,5 @@ class QualityGateInfo(StageInfo):
 
     name: ClassVar[str] = "quality_gate"
     role: ClassVar[str] = "gate"
-    inputs: ClassVar[tuple[str, ...]] = ("query", "nodes")
-    outputs: ClassVar[tuple[str, ...]] = ("nodes", "quality")
     Params: ClassVar[type[QualityGateParams]] = QualityGateParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")

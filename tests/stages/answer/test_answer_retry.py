@@ -21,6 +21,7 @@ from ragkit.stages.answer.answer_retry import (
 )
 from ragkit.stages.answer.generator import Answer, Generator, GeneratorParams
 from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.question import AnswerActions, QuestionContext
 
 QUERY = "why do cats purr"
 
@@ -69,9 +70,9 @@ def run(first_scores, graded, *, re_retrieve=True, switch=None, strategy=None, a
     first = AnswerAttempt(Answer("Cats purr. They are cats.", [], "p", valid=True), nodes("a", "b"), first_scores,
                           judged(first_scores, *([reason] if reason is not None else [])))
     trace = JudgementLog()
+    actions = AnswerActions(script.regenerate, script.re_retrieve if re_retrieve else None, switch, strategy)
     result = AnswerRetry(AnswerCheckParams(retry=True, **params)).run(
-        QUERY, first, grade=script.grade, regenerate=script.regenerate,
-        re_retrieve=script.re_retrieve if re_retrieve else None, trace=trace, switch=switch, strategy=strategy)
+        QuestionContext(QUERY, QUERY, log=trace), first, actions, script.grade)
     return result, script.calls, first
 
 
@@ -122,9 +123,9 @@ def test_a_retry_passes_at_50_and_max_retries_stops(retry, passed, stopped, acti
     script = Recording([grades(90, retry, 90), grades(90, 90, 90)])
     first = AnswerAttempt(Answer("Cats purr.", [], "p", valid=True), nodes("a"), grades(90, 60, 90),
                           judged(grades(90, 60, 90)))
-    result = AnswerRetry(AnswerCheckParams(retry=True)).run(QUERY, first, grade=script.grade,
-                                                            regenerate=script.regenerate,
-                                                            re_retrieve=script.re_retrieve, trace=JudgementLog())
+    result = AnswerRetry(AnswerCheckParams(retry=True)).run(QuestionContext(QUERY, QUERY), first,
+                                                            AnswerActions(script.regenerate, script.re_retrieve),
+                                                            script.grade)
     assert [call[0] for call in script.calls] == ["re_retrieve", "regenerate", "grade"]  # max_retries 1: one retry
     (retried,) = script.judgements
     decision = retried.decision
@@ -147,8 +148,8 @@ def test_the_retry_judgement_records_threshold_50_and_the_end():
         recorded.append(judgement)
         return scores, judgement
 
-    result = AnswerRetry(AnswerCheckParams(retry=True)).run(QUERY, first, grade=grade, regenerate=script.regenerate,
-                                                            re_retrieve=script.re_retrieve, trace=trace)
+    result = AnswerRetry(AnswerCheckParams(retry=True)).run(QuestionContext(QUERY, QUERY, log=trace), first,
+                                                            AnswerActions(script.regenerate, script.re_retrieve), grade)
     retry = recorded[0].decision
     assert (retry["attempt"], retry["threshold"], retry["passed"], retry["issue"]) == (1, 50, False, "incomplete")
     assert (retry["action"], retry["stopped"], retry["kept"]) == ("stop", "max_retries", 0)
@@ -250,9 +251,9 @@ def test_real_local_model_late_tier_round_is_recorded(tmp_path, local_backend):
     first_answer = Answer("Cats purr to hunt mice at night.", [], "p", valid=True)
     scores, judgement = grade(first_answer, chunks)
     result = AnswerRetry(checker.params).run(
-        QUERY, AnswerAttempt(first_answer, chunks, scores, judgement), grade=grade,
-        regenerate=lambda given, feedback: generator.generate(QUERY, given, trace, feedback=feedback or None),
-        re_retrieve=lambda query: chunks, trace=trace)
+        QuestionContext(QUERY, QUERY, log=trace), AnswerAttempt(first_answer, chunks, scores, judgement),
+        AnswerActions(lambda given, feedback: generator.generate(QUERY, given, trace, feedback=feedback or None),
+                      lambda query: chunks), grade)
     checks = [j for j in trace.judgements if j.judge == "answer_check"]
     first = checks[0].decision
     assert first["attempt"] == 0 and first["threshold"] == 100

@@ -11,6 +11,7 @@ from ragkit.stages.answer.correction import Attempt, HallucinationCorrector, bes
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
 from ragkit.stages.base import Judgement, JudgementLog
+from ragkit.stages.question import AnswerActions, QuestionContext
 
 pytestmark = pytest.mark.unit
 
@@ -54,9 +55,8 @@ def run(scores, first_score, *, quality=None, re_retrieve=True, switch=None, str
     first = Attempt(Answer("first", [], "p", valid=True), nodes("a", "b"), first_score,
                     graded({"Cats purr.": True, "Cats bark loudly.": False}))
     trace = JudgementLog()
-    result = corrector.run(QUERY, first, regenerate=script.regenerate,
-                           re_retrieve=script.re_retrieve if re_retrieve else None, check=script.check,
-                           retrieval_quality=quality, trace=trace, switch=switch, strategy=strategy)
+    actions = AnswerActions(script.regenerate, script.re_retrieve if re_retrieve else None, switch, strategy)
+    result = corrector.run(QuestionContext(QUERY, QUERY, log=trace), first, actions, script.check, quality)
     return result, script.calls, trace
 
 
@@ -143,10 +143,10 @@ def test_poor_retrieval_re_retrieves_a_middle_score_then_later_rounds_go_by_the_
 def test_an_abstained_correction_is_not_checked_and_ranks_last():
     script = Script([0.9])
     first = Attempt(Answer("first", [], "p", valid=True), nodes("a"), 0.3, graded({"Cats bark loudly.": False}))
+    actions = AnswerActions(lambda chunks, claims: Answer("Not in the documents.", [], "", valid=True, abstained=True),
+                            lambda query: [])
     result = HallucinationCorrector(GroundednessParams(on_fail="re_retrieve")).run(
-        QUERY, first, regenerate=lambda chunks, claims: Answer("Not in the documents.", [], "", valid=True,
-                                                               abstained=True),
-        re_retrieve=lambda query: [], check=script.check, retrieval_quality=None, trace=JudgementLog())
+        QuestionContext(QUERY, QUERY), first, actions, script.check, None)
     assert script.calls == [] and result.kept == 0 and result.answer.text == "first"
 
 
@@ -169,10 +169,9 @@ def test_the_real_generator_lists_the_unsupported_claims_and_the_real_judge_chec
                     graded({"Cats purr when content.": True, "Cats bark at night.": False}))
     trace = JudgementLog()
     result = HallucinationCorrector(params).run(
-        QUERY, first, regenerate=lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims),
-        re_retrieve=None,
-        check=lambda answer, chunks: judge.judge(QUERY, answer.text, [n.node.get_content() for n in chunks], trace),
-        retrieval_quality=None, trace=trace)
+        QuestionContext(QUERY, QUERY, log=trace), first,
+        AnswerActions(lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims)),
+        lambda answer, chunks: judge.judge(QUERY, answer.text, [n.node.get_content() for n in chunks], trace), None)
     prompts = [messages[-1]["content"] for messages in backend.requests]
     assert len(prompts) == 2
     assert ("not supported by the sources; do not repeat them unless a source states them:\n"
@@ -225,8 +224,8 @@ def test_real_local_model_correction_round_is_recorded(tmp_path):
         return judge.judge(QUERY, candidate.text, [n.node.get_content() for n in chunks], trace)
 
     result = HallucinationCorrector(params).run(
-        QUERY, first, regenerate=lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims),
-        re_retrieve=None, check=check, retrieval_quality=None, trace=trace)
+        QuestionContext(QUERY, QUERY, log=trace), first,
+        AnswerActions(lambda chunks, claims: gen.generate(QUERY, chunks, trace, feedback=claims)), check, None)
     generated = trace.judgements[0]
     assert generated.judge == "generator" and generated.decision["feedback"] == ["Cats are made of glass."]
     assert "- Cats are made of glass." in generated.decision["prompt"]

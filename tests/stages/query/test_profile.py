@@ -5,6 +5,7 @@ strategy judge, and one real-model run."""
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 from llama_index.core.retrievers import BaseRetriever
@@ -206,6 +207,26 @@ def test_the_pipeline_profiles_the_query_before_the_strategy_judge_reads_it(with
         (["judge:profile"] if with_profile else []) + ["judge:strategy", "retrieve"]
     assert [judgement.judge for judgement in trace.judgements] == \
         (["profile"] if with_profile else []) + ["strategy"]
+
+
+@pytest.mark.unit
+def test_a_strategy_stage_that_narrows_its_inputs_to_the_query_is_not_given_the_profile():
+    """A stage reads what its role reads (the strategy role: query and profile) unless it declares
+    ``inputs`` to narrow that; one without ``profile`` is called without it."""
+
+    class QueryOnly(StrategyJudge):
+        inputs: ClassVar[tuple[str, ...]] = ("query",)
+        seen: ClassVar[list[str]] = []
+
+        def choose(self, query: str, trace: JudgementLog) -> str | None:
+            QueryOnly.seen.append(query)
+            return "bm25"
+
+    switchable = Switchable()
+    stages = (QueryOnly(StrategyParams(mode="heuristic")),
+              ProfileJudge(ProfileParams(mode="heuristic"), document_profiles=PROSE))
+    Pipeline(switchable, switchable, stages=stages, switchable=switchable).answer("how do cattle catch it")
+    assert QueryOnly.seen == ["how do cattle catch it"] and switchable.used == ["bm25"]
 
 
 @pytest.mark.integration
