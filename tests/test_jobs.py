@@ -12,6 +12,7 @@ import pytest
 from ragkit.errors import ConfigError
 from ragkit.jobs import JobInfo, JobManager, _process_alive
 from ragkit.results import ResultStore
+from tests.factories import tiny_experiment
 from tests.held_run import child_env, hold_after, wait_until_held
 
 TOPICS = ["llamas graze on high plains", "alpacas grow soft fleece", "camels store fat in humps",
@@ -29,11 +30,6 @@ def _write_beir(folder: Path, questions: int) -> Path:
     lines = ["query-id\tcorpus-id\tscore"] + [f"q{q}\td{q % len(TOPICS)}\t1" for q in range(questions)]
     (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
     return folder
-
-
-def _config(dataset: Path, name: str = "tiny", shard_size: int = 100) -> dict:
-    return {"name": name, "dataset": {"path": str(dataset), "format": "beir"}, "chunkers": ["document"],
-            "retrievers": ["bm25"], "top_k": [1, 3], "shard_size": shard_size}
 
 
 def _wait_for(manager: JobManager, job_id: str, states: tuple[str, ...], timeout: float = 120.0) -> JobInfo:
@@ -56,7 +52,7 @@ def _wait_for_exit(pid: int, timeout: float = 30.0) -> None:
 @pytest.mark.integration
 def test_job_runs_to_done_in_the_background(tmp_path):
     manager = JobManager()
-    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+    job = manager.start(tiny_experiment(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
     assert manager.get(job.job_id).state in ("queued", "running", "done")
 
     info = _wait_for(manager, job.job_id, ("done", "failed", "interrupted"))
@@ -76,7 +72,7 @@ def test_job_runs_to_done_in_the_background(tmp_path):
 def test_cancelled_job_resumes_without_duplicate_rows(tmp_path, monkeypatch):
     manager = JobManager()
     # The child holds after 3 of its 240 one-question shards (tests/child_hooks): cancelled mid-run.
-    config = _config(_write_beir(tmp_path / "beir", questions=120), shard_size=1)
+    config = tiny_experiment(_write_beir(tmp_path / "beir", questions=120), shard_size=1)
     held = tmp_path / "held"
     with monkeypatch.context() as patch:
         for name, value in child_env(RAGKIT_TEST_HOLD_AFTER=hold_after(3, held)).items():
@@ -108,7 +104,7 @@ def test_cancelled_job_resumes_without_duplicate_rows(tmp_path, monkeypatch):
 @pytest.mark.integration
 def test_job_whose_process_vanished_is_interrupted_and_resumable(tmp_path):
     manager = JobManager()
-    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+    job = manager.start(tiny_experiment(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
     _wait_for(manager, job.job_id, ("done",))
     _wait_for_exit(job.pid)
     # A dashboard restart after a crash finds a "running" status whose process is gone.
@@ -124,7 +120,7 @@ def test_job_whose_process_vanished_is_interrupted_and_resumable(tmp_path):
 @pytest.mark.integration
 def test_invalid_config_fails_before_any_process_starts(tmp_path):
     manager = JobManager()
-    bad = {**_config(_write_beir(tmp_path / "beir", questions=4)), "retrievers": ["bm26"]}
+    bad = tiny_experiment(_write_beir(tmp_path / "beir", questions=4), retrievers=["bm26"])
 
     with pytest.raises(ConfigError, match="unknown retriever 'bm26'"):
         manager.start(bad)
@@ -135,7 +131,7 @@ def test_invalid_config_fails_before_any_process_starts(tmp_path):
 @pytest.mark.integration
 def test_missing_dataset_is_a_failed_job_with_the_reason(tmp_path):
     manager = JobManager()
-    job = manager.start(_config(tmp_path / "nowhere"), out_dir=tmp_path / "out")
+    job = manager.start(tiny_experiment(tmp_path / "nowhere"), out_dir=tmp_path / "out")
 
     info = _wait_for(manager, job.job_id, ("failed", "done"))
 
@@ -146,7 +142,7 @@ def test_missing_dataset_is_a_failed_job_with_the_reason(tmp_path):
 @pytest.mark.integration
 def test_unknown_job_lists_the_known_ids_and_delete_keeps_results(tmp_path):
     manager = JobManager()
-    job = manager.start(_config(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
+    job = manager.start(tiny_experiment(_write_beir(tmp_path / "beir", questions=4)), out_dir=tmp_path / "out")
 
     with pytest.raises(ConfigError, match=f"unknown job 'nope'. Known jobs: {job.job_id}"):
         manager.get("nope")
@@ -179,8 +175,8 @@ def test_a_job_on_ray_runs_to_done_with_the_tables_of_a_local_job(tmp_path, monk
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     manager = JobManager()
     dataset = _write_beir(tmp_path / "beir", questions=4)
-    on_ray = manager.start(_config(dataset, shard_size=2), out_dir=tmp_path / "ray", executor="ray")
-    local = manager.start(_config(dataset, name="tiny-local", shard_size=2), out_dir=tmp_path / "local")
+    on_ray = manager.start(tiny_experiment(dataset, shard_size=2), out_dir=tmp_path / "ray", executor="ray")
+    local = manager.start(tiny_experiment(dataset, "tiny-local", shard_size=2), out_dir=tmp_path / "local")
     assert on_ray.command[-2:] == ["--executor", "ray"] and local.command[-2:] == ["--executor", "local"]
 
     for job in (on_ray, local):
@@ -194,7 +190,7 @@ def test_a_job_on_ray_runs_to_done_with_the_tables_of_a_local_job(tmp_path, monk
 
 def test_an_unknown_executor_is_refused_naming_the_valid_ones(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown executor 'spark'\. Valid executors: local, ray"):
-        JobManager().start(_config(_write_beir(tmp_path / "beir", questions=1)), executor="spark")
+        JobManager().start(tiny_experiment(_write_beir(tmp_path / "beir", questions=1)), executor="spark")
     assert list(JobManager().jobs_dir.iterdir()) == []
 
 

@@ -12,7 +12,7 @@ import pytest
 from ragkit.errors import ConfigError
 from ragkit.jobs import JobInfo, JobManager
 from tests.conftest import SAMPLE_DATASET
-from tests.qa.generation_helpers import scripted_ollama_server
+from tests.questions.generation_helpers import scripted_ollama_server
 
 pytestmark = pytest.mark.integration
 
