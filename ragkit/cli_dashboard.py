@@ -1,6 +1,6 @@
 """`ragkit dashboard`: start the Streamlit app, bound to this machine unless told otherwise.
 
-Kept out of ``cli.py`` so that file stays small; ``add_dashboard_parser`` adds the command.
+``add_dashboard_parser`` adds the command to ``ragkit``'s parser.
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def build_pipeline(config: dict[str, Any], documents: str | Path, run_id: str | 
 
 
 def add_parser(sub: Any) -> None:
-    """The `export-pipeline` subcommand (kept here so cli.py stays small)."""
+    """Add the `export-pipeline` subcommand to ``sub`` (``ragkit``'s subparsers)."""
     command = sub.add_parser("export-pipeline", help="write a runnable module that builds one run's configuration "
                                                      "over a folder of documents and answers a question")
     command.add_argument("results", help="results folder")
