@@ -12,8 +12,8 @@ from ragkit.errors import ConfigError
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import prepare
 from ragkit.index import AnnParams, ChunkIndex, IndexStore
-from tests.factories import write_beir
 from tests.artefacts.test_index_scale import _chunks, _unit
+from tests.factories import write_beir
 
 pytestmark = pytest.mark.integration
 

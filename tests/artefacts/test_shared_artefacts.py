@@ -14,8 +14,8 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
-from tests.results import test_s3 as results_s3
 from tests.factories import write_beir
+from tests.results import test_s3 as results_s3
 from tests.results.test_s3 import BUCKET, DOCS, KEYS, QUESTIONS, table
 
 # The local S3 server and its fresh bucket, the fixtures of the results-on-S3 tests.

@@ -12,7 +12,7 @@ from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient
 from ragkit.stages.base import judges
 from ragkit.stages.chunking import ChunkingJudge, ChunkingJudgeParams, judge_choosable_chunkers
-from tests.stages.test_chunking_judge import PLAIN, ScriptedLLM, doc, reply
+from tests.stages.chunking.test_chunking_judge import PLAIN, ScriptedLLM, doc, reply
 
 pytestmark = pytest.mark.unit
 

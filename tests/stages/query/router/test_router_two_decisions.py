@@ -15,7 +15,7 @@ from ragkit.llms import LLMClient
 from ragkit.stages.base import JudgeTrace
 from ragkit.stages.query.router import RouteDecision, RouterJudge, RouterParams
 from tests.factories import scripted_llm_class
-from tests.stages.query.test_router import SUMMARY, Turn
+from tests.stages.query.router.test_router import SUMMARY, Turn
 
 ScriptedLLM = scripted_llm_class()
 
