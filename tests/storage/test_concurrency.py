@@ -63,7 +63,8 @@ def _dataset(folder: Path, n_docs: int = 20, n_questions: int = 10) -> Path:
 
 def experiments(dataset: Path) -> dict[str, dict]:
     """name -> the experiment's config over ``dataset``."""
-    return {name: tiny_experiment(dataset, name, **SHARED, **fields) for name, fields in EXPERIMENTS.items()}
+    source = {"path": str(dataset), "format": "beir"}
+    return {name: tiny_experiment(source, name, **SHARED, **fields) for name, fields in EXPERIMENTS.items()}
 
 
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
