@@ -1,11 +1,12 @@
-"""A generic name -> component class registry; each kind's registry lives in its base module.
+"""A generic name -> component class registry; each kind declares its own instance.
 
-``Registry("chunker", builtins={...})`` in ``chunkers/base.py`` (and likewise for embedders,
-retrievers, LLM backends and web providers) knows the kind's built-in classes by their import
-path, in code, so the built-ins work whatever package metadata is installed (an editable
-install made before a module moved, or none at all). Third-party components join through the
-kind's entry-point group (``ragkit.chunkers`` and so on; pyproject.toml lists the built-ins there
-too). A name registered in code is never looked up in the entry points, so a stale or broken
+A kind's registry is in its base module (``embedders/base.py``, ``llms/base.py``, ``web/base.py``,
+``stages/base.py``), except chunkers' and retrievers', which sit in ``chunkers/registry.py`` and
+``retrievers/registry.py`` beside their light info classes. ``Registry("embedder", builtins={...})``
+knows the kind's built-in classes by their import path, in code, so the built-ins work whatever
+package metadata is installed (an editable install, or none at all). Third-party components join
+through the kind's entry-point group (``ragkit.chunkers`` and so on; pyproject.toml lists the
+built-ins there too). A name registered in code is never looked up in the entry points, so a stale or broken
 entry point for it changes nothing; a plugin's entry point that fails to load is a one-line
 error naming it. A class is imported only when its name is used, so listing names stays cheap.
 
@@ -40,9 +41,10 @@ class ComponentParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Parameters added after run ids were first published. At their default they are left out of
-    # the resolved spec (``Registry.resolve``), so adding an option that is off changes no id and
-    # no cached result; set to anything else, they are part of the key like any parameter.
+    # The run-id rule for new parameters (other modules refer here): a parameter named in
+    # ``added_fields`` is left out of the resolved spec (``Registry.resolve``) while it is at its
+    # default, so an option that is off changes no run id, index id or cached result; at any other
+    # value it is part of the key like any parameter. A parameter a component gains joins this set.
     added_fields: ClassVar[frozenset[str]] = frozenset()
     # How to reach a server (timeouts, retries), not what it computes: never part of a content
     # key at any value, so raising a timeout reuses every cached vector and result.

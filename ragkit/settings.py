@@ -87,7 +87,7 @@ class RagkitSettings(BaseSettings):
         default=65_536, ge=0, le=10_000_000,
         description="Chunks per window of a streamed build: chunk sets are written, embedded and indexed this many "
                     "rows at a time, so memory does not grow with the corpus; 0 = the whole chunk set in memory at "
-                    "once (the build before issue 32). Same chunk set rows and index rows either way; a chunk set "
+                    "once. Same chunk set rows and index rows either way; a chunk set "
                     "larger than a window is embedded in other batches (shortest first within each window).",
     )
     shared_artefacts: str | None = Field(

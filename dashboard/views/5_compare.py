@@ -13,7 +13,7 @@ dashboard/compare_sections.py.
 
 Only the open tab runs and is sent to the browser (stateful tabs: a click reruns the page): what a
 browser draws before the factor chart and table is one chart and one table, not six charts and a
-dozen tables (issue 29: the browser's drawing was most of a session's time under load).
+dozen tables (the browser's drawing is most of a session's time under load).
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.

@@ -373,7 +373,15 @@ def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair
             depth_rule: DepthRule = "common", baselines: Mapping[str, object] | None = None) -> pd.DataFrame:
     """Factor effects (each level vs its factor's reference) and/or every single-factor pair, for
     ``metrics``, Holm-corrected within each family (``families``: per kind and metric, the same
-    whatever else is asked)."""
+    whatever else is asked).
+
+    One row per comparison: its kind, factor and levels, the paired difference with its CI and
+    Holm-corrected p, and the strict form in which a failure scores 0::
+
+        >>> from ragkit.analysis.loading import load_results
+        >>> table = compare(load_results("results/quickstart"), ["recall@5"])
+        >>> table[["kind", "factor", "level_a", "level_b", "diff", "ci_low", "ci_high", "p_holm"]]
+    """
     comparer = Comparer(results, depth_rule, baselines)
     parts = []
     if factor_rows:

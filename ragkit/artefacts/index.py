@@ -69,8 +69,8 @@ class AnnParams(BaseModel):
         return self
 
     def id_fields(self) -> dict[str, Any]:
-        """The parameters as index and run ids take them: ``ef`` only when set, so the ids of
-        indexes configured before it existed (ef = LanceDB's default) stay what they were."""
+        """The parameters as index and run ids take them: ``ef`` only when set (unset, LanceDB's
+        default applies), as for an added field (the run-id rule at ``ComponentParams.added_fields``)."""
         return self.model_dump(mode="json", exclude={"ef"} if self.ef is None else set())
 
     def apply_query_knobs(self, search: Any, limit: int) -> Any:

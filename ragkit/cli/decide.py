@@ -1,6 +1,6 @@
 """`ragkit best`, `failures`, `compare` and `slices`: from a grid to a decision.
 
-Kept out of ``cli.py`` so that file stays small; ``register`` adds the commands to its parser.
+``register`` adds the commands to ``ragkit``'s parser.
 Every number comes from ``ragkit.analysis`` (recommend, failure_classes, regression, slices).
 """
 

@@ -1,7 +1,7 @@
 """Document texts left in their JSONL file: a corpus keeps each line's byte offset, not its text.
 
-A million 20-40-word documents held as Python strings cost about 0.36 KB each beyond everything
-else a build keeps (issue 32 #2); their offsets cost 8 bytes. The texts are read back a batch at a
+Held as Python strings, the texts would be most of a large build's memory (benchmarks/README.md,
+"The corpus text left on disk"); an offset costs 8 bytes. The texts are read back a batch at a
 time (``JsonlTexts[start:stop]``), in file order within the batch, when the corpus is chunked.
 
 The file must not change while a corpus made from it is in use: its size and modification time

@@ -290,10 +290,9 @@ class CorpusStore:
 
     def load(self, name: str) -> Corpus:
         """Corpus ``name`` with its texts left in the parsed files (``ParsedTexts``), read back a
-        batch at a time; ids and metadata stay in memory (the labels ``label_records`` adds: about
-        1.5 KB a document measured, most of it the 300-character description, plus any
-        page_starts/sections lists a parser made, about 0.1 KB a page or heading). Same documents
-        and corpus_id as reading it whole."""
+        batch at a time; ids and metadata stay in memory (the labels ``label_records`` adds, most
+        of it the 300-character description, plus any page_starts/sections lists a parser made).
+        Same documents and corpus_id as reading it whole."""
         return Corpus.from_documents(name, self._rows_in_files(self._require(name)))
 
     def _rows_in_files(self, manifest: Manifest) -> DocumentRows:

@@ -26,11 +26,10 @@ class EmbeddingCache:
     one rename) and then grows by one LanceDB commit per ``add``, so a crash keeps every committed
     batch and never a partial one. ``embed_with_cache`` commits every ``COMMIT_ROWS`` vectors or
     ``COMMIT_SECONDS``, whichever comes first, not every model batch: each commit is a LanceDB
-    version whose manifest lists every fragment, so one commit per 64 rows made manifests grow
-    quadratically (2,000 commits of 64 rows: 170 MB of manifests beside 197 MB of vectors, about
-    9 GB at 1M rows, kept until ``optimize`` prunes versions 7 days old). Writers hold the
-    embedder's content lock (the executor takes it around lookup, embedding and appending), so
-    each text is embedded once across processes.
+    version whose manifest lists every fragment, so manifests grow quadratically with the number
+    of commits (figures: benchmarks/README.md, "ragkit's own costs at a million chunks"). Writers
+    hold the embedder's content lock (the executor takes it around lookup, embedding and
+    appending), so each text is embedded once across processes.
 
     A lookup of a few keys reads only their rows (the filter runs inside LanceDB, helped by a BTREE
     index on ``text_sha`` once the table holds ``KEY_INDEX_MIN_ROWS``); a lookup of a good part of
@@ -52,8 +51,8 @@ class EmbeddingCache:
     COMMIT_ROWS: ClassVar[int] = 4_096
     COMMIT_SECONDS: ClassVar[float] = 30.0
     # Keys tested at once by a key scan. Each ``is_in`` call hashes the wanted keys again, and
-    # LanceDB yields about 1,000 rows a batch: testing 256k at a time cut a 500k-row table's scan
-    # for 65k keys from 2.3 s to 0.12 s, holding about 18 MB of keys.
+    # LanceDB yields about 1,000 rows a batch, so large groups scan far faster for a few MB of keys
+    # (benchmarks/README.md, "Figures behind choices in the code").
     SCAN_GROUP_ROWS: ClassVar[int] = 262_144
 
     def __init__(self, db_dir: Path, embedder_key: str) -> None:
@@ -223,7 +222,7 @@ def missing_texts(texts: Sequence[str], text_keys: Sequence[str], known: Contain
                   skip: Container[str] = frozenset()) -> list[tuple[str, str]]:
     """(key, text) of each text neither ``known`` nor in ``skip``, once, in the order the model
     embeds them. Shortest first: a batch is padded to its longest text, so batches of similar
-    lengths waste little (about 10% faster on SciFact's abstracts); the sort is stable, so equal
+    lengths waste little; the sort is stable, so equal
     lengths keep their first occurrence's order and two callers given the same texts make the
     same batches (a Ray window step and the in-process build of that window)."""
     missing: dict[str, str] = {}

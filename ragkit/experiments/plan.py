@@ -170,7 +170,19 @@ def _llm_key(spec: ComponentSpec | None) -> str | None:
 def make_plan(config: ExperimentConfig, corpus: Corpus, questions: QuestionSet,
               llm_roles: dict[str, ComponentSpec] | None = None) -> Plan:
     """``llm_roles``: the resolved backend of every role (see runner.resolve_llm_roles); a run's
-    id covers the backend of each role it calls, so changing a model re-runs only those runs."""
+    id covers the backend of each role it calls, so changing a model re-runs only those runs.
+
+    Planning loads no model and computes nothing: the quickstart's 18 runs need 3 chunk sets::
+
+        >>> from ragkit.corpus.store import CorpusStore
+        >>> from ragkit.experiments.config import load_config
+        >>> from ragkit.experiments.runner import load_corpus, load_questions, resolve_llm_roles
+        >>> config = load_config("experiments/quickstart.yaml")
+        >>> corpus = load_corpus(config, CorpusStore())
+        >>> plan = make_plan(config, corpus, load_questions(config, corpus), resolve_llm_roles(config))
+        >>> len(plan.runs), len(plan.chunk_steps), len(plan.index_steps)
+        (18, 3, 6)
+    """
     q_key = questions_key(questions)
     chunk_steps: dict[str, ChunkStep] = {}
     index_steps: dict[str, IndexStep] = {}
@@ -277,7 +289,7 @@ def run_row(plan: Plan, step: RunStep) -> dict:
                 if name != "mode":
                     row[f"judge.{spec.type}.{name}"] = _cell(value)
     ann = next((s.ann for s in plan.index_steps if s.index_id == step.index_id), None)
-    if ann is not None:  # only where it is on: an exact run's row is as it always was
+    if ann is not None:  # only where it is on: an exact run's row has no ann columns
         for name, value in ann.model_dump(mode="json").items():  # every knob, ef=None included
             row[f"ann.{name}"] = _cell(value)
     row["generator"] = point.generator is not None

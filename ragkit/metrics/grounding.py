@@ -18,17 +18,14 @@ How a score is made:
    fraction. An answer with no sentence of ``min_words`` words, or no context sentence, has no
    score (NaN) and a reason, never 0.
 
-Default threshold 0.49, calibrated with ``benchmarks/calibrate_grounding.py`` on COVID-QA with
-all-MiniLM-L6-v2 (400 random questions, seed 0, of the 1,136 whose answer span has a sentence of
-at least 3 words). Each answer span's sentences are checked against the paragraph holding the
-span (supported: 461 sentences) and against the answer paragraph of another question from another
-article (unsupported: 461). Median best support: 0.884 supported, 0.230 unsupported. The threshold
-maximising balanced accuracy on a random half of the questions, 0.49, classifies 94.2% of the
-other half's sentences correctly (supported recall 90.5%, unsupported recall 97.8%; 94.5% on the
-calibration half). The negatives are topically close (all coronavirus papers), but the positives
-are copied spans: a paraphrased answer scores lower, so expect more false "unsupported" on
-abstractive answers than these numbers show. Cosine scales differ between embedders: the
-default fits MiniLM; for another embedder, recalibrate.
+Default threshold 0.49: the one maximising balanced accuracy between an answer span's sentences
+checked against the paragraph holding the span (supported) and against another article's answer
+paragraph (unsupported), on COVID-QA with all-MiniLM-L6-v2 (``benchmarks/calibrate_grounding.py``;
+the run and its accuracy: benchmarks/README.md, "Figures behind choices in the code"). The
+negatives are topically close (all coronavirus papers), but the positives are copied spans: a
+paraphrased answer scores lower, so expect more false "unsupported" on abstractive answers than
+the calibration shows. Cosine scales differ between embedders: the default fits MiniLM; for
+another embedder, recalibrate.
 """
 
 from __future__ import annotations

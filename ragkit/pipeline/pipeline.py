@@ -1,6 +1,7 @@
 """One configuration answering one question: routing, retrieval, the judges, generation, a Trace.
 
-The stages are wired by the role each declares (``ragkit.stages.roles``), in role order:
+The stages are wired by the role each declares (``ragkit.stages.roles``), in role order (the one
+description of the steps; the docs and other modules refer here):
 
 1. route (the router: documents, a conversational answer, or the web);
 2. follow_up (condense: a follow-up with its conversation becomes a standalone query);
@@ -13,15 +14,16 @@ The stages are wired by the role each declares (``ragkit.stages.roles``), in rol
    each attempt reranked (the context stages that declare ``reranks``) before it judges it; those
    rerankers then do not run again in step 5;
 5. refine (the Retrieval Judge: filter, re-rank, ask for more) -> context (the rerank judge, then
-   context enrichment: neighbouring and same-section chunks);
+   context enrichment: neighbouring and same-section chunks, then contextual compression: the
+   sentences bearing on the question);
 6. generate -> verify (groundedness, with hallucination correction on a failed check) -> check
    (the answer check; with ``retry``, the late tier: a second gate that re-retrieves or
    regenerates a failed answer by its issue).
 
 A role takes any stage that declares it, a plugin's as well as a built-in; several stages in one
 role run by their ``order``. A stage that is off is simply absent, so a pipeline without judges
-is exactly plain retrieval, and a question without conversation history takes exactly the path
-it took before follow-ups existed.
+is exactly plain retrieval, and a question without conversation history skips the follow_up
+role.
 
 Each step is timed, and the LLM usage of the calls made during the step is attached to it, so
 the ``stages`` table shows per question what every judge cost in seconds, calls and tokens. A
@@ -120,7 +122,16 @@ class Pipeline:
         """``history``: the conversation before this question (``ragkit.questions.Turn`` items);
         ``scope``: the question's documents, which a retriever with ``scope: question_doc``
         limits its searches to; ``documents``: the ones the user chose, for ``scope: named_doc``
-        (other retrievers ignore both)."""
+        (other retrievers ignore both).
+
+        Any LlamaIndex retriever makes a pipeline; without stages it is plain retrieval, and
+        ``ragkit.pipeline.export.build_pipeline`` builds a configured run's::
+
+            >>> pipeline = Pipeline(retriever, retriever)
+            >>> trace = pipeline.answer("what animal purrs")
+            >>> [node.node.metadata["doc_id"] for node in trace.nodes], [row["stage"] for row in trace.stages]
+            (['d1', ...], ['retrieve'])
+        """
         try:
             trace = self._answer(question, history, scope, documents)
             self._record_cache_lookups(trace)

@@ -63,7 +63,7 @@ def _jsonl_corpus_rows(corpus_path: Path) -> DocumentRows:
     and its text's hash are kept, the text is read again when the corpus is chunked).
 
     Lines are cut at ``\\n``; text mode also cuts at a lone ``\\r`` (old Mac files), so a file that
-    has one is read whole, as before, rather than parsed differently."""
+    has one is read whole in memory (``_rows_in_memory``), the way text mode parses it."""
     stamp = file_stamp(corpus_path)
     seen: set[str] = set()
     ids: list[str] = []

@@ -4,7 +4,7 @@ Used by the question-set quality report, not by experiments (those search chunks
 LanceDB full-text index). Term counts are a scipy sparse matrix (a corpus of thousands of
 documents scores hundreds of questions in well under a second), built here with the same
 content-word tokeniser as the overlap measure rather than with scikit-learn's CountVectorizer,
-whose import alone took 5 s on the dashboard page; the BM25 weighting (k1, b, the idf of
+whose import is slow on the dashboard page; the BM25 weighting (k1, b, the idf of
 ``ragkit.stages.context.rerank.bm25_scores``) is the few lines below.
 """
 

@@ -30,7 +30,7 @@ hyphenation at line ends, spaces, and running headers and footers. The rule:
    Otherwise the context is not located, with the reason and the best score seen.
 
 Words of unrelated text share function words in order, and a shuffled context keeps its words
-but not their order; both stay far below 0.8 (``tests/qa/test_passages.py``).
+but not their order; both stay far below 0.8 (``tests/questions/test_passages.py``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,15 @@ from ragkit.storage.folders import Entry
 
 class ResultStore(PartStore):
     """A results folder: ``PartStore``'s writes and commits, and its tables as readers see them.
-    ``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage."""
+    ``root``: a local folder, or an ``s3://bucket/prefix`` on S3-compatible object storage.
+
+    Long tidy tables, committed rows only (``TABLES`` names them)::
+
+        >>> store = ResultStore("results/quickstart")
+        >>> runs = store.read("runs")  # one row per run: its id and every configuration field
+        >>> scores = store.read("scores", metrics=["recall@5"])  # run_id, question_id, metric, value, error
+        >>> scores.groupby("run_id")["value"].mean()
+    """
 
     def read(self, name: str, categorical: tuple[str, ...] = (), metrics: list[str] | None = None,
              columns: list[str] | None = None, run_ids: list[str] | None = None,

@@ -4,7 +4,7 @@ imports ``sitecustomize`` when it is on the path; the tests put this folder on P
 have to guess from a sleep:
 
 - ``RAGKIT_TEST_LOCK_LOG``: every lock the process had to wait for (another process held it) is
-  appended to that file as "<pid> waits <kind>/<lock file>" (tests/test_concurrency.py).
+  appended to that file as "<pid> waits <kind>/<lock file>" (tests/storage/test_concurrency.py).
 - ``RAGKIT_TEST_HOLD_AFTER`` = "N:FILE": the first N calls of ``ResultStore.commit_shard`` commit;
   the next one writes FILE and waits forever, holding the lock every further commit needs, so a
   test kills or cancels the run at a known point: exactly N shards committed, the run unfinished.

@@ -32,7 +32,7 @@ from tests.dashboard.test_browser_e2e import (  # noqa: F401 (fixtures)
     settle,
     shot,
 )
-from tests.qa.generation_helpers import scripted_ollama_server
+from tests.questions.generation_helpers import scripted_ollama_server
 
 pytestmark = [
     pytest.mark.browser,

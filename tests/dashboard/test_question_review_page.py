@@ -18,7 +18,7 @@ def generated_set(tmp_path: Path, isolated_data_dir) -> Path:
     from ragkit.llms import LLMClient
     from ragkit.questions import catalogue
     from ragkit.questions.generation import GenerationParams, generate_questions, write_set
-    from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
+    from tests.questions.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
     documents = english_documents(count=3)
     result = generate_questions(documents, GenerationParams(n=4, types=["factoid"]),
@@ -93,7 +93,7 @@ def test_the_generate_button_starts_a_job_whose_set_is_registered_when_done(isol
 
     from dashboard import state
     from ragkit.questions import catalogue
-    from tests.qa.generation_helpers import scripted_ollama_server
+    from tests.questions.generation_helpers import scripted_ollama_server
 
     with scripted_ollama_server(monkeypatch) as fake:
         app = AppTest.from_file(str(DASHBOARD / "views" / "2_question_sets.py"), default_timeout=TIMEOUT).run()
@@ -156,7 +156,7 @@ def ingested_set(tmp_path: Path, isolated_data_dir) -> Path:
     from ragkit.llms import LLMClient
     from ragkit.questions import catalogue
     from ragkit.questions.generation import GenerationParams, generate_questions, write_set
-    from tests.qa.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
+    from tests.questions.generation_helpers import distinct_question, english_documents, reply_copying, rule_llm
 
     folder = tmp_path / "notes"
     folder.mkdir()

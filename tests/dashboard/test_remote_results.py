@@ -11,10 +11,10 @@ from ragkit.analysis.views import runs_by_metrics
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.settings import get_settings
-from tests import test_results_s3 as results_s3
 from tests.dashboard.test_pages import DASHBOARD, TIMEOUT, assert_ok, table_with
 from tests.factories import write_beir
-from tests.test_results_s3 import BUCKET, DOCS, QUESTIONS
+from tests.results import test_s3 as results_s3
+from tests.results.test_s3 import BUCKET, DOCS, QUESTIONS
 
 pytestmark = pytest.mark.integration
 

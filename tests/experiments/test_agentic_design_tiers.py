@@ -32,7 +32,8 @@ from ragkit.stages.base import Judgement, JudgementLog
 from ragkit.stages.question import AnswerActions, QuestionContext
 from ragkit.stages.retrieval.quality_gate.issues import DESIGN_ISSUE_TYPES, DesignScoredVerdict
 from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
-from tests.test_pipeline_loops import SwitchableFrom, client, generator, stages
+from tests.doubles import SwitchableStub
+from tests.pipeline.test_loops import client, generator, stages
 
 pytestmark = pytest.mark.unit
 
@@ -145,7 +146,7 @@ def late_tier(tmp_path, replies: list[str], start: str = "hybrid"):
     llm, _ = client(replies, tmp_path)
     gate = QualityGate(QualityGateParams(mode="llm", **design("quality_gate", 0)), llm)
     checker = AnswerCheckJudge(AnswerCheckParams(mode="llm", **design("answer_check")), llm)
-    switchable = SwitchableFrom(start)
+    switchable = SwitchableStub(start)
     trace = Pipeline(switchable, switchable, stages=(gate, generator(llm), checker), switchable=switchable,
                      clients=(llm,)).answer(QUESTION)
     return trace, switchable, [j.decision for j in trace.judgements if j.judge == "answer_check"]

@@ -9,21 +9,13 @@ import json
 import pytest
 
 from ragkit.experiments.status import BuildProgress, StatusWriter, clock_text, read_status
+from tests.doubles import FakeClock
 
 pytestmark = pytest.mark.unit
 
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_build_says_chunks_embedded_of_the_total_the_rate_and_the_eta():
-    clock = Clock()
+    clock = FakeClock(now=100.0)
     builds = BuildProgress(indexes_to_build=6, clock=clock)
     assert builds.text() is None
     assert builds.event("index_started", 6742)
@@ -39,7 +31,7 @@ def test_a_build_says_chunks_embedded_of_the_total_the_rate_and_the_eta():
 
 
 def test_embedding_without_a_start_event_is_followed_all_the_same():
-    clock = Clock()
+    clock = FakeClock(now=100.0)
     builds = BuildProgress(clock=clock)
     builds.event("embedded", 10)
     clock.now += 2

@@ -17,15 +17,17 @@ from ragkit.experiments.runner import prepare, run_experiment
 from ragkit.llms.base import LLMBackend
 from ragkit.settings import get_settings
 from tests.experiments.test_claim_metrics_run import small_sample
+from tests.factories import tiny_experiment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _config(sample: Path, chunk_size: int) -> dict:
-    return {"name": f"keep-{chunk_size}", "dataset": {"path": str(sample)},
-            "chunkers": [{"type": "token", "params": {"chunk_size": chunk_size, "chunk_overlap": 16}}],
-            "embedders": ["minilm"], "retrievers": ["bm25", "dense"], "top_k": [2], "generator": True,
-            "llm": {"default": {"type": "local", "params": {"max_tokens": 4}}}}
+def kept_grid(sample: Path, chunk_size: int) -> dict:
+    """bm25 and dense (MiniLM) on token chunks of ``chunk_size``, answers by the embedded LLM."""
+    return tiny_experiment(sample, f"keep-{chunk_size}",
+                           chunkers=[{"type": "token", "params": {"chunk_size": chunk_size, "chunk_overlap": 16}}],
+                           embedders=["minilm"], retrievers=["bm25", "dense"], top_k=[2], generator=True,
+                           llm={"default": {"type": "local", "params": {"max_tokens": 4}}})
 
 
 @pytest.fixture
@@ -50,9 +52,9 @@ def test_prune_keeps_exactly_what_a_kept_folder_needs(tmp_path, llm_calls, capsy
     data_dir = get_settings().resolved_data_dir()
     sample = small_sample(tmp_path / "sample")
     kept, dropped = tmp_path / "kept", tmp_path / "dropped"
-    run_experiment(config_from_dict(_config(sample, 128)), kept)
+    run_experiment(config_from_dict(kept_grid(sample, 128)), kept)
     calls_kept = llm_calls["n"]
-    run_experiment(config_from_dict(_config(sample, 96)), dropped)
+    run_experiment(config_from_dict(kept_grid(sample, 96)), dropped)
     assert calls_kept > 0 and llm_calls["n"] > calls_kept
     needed = folder_keep_set(kept)
     before = {size.cache: size.entries for size in cache_sizes(data_dir)}
@@ -70,11 +72,11 @@ def test_prune_keeps_exactly_what_a_kept_folder_needs(tmp_path, llm_calls, capsy
     assert after == {"llm": llm.kept, "retrieval": retrieval.kept, "embeddings": vectors.kept}
     assert llm.removed > 0 and retrieval.removed > 0 and vectors.removed > 0  # the other folder's entries
 
-    _fresh_derived(_config(sample, 128))
+    _fresh_derived(kept_grid(sample, 128))
     calls = llm_calls["n"]
-    report = run_experiment(config_from_dict(_config(sample, 128)), tmp_path / "kept-again")
+    report = run_experiment(config_from_dict(kept_grid(sample, 128)), tmp_path / "kept-again")
     assert llm_calls["n"] == calls and report.chunks_embedded == 0
-    report = run_experiment(config_from_dict(_config(sample, 96)), tmp_path / "dropped-again")
+    report = run_experiment(config_from_dict(kept_grid(sample, 96)), tmp_path / "dropped-again")
     assert llm_calls["n"] > calls and report.chunks_embedded > 0
 
 

@@ -1,5 +1,5 @@
 """A run killed between two writes a resumed run depends on, replayed deterministically: the kill
-is an exception raised at the second write (as tests/test_index_scale.py does for the full-text
+is an exception raised at the second write (as tests/artefacts/test_index_scale.py does for the full-text
 marker). Each resumed folder must read as an uninterrupted run's (same rows; ``cached`` flags and
 seconds may differ) and hold the same committed parts. The random kill -9 test
 (test_run_e2e.py) finds windows; these pin the ones it found or the audit did."""
@@ -15,7 +15,7 @@ from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from ragkit.storage.folders import LocalFolder
-from tests.factories import write_beir
+from tests.factories import tiny_experiment, write_beir
 
 pytestmark = pytest.mark.integration
 
@@ -34,9 +34,8 @@ class Killed(BaseException):
 @pytest.fixture
 def config(tmp_path):
     dataset = write_beir(tmp_path / "beir", DOCS, QUESTIONS)
-    return config_from_dict({"name": "windows", "dataset": {"path": str(dataset)}, "embedders": [],
-                             "retrievers": ["bm25"], "chunkers": ["document", "sentence"], "top_k": [3],
-                             "shard_size": 4})
+    return config_from_dict(tiny_experiment(dataset, "windows", chunkers=["document", "sentence"], top_k=[3],
+                                            shard_size=4))
 
 
 def _rows(out: Path, table: str) -> pd.DataFrame:

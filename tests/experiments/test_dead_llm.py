@@ -22,7 +22,7 @@ from ragkit.experiments.executor import RunStopped
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
-from tests.factories import write_beir
+from tests.factories import tiny_experiment, write_beir
 from tests.llms.fake_ollama import FakeOllama
 from tests.llms.test_ollama_backend import free_port_url
 
@@ -55,9 +55,8 @@ def server():
 def experiment(dataset: Path, url: str, **extra: Any) -> dict[str, Any]:
     """Two runs (top_k 1 and 2) answering three questions, in shards of two."""
     ollama = {"base_url": url, "model": "fake-model", "max_retries": 1, "retry_backoff_s": 0.01, "timeout_s": 5}
-    return {"name": "dead-llm", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
-            "chunkers": ["document"], "top_k": [1, 2], "generator": True, "shard_size": 2,
-            "llm": {"default": {"type": "ollama", "params": ollama}}, **extra}
+    return tiny_experiment(dataset, "dead-llm", top_k=[1, 2], generator=True, shard_size=2,
+                           llm={"default": {"type": "ollama", "params": ollama}}, **extra)
 
 
 def table(out: Path, name: str) -> pd.DataFrame:

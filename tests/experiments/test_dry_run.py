@@ -23,6 +23,7 @@ from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 from ragkit.results import ResultStore
 from ragkit.settings import get_settings
+from tests.factories import tiny_experiment
 
 pytestmark = pytest.mark.integration
 
@@ -60,10 +61,11 @@ def _small_sample(folder: Path) -> Path:
     return folder
 
 
-def _config(dataset: Path, chunkers: list, top_k: list[int], limit: int) -> dict:
-    return {"name": "dry", "dataset": {"path": str(dataset), "format": "squad", "limit": limit},
-            "chunkers": chunkers, "embedders": ["minilm"], "retrievers": ["dense", "bm25"], "top_k": top_k,
-            "generator": True, "llm": {"default": "count"}, "shard_size": 2}
+def dry_grid(dataset: Path, chunkers: list, top_k: list[int], limit: int) -> dict:
+    """Dense and bm25 over MiniLM, answers by the counting LLM, for the first ``limit`` questions."""
+    return tiny_experiment({"path": str(dataset), "format": "squad", "limit": limit}, "dry", chunkers=chunkers,
+                           embedders=["minilm"], retrievers=["dense", "bm25"], top_k=top_k, generator=True,
+                           llm={"default": "count"}, shard_size=2)
 
 
 def _generator_calls(out: Path) -> int:
@@ -76,9 +78,9 @@ def test_dry_run_counts_equal_what_the_half_cached_run_then_does(tmp_path, count
     out = tmp_path / "out"
     token = {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}
     # No measurement yet and no calibration: the estimate says so rather than inventing a rate.
-    first = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), out, calibrate_first=False)
+    first = dry_run(config_from_dict(dry_grid(dataset, [token], [3], 4)), out, calibrate_first=False)
     assert first.embedding[0].measured == NO_MEASUREMENT and first.seconds is None
-    run_experiment(config_from_dict(_config(dataset, [token], [3], 4)), out)
+    run_experiment(config_from_dict(dry_grid(dataset, [token], [3], 4)), out)
     measured = read_throughput(get_settings().resolved_data_dir())
     assert [m.label for m in measured["embedders"].values()] == ["minilm"]
     assert [m.label for m in measured["llms"].values()] == ["count:count"]
@@ -88,10 +90,10 @@ def test_dry_run_counts_equal_what_the_half_cached_run_then_does(tmp_path, count
     # chunker, a new top_k and two more questions are not.
     grown = tmp_path / "grown.yaml"
     recursive = {"type": "recursive", "params": {"chunk_size": 400, "chunk_overlap": 0}}
-    grown.write_text(yaml.safe_dump(_config(dataset, [token, recursive], [3, 4], 6)), encoding="utf-8")
+    grown.write_text(yaml.safe_dump(dry_grid(dataset, [token, recursive], [3, 4], 6)), encoding="utf-8")
     assert main(["run", str(grown), "--out", str(out), "--dry-run", "--format", "json"]) == 0
-    estimate = dry_run(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
-    report = run_experiment(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
+    estimate = dry_run(config_from_dict(dry_grid(dataset, [token, recursive], [3, 4], 6)), out)
+    report = run_experiment(config_from_dict(dry_grid(dataset, [token, recursive], [3, 4], 6)), out)
 
     assert estimate.runs == report.runs_total == 8
     assert estimate.runs_to_compute == report.runs_computed == 8
@@ -103,14 +105,14 @@ def test_dry_run_counts_equal_what_the_half_cached_run_then_does(tmp_path, count
     assert estimate.llm_calls == {"generator": _generator_calls(out) - calls_before}
     assert estimate.embedding[0].measured != NO_MEASUREMENT and estimate.seconds is not None
 
-    again = dry_run(config_from_dict(_config(dataset, [token, recursive], [3, 4], 6)), out)
+    again = dry_run(config_from_dict(dry_grid(dataset, [token, recursive], [3, 4], 6)), out)
     assert (again.runs_to_compute, again.chunk_sets_to_build, again.chunks_to_embed, again.llm_calls) == (0, 0, 0, {})
 
 
 def test_cli_dry_run_prints_the_plan_and_writes_no_results(tmp_path, counting_llm, capsys):
     dataset = _small_sample(tmp_path / "sample")
     path = tmp_path / "x.yaml"
-    path.write_text(yaml.safe_dump(_config(dataset, ["token"], [3], 2)), encoding="utf-8")
+    path.write_text(yaml.safe_dump(dry_grid(dataset, ["token"], [3], 2)), encoding="utf-8")
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "to compute: 2 run(s), 4 question(s)" in text and "generator 4" in text
@@ -139,7 +141,7 @@ def test_dry_run_counts_the_calls_made_once_per_chunk_set_and_corpus(tmp_path):
     """Chunk summaries (one call per chunk) and document profiles (one per document), counted
     before the run and equal to the calls the run then makes for them."""
     dataset = _small_sample(tmp_path / "sample")
-    config = {**_config(dataset, [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0,
+    config = {**dry_grid(dataset, [{"type": "token", "params": {"chunk_size": 256, "chunk_overlap": 0,
                                                                "summaries": True}}], [3], 2),
               "retrievers": ["hybrid"], "generator": False, "llm": {"default": "tally"},
               "judges": {"strategy": "heuristic", "profile": {"mode": "llm", "params": {"documents": "mode"}}}}
@@ -161,7 +163,7 @@ def test_dry_run_counts_the_calls_made_once_per_chunk_set_and_corpus(tmp_path):
 def test_a_first_dry_run_calibrates_so_it_has_a_time(tmp_path, counting_llm):
     dataset = _small_sample(tmp_path / "sample")
     token = {"type": "token", "params": {"chunk_size": 128, "chunk_overlap": 16}}
-    estimate = dry_run(config_from_dict(_config(dataset, [token], [3], 4)), tmp_path / "out")
+    estimate = dry_run(config_from_dict(dry_grid(dataset, [token], [3], 4)), tmp_path / "out")
     # Measured now: a few dozen chunks embedded, one short prompt; kept in throughput.json.
     assert estimate.seconds is not None and estimate.seconds > 0
     assert estimate.embedding[0].measured != NO_MEASUREMENT and estimate.llm[0].measured != NO_MEASUREMENT
@@ -171,5 +173,5 @@ def test_a_first_dry_run_calibrates_so_it_has_a_time(tmp_path, counting_llm):
     assert 1 <= next(iter(measured["embedders"].values())).items <= 32
     assert "unknown" not in format_estimate(estimate)
     # Measured once: a second dry run adds nothing.
-    dry_run(config_from_dict(_config(dataset, [token], [3], 4)), tmp_path / "out")
+    dry_run(config_from_dict(dry_grid(dataset, [token], [3], 4)), tmp_path / "out")
     assert read_throughput(get_settings().resolved_data_dir()) == measured

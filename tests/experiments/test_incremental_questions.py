@@ -13,7 +13,7 @@ from ragkit.analysis.loading import load_results
 from ragkit.experiments.config import config_from_dict
 from ragkit.experiments.runner import run_experiment
 from ragkit.results import ResultStore
-from tests.factories import write_beir
+from tests.factories import tiny_experiment, write_beir
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +29,7 @@ def questions(ids: range, edited: dict[int, str] | None = None) -> dict[str, tup
 def experiment(tmp_path: Path, name: str, qs: dict[str, tuple[str, str]]) -> object:
     """Two runs (bm25 top 1 and 3) over a BEIR folder of its own, same corpus every time."""
     dataset = write_beir(tmp_path / name, DOCS, qs)
-    return config_from_dict({"name": "grow", "dataset": {"path": str(dataset)}, "embedders": [],
-                             "retrievers": ["bm25"], "chunkers": ["document"], "top_k": [1, 3], "shard_size": 3})
+    return config_from_dict(tiny_experiment(dataset, "grow", shard_size=3))
 
 
 def scored(out: Path) -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ from ragkit.llms import LLMBackend, LLMParams, llms
 from ragkit.llms.base import BackendReply
 from ragkit.registry import ComponentParams
 from ragkit.results import ResultStore
-from tests.factories import TINY_DOCS, TINY_QUESTIONS, write_beir
+from tests.factories import TINY_DOCS, TINY_QUESTIONS, tiny_experiment, write_beir
 
 pytestmark = pytest.mark.integration
 
@@ -66,11 +66,8 @@ def rules_llm():
 
 
 def config(dataset, **extra: Any):
-    return config_from_dict({
-        "name": "judged", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
-        "chunkers": [{"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}],
-        "top_k": 3, "llm": {"default": "rules"}, **extra,
-    })
+    return config_from_dict(tiny_experiment(dataset, "judged", top_k=3, llm={"default": "rules"}, chunkers=[
+        {"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}], **extra))
 
 
 def test_each_judge_toggle_doubles_the_grid_and_off_runs_keep_the_judge_free_run_id(tmp_path, rules_llm):

@@ -15,7 +15,7 @@ from ragkit.experiments.runner import prepare
 from ragkit.experiments.search import halving_rungs
 from ragkit.experiments.search_run import STATE_FILE, run_search
 from ragkit.results import ResultStore
-from tests.factories import write_beir
+from tests.factories import tiny_experiment, write_beir
 
 pytestmark = pytest.mark.integration
 
@@ -25,13 +25,13 @@ DOCS = {f"d{i}": " ".join([f"Document {i} talks about topic{i} at length.", *FIL
 QUESTIONS = {f"q{i}": (f"what about topic{i}", f"d{i}") for i in range(8)}
 
 
-def _config(dataset, strategy="halving"):
-    return config_from_dict({
-        "name": "searched", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
-        "chunkers": [{"type": "token", "params": {"chunk_size": size, "chunk_overlap": 0}} for size in (16, 24, 64)],
-        "top_k": [3, 5], "search": {"strategy": strategy, "objective": "ndcg@3", "seed": 1, "eta": 2},
-    })
+TOKEN_SIZES = [{"type": "token", "params": {"chunk_size": size, "chunk_overlap": 0}} for size in (16, 24, 64)]
 
+
+def searched(dataset, strategy: str = "halving"):
+    """Six bm25 runs (three chunk sizes x top 3 and 5) and a search over them."""
+    return config_from_dict(tiny_experiment(dataset, "searched", chunkers=TOKEN_SIZES, top_k=[3, 5], search={
+        "strategy": strategy, "objective": "ndcg@3", "seed": 1, "eta": 2}))
 
 def _search(config, out, execute_hook=None):
     plan, derived = prepare(config)
@@ -44,7 +44,7 @@ def _search(config, out, execute_hook=None):
 
 def test_trials_are_grid_runs_and_a_killed_search_resumes_where_it_stopped(tmp_path):
     dataset = write_beir(tmp_path / "beir", DOCS, QUESTIONS)
-    config = _config(dataset)
+    config = searched(dataset)
     plan, whole = _search(config, tmp_path / "whole")
     grid_ids = [run.run_id for run in plan.runs]
     runs = ResultStore(tmp_path / "whole").read("runs")
@@ -81,7 +81,7 @@ def test_trials_are_grid_runs_and_a_killed_search_resumes_where_it_stopped(tmp_p
 def test_ragkit_run_with_a_search_block_runs_the_search(tmp_path, capsys):
     dataset = write_beir(tmp_path / "beir", DOCS, QUESTIONS)
     path = tmp_path / "x.yaml"
-    data = _config(dataset, "random").model_dump(mode="json", exclude_defaults=True)
+    data = searched(dataset, "random").model_dump(mode="json", exclude_defaults=True)
     data["search"]["budget"] = 2
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
@@ -92,7 +92,7 @@ def test_ragkit_run_with_a_search_block_runs_the_search(tmp_path, capsys):
 
 def test_an_objective_deeper_than_some_run_is_refused_before_any_trial(tmp_path):
     dataset = write_beir(tmp_path / "beir", DOCS, QUESTIONS)
-    config = _config(dataset).model_copy(update={"top_k": [1, 3]})
+    config = searched(dataset).model_copy(update={"top_k": [1, 3]})
     with pytest.raises(ConfigError, match=r"'ndcg@3' is not scored by runs whose final context holds 1 chunk"):
         _search(config, tmp_path / "out")
     assert not (tmp_path / "out" / STATE_FILE).exists()

@@ -12,6 +12,7 @@ from ragkit.errors import ConfigError
 from ragkit.llms import LLMClient, LLMRoles, llms, parse_json_reply
 from ragkit.llms.base import BackendReply, with_retries
 from ragkit.registry import ComponentSpec
+from tests.doubles import FakeClock
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.unit
@@ -20,16 +21,6 @@ pytestmark = pytest.mark.unit
 class Verdict(BaseModel):
     score: int = Field(ge=0, le=100)
     reason: str
-
-
-class FakeClock:
-    def __init__(self, step: float) -> None:
-        self.now = 0.0
-        self.step = step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def scripted(replies: list[str] | None = None, **params: Any) -> ScriptedLLM:
@@ -116,17 +107,9 @@ def test_tokens_time_and_usage_are_summed_per_stage(tmp_path):
     assert usage["generate"].as_row()["llm_calls"] == 1
 
 
-class ListClock:
-    def __init__(self, *times: float) -> None:
-        self.times = list(times)
-
-    def __call__(self) -> float:
-        return self.times.pop(0)
-
-
 def test_a_cache_hit_reports_the_generation_time_it_saved(tmp_path):
     # miss: start 0, backend done 5.0, end 5.1; hit: start 10.0, end 10.1
-    client = LLMClient(scripted(["x"]), tmp_path, clock=ListClock(0.0, 5.0, 5.1, 10.0, 10.1))
+    client = LLMClient(scripted(["x"]), tmp_path, clock=FakeClock(readings=[0.0, 5.0, 5.1, 10.0, 10.1]))
     client.call("q", stage="fresh")
     (fresh,) = client.drain_usage()
     client.call("q", stage="cached")

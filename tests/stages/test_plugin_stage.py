@@ -22,7 +22,7 @@ from ragkit.pipeline.pipeline import Pipeline
 from ragkit.results import ResultStore
 from ragkit.stages.base import STAGES, JudgementLog, Stage, StageParams
 from ragkit.stages.context.rerank import RerankJudge, RerankJudgeParams
-from tests.factories import write_beir
+from tests.factories import tiny_experiment, write_beir
 
 
 class ShortChunkFilterParams(StageParams):
@@ -60,11 +60,8 @@ def plugin_stage():
 
 
 def experiment(dataset, **judge_choices: Any):
-    return config_from_dict({
-        "name": "plugin", "dataset": {"path": str(dataset)}, "embedders": [], "retrievers": ["bm25"],
-        "chunkers": [{"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}], "top_k": 3,
-        "judges": judge_choices,
-    })
+    return config_from_dict(tiny_experiment(dataset, "plugin", top_k=3, judges=judge_choices, chunkers=[
+        {"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}]))
 
 
 @pytest.mark.unit

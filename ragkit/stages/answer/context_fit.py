@@ -1,12 +1,12 @@
 """How much of the retrieved context the generator shows: fixed limits, or the model's window.
 
-``fixed`` (the default, and what every run did before the option existed): each chunk cut to
+``fixed`` (the default): each chunk cut to
 ``chunk_chars`` characters, all of them together to ``max_context_chars``. ``window``: whole chunks
 first, in rank order, as many as the model's context window holds once the prompt around them and
 the answer's tokens are counted; the first chunk that does not fit whole is cut to what is left,
 and the chunks after it are left out. A backend that declares no window
 (``LLMBackend.context_window``: an OpenAI-compatible server, or the bundled SmolLM2-135M, too
-small to use a long context) keeps the fixed limits, so its prompts stay what they were.
+small to use a long context) keeps the fixed limits.
 
 Tokens are estimated from characters, because not every backend can count them before the call
 (Ollama tokenises on the server). Either way the answer records what was cut (``cut_record``).

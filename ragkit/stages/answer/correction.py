@@ -18,7 +18,7 @@ The tiers are the design's: proceed at or above the upper threshold (``accept_at
 in the middle band, re-retrieve below the lower one (``regenerate_at``). ``re_retrieve_strategy``
 (``ragkit.stages.answer.retry_strategy``) makes that re-retrieval search with a changed strategy
 (``next``: dense -> bm25 -> hybrid -> dense, the design's rotation) through the ``switch``
-callable the pipeline gives; ``same`` (the default) searches as before.
+callable the pipeline gives; ``same`` (the default) searches with the strategy in use.
 
 The refined query is a rule, not a model call, so it is the same across runs and costs nothing:
 the query plus the content words of the unsupported claims that the query lacks, in the order

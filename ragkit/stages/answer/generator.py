@@ -7,18 +7,18 @@ are the ``[n]`` markers in it. A JSON reply that cannot be parsed keeps the raw 
 answer (citations from its markers), marked invalid. It is always on when generation is
 configured, so it has no ``off`` mode; its calls are recorded under the stage ``generate``.
 
-Options added with the agentic loops, each off by default (the prompt is then byte-identical to
-the one before them): ``system_prompt`` replaces the system message; ``abstain_text`` is the
-answer when no chunk is left to answer from (no LLM call); ``feedback`` lists claims a
-groundedness check did not find supported, for a regenerated answer; ``history`` shows the
-conversation before a follow-up question. ``converse`` answers without sources (the router's
-conversational route) and ``abstain`` answers "not found" without asking the model.
+Options, each off by default (off, it leaves no trace in the prompt): ``system_prompt`` replaces
+the system message; ``abstain_text`` is the answer when no chunk is left to answer from (no LLM
+call); ``feedback`` lists claims a groundedness check did not find supported, for a regenerated
+answer; ``history`` shows the conversation before a follow-up question. ``converse`` answers
+without sources (the router's conversational route) and ``abstain`` answers "not found" without
+asking the model.
 
-Options added for the reference pipelines (issue 31), off by default: ``context_fit: window``
-shows whole chunks, as many as the model's context window holds (``context_fit``; the fixed
-limits stay for a model that declares no window, such as the bundled SmolLM2-135M), and
-``temperature`` samples the answers at that temperature instead of the LLM's own. Every answer
-records how its context was sized and what was cut (``decision["context"]``).
+Off by default too: ``context_fit: window`` shows whole chunks, as many as the model's context
+window holds (``context_fit``; the fixed limits stay for a model that declares no window, such as
+the bundled SmolLM2-135M), and ``temperature`` samples the answers at that temperature instead of
+the LLM's own. Every answer records how its context was sized and what was cut
+(``decision["context"]``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def numbered_sources(texts: list[str]) -> str:
 def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequence[str] = (),
                  conversation: str = "", sources_here: bool = True) -> str:
     """The answer prompt; ``feedback`` (unsupported claims) and ``conversation`` (earlier turns,
-    see ``conversation_block``) add a block each, and without them the prompt is as it always was.
+    see ``conversation_block``) add a block each; without them the prompt has neither block.
     ``sources_here`` False: the sources are in the system message (``context_in: system``)."""
     sources = f"Sources:\n{numbered_sources(texts)}\n" if sources_here else ""
     example = EXAMPLE_JSON if constrained else EXAMPLE_TEXT

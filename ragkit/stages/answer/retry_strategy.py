@@ -1,6 +1,6 @@
 """Which retrieval strategy a late re-retrieval searches with (hallucination correction, answer retry).
 
-``same`` keeps the strategy in use (what re-retrieval always did); ``next`` moves to the one after
+``same`` (the default) keeps the strategy in use; ``next`` moves to the one after
 it in the design's rotation, semantic -> keyword -> hybrid -> semantic (dense -> bm25 -> hybrid ->
 dense here), so each re-retrieval round searches in a way the last one did not; a named strategy
 switches to that one. A switch needs the pipeline's switchable retriever (the grid point has one

@@ -8,7 +8,7 @@ configured ``default`` spec, recorded as invalid with the reason. ``heuristic`` 
 the text instead: a short document is one chunk (``document``), Python source goes to
 ``code``, text with markdown headers to ``markdown``, anything else to ``recursive``.
 
-Options a design may set (each off by default, leaving the judge as it was): ``strategies``, the
+Options a design may set (each off by default, and then without effect): ``strategies``, the
 chunkers it may choose (an allowlist: a reply naming another falls back); ``show_file_name``,
 the document's file name in the prompt; ``size_rules``, the chosen size scaled per file type
 (``ragkit.stages.chunking.sizes``).

@@ -16,7 +16,8 @@ summary line: ``doc_summary`` (one LLM summary per document, written by a chunke
 e.g. ``by_file_type``), else the document's own ``description`` (front matter, or its first paragraph
 of prose). The line goes into the chunk's ``parent_summary`` metadata, which the answer prompt
 shows before the chunk's text (``stages.prompts.with_parent_summary``); the text itself stays the
-exact slice of its document. Off (the default) changes nothing and is not part of any run id.
+exact slice of its document. Off (the default) changes nothing (an added field: the run-id rule at
+``ComponentParams.added_fields``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Two-stage rerank in one run: ``mode: llm`` with ``prefilter_n`` first keeps the 
 ``prefilter_n`` candidates by the cross-encoder (``prefilter: cross_encoder``, the default) or
 by BM25 (``prefilter: bm25``, for machines without a model), then the LLM scores those and keeps
 ``top_n``. ``show_source`` puts each chunk's title and section (and its summary when the chunk
-has one) in the LLM prompt; without it the prompt is the one before the option existed.
+has one) in the LLM prompt; without it the prompt shows the chunk's text alone.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 "What about its incubation period?" cannot be searched alone; with the conversation before it
 ("Tell me about MERS") it can. A question without history is returned as it is, with no call
-and nothing recorded, so a question set without conversations runs exactly as before.
+and nothing recorded, so a question set without conversations runs as if condense were off.
 
 - ``llm``: the model rewrites the question, shown the last ``history_turns`` turns, as JSON
   ``{question}``; a reply that cannot be used keeps the question, recorded invalid.

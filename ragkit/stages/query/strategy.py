@@ -92,7 +92,7 @@ class StrategyJudge(StrategyJudgeInfo, Stage):
             return None
         started = time.perf_counter()
         allowed = list(self.params.strategies)
-        # Recorded only when given, so a run without the profile judge records what it always did.
+        # Recorded only when given, so a run without the profile judge records no profile key.
         read = {"profile": profile.record()} if profile is not None else {}
         if self.params.mode == "heuristic":
             strategy, confidence, reason = heuristic_choice(query) if profile is None else \

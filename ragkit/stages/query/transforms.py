@@ -97,7 +97,7 @@ STRATEGY_HINTS = {
 
 
 def strategy_line(strategy: str | None) -> str:
-    """The prompt line naming the strategy in use; empty when none was chosen (the prompt as before)."""
+    """The prompt line naming the strategy in use; empty when none was chosen (the prompt has no such line)."""
     if strategy is None:
         return ""
     return f"The queries are searched with {strategy}, {STRATEGY_HINTS.get(strategy, 'the strategy in use')}.\n"

@@ -12,7 +12,7 @@ preview follows its source file name.
 
 With ``min_relevance`` set the model also rates each chunk shown 0-1, and a chunk it calls
 relevant is kept only when its rating reaches the threshold (a relevance filter); without it the
-prompt and reply are exactly the ones before the option existed.
+prompt asks for no rating and the reply carries none.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ import json
 from typing import ClassVar
 
 import pytest
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.corpus.profile import CorpusProfile, DocumentProfile
 from ragkit.errors import ConfigError, LLMError
@@ -25,6 +23,7 @@ from ragkit.stages.query.profile import (
     heuristic_intent,
 )
 from ragkit.stages.query.strategy import StrategyJudge, StrategyParams, heuristic_choice, profiled_choice
+from tests.doubles import SwitchableStub
 from tests.factories import scripted_llm_class
 
 ScriptedLLM = scripted_llm_class()
@@ -173,31 +172,12 @@ def test_the_llm_strategy_prompt_carries_the_profile_only_when_given_one(tmp_pat
     assert "profile" not in trace.judgements[1].decision
 
 
-class Switchable(BaseRetriever):
-    """The pipeline's view of a SwitchableRetriever (use / reset / current), logging its strategy."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.current = "dense"
-        self.used: list[str] = []
-
-    def use(self, name: str) -> None:
-        self.current = name
-
-    def reset(self) -> None:
-        self.current = "dense"
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.used.append(self.current)
-        return [NodeWithScore(node=TextNode(id_=self.current, text="t"), score=1.0)]
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize(("with_profile", "strategy"), [(True, "dense"), (False, "hybrid")])
 def test_the_pipeline_profiles_the_query_before_the_strategy_judge_reads_it(with_profile, strategy):
     # 6 words, no identifier: hybrid by the plain rules; exploratory with a profile: dense.
     query = "explain how coronaviruses spread among cattle"
-    switchable = Switchable()
+    switchable = SwitchableStub()
     stages = [StrategyJudge(StrategyParams(mode="heuristic"))]
     if with_profile:
         stages.append(ProfileJudge(ProfileParams(mode="heuristic"), document_profiles=PROSE))

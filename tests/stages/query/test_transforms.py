@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
@@ -19,27 +19,13 @@ from ragkit.stages.query.transforms import (
     MultiQueryRetriever,
     rrf_fuse,
 )
+from tests.doubles import ListRetriever
 from tests.factories import scripted_llm_class
 
 QUERY = "why do cats purr"
 
 
 ScriptedLLM = scripted_llm_class()
-
-
-class StubRetriever(BaseRetriever):
-    """Answers each query from a table of chunk ids (unknown queries: ``default``); remembers the queries."""
-
-    def __init__(self, answers: dict[str, list[str]], default: list[str] | None = None) -> None:
-        super().__init__()
-        self.answers = answers
-        self.default = default or []
-        self.queries: list[str] = []
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.queries.append(query_bundle.query_str)
-        chunk_ids = self.answers.get(query_bundle.query_str, self.default)
-        return [node(chunk_id, 1.0 - 0.1 * rank) for rank, chunk_id in enumerate(chunk_ids)]
 
 
 def node(chunk_id: str, score: float | None = None) -> NodeWithScore:
@@ -85,7 +71,7 @@ def test_rrf_counts_a_node_once_per_ranking_and_handles_empty_lists():
 @pytest.mark.unit
 def test_multi_query_retrieves_each_variant_and_fuses(tmp_path):
     llm, backend = client([queries("cat purring reasons", "what makes cats purr", "Why do cats purr ")], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(top_k=3), llm, retriever=retriever, trace=trace)
     assert isinstance(multi, BaseRetriever)
@@ -102,7 +88,7 @@ def test_multi_query_retrieves_each_variant_and_fuses(tmp_path):
 @pytest.mark.unit
 def test_multi_query_keeps_at_most_num_queries_and_can_leave_out_the_original(tmp_path):
     llm, _ = client([queries("q1", "q2", "q3")], tmp_path)
-    retriever = StubRetriever({}, default=["x"])
+    retriever = ListRetriever({}, default=["x"])
     trace = JudgementLog()
     params = MultiQueryParams(num_queries=2, include_original=False)
     MultiQueryRetriever(params, llm, retriever=retriever, trace=trace).retrieve(QUERY)
@@ -115,7 +101,7 @@ def test_multi_query_keeps_at_most_num_queries_and_can_leave_out_the_original(tm
 )
 def test_multi_query_falls_back_to_the_base_retriever(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     result = MultiQueryRetriever(MultiQueryParams(), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and [n.score for n in result] == pytest.approx([1.0, 0.9, 0.8])
@@ -127,7 +113,7 @@ def test_multi_query_falls_back_to_the_base_retriever(tmp_path, bad):
 @pytest.mark.unit
 def test_multi_query_reads_a_fenced_reply(tmp_path):
     llm, _ = client(["Sure!\n```json\n" + queries("cat purring reasons") + "\n```"], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     MultiQueryRetriever(MultiQueryParams(), llm, retriever=retriever).retrieve(QUERY)
     assert retriever.queries == [QUERY, "cat purring reasons"]
 
@@ -136,13 +122,13 @@ def test_multi_query_reads_a_fenced_reply(tmp_path):
 def test_multi_query_backend_error_falls_back(tmp_path):
     llm, _ = client([LLMError("timeout")], tmp_path)
     trace = JudgementLog()
-    result = MultiQueryRetriever(MultiQueryParams(), llm, retriever=StubRetriever(BASE), trace=trace).retrieve(QUERY)
+    result = MultiQueryRetriever(MultiQueryParams(), llm, retriever=ListRetriever(BASE), trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and trace.judgements[0].fell_back
 
 
 @pytest.mark.unit
 def test_multi_query_off_is_the_base_retriever():
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(mode="off"), retriever=retriever, trace=trace)
     assert ids(multi.retrieve(QUERY)) == ["a", "b", "c"] and trace.judgements == []
@@ -168,7 +154,7 @@ def passage(text: str = PASSAGE) -> str:
 )
 def test_hyde_combines_question_and_passage(tmp_path, combine, expected_queries, expected_ids):
     llm, _ = client([passage()], tmp_path)
-    retriever = StubRetriever({QUERY: ["a", "b", "c"], PASSAGE: ["p1", "p2"], f"{QUERY}\n{PASSAGE}": ["both"]})
+    retriever = ListRetriever({QUERY: ["a", "b", "c"], PASSAGE: ["p1", "p2"], f"{QUERY}\n{PASSAGE}": ["both"]})
     trace = JudgementLog()
     result = HyDERetriever(HyDEParams(combine=combine), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert retriever.queries == expected_queries and ids(result) == expected_ids
@@ -178,7 +164,7 @@ def test_hyde_combines_question_and_passage(tmp_path, combine, expected_queries,
 @pytest.mark.unit
 def test_hyde_cuts_the_passage_and_top_k(tmp_path):
     llm, _ = client([passage("word " * 100)], tmp_path)
-    retriever = StubRetriever({}, default=["a", "b", "c"])
+    retriever = ListRetriever({}, default=["a", "b", "c"])
     result = HyDERetriever(HyDEParams(combine="passage", passage_chars=20, top_k=2), llm,
                            retriever=retriever).retrieve(QUERY)
     assert retriever.queries == ["word word word word"] and len(result) == 2
@@ -188,7 +174,7 @@ def test_hyde_cuts_the_passage_and_top_k(tmp_path):
 @pytest.mark.parametrize("bad", ["", '{"passage": "   "}', '{"text": "cats"}', "Cats purr."])
 def test_hyde_falls_back_to_the_question(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     result = HyDERetriever(HyDEParams(), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and retriever.queries == [QUERY]
@@ -198,7 +184,7 @@ def test_hyde_falls_back_to_the_question(tmp_path, bad):
 
 @pytest.mark.unit
 def test_hyde_off_is_the_base_retriever():
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     assert ids(HyDERetriever(HyDEParams(mode="off"), retriever=retriever).retrieve(QUERY)) == ["a", "b", "c"]
 
 
@@ -211,7 +197,7 @@ def test_construction_checks_and_registry():
     with pytest.raises(ValueError):
         HyDEParams(combine="average")
     with STAGES.registered("mq-test", MultiQueryRetriever):
-        built = STAGES.build({"type": "mq-test", "params": {"mode": "off"}}, retriever=StubRetriever(BASE))
+        built = STAGES.build({"type": "mq-test", "params": {"mode": "off"}}, retriever=ListRetriever(BASE))
     assert isinstance(built, MultiQueryRetriever) and built.spec_dict()["type"] == "multi_query"
 
 
@@ -220,7 +206,7 @@ def test_construction_checks_and_registry():
 
 @pytest.mark.integration
 def test_multi_query_with_the_real_local_model(tmp_path, local_backend):
-    retriever = StubRetriever(BASE, default=["z"])
+    retriever = ListRetriever(BASE, default=["z"])
     trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(max_tokens=60), LLMClient(local_backend, cache_dir=tmp_path),
                                 retriever=retriever, trace=trace)
@@ -236,7 +222,7 @@ def test_multi_query_with_the_real_local_model(tmp_path, local_backend):
 
 @pytest.mark.integration
 def test_hyde_with_the_real_local_model(tmp_path, local_backend):
-    retriever = StubRetriever(BASE, default=["z"])
+    retriever = ListRetriever(BASE, default=["z"])
     trace = JudgementLog()
     hyde = HyDERetriever(HyDEParams(max_tokens=60, combine="rrf"), LLMClient(local_backend, cache_dir=tmp_path),
                          retriever=retriever, trace=trace)
@@ -300,7 +286,7 @@ def typed(technical: str, simple: str, aspect: str) -> str:
 @pytest.mark.unit
 def test_typed_multi_query_retrieves_the_three_variants_and_fuses_with_rrf(tmp_path):
     llm, backend = client([typed("cat purring reasons", "what makes cats purr", "purring when injured")], tmp_path)
-    retriever = StubRetriever({**BASE, "purring when injured": ["d"]})
+    retriever = ListRetriever({**BASE, "purring when injured": ["d"]})
     trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(style="typed", top_k=4), llm, retriever=retriever, trace=trace)
     result = multi.retrieve(QUERY)
@@ -317,7 +303,7 @@ def test_typed_multi_query_retrieves_the_three_variants_and_fuses_with_rrf(tmp_p
 @pytest.mark.unit
 def test_typed_variants_equal_to_the_question_or_each_other_are_dropped(tmp_path):
     llm, _ = client([typed("Why do cats purr", "cat purring reasons", "cat purring reasons")], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     MultiQueryRetriever(MultiQueryParams(style="typed", include_original=False), llm, retriever=retriever,
                         trace=trace).retrieve(QUERY)
@@ -329,7 +315,7 @@ def test_typed_variants_equal_to_the_question_or_each_other_are_dropped(tmp_path
 @pytest.mark.parametrize("bad", [json.dumps({"technical": "x", "simple": "y"}), "three queries", LLMError("down")])
 def test_typed_falls_back_to_the_base_retriever(tmp_path, bad):
     llm, _ = client([bad], tmp_path)
-    retriever = StubRetriever(BASE)
+    retriever = ListRetriever(BASE)
     trace = JudgementLog()
     result = MultiQueryRetriever(MultiQueryParams(style="typed"), llm, retriever=retriever, trace=trace).retrieve(QUERY)
     assert ids(result) == ["a", "b", "c"] and retriever.queries == [QUERY]
@@ -343,7 +329,7 @@ def test_typed_depth_counts_three_variants():
 
 @pytest.mark.integration
 def test_typed_multi_query_with_the_real_local_model(tmp_path, local_backend):
-    retriever = StubRetriever(BASE, default=["z"])
+    retriever = ListRetriever(BASE, default=["z"])
     trace = JudgementLog()
     multi = MultiQueryRetriever(MultiQueryParams(style="typed", max_tokens=80),
                                 LLMClient(local_backend, cache_dir=tmp_path), retriever=retriever, trace=trace)

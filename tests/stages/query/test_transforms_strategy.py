@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ragkit.llms import LLMClient
 from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import JudgementLog
 from ragkit.stages.query.transforms import MultiQueryParams, MultiQueryRetriever, multi_query_prompt
 from ragkit.stages.retrieval.quality_gate.stage import QualityGate, QualityGateParams
+from tests.doubles import NamedRetriever
 from tests.factories import scripted_llm_class
 
 pytestmark = pytest.mark.unit
@@ -23,21 +22,10 @@ ScriptedLLM = scripted_llm_class()
 QUERY = "why do cats purr"
 
 
-class Named(BaseRetriever):
-    """One chunk per query, named after this strategy and the query; logs the queries."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.queries: list[str] = []
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.queries.append(query_bundle.query_str)
-        return [NodeWithScore(node=TextNode(id_=f"{self.name}:{query_bundle.query_str}", text="cats purr"), score=0.5)]
-
-
 def switchable() -> SwitchableRetriever:
-    return SwitchableRetriever({"dense": Named("dense"), "bm25": Named("bm25")}, default="dense")
+    """One chunk per query from each strategy, named after it and the query."""
+    parts = {name: NamedRetriever(name, text="cats purr", score=0.5, doc_id=None) for name in ("dense", "bm25")}
+    return SwitchableRetriever(parts, default="dense")
 
 
 def queries(*texts: str) -> str:

@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 import pytest
-from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.errors import LLMError
 from ragkit.llms import LLMClient
 from ragkit.stages.base import STAGES, JudgementLog
 from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge, RetrievalJudgeParams, merge_nodes, valid_numbers
+from tests.doubles import ListRetriever
 from tests.factories import scripted_llm_class
 
 TEXTS = {
@@ -26,18 +26,9 @@ TEXTS = {
 ScriptedLLM = scripted_llm_class()
 
 
-class StubRetriever(BaseRetriever):
-    """Answers each query from a table of chunk ids; remembers the queries."""
-
-    def __init__(self, answers: dict[str, list[str]]) -> None:
-        super().__init__()
-        self.answers = answers
-        self.queries: list[str] = []
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        self.queries.append(query_bundle.query_str)
-        ids = self.answers.get(query_bundle.query_str, [])
-        return [node(chunk_id, 0.9 - 0.1 * rank) for rank, chunk_id in enumerate(ids)]
+def retriever_of(answers: dict[str, list[str]]) -> ListRetriever:
+    """Answers each query from ``answers`` (chunk ids of TEXTS), scores from 0.9 down."""
+    return ListRetriever(answers, texts=TEXTS, top=0.9, doc_ids=True)
 
 
 def node(chunk_id: str, score: float) -> NodeWithScore:
@@ -67,7 +58,7 @@ def ids(nodes: list[NodeWithScore]) -> list[str]:
 def test_keeps_relevant_chunks_in_the_judged_order(tmp_path):
     trace = JudgementLog()
     refined, backend = judge([reply([2, 1], order=[1, 2])], tmp_path)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["dogs", "cats"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), trace)) == ["dogs", "cats"]
     (judgement,) = trace.judgements
     assert judgement.valid and not judgement.fell_back
     assert judgement.decision["kept"] == ["dogs", "cats"] and judgement.decision["dropped"] == ["market"]
@@ -79,20 +70,20 @@ def test_keeps_relevant_chunks_in_the_judged_order(tmp_path):
 @pytest.mark.unit
 def test_relevant_not_in_order_follow_the_ordered_ones(tmp_path):
     refined, _ = judge([reply([1, 2, 3], order=[3])], tmp_path)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["market", "dogs", "cats"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog())) == ["market", "dogs", "cats"]
 
 
 @pytest.mark.unit
 def test_keep_unjudged_appends_the_rest(tmp_path):
     refined, _ = judge([reply([2])], tmp_path, keep_unjudged=True)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["cats", "dogs", "market"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog())) == ["cats", "dogs", "market"]
 
 
 @pytest.mark.unit
 def test_out_of_range_and_duplicate_numbers_are_dropped_and_recorded(tmp_path):
     trace = JudgementLog()
     refined, _ = judge([reply([2, 2, 7, 0, -1], order=[9, 2])], tmp_path)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["cats"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), trace)) == ["cats"]
     decision = trace.judgements[0].decision
     assert sorted(decision["dropped_numbers"]) == [-1, 0, 2, 7, 9]
     assert trace.judgements[0].valid
@@ -114,7 +105,7 @@ def test_out_of_range_and_duplicate_numbers_are_dropped_and_recorded(tmp_path):
 def test_an_unusable_reply_falls_back_to_the_unjudged_retrieval(tmp_path, bad):
     trace = JudgementLog()
     refined, _ = judge([bad], tmp_path)
-    assert refined.refine(QUERY, FIRST, StubRetriever({}), trace) == FIRST
+    assert refined.refine(QUERY, FIRST, retriever_of({}), trace) == FIRST
     (judgement,) = trace.judgements
     assert (judgement.valid, judgement.fell_back) == (False, True)
     assert judgement.error and judgement.raw_reply == bad
@@ -125,7 +116,7 @@ def test_a_reply_in_a_code_fence_is_read(tmp_path):
     fenced = "Here you go:\n```json\n" + reply([3, 2], order=[3, 2]) + "\n```"
     trace = JudgementLog()
     refined, _ = judge([fenced], tmp_path)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ["market", "cats"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), trace)) == ["market", "cats"]
     assert trace.judgements[0].valid
 
 
@@ -133,14 +124,14 @@ def test_a_reply_in_a_code_fence_is_read(tmp_path):
 def test_a_backend_error_falls_back_instead_of_crashing(tmp_path):
     trace = JudgementLog()
     refined, _ = judge([LLMError("prompt too long")], tmp_path)
-    assert refined.refine(QUERY, FIRST, StubRetriever({}), trace) == FIRST
+    assert refined.refine(QUERY, FIRST, retriever_of({}), trace) == FIRST
     assert (trace.judgements[0].valid, trace.judgements[0].fell_back) == (False, True)
     assert "prompt too long" in trace.judgements[0].error
 
 
 @pytest.mark.unit
 def test_asking_for_more_retrieves_with_the_refined_query_and_merges(tmp_path):
-    retriever = StubRetriever({"cat purring": ["kittens", "cats"]})
+    retriever = retriever_of({"cat purring": ["kittens", "cats"]})
     trace = JudgementLog()
     refined, backend = judge(
         [reply([2], request_more=True, refined_query="cat purring"), reply([1, 3], order=[3, 1])], tmp_path
@@ -162,7 +153,7 @@ def test_asking_for_more_retrieves_with_the_refined_query_and_merges(tmp_path):
 
 @pytest.mark.unit
 def test_the_loop_stops_at_max_iterations(tmp_path):
-    retriever = StubRetriever({"more 1": ["kittens"], "more 2": ["kittens"]})
+    retriever = retriever_of({"more 1": ["kittens"], "more 2": ["kittens"]})
     refined, backend = judge(
         [reply([1], request_more=True, refined_query="more 1"),
          reply([1], request_more=True, refined_query="more 2")], tmp_path, max_iterations=2,
@@ -175,7 +166,7 @@ def test_the_loop_stops_at_max_iterations(tmp_path):
 
 @pytest.mark.unit
 def test_the_loop_stops_when_a_new_search_finds_nothing_new(tmp_path):
-    retriever = StubRetriever({"same": ["dogs", "cats"]})
+    retriever = retriever_of({"same": ["dogs", "cats"]})
     refined, backend = judge([reply([2], request_more=True, refined_query="same")], tmp_path, max_iterations=5)
     trace = JudgementLog()
     assert ids(refined.refine(QUERY, FIRST, retriever, trace)) == ["cats"]
@@ -186,7 +177,7 @@ def test_the_loop_stops_when_a_new_search_finds_nothing_new(tmp_path):
 @pytest.mark.unit
 def test_only_max_chunks_are_shown(tmp_path):
     refined, backend = judge([reply([2])], tmp_path, max_chunks=2, chunk_chars=40)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())) == ["cats"]
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog())) == ["cats"]
     prompt = backend.requests[0][-1]["content"]
     assert "[3]" not in prompt.split("Question: why")[1]
     assert "Cats purr when they are content, and fel\n" in prompt
@@ -194,7 +185,7 @@ def test_only_max_chunks_are_shown(tmp_path):
 
 @pytest.mark.unit
 def test_mode_off_is_the_identity_and_calls_nothing(tmp_path):
-    retriever = StubRetriever({})
+    retriever = retriever_of({})
     refined = RetrievalJudge(RetrievalJudgeParams(mode="off"))
     trace = JudgementLog()
     assert refined.refine(QUERY, FIRST, retriever, trace) == FIRST
@@ -228,7 +219,7 @@ def test_helpers():
 @pytest.mark.integration
 def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path, local_backend):
     client = LLMClient(local_backend, cache_dir=tmp_path)
-    retriever = StubRetriever({QUERY: ["kittens"]})
+    retriever = retriever_of({QUERY: ["kittens"]})
     trace = JudgementLog()
     result = RetrievalJudge(RetrievalJudgeParams(max_tokens=64, max_iterations=2), client).refine(
         QUERY, FIRST, retriever, trace
@@ -247,7 +238,7 @@ def test_real_local_model_gives_a_recorded_well_formed_result(tmp_path, local_ba
 def test_nothing_retrieved_asks_nothing(tmp_path):
     trace = JudgementLog()
     refined, backend = judge([reply([1])], tmp_path)
-    assert refined.refine(QUERY, [], StubRetriever({}), trace) == []
+    assert refined.refine(QUERY, [], retriever_of({}), trace) == []
     assert backend.requests == [] and trace.judgements[0].decision["action"] == "nothing to judge"
 
 
@@ -258,13 +249,13 @@ def test_history_is_shown_before_the_question_and_an_empty_one_changes_nothing(t
     nodes = [node("cats", 0.9), node("dogs", 0.5)]
     replies = [reply([1])]
     plain, plain_backend = judge(replies, tmp_path / "a")
-    plain.refine(QUERY, nodes, StubRetriever({}), JudgementLog())
+    plain.refine(QUERY, nodes, retriever_of({}), JudgementLog())
     empty, empty_backend = judge(replies, tmp_path / "b")
-    empty.refine(QUERY, nodes, StubRetriever({}), JudgementLog(), history=[])
+    empty.refine(QUERY, nodes, retriever_of({}), JudgementLog(), history=[])
     assert empty_backend.requests == plain_backend.requests
     followed, followed_backend = judge(replies, tmp_path / "c")
     history = [Turn(role="user", content="Tell me about cats."), Turn(role="assistant", content="Cats are pets.")]
-    followed.refine(QUERY, nodes, StubRetriever({}), JudgementLog(), history=history)
+    followed.refine(QUERY, nodes, retriever_of({}), JudgementLog(), history=history)
     prompt = followed_backend.requests[0][-1]["content"]
     assert f"Conversation so far:\nuser: Tell me about cats.\nassistant: Cats are pets.\nQuestion: {QUERY}" in prompt
 
@@ -284,7 +275,7 @@ def rated(relevant: list[Any], ratings: list[Any], order: list[Any] | None = Non
 def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_path, ratings, kept, filtered):
     trace = JudgementLog()
     refined, backend = judge([rated([1, 2], ratings)], tmp_path, min_relevance=0.4)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == kept
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), trace)) == kept
     (judgement,) = trace.judgements
     assert judgement.valid and judgement.decision["filtered"] == filtered
     assert judgement.decision["ratings"] == dict(zip(["dogs", "cats", "market"], ratings))
@@ -299,7 +290,7 @@ def test_relevance_filter_drops_relevant_chunks_rated_below_min_relevance(tmp_pa
 def test_relevance_filter_with_unusable_ratings_falls_back(tmp_path, ratings, error):
     trace = JudgementLog()
     refined, _ = judge([rated([1], ratings)], tmp_path, min_relevance=0.4)
-    assert ids(refined.refine(QUERY, FIRST, StubRetriever({}), trace)) == ids(FIRST)
+    assert ids(refined.refine(QUERY, FIRST, retriever_of({}), trace)) == ids(FIRST)
     (judgement,) = trace.judgements
     assert not judgement.valid and judgement.fell_back and error in judgement.error
 
@@ -307,7 +298,7 @@ def test_relevance_filter_with_unusable_ratings_falls_back(tmp_path, ratings, er
 @pytest.mark.unit
 def test_without_min_relevance_the_prompt_asks_for_no_ratings(tmp_path):
     refined, backend = judge([reply([1])], tmp_path)
-    refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())
+    refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog())
     prompt = backend.requests[0][-1]["content"]
     assert "ratings" not in prompt and prompt.endswith("request_more (true if they are not enough) and reason.")
 
@@ -318,7 +309,7 @@ def test_keep_all_keeps_every_chunk_when_none_is_relevant(tmp_path, request_more
     trace = JudgementLog()
     refined, backend = judge([reply([], request_more=request_more, refined_query="cats")], tmp_path,
                              max_iterations=1, none_relevant="keep_all")
-    retriever = StubRetriever({"cats": ["kittens"]})
+    retriever = retriever_of({"cats": ["kittens"]})
     assert ids(refined.refine(QUERY, FIRST, retriever, trace)) == ["dogs", "cats", "market"]
     assert len(backend.requests) == 1 and retriever.queries == []  # one call, no second search
     assert trace.judgements[0].decision["stopped"] == "none relevant: kept all"
@@ -327,12 +318,12 @@ def test_keep_all_keeps_every_chunk_when_none_is_relevant(tmp_path, request_more
 @pytest.mark.unit
 def test_by_default_none_relevant_empties_the_context(tmp_path):
     refined, _ = judge([reply([])], tmp_path)
-    assert refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog()) == []
+    assert refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog()) == []
 
 
 @pytest.mark.unit
 def test_previews_follow_their_file_name_when_asked(tmp_path):
     refined, backend = judge([reply([2])], tmp_path, show_file_name=True, chunk_chars=40)
-    refined.refine(QUERY, FIRST, StubRetriever({}), JudgementLog())
+    refined.refine(QUERY, FIRST, retriever_of({}), JudgementLog())
     prompt = backend.requests[0][-1]["content"]
     assert "[2] (file: cats) Cats purr when they are content, and fel\n" in prompt  # 40 characters of text

@@ -7,8 +7,8 @@ switch to bm25 would always look best and one to hybrid never. So the gate has t
 (``QualityGateParams.attempt_scale``):
 
 - ``retriever``: each chunk's own score. Every attempt of a gate that never switches strategy
-  comes from the same retriever, so this is one scale there; it is what the gate always did, and
-  a gate without ``switch_strategy`` keeps it by default (its run ids and cached results stay).
+  comes from the same retriever, so this is one scale there. The default of a gate without
+  ``switch_strategy``.
 - ``question_overlap``: the share of the question's distinct keywords (no stopwords, plurals
   folded onto the singular) that a chunk contains, in [0, 1]. It is computed from the chunk's
   text and the original question only, the same way for every attempt, so a bm25, dense or

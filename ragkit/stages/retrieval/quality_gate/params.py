@@ -105,7 +105,7 @@ class QualityGateParams(StageParams):
 
     def key_dump(self) -> dict[str, Any]:
         """As every component's, and without ``reformulation_rules`` outside llm mode, where it
-        changes nothing: a heuristic gate written with it keeps the run id it had without."""
+        changes nothing: a heuristic gate has one run id with or without it."""
         dumped = super().key_dump()
         if self.mode != "llm":
             dumped.pop("reformulation_rules", None)
@@ -122,8 +122,8 @@ class QualityGateParams(StageParams):
     @classmethod
     def _one_scale_when_switching(cls, value: Any) -> Any:
         """A gate that switches strategy compares attempts of different retrievers: it ranks them on
-        question_overlap. Written into the params (not left implicit), so such a gate's resolved spec,
-        run id and cached results differ from those of the gate that ranked raw scores before."""
+        question_overlap. Written into the params (not left implicit), so the scale is part of such a
+        gate's resolved spec, run id and cache keys."""
         if isinstance(value, dict) and value.get("switch_strategy") and value.get("attempt_scale") is None:
             value = {**value, "attempt_scale": "question_overlap"}
         return value

@@ -1,11 +1,11 @@
 """The self-RAG verifier's rules for a reformulated query, as the context-enhancement design
 writes them: an option of the quality gate's LLM verdict (``reformulation_rules: design``).
 
-Off (``none``, the default) leaves the gate's prompt as it always was. The rules are appended to
-the verdict prompt (binary or scored) and name what a search query for the next attempt must keep,
-add and leave out; the model's reply is read as before. They only apply in ``llm`` mode: in any
-other mode the option is not part of the gate's spec (``QualityGateParams.key_dump``), so a
-heuristic gate keeps its run id whatever it says.
+Off (``none``, the default) adds nothing to the gate's prompt. The rules are appended to the
+verdict prompt (binary or scored) and name what a search query for the next attempt must keep,
+add and leave out; the model's reply is read the same way with or without them. They only apply
+in ``llm`` mode: in any other mode the option is not part of the gate's spec
+(``QualityGateParams.key_dump``), so it does not enter a heuristic gate's run id.
 """
 
 from __future__ import annotations
