@@ -364,13 +364,13 @@ class Comparer:
 def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
     frames = [frame for frame in frames if not frame.empty]
     if not frames:
-        return pd.DataFrame({column: pd.Series(dtype="object") for column in COLUMNS + [INFLUENCE]})
+        return pd.DataFrame({column: pd.Series(dtype="object") for column in [*COLUMNS, INFLUENCE]})
     table = pd.concat(frames, ignore_index=True)
     for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "strict_sim_ci_low",
                    "strict_sim_ci_high", "family_tests"):
         table[column] = np.nan
     table["family"] = None
-    return table[COLUMNS + [INFLUENCE]]
+    return table[[*COLUMNS, INFLUENCE]]
 
 
 def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA, question: str | None = None) -> pd.DataFrame:

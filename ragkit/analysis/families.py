@@ -19,28 +19,35 @@ where the two are the same test (no question failed on either side: the same que
 values), it counts once and both get the same adjusted p. A row with no p (nothing to test:
 identical on every question, one unit, a zero standard error; ``statistics``) is not counted.
 
-**The joint test** (``joint_adjust``) is the single-step max-|t| test (Westfall and Young 1993;
-Hothorn, Bretz and Westfall 2008, R's ``multcomp``), with the family's correlation estimated from
-the data: the family's comparisons share the reference run and the questions, so their tests are
-correlated, and Holm, which assumes the worst, flags a true null family far less often than alpha
-(2-4% at 5%, benchmarks/README.md). Each test's p is turned into a normal score
-z_j = Phi^-1(1 - p_j / 2); the scores' correlation is the CR2 covariance of the means over the
-units they share (``statistics.unit_influence``; rows computed on different questions are treated
-as independent, which errs on the safe side), and the adjusted p of test j is
-P(max_k |Z_k| >= z_j) for Z normal with that correlation, from ``DRAWS`` draws with a fixed seed
-(the same family gives the same numbers every time). Below ``TAIL`` (where fewer than
-``TAIL_DRAWS`` draws reach) it is p_j times the family's effective number of tests measured at
-``TAIL``. It is never below p_j nor above Holm's first step, m p_j. A single test's adjusted p is
+**The joint test** (``joint_adjust``) is the step-down max-|t| test (Westfall and Young 1993;
+the "free step-down" of Hothorn, Bretz and Westfall 2008, R's ``multcomp``) with the family's
+correlation estimated from the data. The family's comparisons share the reference run and the
+questions, so their tests are correlated (a row's difference and strict difference nearly
+always move together), and Holm, which assumes the worst, flags a true null family far less often
+than alpha (2-4% at 5%; benchmarks/README.md). Under the joint null the tests' t statistics are
+drawn as a multivariate t: normal scores whose correlation is the CR2 covariance of the means over
+the units they share (``statistics.unit_influence``), divided by one chi-square per draw with the
+tests' (median) degrees of freedom, as their variances come from the same units. Tests computed
+on different questions (slices) are drawn independently, which errs on the safe side (Sidak).
+With p_(1) <= ... <= p_(m) the family's p-values and p*_k(draw) each test's p in a draw, the
+adjusted p of the i-th is the running maximum over steps j <= i of
+P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS`` draws with a fixed seed (the same family
+gives the same numbers every time). Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach)
+a step's probability is p_(j) times the effective number of tests measured at ``TAIL``. An
+adjusted p is never below p nor above Holm's (so it finds whatever Holm found); a single test's is
 its p. A family of more than ``JOINT_MAX`` tests (tens of thousands of pairs) falls back to Holm.
 
-Beside each unadjusted interval sits a **simultaneous** one with the joint test's critical value:
-the t interval of the row at the level where its t equals the (1 - alpha) quantile of the max
-|Z|, so the intervals of a family cover all their differences at once with probability about
-1 - alpha, and an interval excludes 0 exactly when the adjusted p < alpha (with Holm: Bonferroni's
-level 1 - alpha / m, which may still touch 0 beside a Holm p < alpha).
+Beside each unadjusted interval sits a **simultaneous** one at the joint test's single-step
+critical value: every row of the family gets the t interval at the level 1 - c, with c the
+alpha quantile of min_k p*_k (between alpha / m and alpha), so the intervals of a family cover all
+their differences at once with probability about 1 - alpha. One that excludes 0 always sits beside
+an adjusted p < alpha; the step-down may reject a row whose interval still touches 0, never the
+other way round. (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha / m beside Holm.)
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pandas as pd
@@ -72,6 +79,12 @@ def method(tests: int) -> str:
     return JOINT if tests <= JOINT_MAX else HOLM
 
 
+@functools.lru_cache(maxsize=64)
+def _normals(position: int, rank: int) -> np.ndarray:
+    """rank x DRAWS standard normals for a family's ``position``-th sample, from ``SEED``."""
+    return np.random.default_rng([SEED, position]).standard_normal((rank, DRAWS))
+
+
 def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray]], df: np.ndarray,
                  alpha: float = ALPHA) -> tuple[np.ndarray, float]:
     """(adjusted p per test, critical p) of one family's joint test (module docstring): ``p`` the
@@ -85,33 +98,47 @@ def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray]], df: np.
     if m == 1:
         return p.copy(), alpha
     samples = np.array([key for key, _ in influence], dtype=object)
-    drawn = np.empty((DRAWS, m))  # each draw's p-value of every test under the joint null
-    for position, key in enumerate(dict.fromkeys(samples.tolist())):
+    keys = list(dict.fromkeys(samples.tolist()))
+    # Each draw's statistic of every test under the joint null: |t| where all tests share one
+    # sample (one df, so a larger |t| is a smaller p), else 1 - p, comparable across samples.
+    drawn = np.empty((m, DRAWS))
+    for position, key in enumerate(keys):
         mine = np.flatnonzero(samples == key)
         block = np.column_stack([influence[i][1] for i in mine])
         block = block / np.linalg.norm(block, axis=0)
         values, vectors = np.linalg.eigh(block.T @ block)
         keep = values > 1e-10 * values.max()
         root = vectors[:, keep] * np.sqrt(values[keep])
-        rng = np.random.default_rng([SEED, position])
-        scores = rng.standard_normal((DRAWS, int(keep.sum()))) @ root.T
+        rng = np.random.default_rng([SEED, position, m])
+        scores = root @ _normals(position, int(keep.sum()))
         # One chi-square per draw shared by the sample's tests: their variances come from the same units.
         sample_df = float(np.median(df[mine]))
         spread = np.sqrt(rng.standard_gamma(sample_df / 2, DRAWS) * 2 / sample_df)
-        drawn[:, mine] = 2 * special.stdtr(sample_df, -np.abs(scores) / spread[:, None])
+        drawn[mine] = np.abs(scores) / spread
+        if len(keys) > 1:
+            drawn[mine] = special.stdtr(sample_df, drawn[mine]) * 2 - 1
+    one_df = float(np.median(df))
+    # p on the scale of ``drawn`` and back.
+    if len(keys) == 1:
+        def scale(x): return special.stdtrit(one_df, 1 - np.asarray(x) / 2)
+        def unscale(x): return 2 * special.stdtr(one_df, -np.asarray(x))
+    else:
+        def scale(x): return 1 - np.asarray(x)
+        def unscale(x): return 1 - np.asarray(x)
     order = np.argsort(p, kind="stable")
     ordered = p[order]
-    # Step i compares p_(i) with the smallest drawn p among the tests not yet rejected (i..m).
-    remaining = np.minimum.accumulate(drawn[:, order][:, ::-1], axis=1)[:, ::-1]
-    found = (remaining <= ordered).mean(axis=0)
+    # Step i compares p_(i) with the most extreme draw among the tests not yet rejected (i..m).
+    remaining = np.maximum.accumulate(drawn[order[::-1]], axis=0)[::-1]
+    found = (remaining >= scale(ordered)[:, None]).mean(axis=1)
     # Beyond the draws' reach: p times the effective number of tests where the draws still count.
-    edge = np.partition(remaining, TAIL_DRAWS - 1, axis=0)[TAIL_DRAWS - 1]
+    edge = unscale(-np.partition(-remaining, TAIL_DRAWS - 1, axis=1)[:, TAIL_DRAWS - 1])
     found = np.where(ordered < edge, ordered * TAIL / edge, found)
     found = np.clip(found, ordered, np.minimum((m - np.arange(m)) * ordered, 1.0))
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(found)
-    # The single-step critical p (the smallest drawn p over all tests), clipped as the adjusted p is.
-    critical = np.partition(remaining[:, 0], int(np.ceil(alpha * DRAWS)) - 1)[int(np.ceil(alpha * DRAWS)) - 1]
+    # The single-step critical p (the most extreme draw over all tests), clipped as the adjusted p is.
+    rank = int(np.ceil(alpha * DRAWS)) - 1
+    critical = unscale(-np.partition(-remaining[0], rank)[rank])
     return adjusted, float(np.clip(critical, alpha / m, alpha))
 
 
@@ -145,7 +172,7 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
     names = family_names(table, question).to_numpy(dtype=object)
     p = table["p"].to_numpy(dtype="float64")
     strict_p = table["strict_p"].to_numpy(dtype="float64")
-    influences = table[INFLUENCE].tolist() if INFLUENCE in table.columns else [None] * len(table)
+    influences: list = table[INFLUENCE].tolist() if INFLUENCE in table.columns else [None] * len(table)
     once = same_test(table)
     dfs = {prefix: table[f"{prefix}df"].to_numpy(dtype="float64") for prefix in ("", "strict_")}
     adjusted = {"": np.full(len(table), np.nan), "strict_": np.full(len(table), np.nan)}

@@ -72,7 +72,7 @@ def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
              and (row["level_a"], row["level_b"]) == ("dense", "hybrid")]
     for row in pairs:
         print(f"dense -> hybrid span_recall@5: {row['diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], "
-              f"p (Holm) {row['p_holm']:.2g} over {len(comparisons)} comparisons, {row['n_units']} {row['unit']}s")
+              f"p (adj.) {row['p_holm']:.2g} over {len(comparisons)} comparisons, {row['n_units']} {row['unit']}s")
     assert len(pairs) == 6
     assert all(row["diff"] > 0.1 and row["p"] < 0.01 and row["ci_low"] > 0 for row in pairs)
     assert all(row["unit"] == "document" and row["n_units"] == 18 for row in pairs)
