@@ -32,7 +32,7 @@ def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     pairs = judge_pairs(results.runs, comparer.pairs)
     effects = comparer.pair_comparisons(metrics, pairs)
     if effects.empty:
-        return effects.assign(tokens_diff=pd.Series(dtype="float64"))
+        return with_holm(effects, question=JUDGE_QUESTION).assign(tokens_diff=pd.Series(dtype="float64"))
     order = {metric: position for position, metric in enumerate(metrics)}
     effects = effects.assign(metric_order=effects["metric"].map(order)).sort_values(
         ["factor", "run_a", "run_b", "metric_order"], kind="stable").drop(columns="metric_order")
