@@ -7,7 +7,7 @@ what small-sample corrections are for (``ragkit.analysis.statistics``: CR2 with 
 df). This measures it through the engine's own code: ``differences.pair_differences`` (the
 per-question difference and strict difference of each pair, failures at the failure value),
 ``differences.with_stats`` (each comparison's mean, CI and p) and ``families.with_families``
-(Holm over the family, difference and strict difference together), which are what
+(the family's step-down max-|t| joint test, difference and strict difference together), which are what
 ``Comparer.pair_comparisons`` and ``factor_effects`` run on the score matrices. The score matrices
 are simulated in memory (thousands of replications of a results folder would be hours of writing).
 
@@ -89,8 +89,8 @@ class Matrices:
 @dataclass
 class Outcome:
     """Per replication: whether the test of the difference, of the strict difference, and either
-    (after Holm over the family) flagged a null contrast; and whether the contrast with an effect
-    was found (p Holm of either < alpha)."""
+    (after the family's joint adjustment) flagged a null contrast; and whether the contrast with an effect
+    was found (adjusted p of either < alpha)."""
 
     diff: np.ndarray
     strict: np.ndarray
@@ -150,7 +150,7 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.reps} replications per case; "
           f"nominal {ALPHA:.0%}; band [4%, 6%]")
     print("| structure | documents (questions) | levels | failures | size: diff | size: strict | "
-          "family-wise (either, Holm) | power (either, Holm; +0.10 on one level) |")
+          "family-wise (either, adjusted) | power (either, adjusted; +0.10 on one level) |")
     print("|---|---|---|---|---|---|---|---|")
     seed = 0
     for name in chosen:

@@ -142,7 +142,8 @@ def best(c: Compared) -> None:
     (st.success if rec.distinguishable else st.warning)(rec.verdict())
     st.text(recommend.to_text(rec))
     st.caption(f"The same as `ragkit best` (`--format json` for every number). Each mean: {rec.mean_rule()}. "
-               "Each eligible run is tested against the best on its difference and its strict difference, Holm over "
+               "Each eligible run is tested against the best on its difference and its strict difference, one joint "
+               "test (step-down max-|t|, the tests' correlation estimated from the shared documents) over "
                "exactly those tests; 'detectable' is the smallest difference each test would find (80% power, "
                "two-sided 5%). `ragkit questions plan` says how many questions a smaller one needs.")
 
@@ -158,8 +159,8 @@ def why_questions_fail(c: Compared) -> None:
                "the cut is the first 5 chunks; evidence at span level where the question has answer spans.")
 
 
-JUDGE_TABLE_NUMBERS = ("Δ mean", "CI low", "CI high", "sim. CI low", "sim. CI high", "p", "p (Holm)", "strict Δ",
-                       "strict CI low", "strict CI high", "strict p (Holm)")
+JUDGE_TABLE_NUMBERS = ("Δ mean", "CI low", "CI high", "sim. CI low", "sim. CI high", "p", "p (adj.)", "strict Δ",
+                       "strict CI low", "strict CI high", "strict p (adj.)")
 
 
 def judges_on_off(c: Compared) -> None:

@@ -221,7 +221,7 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame, strict: bool = False
             },
             customdata=group[["label_a", "label_b", "p", "p_holm", "n", "metric_compared"]].to_numpy(dtype=object),
             hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ %{customdata[5]} = %{x:.3f}"
-                           "<br>p = %{customdata[2]:.3g}, p (Holm) = %{customdata[3]:.3g}, n = %{customdata[4]}"
+                           "<br>p = %{customdata[2]:.3g}, p (adj.) = %{customdata[3]:.3g}, n = %{customdata[4]}"
                            "<extra></extra>"),
         ), row=1, col=column)
         # Centred on no difference, so the side a CI falls on reads at a glance.

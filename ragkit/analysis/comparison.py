@@ -48,7 +48,14 @@ import pandas as pd
 
 from ragkit.analysis import families, statistics
 from ragkit.analysis import matrices as score_matrices
-from ragkit.analysis.differences import CASE_COUNTS, pair_differences, question_means, with_stats
+from ragkit.analysis.differences import (
+    CASE_COUNTS,
+    INFLUENCE,
+    pair_differences,
+    question_means,
+    sample_key,
+    with_stats,
+)
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import TOP_K, factor_levels, level_order, single_factor_pairs
 from ragkit.errors import ConfigError
@@ -152,11 +159,20 @@ class Comparer:
         self.depths = run_depths(self.runs)
         self._pairs: pd.DataFrame | None = None
         self._latency: pd.Series | None = None
+        self._sample: str | None = None
 
     @property
     def units(self) -> np.ndarray:
         """Each question's unit code, in the matrices' question order."""
         return statistics.unit_codes(self.matrices.question_ids, self.results.units)
+
+    @property
+    def sample(self) -> str:
+        """The key of these questions and units (``differences.sample_key``): rows compared on them
+        are tested jointly within a family."""
+        if self._sample is None:
+            self._sample = sample_key(self.matrices.question_ids, self.units)
+        return self._sample
 
     @property
     def pairs(self) -> pd.DataFrame:
@@ -251,7 +267,8 @@ class Comparer:
                     **{name: differences[name] for name in CASE_COUNTS},
                     "latency_ms_diff": latency[start:end],
                 })
-                frames.append(with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit))
+                frames.append(with_stats(rows, differences["diff"], differences["strict"], units, self.results.unit,
+                                         self.sample))
         return _finish(frames)
 
     def _level_means(self, runs_a: np.ndarray, runs_b: np.ndarray, levels_a: np.ndarray, levels_b: np.ndarray,
@@ -341,19 +358,19 @@ class Comparer:
             return pd.DataFrame(columns=COLUMNS)
         rows = pd.DataFrame.from_records(records).astype({"depth": "Int64"})
         return with_stats(rows, np.column_stack(diff_columns), np.column_stack(strict_columns), self.units,
-                          self.results.unit)
+                          self.results.unit, self.sample)
 
 
 def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
     frames = [frame for frame in frames if not frame.empty]
     if not frames:
-        return pd.DataFrame({column: pd.Series(dtype="object") for column in COLUMNS})
+        return pd.DataFrame({column: pd.Series(dtype="object") for column in [*COLUMNS, INFLUENCE]})
     table = pd.concat(frames, ignore_index=True)
     for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "strict_sim_ci_low",
                    "strict_sim_ci_high", "family_tests"):
         table[column] = np.nan
     table["family"] = None
-    return table[COLUMNS]
+    return table[[*COLUMNS, INFLUENCE]]
 
 
 def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA, question: str | None = None) -> pd.DataFrame:

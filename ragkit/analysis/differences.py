@@ -14,6 +14,7 @@ in neither difference; it is counted (``n_only_a`` / ``n_only_b``) so the overla
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,27 @@ from ragkit.metrics.names import failure_value
 # Counts per comparison: for a pair of runs they count questions; for a factor row (several matched
 # settings) they count (question, setting) cases, which a pair's row shares as one setting.
 CASE_COUNTS = ("n_scored_a", "n_scored_b", "n_failed_a", "n_failed_b", "n_only_a", "n_only_b")
+# The column of each row's ``Influence``: read by the family's joint test (``families``), which drops it.
+INFLUENCE = "unit_influence"
+
+
+@dataclass(frozen=True, eq=False)
+class Influence:
+    """One comparison row's per-unit shares of its two means' errors (``statistics.unit_influence``):
+    ``diff`` and ``strict`` over the units of ``sample``, a key of the questions and units they were
+    computed on (rows of one sample are correlated through their shared units; rows of different
+    samples are treated as independent)."""
+
+    sample: str
+    diff: np.ndarray
+    strict: np.ndarray
+
+
+def sample_key(question_ids, units: np.ndarray) -> str:
+    """A key naming a sample's questions and their units (``Influence.sample``)."""
+    digest = hashlib.sha256("\x1f".join(map(str, question_ids)).encode())
+    digest.update(np.ascontiguousarray(units, dtype="int64").tobytes())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -121,17 +143,21 @@ def signs_disagree(diff: np.ndarray, strict: np.ndarray) -> np.ndarray:
 
 
 def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units: np.ndarray,
-               unit: str) -> pd.DataFrame:
+               unit: str, sample: str | None = None) -> pd.DataFrame:
     """``rows`` with each comparison's statistics: for ``diffs`` (questions x rows, over scored
     questions) and ``strict`` (over asked questions, failures at the failure value) each its mean,
     standard error and degrees of freedom (CR2), CI, p and the reason a p is missing; questions
     won, tied and lost; units in favour of each side; whether the two differences disagree in sign;
     ``mde``, the smallest difference over scored questions the test detects at 80% power
-    (``statistics.detectable_difference``)."""
+    (``statistics.detectable_difference``); and ``INFLUENCE``, each row's ``Influence`` in
+    ``sample`` (``sample_key``; by default a key of the unit codes alone)."""
     column = statistics.column_stats(diffs, units)
     detectable = statistics.detectable_difference(diffs, units, tested=column)
     strict_column = statistics.column_stats(strict, units)
     present = ~np.isnan(diffs)
+    key = sample if sample is not None else sample_key([], units)
+    influence_diff, influence_strict = statistics.unit_influence(diffs, units), statistics.unit_influence(strict, units)
+    influences = [Influence(key, influence_diff[:, i], influence_strict[:, i]) for i in range(len(rows))]
     return rows.assign(
         unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, se=column.se, df=column.df,
         ci_low=column.ci_low, ci_high=column.ci_high, p=column.p_value, p_note=column.p_note,
@@ -142,4 +168,5 @@ def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units:
         wins=(present & (np.nan_to_num(diffs) > 0)).sum(axis=0), ties=(present & (diffs == 0)).sum(axis=0),
         losses=(present & (np.nan_to_num(diffs) < 0)).sum(axis=0),
         units_b_better=column.units_positive, units_b_worse=column.units_negative, mde=detectable.mde,
+        **{INFLUENCE: influences},
     )

@@ -32,7 +32,7 @@ def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     pairs = judge_pairs(results.runs, comparer.pairs)
     effects = comparer.pair_comparisons(metrics, pairs)
     if effects.empty:
-        return effects.assign(tokens_diff=pd.Series(dtype="float64"))
+        return with_holm(effects, question=JUDGE_QUESTION).assign(tokens_diff=pd.Series(dtype="float64"))
     order = {metric: position for position, metric in enumerate(metrics)}
     effects = effects.assign(metric_order=effects["metric"].map(order)).sort_values(
         ["factor", "run_a", "run_b", "metric_order"], kind="stable").drop(columns="metric_order")
@@ -51,8 +51,8 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "judge pair": pair_names(effects), "metric": effects["metric"], "compared as": effects["metric_compared"],
         "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"],
         "sim. CI low": effects["sim_ci_low"], "sim. CI high": effects["sim_ci_high"], "p": effects["p"],
-        "p (Holm)": effects["p_holm"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
-        "strict CI high": effects["strict_ci_high"], "strict p (Holm)": effects["strict_p_holm"],
+        "p (adj.)": effects["p_holm"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
+        "strict CI high": effects["strict_ci_high"], "strict p (adj.)": effects["strict_p_holm"],
         "signs disagree": effects["signs_disagree"],
         "failed a/b": [f"{a}/{b}" for a, b in zip(effects["n_failed_a"], effects["n_failed_b"])],
         "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(effects["wins"], effects["ties"], effects["losses"])],

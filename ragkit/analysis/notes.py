@@ -1,4 +1,4 @@
-"""The words every view of a comparison shares: what each count counts, what the Holm family is,
+"""The words every view of a comparison shares: what each count counts, what a test's family is,
 what a failure scores, and the header naming each factor's reference and the runs stopped short.
 One place, so the report, the export and the Compare page say the same thing."""
 
@@ -26,12 +26,14 @@ def holm_note(family: dict) -> str:
     """The families in words (``families.describe``): which comparisons were corrected together,
     how many tests each, and what the simultaneous intervals are."""
     listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"
-    return (f"p (Holm): Holm within each family ({listed}). Families are fixed by the question asked, not by "
-            "what is shown: per metric, the factor table's rows; per metric, the single-factor pairs. A row's "
-            "difference and strict difference are two tests of its family (one when no question failed); rows "
-            "without a p (e.g. identical on every question) are not tested. sim. CI: simultaneous 95% interval "
-            "of the family (Bonferroni, level 1 - 0.05 / tests): one that excludes 0 always has p (Holm) < 0.05; "
-            "CI: the comparison alone.")
+    return (f"p (adj.): one joint test per family ({listed}): step-down max-|t| over the family's tests, their "
+            "correlation (shared reference, shared documents) estimated from the data, so a true null family is "
+            "flagged about 5% of the time (Holm for a family of more than 1000 tests). Families are fixed by the "
+            "question asked, not by what is shown: per metric, the factor table's rows; per metric, the "
+            "single-factor pairs. A row's difference and strict difference are two tests of its family (one when "
+            "no question failed); rows without a p (e.g. identical on every question) are not tested. sim. CI: "
+            "simultaneous 95% interval of the family (the joint test's single-step critical value): one that "
+            "excludes 0 always has p (adj.) < 0.05; CI: the comparison alone.")
 
 
 def reference_line(references) -> str:

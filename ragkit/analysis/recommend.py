@@ -18,11 +18,11 @@ The rules, in order:
    common depth unless ``depth_rule="asked"``, the unit resampled named). The family is exactly
    these runners-up, two tests each: the engine's difference over the questions both scored, and
    the strict difference over every question both were asked (a failure as the worst value, as in
-   rule 2; its own CI and p, cluster-robust over the same unit), Holm over all of these tests
+   rule 2; its own CI and p, cluster-robust over the same unit), one joint test over all of these tests
    (``families``: one test where the two are the same; a row identical on every question is not
    tested, and is not worse). A
    runner-up is *not significantly worse* unless one of its two differences from the best is in
-   the worse direction with p (Holm) < ``alpha``.
+   the worse direction with p (adj.) < ``alpha``.
 4. **Pareto front** over quality (the mean of rule 2), latency and cost among the eligible runs
    (``latency.pareto_front`` with both costs): no other eligible run is at least as good on all
    three and strictly better on one.
@@ -150,7 +150,7 @@ class Recommendation:
             low, high = sorted((sign * runner["ci_low"], sign * runner["ci_high"]))
             return (f"best on {metric}: {self.label(self.best)}, better than the runner-up "
                     f"{self.label(str(runner['run_b']))} by {_number(sign * runner['diff'])} "
-                    f"[{_number(low)}, {_number(high)}], p (Holm) {_number(runner['p_holm'])}; {detectable}")
+                    f"[{_number(low)}, {_number(high)}], p (adj.) {_number(runner['p_holm'])}; {detectable}")
         if units < 2:
             plan = (f"one {self.unit} gives no spread between {self.unit}s to test with: questions from more "
                     f"{self.unit}s are needed before any difference can be told")
@@ -180,8 +180,9 @@ class Recommendation:
     @property
     def family(self) -> str:
         tests = int(self.comparisons["family_tests"].max()) if len(self.comparisons) else 0
-        return (f"Holm over the {tests} tests (difference over the questions both scored, and strict difference, "
-                f"once where no question failed; rows identical on every question untested) of the "
+        return (f"step-down max-|t| joint test over the {tests} tests (difference over the questions both scored, "
+                f"and strict difference, once where no question failed; rows identical on every question untested) "
+                f"of the "
                 f"{len(self.comparisons)} other eligible runs against the best on {self.params.metric}")
 
     def label(self, run_id: str) -> str:
@@ -363,7 +364,7 @@ def to_text(rec: Recommendation) -> str:
         lines.append(f"  tie: {', '.join([rec.label(rec.best), *(rec.label(run) for run in rec.tied)])} have the "
                      f"same mean {_number(row['quality'])} (listed by label; no tie-break)")
     lines.append(f"verdict: {rec.verdict()}")
-    lines.append(f"not significantly worse (p Holm >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}; "
+    lines.append(f"not significantly worse (p (adj.) >= {rec.params.alpha:g}; {rec.family}; unit: {rec.unit}; "
                  f"detectable: the smallest difference each comparison detects, {power.POWER_RULE}):")
     by_run = rec.comparisons.set_index("run_b")
     for run in rec.comparisons["run_b"].astype(str):
@@ -371,10 +372,10 @@ def to_text(rec: Recommendation) -> str:
         mark = "  " if run in rec.not_worse else "x "
         lines.append(f"  {mark}{rec.label(run)}: diff {_number(comparison['diff'])} "
                      f"[{_number(comparison['ci_low'])}, {_number(comparison['ci_high'])}], "
-                     f"p (Holm) {_number(comparison['p_holm'])}, n {int(comparison['n'])}, detectable "
+                     f"p (adj.) {_number(comparison['p_holm'])}, n {int(comparison['n'])}, detectable "
                      f"{_number(comparison['mde'])}; strict diff "
                      f"{_number(comparison['strict_diff'])} [{_number(comparison['strict_ci_low'])}, "
-                     f"{_number(comparison['strict_ci_high'])}], p (Holm) {_number(comparison['strict_p_holm'])}, "
+                     f"{_number(comparison['strict_ci_high'])}], p (adj.) {_number(comparison['strict_p_holm'])}, "
                      f"failed {int(comparison['n_failed_b'])} vs {int(comparison['n_failed_a'])}")
     if rec.comparisons.empty:
         lines.append("  (no other eligible run)")

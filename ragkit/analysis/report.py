@@ -191,9 +191,9 @@ def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str,
                                                                  rows[f"{prefix}sim_ci_high"])]
 
     strict = {f"strict Δ ({label}) [CI]": cells("strict_"), "strict sim. CI": simultaneous("strict_"),
-              "strict p (Holm)": rows["strict_p_holm"].map(_p)}
+              "strict p (adj.)": rows["strict_p_holm"].map(_p)}
     scored = {f"Δ over scored ({label}) [CI]": cells(""), "sim. CI": simultaneous(""),
-              "p (Holm)": rows["p_holm"].map(_p)}
+              "p (adj.)": rows["p_holm"].map(_p)}
     ordered = {**strict, **scored} if lead_strict else {**scored, **strict}
     return {**ordered, "signs": np.where(rows["signs_disagree"].astype(bool), "DISAGREE", "")}
 

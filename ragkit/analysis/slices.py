@@ -99,7 +99,7 @@ def to_text(result: Sliced) -> str:
     lines = [f"slices by {result.column}: " + ", ".join(f"{value} ({n} questions)" for value, n in
                                                         result.sizes.items()),
              "", "means per slice (95% CI):", result.means.to_string(index=False) if not result.means.empty else "-",
-             "", f"comparisons per slice; p (Holm) within each family of every slice's rows "
+             "", f"comparisons per slice; p_holm: the adjusted p of one joint test per family of every slice's rows "
              f"({FAMILIES_OVER_SLICES}):"]
     shown = ["slice", "kind", "factor", "level_a", "level_b", "metric", "n", "diff", "ci_low", "ci_high", "p",
              "p_holm", "strict_diff", "unit"]

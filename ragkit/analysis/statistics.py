@@ -165,6 +165,39 @@ def interval(mean, se, df, confidence: float | np.ndarray = CONFIDENCE) -> tuple
     return mean - half, mean + half
 
 
+def _unit_totals(values: np.ndarray, units: np.ndarray):
+    """(values as a 2-D float array, where present, and per unit x column the sum, count and sum of
+    squares of the present values)."""
+    from scipy import sparse
+
+    values = np.asarray(values, dtype="float64")
+    if values.ndim == 1:
+        values = values[:, None]
+    present = ~np.isnan(values)
+    n_units_total = int(units.max()) + 1 if len(units) else 0
+    # units x questions indicator: unit sums and counts for every column in two sparse products.
+    membership = sparse.csr_matrix((np.ones(len(units)), (units, np.arange(len(units)))),
+                                   shape=(n_units_total, len(units)))
+    filled = np.where(present, values, 0.0)
+    return (values, present, np.asarray(membership @ filled), np.asarray(membership @ present.astype("float64")),
+            np.asarray(membership @ filled ** 2))
+
+
+def unit_influence(values: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Each unit's share of each column's mean error (units x columns): c_g R_g / N, whose squares
+    sum to the CR2 variance ``column_stats`` uses (``cr2_variance_df``), 0 for a unit absent from a
+    column. Columns of one sample share the units, so the sum of products of two columns'
+    influences is the CR2 covariance of their means: what a joint test of several means needs
+    (``families``)."""
+    _, _, sums, counts, _ = _unit_totals(values, units)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = counts.sum(axis=0)
+        mean = sums.sum(axis=0) / n
+        rest = np.where(counts < n, n - counts, 1.0)
+        influence = np.where(counts > 0, (sums - counts * mean) * np.sqrt(n / rest), 0.0) / n
+    return np.nan_to_num(influence)
+
+
 def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONFIDENCE) -> ColumnStats:
     """Cluster-robust (CR2, Bell-McCaffrey df) mean, CI and p-value of each column of ``values``
     (questions x columns; NaN = no value), questions grouped into units by the integer codes
@@ -177,20 +210,9 @@ def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONF
     """
     # Here, not at the top, and scipy.special rather than scipy.stats (the same functions under
     # stats.t, a tenth of the import): a finished run's summary must start at once.
-    from scipy import sparse, special
+    from scipy import special
 
-    values = np.asarray(values, dtype="float64")
-    if values.ndim == 1:
-        values = values[:, None]
-    present = ~np.isnan(values)
-    n_units_total = int(units.max()) + 1 if len(units) else 0
-    # units x questions indicator: unit sums and counts for every column in two sparse products.
-    membership = sparse.csr_matrix((np.ones(len(units)), (units, np.arange(len(units)))),
-                                   shape=(n_units_total, len(units)))
-    filled = np.where(present, values, 0.0)
-    sums = np.asarray(membership @ filled)
-    counts = np.asarray(membership @ present.astype("float64"))
-    squares = np.asarray(membership @ filled ** 2)
+    values, present, sums, counts, squares = _unit_totals(values, units)
     n = counts.sum(axis=0)
     has_unit = counts > 0
     g = has_unit.sum(axis=0)

@@ -147,7 +147,7 @@ def add_parser(sub) -> None:
     compare.set_defaults(func=_cmd_compare)
 
     slices = sub.add_parser("slices", help="means and comparisons within each value of a question column (e.g. "
-                                           "document), Holm over every slice")
+                                           "document), p adjusted by one joint test per family over every slice")
     slices.add_argument("results", help="results folder")
     slices.add_argument("--by", required=True, help="a column of the questions table, e.g. document")
     slices.add_argument("--metrics", help="comma-separated metrics (default: the report's)")

@@ -1,6 +1,7 @@
 """A small version of benchmarks/bench_null_size.py: on the quickstart's document structure (18
 documents, 5 to 53 questions), the engine's comparisons flag a true null about 5% of the time, a
-family of them at most about 5%, with and without failures, and find a real effect more often.
+family of them (its joint test) about 5% too, not the 2-3% of Holm over correlated tests, with and
+without failures, and find a real effect more often.
 Fewer replications than the benchmark (400: a standard error of about 1.1 points), so a wider
 band; benchmarks/README.md has the full table."""
 
@@ -25,6 +26,6 @@ def test_false_positives_near_five_percent_on_the_quickstarts_documents(levels, 
     print(f"{levels} levels, {failures:.0%} failures: size {null.diff.mean():.3f} (diff), {null.strict.mean():.3f} "
           f"(strict), family-wise {null.family.mean():.3f}; power {power.found.mean():.3f}")
     assert 0.02 <= null.diff.mean() <= 0.085 and 0.02 <= null.strict.mean() <= 0.085
-    assert null.family.mean() <= 0.085
+    assert 0.025 <= null.family.mean() <= 0.085
     assert power.found.mean() > 0.3
     assert len(null.family) == REPS and np.isin(null.family, [True, False]).all()

@@ -81,7 +81,7 @@ def test_best_and_its_not_worse_set_are_what_the_pairs_imply_by_hand():
         assert rows.loc[run, "p_holm"] == pytest.approx(adjusted[(run, "diff")], rel=1e-6)
         assert rows.loc[run, "strict_p_holm"] == pytest.approx(adjusted[(run, "strict")], rel=1e-6)
     tested = len(order)
-    assert tested < 6 and f"Holm over the {tested} tests" in rec.family
+    assert tested < 6 and f"joint test over the {tested} tests" in rec.family
     # The chunker moves ndcg@10 by about 0.5, the retriever by about 0.02.
     assert rec.factor is not None and rec.factor["factor"] == "chunker" and rec.factor["range"] > 0.3
     # Each level against the factor's reference (no baseline named: the first in name order).
@@ -89,7 +89,7 @@ def test_best_and_its_not_worse_set_are_what_the_pairs_imply_by_hand():
     assert rec.factor["levels"]["token"] == pytest.approx(rec.factor["range"]) and rec.factor["levels"]["token"] > 0
     text = to_text(rec)
     assert f"token - sentence = +{rec.factor['levels']['token']:.3f}" in text
-    assert "not significantly worse" in text and f"Holm over the {tested} tests" in text
+    assert "not significantly worse" in text and f"joint test over the {tested} tests" in text
     payload = json.loads(to_json(rec))
     assert payload["best"] == "A" and payload["not_significantly_worse"] == ["B"]
     assert payload["factor_that_mattered_most"]["factor"] == "chunker"

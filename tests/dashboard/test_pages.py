@@ -770,7 +770,7 @@ def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_r
     assert_ok(app)
     metrics = app.multiselect(key="judge_metrics.judge_pair")
     assert metrics.value == ["recall@1", "faithfulness", "embedding_groundedness"]
-    judged = table_with(app, "p (Holm)", "W/T/L").set_index("metric")
+    judged = table_with(app, "p (adj.)", "W/T/L").set_index("metric")
     # only the judge pair, though off and off-k3 also differ in one factor
     assert set(judged["judge pair"]) == {"rerank: off → llm"} and len(judged) == 3
     shifted = judged.loc["faithfulness"]
@@ -779,7 +779,7 @@ def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_r
     assert shifted["W/T/L"] == "10/0/0"
     assert shifted["p"] < 0.01
     # one family per metric (its difference and strict difference), whatever other metrics are shown
-    assert shifted["p"] <= shifted["p (Holm)"] <= 2 * shifted["p"]
+    assert shifted["p"] <= shifted["p (adj.)"] <= 2 * shifted["p"]
     same = judged.loc["embedding_groundedness"]
     # identical on every question: nothing to test (no p), the interval [0, 0]
     assert np.isnan(same["p"]) and same["W/T/L"] == "0/12/0" and same["CI low"] == 0 == same["CI high"]
@@ -795,8 +795,8 @@ def test_judge_view_shows_the_pair_its_p_value_and_wins_ties_losses(judge_pair_r
 
     app.multiselect(key="judge_metrics.judge_pair").set_value(["faithfulness"]).run()
     assert_ok(app)
-    alone = table_with(app, "p (Holm)", "W/T/L")
-    assert alone["p (Holm)"].tolist() == pytest.approx([shifted["p (Holm)"]])  # the same family alone
+    alone = table_with(app, "p (adj.)", "W/T/L")
+    assert alone["p (adj.)"].tolist() == pytest.approx([shifted["p (adj.)"]])  # the same family alone
     assert app.query_params["judge_metrics"] in (["faithfulness"], "faithfulness")
 
 

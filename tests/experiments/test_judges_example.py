@@ -97,7 +97,7 @@ def test_judges_on_off_runs_offline_reports_llm_cost_and_reruns_without_llm_call
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "| judge.retrieval | off -> llm |" in report.stdout and "| judge.rerank | off -> llm |" in report.stdout
-    assert "p (Holm)" in report.stdout and "95% CI" in report.stdout
+    assert "p (adj.)" in report.stdout and "95% CI" in report.stdout
 
     again = ragkit_run(tmp_path / "again", tmp_path / "data", dataset)
     assert again.returncode == 0, again.stderr[-2000:]
