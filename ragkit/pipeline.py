@@ -138,6 +138,9 @@ class Pipeline(AnswerChecks):
         finally:
             if self.retrieval_cache is not None:
                 self.retrieval_cache.flush()  # after the question, so no step times the writes
+            for searcher in self.searchers:
+                if hasattr(searcher, "flush_semantic_cache"):
+                    searcher.flush_semantic_cache()
 
     def _record_cache_lookups(self, trace: Trace) -> None:
         """Each semantic-cache lookup of the question as a judgement (hit or miss, the similarity,

@@ -62,6 +62,7 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
     for searcher in searchers:
         searcher.use_cache(retrieval_cache)
+        searcher.use_semantic_store(data_dir / "semantic_cache")
 
     def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return corpus_summary(plan.corpus, data_dir / "summaries", method, llm)
@@ -123,7 +124,8 @@ def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedde
     # The same scope, similarity filter and semantic cache option as the grid's retriever: a switch
     # changes the strategy, not the documents or the filter (options at their default are left
     # out; each retriever keeps its own semantic cache: their hits differ).
-    shared = {name: point.retriever.params[name] for name in ("scope", "min_similarity", "semantic_cache")
+    shared = {name: point.retriever.params[name]
+              for name in ("scope", "min_similarity", "semantic_cache", "semantic_cache_store")
               if point.retriever.params.get(name) is not None}
     retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, **shared}},
                                                   index=index, embedder=embedder)
