@@ -171,7 +171,12 @@ class Pipeline(AnswerChecks):
             self.switchable.reset()
 
         if (router := self._one("route")) is not None:
-            decision = self._step(trace, f"judge:{router.name}", lambda: router.route(question, history, judged))
+            # Only a router that declares it reads the named documents is given them (a plugin's
+            # ``route(question, history, trace)`` keeps working).
+            named = {"documents": list(documents)} if documents and "documents" in getattr(router, "inputs", ()) \
+                else {}
+            decision = self._step(trace, f"judge:{router.name}",
+                                  lambda: router.route(question, history, judged, **named))
             trace.route = decision.route
             if decision.route == "conversational":
                 if (generator := self._one("generate")) is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragkit.corpus.document_summary import document_summaries
 from ragkit.corpus.profile import ProfileMethod, corpus_profile
 from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
@@ -45,6 +46,8 @@ class PipelineParts:
     clients: dict[str, LLMClient]  # LLM client per role
     retrieval_cache: RetrievalCache
     corpus_summary: Callable[[SummaryMethod, LLMClient | None], Any]  # (method, llm) -> the router's summary
+    # (method, llm) -> each document's summary, for a router that reads the question's document
+    document_summaries: Callable[[SummaryMethod, LLMClient | None], Any]
     # (method, llm) -> the document profiles the profile judge reads
     document_profiles: Callable[[ProfileMethod, LLMClient | None], Any]
 
@@ -67,13 +70,17 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return corpus_summary(plan.corpus, data_dir / "summaries", method, llm)
 
+    def per_document(method: SummaryMethod, llm: LLMClient | None) -> Any:
+        return document_summaries(plan.corpus, data_dir / "summaries", method, llm)
+
     def profiles(method: ProfileMethod, llm: LLMClient | None) -> Any:
         return corpus_profile(plan.corpus, data_dir / "profiles", method, llm)
 
     return wire_pipeline(PipelineParts(
         point=point, index=index, embedder=embedder, base=base, switchable=switchable, searchers=tuple(searchers),
         clients={role: components.llm_client(spec) for role, spec in run.llms.items()},
-        retrieval_cache=retrieval_cache, corpus_summary=summary, document_profiles=profiles,
+        retrieval_cache=retrieval_cache, corpus_summary=summary, document_summaries=per_document,
+        document_profiles=profiles,
     ))
 
 
@@ -92,6 +99,14 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
         llm = clients.get(spec.type)
         return parts.corpus_summary(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
 
+    def document_summaries(spec: ComponentSpec) -> Any:
+        # Only a router that reads them asks for them: written once per corpus, method and model.
+        if spec.params.get("summary_scope", "corpus") != "document":
+            return {}
+        method = spec.params.get("summary", "heuristic")
+        llm = clients.get(spec.type)
+        return parts.document_summaries(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
+
     def document_profiles(spec: ComponentSpec) -> Any:
         # Written once per corpus and method like the summary; in llm mode one call per document,
         # through a client of its own so no question's stage carries it.
@@ -103,7 +118,8 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
     wired = wire_stages([*point.active_judges(), *([point.generator] if point.generator else [])], judge,
                         parts.switchable or parts.base,
                         {"index": lambda spec: parts.index, "embedder": lambda spec: parts.embedder,
-                         "summary": summary, "document_profiles": document_profiles})
+                         "summary": summary, "document_summaries": document_summaries,
+                         "document_profiles": document_profiles})
     return Pipeline(
         retriever=wired.retriever,
         base_retriever=parts.switchable or parts.base,

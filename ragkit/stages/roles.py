@@ -40,7 +40,8 @@ class Role:
 ROLES: tuple[Role, ...] = (
     Role("chunking", "chunking", ("document",), ("chunker",), "decide(document) -> chunker spec", True,
          "chooses the chunker for each document, when the chunk set is built"),
-    Role("route", "query", ("question", "history"), ("route",), "route(question, history, trace) -> decision", True,
+    Role("route", "query", ("question", "history", "documents"), ("route",),
+         "route(question, history, trace[, documents=]) -> decision", True,
          "sends a question to the documents, a conversational answer or the web"),
     Role("follow_up", "query", ("question", "history"), ("query",), "rewrite(question, history, trace) -> query",
          False, "rewrites a follow-up and its conversation into a standalone query (questions with history)"),

@@ -82,7 +82,14 @@ class RouterParams(JudgeParams):
         description="decisions two: the source decision (conversational or web) is shown the conversation and "
         "the message, or the message alone (the dynamic-documents design's).")
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions", "source_sees"}
+    summary_scope: Literal["corpus", "document"] = Field(
+        default="corpus",
+        description="What the router's summary describes: corpus (the whole collection) or document (the "
+        "document(s) the question names, its `document` field, as scope named_doc; the dynamic-documents "
+        "design's). A question that names none is routed on the corpus summary, recorded.")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"decisions", "source_sees",
+                                                                         "summary_scope"}
 
     @model_validator(mode="after")
     def _shares_in_order(self) -> RouterParams:
@@ -174,9 +181,9 @@ class RouterJudgeInfo(JudgeInfo):
 
     name: ClassVar[str] = "router"
     role: ClassVar[str] = "route"
-    inputs: ClassVar[tuple[str, ...]] = ("question", "history")
+    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "documents")
     outputs: ClassVar[tuple[str, ...]] = ("route",)
-    needs: ClassVar[tuple[str, ...]] = ("summary",)
+    needs: ClassVar[tuple[str, ...]] = ("summary", "document_summaries")
     Params: ClassVar[type[RouterParams]] = RouterParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 
