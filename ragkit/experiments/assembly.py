@@ -48,8 +48,8 @@ class PipelineParts:
     corpus_summary: Callable[[SummaryMethod, LLMClient | None], Any]  # (method, llm) -> the router's summary
     # (method, llm) -> each document's summary, for a router that reads the question's document
     document_summaries: Callable[[SummaryMethod, LLMClient | None], Any]
-    # (method, llm) -> the document profiles the profile judge reads
-    document_profiles: Callable[[ProfileMethod, LLMClient | None], Any]
+    # (method, llm, design options) -> the document profiles the profile judge reads
+    document_profiles: Callable[..., Any]
 
 
 def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: SharedComponents,
@@ -73,8 +73,8 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     def per_document(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return document_summaries(plan.corpus, data_dir / "summaries", method, llm)
 
-    def profiles(method: ProfileMethod, llm: LLMClient | None) -> Any:
-        return corpus_profile(plan.corpus, data_dir / "profiles", method, llm)
+    def profiles(method: ProfileMethod, llm: LLMClient | None, **design: Any) -> Any:
+        return corpus_profile(plan.corpus, data_dir / "profiles", method, llm, **design)
 
     return wire_pipeline(PipelineParts(
         point=point, index=index, embedder=embedder, base=base, switchable=switchable, searchers=tuple(searchers),
@@ -113,7 +113,9 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
         by_model = spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode"
         method: ProfileMethod = "llm" if by_model else "heuristic"
         llm = clients.get(spec.type)
-        return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
+        design = {name: spec.params[name] for name in ("taxonomy", "sample", "sample_chars") if name in spec.params}
+        return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None,
+                                       **design)
 
     wired = wire_stages([*point.active_judges(), *([point.generator] if point.generator else [])], judge,
                         parts.switchable or parts.base,

@@ -37,6 +37,21 @@ class ProfileParams(JudgeParams):
     complex_words: int = Field(default=8, ge=2, le=100, description="heuristic: this many content words or "
                                                                     "more -> complex.")
     max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
+    taxonomy: Literal["basic", "design"] = Field(
+        default="basic",
+        description="basic: document types academic, code, table, documentation, general and query intents "
+        "factual, comparison, procedural, exploratory; design: the agentic design's 29 document types and its "
+        "intents factual, conceptual, comparative, procedural (its query-analysis rules in heuristic mode).")
+    sample: Literal["opening", "stratified"] = Field(
+        default="opening",
+        description="llm documents: what of each document the model reads: its opening, or a stratified sample "
+        "(the design's: 45% of sample_chars from the first 30% of the document, 22% from the last 20%, the rest "
+        "from the middle).")
+    sample_chars: int = Field(
+        default=800, ge=100, le=40000,
+        description="llm documents: characters of each document shown (the design's: 20,000, about 5,000 tokens).")
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"taxonomy", "sample", "sample_chars"}
 
     @model_validator(mode="after")
     def _words_in_order(self) -> ProfileParams:
