@@ -153,7 +153,21 @@ class MultiQueryParams(JudgeParams):
         "in the prompt, so the rewrites suit it and a gate retry with another strategy regenerates them.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style", "strategy_in_prompt"}
+    expand_before_strategy: bool = Field(
+        default=False,
+        description="With strategy_in_prompt: the first expansions of a question are made without the strategy, "
+        "as the agentic design expands the query before it chooses the strategy; only a strategy switch after "
+        "the first search (a gate's, a correction's) names the new strategy and regenerates them.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = JudgeParams.added_fields | {"style", "strategy_in_prompt",
+                                                                         "expand_before_strategy"}
+
+    @model_validator(mode="after")
+    def _before_needs_the_strategy(self) -> MultiQueryParams:
+        if self.expand_before_strategy and not self.strategy_in_prompt:
+            raise ValueError("expand_before_strategy names the strategy only after a switch: set strategy_in_prompt")
+        return self
 
 
 class HyDEParams(JudgeParams):
