@@ -204,9 +204,11 @@ def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):
     web_answers = answers[answers["run_id"].isin(routed) & (answers["question_id"] == "mt10")]
     assert set(web_answers["answer"]) == {"not found"}
     found = pairs(out, shared)
-    assert {frozenset({"hybrid(scope=all, semantic_cache=none)", "hybrid(scope=named_doc, semantic_cache=none)"}),
-            frozenset({"hybrid(scope=named_doc, semantic_cache=none)",
-                       "hybrid(scope=named_doc, semantic_cache=0.7)"})} <= found["retriever"]
+    assert {frozenset({"hybrid(scope=all, semantic_cache=none, semantic_cache_store=run)",
+                       "hybrid(scope=named_doc, semantic_cache=none, semantic_cache_store=run)"}),
+            frozenset({"hybrid(scope=named_doc, semantic_cache=none, semantic_cache_store=run)",
+                       "hybrid(scope=named_doc, semantic_cache=0.7, semantic_cache_store=persistent)"})} \
+        <= found["retriever"]
     assert {frozenset({"off", "heuristic"}), frozenset({"off", "llm"})} <= found["judge.router"]
     assert found.get("judge.quality_gate")  # web_fallback off / on
 
