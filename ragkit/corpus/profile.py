@@ -22,6 +22,10 @@ shares it. The file is keyed by corpus id, method and model (``DATA/profiles/``,
 atomically); in llm mode each document is one call through the LLM cache, so a new corpus version
 asks again only for the documents it adds. A failed call (``LLMError``) is not written to the
 file: the next run asks again.
+
+``taxonomy: design`` profiles with the agentic design's 29 types and ``sample: stratified`` shows
+the model the design's stratified sample of ``sample_chars`` characters instead of the opening
+(``ragkit.corpus.profile_design``); either makes a file of its own.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from llama_index.core.schema import Document
 from pydantic import BaseModel, Field
 
 from ragkit.corpus.model import Corpus
+from ragkit.corpus.profile_design import DESIGN_DOCUMENT_TYPES, FROM_BASIC, DesignDocumentType, stratified_sample
 from ragkit.errors import LLMError
 from ragkit.hashing import content_key
 from ragkit.llms.calls import LLMClient
@@ -45,6 +50,8 @@ from ragkit.storage.atomic import write_json_atomic
 from ragkit.text import CODE_LIKE, content_words
 
 ProfileMethod = Literal["heuristic", "llm"]
+Taxonomy = Literal["basic", "design"]
+SampleKind = Literal["opening", "stratified"]
 DocumentType = Literal["academic", "code", "table", "documentation", "general"]
 DOCUMENT_TYPES: tuple[DocumentType, ...] = ("academic", "code", "table", "documentation", "general")
 
@@ -69,7 +76,7 @@ MARKDOWN_HEADING = re.compile(r"^#{1,6} \S", re.MULTILINE)
 @dataclass(frozen=True)
 class DocumentProfile:
     doc_id: str
-    type: DocumentType
+    type: str  # one of DOCUMENT_TYPES, or of DESIGN_DOCUMENT_TYPES with taxonomy design
     technical_density: float  # 0-1
     domain_tags: tuple[str, ...]
     valid: bool = True  # False: the llm reply was unusable and this is the heuristic profile
@@ -88,7 +95,8 @@ class CorpusProfile:
     def types(self) -> dict[str, int]:
         """Documents per type, most common first (ties in the order of ``DOCUMENT_TYPES``)."""
         counts = Counter(profile.type for profile in self.documents)
-        return {kind: counts[kind] for kind in sorted(counts, key=lambda k: (-counts[k], DOCUMENT_TYPES.index(k)))}
+        order = (*DOCUMENT_TYPES, *DESIGN_DOCUMENT_TYPES)
+        return {kind: counts[kind] for kind in sorted(counts, key=lambda k: (-counts[k], order.index(k)))}
 
     def dominant_type(self) -> str | None:
         return next(iter(self.types()), None)
@@ -114,6 +122,12 @@ class DocumentProfileReply(BaseModel):
     domain_tags: list[str] = Field(default_factory=list, max_length=5, description="Up to 5 topic words.")
 
 
+class DesignProfileReply(BaseModel):
+    type: DesignDocumentType = Field(description="The most specific of the design's 29 document types.")
+    technical_density: float = Field(ge=0.0, le=1.0, description="0: plain prose; 1: dense with codes and terms.")
+    domain_tags: list[str] = Field(default_factory=list, max_length=5, description="Up to 5 topic words.")
+
+
 SYSTEM = "You profile a document for a search system. Reply with one JSON object only."
 
 EXAMPLE = (
@@ -123,24 +137,28 @@ EXAMPLE = (
 )
 
 
-def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod,
-                   llm: LLMClient | None = None) -> CorpusProfile:
+def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod, llm: LLMClient | None = None,
+                   taxonomy: Taxonomy = "basic", sample: SampleKind = "opening",
+                   sample_chars: int = PROFILE_CHARS) -> CorpusProfile:
     """The corpus' profile: read from ``cache_dir`` when written before, else written now."""
     if method not in ("heuristic", "llm"):
         raise ValueError(f"document profile method must be 'heuristic' or 'llm', got {method!r}")
     if method == "llm" and llm is None:
         raise ValueError("document profile method 'llm' needs an LLM client")
     model = f"{llm.backend.name}:{llm.backend.model_name}" if method == "llm" and llm is not None else None
-    path = profile_path(corpus.corpus_id, cache_dir, method, model)
+    path = profile_path(corpus.corpus_id, cache_dir, method, model,
+                        profile_variant(method, taxonomy, sample, sample_chars))
     cached = _read(path, corpus.corpus_id, method, model)
     if cached is not None:
         return cached
     rules = heuristic_profiles(list(corpus.documents))
+    if taxonomy == "design":
+        rules = [DocumentProfile(**{**asdict(rule), "type": FROM_BASIC[rule.type]}) for rule in rules]
     profiles, cacheable = rules, True
     if method == "llm" and llm is not None:
         profiles = []
         for document, fallback in zip(corpus.documents, rules):
-            answer, answered = llm_profile(document, fallback, llm)
+            answer, answered = llm_profile(document, fallback, llm, taxonomy, sample, sample_chars)
             profiles.append(answer)
             cacheable = cacheable and answered
     if cacheable:
@@ -149,9 +167,24 @@ def corpus_profile(corpus: Corpus, cache_dir: Path, method: ProfileMethod,
     return CorpusProfile(corpus.corpus_id, method, model, tuple(profiles))
 
 
-def profile_path(corpus_id: str, cache_dir: Path, method: ProfileMethod, model: str | None) -> Path:
-    """The file a corpus' profiles are written to, per method and model (``backend:model``; None by rule)."""
-    return cache_dir / f"{corpus_id}-{method}-{content_key(PROFILE_FORMAT, model, length=8)}.json"
+def profile_variant(method: ProfileMethod, taxonomy: Taxonomy = "basic", sample: SampleKind = "opening",
+                    sample_chars: int = PROFILE_CHARS) -> tuple[object, ...] | None:
+    """What of the design's options a profile file is keyed by: None for the basic profile (its
+    file name stays), the sample only where the model reads one (llm)."""
+    if method != "llm":
+        return None if taxonomy == "basic" else (taxonomy,)
+    if (taxonomy, sample, sample_chars) == ("basic", "opening", PROFILE_CHARS):
+        return None
+    return taxonomy, sample, sample_chars
+
+
+def profile_path(corpus_id: str, cache_dir: Path, method: ProfileMethod, model: str | None,
+                 variant: tuple[object, ...] | None = None) -> Path:
+    """The file a corpus' profiles are written to, per method and model (``backend:model``; None by
+    rule) and the design's options (``variant``; None for the basic profile)."""
+    key = content_key(PROFILE_FORMAT, model, length=8) if variant is None else \
+        content_key(PROFILE_FORMAT, model, variant, length=8)
+    return cache_dir / f"{corpus_id}-{method}-{key}.json"
 
 
 def _read(path: Path, corpus_id: str, method: ProfileMethod, model: str | None) -> CorpusProfile | None:
@@ -210,20 +243,28 @@ def heuristic_profiles(documents: list[Document]) -> list[DocumentProfile]:
             for document, document_tags in zip(documents, tags)]
 
 
-def build_prompt(document: Document) -> str:
+def build_prompt(document: Document, taxonomy: Taxonomy = "basic", sample: SampleKind = "opening",
+                 sample_chars: int = PROFILE_CHARS) -> str:
     title = " ".join(str(document.metadata.get("title") or document.id_).split())
-    opening = " ".join(document.text.split())[:PROFILE_CHARS]
-    return (f"{EXAMPLE}\n\nTitle: {title}\nOpening: {opening}\n"
-            f"Type: one of {', '.join(DOCUMENT_TYPES)}. Reply as JSON with type, technical_density "
+    if sample == "stratified":
+        shown, label = stratified_sample(document.text, sample_chars), "Sample"
+    else:
+        shown, label = " ".join(document.text.split())[:sample_chars], "Opening"
+    types = DESIGN_DOCUMENT_TYPES if taxonomy == "design" else DOCUMENT_TYPES
+    return (f"{EXAMPLE}\n\nTitle: {title}\n{label}: {shown}\n"
+            f"Type: one of {', '.join(types)}. Reply as JSON with type, technical_density "
             "(0 to 1) and domain_tags (up to 5 topic words).")
 
 
-def llm_profile(document: Document, fallback: DocumentProfile, llm: LLMClient) -> tuple[DocumentProfile, bool]:
+def llm_profile(document: Document, fallback: DocumentProfile, llm: LLMClient, taxonomy: Taxonomy = "basic",
+                sample: SampleKind = "opening", sample_chars: int = PROFILE_CHARS) -> tuple[DocumentProfile, bool]:
     """The model's profile of ``document``, or ``fallback`` marked invalid; the flag is False after
     a failed call (not a reply to remember)."""
+    schema: type[DocumentProfileReply | DesignProfileReply] = \
+        DesignProfileReply if taxonomy == "design" else DocumentProfileReply
     try:
-        result = llm.call(build_prompt(document), stage=STAGE, schema=DocumentProfileReply, system=SYSTEM,
-                          max_tokens=PROFILE_MAX_TOKENS)
+        result = llm.call(build_prompt(document, taxonomy, sample, sample_chars), stage=STAGE, schema=schema,
+                          system=SYSTEM, max_tokens=PROFILE_MAX_TOKENS)
     except LLMError as error:
         return DocumentProfile(**{**asdict(fallback), "valid": False, "error": str(error)}), False
     reply = result.parsed

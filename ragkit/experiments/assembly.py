@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.artefacts.index import ChunkIndex
+from ragkit.corpus.document_summary import document_summaries
 from ragkit.corpus.profile import ProfileMethod, corpus_profile
 from ragkit.corpus.summary import SummaryMethod, corpus_summary
 from ragkit.experiments.components import SharedComponents
@@ -45,8 +46,10 @@ class PipelineParts:
     clients: dict[str, LLMClient]  # LLM client per role
     retrieval_cache: RetrievalCache
     corpus_summary: Callable[[SummaryMethod, LLMClient | None], Any]  # (method, llm) -> the router's summary
-    # (method, llm) -> the document profiles the profile judge reads
-    document_profiles: Callable[[ProfileMethod, LLMClient | None], Any]
+    # (method, llm) -> each document's summary, for a router that reads the question's document
+    document_summaries: Callable[[SummaryMethod, LLMClient | None], Any]
+    # (method, llm, design options) -> the document profiles the profile judge reads
+    document_profiles: Callable[..., Any]
 
 
 def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: SharedComponents,
@@ -62,17 +65,22 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
     for searcher in searchers:
         searcher.use_cache(retrieval_cache)
+        searcher.use_semantic_store(data_dir / "semantic_cache")
 
     def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
         return corpus_summary(plan.corpus, data_dir / "summaries", method, llm)
 
-    def profiles(method: ProfileMethod, llm: LLMClient | None) -> Any:
-        return corpus_profile(plan.corpus, data_dir / "profiles", method, llm)
+    def per_document(method: SummaryMethod, llm: LLMClient | None) -> Any:
+        return document_summaries(plan.corpus, data_dir / "summaries", method, llm)
+
+    def profiles(method: ProfileMethod, llm: LLMClient | None, **design: Any) -> Any:
+        return corpus_profile(plan.corpus, data_dir / "profiles", method, llm, **design)
 
     return wire_pipeline(PipelineParts(
         point=point, index=index, embedder=embedder, base=base, switchable=switchable, searchers=tuple(searchers),
         clients={role: components.llm_client(spec) for role, spec in run.llms.items()},
-        retrieval_cache=retrieval_cache, corpus_summary=summary, document_profiles=profiles,
+        retrieval_cache=retrieval_cache, corpus_summary=summary, document_summaries=per_document,
+        document_profiles=profiles,
     ))
 
 
@@ -91,18 +99,29 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
         llm = clients.get(spec.type)
         return parts.corpus_summary(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
 
+    def document_summaries(spec: ComponentSpec) -> Any:
+        # Only a router that reads them asks for them: written once per corpus, method and model.
+        if spec.params.get("summary_scope", "corpus") != "document":
+            return {}
+        method = spec.params.get("summary", "heuristic")
+        llm = clients.get(spec.type)
+        return parts.document_summaries(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
+
     def document_profiles(spec: ComponentSpec) -> Any:
         # Written once per corpus and method like the summary; in llm mode one call per document,
         # through a client of its own so no question's stage carries it.
         by_model = spec.params.get("mode") == "llm" and spec.params.get("documents", "mode") == "mode"
         method: ProfileMethod = "llm" if by_model else "heuristic"
         llm = clients.get(spec.type)
-        return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None)
+        design = {name: spec.params[name] for name in ("taxonomy", "sample", "sample_chars") if name in spec.params}
+        return parts.document_profiles(method, llm.with_own_usage() if llm is not None and method == "llm" else None,
+                                       **design)
 
     wired = wire_stages([*point.active_judges(), *([point.generator] if point.generator else [])], judge,
                         parts.switchable or parts.base,
                         {"index": lambda spec: parts.index, "embedder": lambda spec: parts.embedder,
-                         "summary": summary, "document_profiles": document_profiles})
+                         "summary": summary, "document_summaries": document_summaries,
+                         "document_profiles": document_profiles})
     return Pipeline(
         retriever=wired.retriever,
         base_retriever=parts.switchable or parts.base,
@@ -123,7 +142,8 @@ def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedde
     # The same scope, similarity filter and semantic cache option as the grid's retriever: a switch
     # changes the strategy, not the documents or the filter (options at their default are left
     # out; each retriever keeps its own semantic cache: their hits differ).
-    shared = {name: point.retriever.params[name] for name in ("scope", "min_similarity", "semantic_cache")
+    shared = {name: point.retriever.params[name]
+              for name in ("scope", "min_similarity", "semantic_cache", "semantic_cache_store")
               if point.retriever.params.get(name) is not None}
     retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, **shared}},
                                                   index=index, embedder=embedder)

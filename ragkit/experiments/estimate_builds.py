@@ -44,7 +44,7 @@ def summary_calls(plan: Plan, to_build: set[str], count_chunks: Any) -> list[tup
 def profile_calls(plan: Plan, active: list[RunStep], profiles_dir: Path) -> list[tuple[ComponentSpec, str, int]]:
     """(profile LLM, role, calls) of the document profiles the active runs would write: one call per
     document, once per model, where the profile file is missing."""
-    from ragkit.corpus.profile import profile_path
+    from ragkit.corpus.profile import profile_path, profile_variant
 
     out, seen = [], set()
     for run in active:
@@ -58,7 +58,9 @@ def profile_calls(plan: Plan, active: list[RunStep], profiles_dir: Path) -> list
         seen.add(key)
         backend = llm_registry.build(llm)
         model = f"{backend.name}:{backend.model_name}"
-        if not profile_path(plan.corpus.corpus_id, profiles_dir, "llm", model).exists():
+        design = {name: spec.params[name] for name in ("taxonomy", "sample", "sample_chars") if name in spec.params}
+        if not profile_path(plan.corpus.corpus_id, profiles_dir, "llm", model,
+                            profile_variant("llm", **design)).exists():
             out.append((llm, PROFILE, len(plan.corpus.documents)))
     return out
 

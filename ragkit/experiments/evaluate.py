@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from ragkit.llms.calls import LLMClient
 from ragkit.metrics.generation import EvaluationParams, GenerationSample, evaluate_generation
 from ragkit.pipeline.steps import stage_row
+from ragkit.pipeline.trace import Trace
 from ragkit.questions import Question
 from ragkit.results.schema import EVAL_STAGE
-from ragkit.pipeline.trace import Trace
 
 if TYPE_CHECKING:
     from llama_index.core.schema import Document

@@ -14,9 +14,9 @@ from ragkit.metrics.generation import EvaluationParams, GenerationSample, evalua
 from ragkit.metrics.names import NOTHING_TO_SCORE, SEMANTIC_CACHE_HIT
 from ragkit.metrics.retrieval import AnswerGroups, FinalContext, has_relevant, has_spans, question_metrics
 from ragkit.metrics.routing import abstention_scores, routing_scores
+from ragkit.pipeline.trace import Trace
 from ragkit.questions import Question
 from ragkit.stages.answer.answer_check import ANSWER_CHECK_METRICS, answer_check_scores
-from ragkit.pipeline.trace import Trace
 
 
 def question_row(question: Question) -> dict:

@@ -1,5 +1,6 @@
 """One configuration answering one question: the pipeline (``pipeline``), the record of one answer
-(``trace``), the cost row of each step (``steps``), the checks of an answer (``answer_checks``), and a run exported as code (``export``).
+(``trace``), the cost row of each step (``steps``), the checks of an answer (``answer_checks``),
+and a run exported as code (``export``).
 
 Public names load on first access (PEP 562), by import path: importing one submodule neither
 loads nor depends on the others.

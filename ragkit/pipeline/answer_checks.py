@@ -18,11 +18,11 @@ from ragkit.stages.question import AnswerActions, QuestionContext
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore
 
+    from ragkit.pipeline.trace import Trace
     from ragkit.retrievers.switchable import SwitchableRetriever
     from ragkit.stages.answer.generator import Answer
     from ragkit.stages.base import Judgement, JudgementLog
     from ragkit.stages.roles import CheckRole, GenerateRole, VerifyRole
-    from ragkit.pipeline.trace import Trace
 
 
 @dataclass

@@ -50,11 +50,11 @@ from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient
 from ragkit.pipeline.answer_checks import AnswerChecker
 from ragkit.pipeline.steps import StepRecorder, stage_row
+from ragkit.pipeline.trace import Trace
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.base import Judgement, JudgementLog
 from ragkit.stages.question import QuestionContext
 from ragkit.stages.roles import by_role, reads_of
-from ragkit.pipeline.trace import Trace
 from ragkit.web import WebProvider, web_nodes
 
 if TYPE_CHECKING:  # the pipeline calls these through their methods only
@@ -139,6 +139,9 @@ class Pipeline:
         finally:
             if self.retrieval_cache is not None:
                 self.retrieval_cache.flush()  # after the question, so no step times the writes
+            for searcher in self.searchers:
+                if hasattr(searcher, "flush_semantic_cache"):
+                    searcher.flush_semantic_cache()
 
     def _record_cache_lookups(self, trace: Trace) -> None:
         """Each semantic-cache lookup of the question as a judgement (hit or miss, the similarity,
@@ -170,7 +173,12 @@ class Pipeline:
 
         router: RouteRole | None = self._one("route")
         if router is not None:
-            decision = self.steps.run(trace, f"judge:{router.name}", lambda: router.route(question, history, log))
+            # Only a router that declares it reads the named documents is given them (a plugin's
+            # ``route(question, history, trace)`` keeps working).
+            declared = getattr(router, "inputs", None) or ()
+            named = {"documents": list(documents)} if documents and "documents" in declared else {}
+            decision = self.steps.run(trace, f"judge:{router.name}",
+                                      lambda: router.route(question, history, log, **named))
             trace.route = decision.route
             if decision.route == "conversational":
                 generator: GenerateRole | None = self._one("generate")

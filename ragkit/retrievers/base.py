@@ -7,13 +7,16 @@ ones), ``scope: named_doc`` to the document(s) the user chose (the question's ``
 about one document is answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
 same index, retriever, parameters, query and scope, without searching or embedding the query.
 The semantic cache (``semantic_cache``, off by default) reuses, within one run, the hits of an
-earlier query whose embedding is within a cosine threshold (``ragkit.retrievers.semantic_cache``).
+earlier query whose embedding is within a cosine threshold (``ragkit.retrievers.semantic_cache``);
+with ``semantic_cache_store: persistent`` also those of earlier runs, read from the store that
+``use_semantic_store`` gives (the pipeline's assembly gives ``DATA/semantic_cache``).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -24,6 +27,7 @@ from ragkit.embedders.base import Embedder
 from ragkit.retrievers.cache import RetrievalCache
 from ragkit.retrievers.params import RetrieverInfo, RetrieverParams
 from ragkit.retrievers.semantic_cache import CacheLookup, SemanticCache
+from ragkit.retrievers.semantic_store import SemanticStore, space_key
 from ragkit.retrievers.similarity import cosine_similarities
 
 
@@ -51,8 +55,11 @@ class Retriever(RetrieverInfo, BaseRetriever):
         if params.semantic_cache is not None and embedder is None:
             raise ValueError(f"retriever '{self.name}': semantic_cache compares query embeddings and needs an "
                              "embedder")
-        # In memory, per retriever object: one run's searches (see ragkit.retrievers.semantic_cache).
-        self._semantic = SemanticCache(params.semantic_cache) if params.semantic_cache is not None else None
+        # In memory, per retriever object: one run's searches (see ragkit.retrievers.semantic_cache);
+        # a persistent one is made when its store is given (use_semantic_store).
+        persistent = params.semantic_cache_store == "persistent"
+        self._semantic = SemanticCache(params.semantic_cache) \
+            if params.semantic_cache is not None and not persistent else None
         self._lookups: list[CacheLookup] = []
         self._vector_in_hand: tuple[str, np.ndarray] | None = None
         self._reused_for: str | None = None  # the query whose hits the semantic cache just reused
@@ -79,6 +86,26 @@ class Retriever(RetrieverInfo, BaseRetriever):
     def use_cache(self, cache: RetrievalCache | None) -> None:
         self._cache = cache
 
+    def use_semantic_store(self, root: Path) -> None:
+        """Where a persistent semantic cache keeps its entries (nothing changes for one kept per run)."""
+        if self.params.semantic_cache is None or self.params.semantic_cache_store != "persistent":
+            return
+        self._semantic = SemanticCache(self.params.semantic_cache, SemanticStore(root), self.semantic_space)
+
+    def semantic_space(self, where: str | None) -> str:
+        """The stored entries a persistent semantic cache shares: this index (its corpus version,
+        chunker and embedder), retriever and parameters, and the document scope ``where``."""
+        return space_key(self.index.index_id, self.name, self._search_params(), where)
+
+    def flush_semantic_cache(self) -> int:
+        """Write a persistent semantic cache's new entries (after a question: no step times it)."""
+        return self._semantic.flush() if self._semantic is not None else 0
+
+    def _search_params(self) -> dict[str, object]:
+        # The semantic cache decides whether to search, not what a search returns.
+        return {name: value for name, value in self.params.key_dump().items()
+                if name not in ("semantic_cache", "semantic_cache_store")}
+
     def drain_replayed_seconds(self) -> float:
         """The search time the cache replayed since the last call (what those searches cost),
         with the embedder's correction that charges each query its own embedding time even when
@@ -94,15 +121,16 @@ class Retriever(RetrieverInfo, BaseRetriever):
         return lookups
 
     def cache_key(self, query: str) -> str:
-        # The semantic cache decides whether to search, not what a search returns: an exact
-        # search is shared by runs with and without it.
-        params = {name: value for name, value in self.params.key_dump().items() if name != "semantic_cache"}
-        return RetrievalCache.key(self.index.index_id, self.name, params, query, self.where)
+        # An exact search is shared by runs with and without the semantic cache.
+        return RetrievalCache.key(self.index.index_id, self.name, self._search_params(), query, self.where)
 
     def remembered_search(self, query: str) -> list[Hit]:
         """``cached_search``, unless the semantic cache holds a query close enough to this one
         (searched earlier in this run, under the same scope): then that query's hits."""
         if self._semantic is None:
+            if self.params.semantic_cache_store == "persistent":
+                raise ValueError(f"retriever '{self.name}': semantic_cache_store 'persistent' needs a store folder "
+                                 "(use_semantic_store)")
             return self.cached_search(query)
         started = time.perf_counter()
         before = self._pending_adjustment()

@@ -47,7 +47,7 @@ def connect(root: Path) -> sqlite3.Connection:
     root.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(root / TABLE_FILE, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=False)  # shared by threads under RetrievalCache's lock
-    _set_up_wal(connection)
+    set_up_wal(connection)
     # No fsync per commit (WAL stays consistent; a power loss may only drop the last flushes,
     # which a cache recomputes), as the file-per-search layout did not fsync either.
     connection.execute("PRAGMA synchronous=NORMAL")
@@ -56,7 +56,7 @@ def connect(root: Path) -> sqlite3.Connection:
     return connection
 
 
-def _set_up_wal(connection: sqlite3.Connection) -> None:
+def set_up_wal(connection: sqlite3.Connection) -> None:
     """Switch ``connection``'s database to WAL, waiting for another process that is doing the same.
 
     Changing the journal mode needs the database to itself, and SQLite answers "database is
@@ -137,7 +137,7 @@ class RetrievalCache:
         if self.key_log is not None:
             self.key_log.note(RETRIEVAL, key)
         self._pending[key] = {"format": CACHE_FORMAT, "key": key, "seconds": seconds,
-                              "hits": [{"row": {c: _plain(hit.row[c]) for c in CHUNK_COLUMNS}, "score": hit.score}
+                              "hits": [{"row": {c: plain_cell(hit.row[c]) for c in CHUNK_COLUMNS}, "score": hit.score}
                                        for hit in hits]}
 
     def flush(self) -> int:
@@ -165,7 +165,7 @@ class RetrievalCache:
             self._connection = None
 
 
-def _plain(value: Any) -> Any:
+def plain_cell(value: Any) -> Any:
     """A LanceDB/pandas cell as plain JSON (numpy integers and floats as Python numbers)."""
     if isinstance(value, np.generic):
         return value.item()

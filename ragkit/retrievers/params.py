@@ -42,9 +42,22 @@ class RetrieverParams(ComponentParams):
         "close to one searched earlier in the same run (and scope) reuses its hits instead of searching "
         "(the dynamic-documents design uses 0.7). Needs an embedder; changes results, so it is in the run id.",
     )
+    semantic_cache_store: Literal["run", "persistent"] = Field(
+        default="run",
+        description="With semantic_cache: run keeps the cache in memory for one run; persistent keeps it on disk "
+        "per index (corpus version, chunker, embedder), retriever and document scope, so later runs reuse "
+        "earlier runs' hits (the dynamic-documents design's; a run's results then depend on the runs before it).",
+    )
 
     added_fields: ClassVar[frozenset[str]] = ComponentParams.added_fields | {
-        "scope", "min_similarity", "semantic_cache"}
+        "scope", "min_similarity", "semantic_cache", "semantic_cache_store"}
+
+    @model_validator(mode="after")
+    def _store_needs_a_cache(self) -> RetrieverParams:
+        if self.semantic_cache_store == "persistent" and self.semantic_cache is None:
+            raise ValueError("semantic_cache_store 'persistent' keeps the semantic cache: set semantic_cache "
+                             "(a cosine threshold, e.g. 0.7)")
+        return self
 
 
 class HybridParams(RetrieverParams):

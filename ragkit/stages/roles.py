@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ragkit.registry import ComponentSpec
     from ragkit.stages.answer.generator import Answer
     from ragkit.stages.answer.params import AnswerCheckParams, GroundednessParams
-    from ragkit.stages.base import Stage, Judgement, JudgementLog
+    from ragkit.stages.base import Judgement, JudgementLog, Stage
     from ragkit.stages.prompts import ConversationTurn
     from ragkit.stages.query.profile import QueryProfile
     from ragkit.stages.query.router.stage import RouteDecision
@@ -157,7 +157,7 @@ class Role:
 ROLES: tuple[Role, ...] = (
     Role("chunking", "chunking", ("document",), ("chunker",), ChunkingRole, True,
          "chooses the chunker for each document, when the chunk set is built"),
-    Role("route", "query", ("question", "history"), ("route",), RouteRole, True,
+    Role("route", "query", ("question", "history", "documents"), ("route",), RouteRole, True,
          "sends a question to the documents, a conversational answer or the web"),
     Role("follow_up", "query", ("question", "history"), ("query",), FollowUpRole,
          False, "rewrites a follow-up and its conversation into a standalone query (questions with history)"),

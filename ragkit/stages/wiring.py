@@ -19,9 +19,9 @@ from ragkit.stages.base import STAGES, Stage
 from ragkit.stages.roles import check_single_roles, position, role_of
 
 # What a stage may ask for in ``needs``: the retriever it wraps (transforms), the run's index and
-# embedder, the corpus summary (the router), the document profiles (the profile judge). The
-# executor provides each but the retriever.
-RESOURCES = ("retriever", "index", "embedder", "summary", "document_profiles")
+# embedder, the corpus summary and each document's (the router), the document profiles (the
+# profile judge). The executor provides each but the retriever.
+RESOURCES = ("retriever", "index", "embedder", "summary", "document_summaries", "document_profiles")
 
 
 @dataclass

@@ -58,7 +58,8 @@ def test_bad_values_are_named(data, expected):
 def test_mmr_error_lists_valid_parameters():
     with pytest.raises(ConfigError) as info:
         config_from_dict({**BASE, "retrievers": [{"type": "mmr", "params": {"lambda": 0.3}}]})
-    assert "fetch_k, min_similarity, mmr_lambda, scope, score_threshold, semantic_cache, top_k" in str(info.value)
+    assert ("fetch_k, min_similarity, mmr_lambda, scope, score_threshold, semantic_cache, semantic_cache_store, "
+            "top_k") in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ import pytest
 from llama_index.core.schema import Document, NodeWithScore, TextNode
 
 from ragkit.experiments.evaluate import SPAN_CONTEXT_CHARS, reference_contexts, sample_for
+from ragkit.pipeline.trace import Trace
 from ragkit.questions import AnswerSpan, Question
 from ragkit.stages.answer.generator import Answer
-from ragkit.pipeline.trace import Trace
 
 pytestmark = pytest.mark.unit
 

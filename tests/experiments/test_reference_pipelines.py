@@ -177,15 +177,23 @@ def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):
     cached = set(runs.loc[runs["retriever.semantic_cache"] == 0.7, "run_id"])
     lookups = judgements[judgements["judge"] == "semantic_cache"]
     assert len(lookups) and set(lookups["run_id"]) == cached
-    assert {"hit", "similarity", "cached_query"} <= set(decisions(judgements, "semantic_cache")[0])
+    assert {"hit", "similarity", "cached_query", "earlier_run"} <= set(decisions(judgements, "semantic_cache")[0])
     rates = scores[scores["metric"] == "semantic_cache_hit"]
     assert set(rates["run_id"]) == cached and rates["value"].dropna().between(0, 1).all()
+    # Persistent: the six runs sharing the cached retriever reuse each other's searches.
+    assert any(d["hit"] and d["earlier_run"] for d in decisions(judgements, "semantic_cache"))
     # The router in two decisions: relevance first, then (not relevant) conversational or web.
     routed = runs.loc[runs["judge.router"] == "heuristic", "run_id"]
     steps = judgements[judgements["run_id"].isin(routed) & (judgements["judge"] == "router")
                        & (judgements["question_id"] == "mt10")]
     assert [d["step"] for d in decisions(steps, "router")][:2] == ["relevance", "source"]
     assert all("step" in d for d in decisions(judgements, "router"))  # the LLM's decisions too
+    # Relevance against the question's document: mt01 names 1546; mt10 names none (the corpus summary).
+    of = {(q, json.dumps(d["summary_of"])) for q, d in zip(steps["question_id"], decisions(steps, "router"))}
+    assert of == {("mt10", '"corpus"')}
+    named_steps = judgements[judgements["run_id"].isin(routed) & (judgements["judge"] == "router")
+                             & (judgements["question_id"] == "mt01")]
+    assert named_steps.size and all(d["summary_of"] == ["1546"] for d in decisions(named_steps, "router"))
     # The gate's thresholds mean something on its scale: it passes some questions, fails others, and says why.
     first_rounds = [d for d in decisions(judgements, "quality_gate") if d.get("round") == 1]
     assert any(d["sufficient"] for d in first_rounds) and not all(d["sufficient"] for d in first_rounds)
@@ -196,9 +204,11 @@ def test_dynamic_documents_pipeline_scopes_routes_and_falls_back(shared):
     web_answers = answers[answers["run_id"].isin(routed) & (answers["question_id"] == "mt10")]
     assert set(web_answers["answer"]) == {"not found"}
     found = pairs(out, shared)
-    assert {frozenset({"hybrid(scope=all, semantic_cache=none)", "hybrid(scope=named_doc, semantic_cache=none)"}),
-            frozenset({"hybrid(scope=named_doc, semantic_cache=none)",
-                       "hybrid(scope=named_doc, semantic_cache=0.7)"})} <= found["retriever"]
+    assert {frozenset({"hybrid(scope=all, semantic_cache=none, semantic_cache_store=run)",
+                       "hybrid(scope=named_doc, semantic_cache=none, semantic_cache_store=run)"}),
+            frozenset({"hybrid(scope=named_doc, semantic_cache=none, semantic_cache_store=run)",
+                       "hybrid(scope=named_doc, semantic_cache=0.7, semantic_cache_store=persistent)"})} \
+        <= found["retriever"]
     assert {frozenset({"off", "heuristic"}), frozenset({"off", "llm"})} <= found["judge.router"]
     assert found.get("judge.quality_gate")  # web_fallback off / on
 

@@ -43,8 +43,8 @@ from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams, unsupported_claims
 from ragkit.stages.answer.retry_strategy import retry_strategy
 from ragkit.stages.base import Judgement
-from ragkit.text import with_new_keywords
 from ragkit.stages.question import AnswerActions, QuestionContext
+from ragkit.text import with_new_keywords
 
 JUDGE = "correction"
 ACCEPT, REGENERATE, RE_RETRIEVE = "accept", "regenerate", "re_retrieve"

@@ -37,6 +37,21 @@ class ProfileParams(StageParams):
     complex_words: int = Field(default=8, ge=2, le=100, description="heuristic: this many content words or "
                                                                     "more -> complex.")
     max_tokens: int = Field(default=64, ge=16, le=2048, description="llm: most tokens in one reply.")
+    taxonomy: Literal["basic", "design"] = Field(
+        default="basic",
+        description="basic: document types academic, code, table, documentation, general and query intents "
+        "factual, comparison, procedural, exploratory; design: the agentic design's 29 document types and its "
+        "intents factual, conceptual, comparative, procedural (its query-analysis rules in heuristic mode).")
+    sample: Literal["opening", "stratified"] = Field(
+        default="opening",
+        description="llm documents: what of each document the model reads: its opening, or a stratified sample "
+        "(the design's: 45% of sample_chars from the first 30% of the document, 22% from the last 20%, the rest "
+        "from the middle).")
+    sample_chars: int = Field(
+        default=800, ge=100, le=40000,
+        description="llm documents: characters of each document shown (the design's: 20,000, about 5,000 tokens).")
+
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"taxonomy", "sample", "sample_chars"}
 
     @model_validator(mode="after")
     def _words_in_order(self) -> ProfileParams:
@@ -82,7 +97,14 @@ class RouterParams(StageParams):
         description="decisions two: the source decision (conversational or web) is shown the conversation and "
         "the message, or the message alone (the dynamic-documents design's).")
 
-    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"decisions", "source_sees"}
+    summary_scope: Literal["corpus", "document"] = Field(
+        default="corpus",
+        description="What the router's summary describes: corpus (the whole collection) or document (the "
+        "document(s) the question names, its `document` field, as scope named_doc; the dynamic-documents "
+        "design's). A question that names none is routed on the corpus summary, recorded.")
+
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"decisions", "source_sees",
+                                                                         "summary_scope"}
 
     @model_validator(mode="after")
     def _shares_in_order(self) -> RouterParams:
@@ -131,7 +153,21 @@ class MultiQueryParams(StageParams):
         "in the prompt, so the rewrites suit it and a gate retry with another strategy regenerates them.",
     )
 
-    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"style", "strategy_in_prompt"}
+    expand_before_strategy: bool = Field(
+        default=False,
+        description="With strategy_in_prompt: the first expansions of a question are made without the strategy, "
+        "as the agentic design expands the query before it chooses the strategy; only a strategy switch after "
+        "the first search (a gate's, a correction's) names the new strategy and regenerates them.",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"style", "strategy_in_prompt",
+                                                                         "expand_before_strategy"}
+
+    @model_validator(mode="after")
+    def _before_needs_the_strategy(self) -> MultiQueryParams:
+        if self.expand_before_strategy and not self.strategy_in_prompt:
+            raise ValueError("expand_before_strategy names the strategy only after a switch: set strategy_in_prompt")
+        return self
 
 
 class HyDEParams(StageParams):
@@ -170,7 +206,10 @@ class RouterJudgeInfo(StageInfo):
 
     name: ClassVar[str] = "router"
     role: ClassVar[str] = "route"
-    needs: ClassVar[tuple[str, ...]] = ("summary",)
+    # The named documents are an optional read of the route role: declared here, so the pipeline
+    # gives them to this router and not to a plugin written for ``route(question, history, trace)``.
+    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "documents")
+    needs: ClassVar[tuple[str, ...]] = ("summary", "document_summaries")
     Params: ClassVar[type[RouterParams]] = RouterParams
     modes: ClassVar[tuple[str, ...]] = ("off", "heuristic", "llm")
 

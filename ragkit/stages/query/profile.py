@@ -20,6 +20,11 @@ judge when the run's pipeline is built; per question the judge adds the query's 
 ``documents`` says how the document profiles are written: as the mode (llm: one call per document,
 once per corpus and model) or always by rule. ``technical_density`` is where the corpus counts as
 technical (its mean density, 0-1; code or tables are technical whatever their density).
+
+``taxonomy: design`` uses the agentic design's vocabulary on both sides: its 29 document types
+(``ragkit.corpus.profile_design``; an API reference or a technical specification is then what
+code and tables are) and its intents factual, conceptual, comparative, procedural, by its rules in
+heuristic mode (``ragkit.stages.query.design_intents``) or named in the llm prompt.
 """
 
 from __future__ import annotations
@@ -32,12 +37,15 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragkit.corpus.profile import CorpusProfile
+from ragkit.corpus.profile_design import DESIGN_TECHNICAL_TYPES
 from ragkit.errors import LLMError
 from ragkit.stages.base import JudgementLog, Stage
+from ragkit.stages.query.design_intents import design_complexity, design_intent
 from ragkit.stages.query.params import ProfileJudgeInfo, ProfileParams
 from ragkit.text import content_words
 
-Intent = Literal["factual", "comparison", "procedural", "exploratory"]
+# The basic intents, then the design's two others (taxonomy: design).
+Intent = Literal["factual", "comparison", "procedural", "exploratory", "conceptual", "comparative"]
 Complexity = Literal["simple", "moderate", "complex"]
 INTENTS: tuple[Intent, ...] = ("factual", "comparison", "procedural", "exploratory")
 TECHNICAL_TYPES = ("code", "table")
@@ -92,7 +100,13 @@ class QueryProfile:
 
 
 class QueryProfileReply(BaseModel):
-    intent: Intent
+    intent: Literal["factual", "comparison", "procedural", "exploratory"]
+    complexity: Complexity
+    reason: str = ""
+
+
+class DesignQueryProfileReply(BaseModel):
+    intent: Literal["factual", "conceptual", "comparative", "procedural"]
     complexity: Complexity
     reason: str = ""
 
@@ -104,6 +118,14 @@ EXAMPLE = (
     "something), exploratory (an open question about a topic). Complexity: simple, moderate or complex.\n"
     "Example:\nQuery: Which heats a house more cheaply, a heat pump or a gas boiler?\n"
     '{"intent": "comparison", "complexity": "moderate", "reason": "two heating systems side by side"}'
+)
+
+DESIGN_EXAMPLE = (
+    "Intents: factual (specific facts or definitions), conceptual (understanding a concept, an explanation), "
+    "comparative (comparing options), procedural (how to do something, step by step). Complexity: simple, "
+    "moderate or complex.\n"
+    "Example:\nQuery: Which heats a house more cheaply, a heat pump or a gas boiler?\n"
+    '{"intent": "comparative", "complexity": "moderate", "reason": "two heating systems side by side"}'
 )
 
 
@@ -140,7 +162,8 @@ class ProfileJudge(ProfileJudgeInfo, Stage):
             return CorpusSide(None, 0.0, False, ())
         density = documents.technical_density()
         dominant = documents.dominant_type()
-        return CorpusSide(dominant, density, density >= self.params.technical_density or dominant in TECHNICAL_TYPES,
+        technical_types = DESIGN_TECHNICAL_TYPES if self.params.taxonomy == "design" else TECHNICAL_TYPES
+        return CorpusSide(dominant, density, density >= self.params.technical_density or dominant in technical_types,
                           tuple(documents.domain_tags()))
 
     def _documents_record(self) -> dict[str, Any]:
@@ -156,16 +179,20 @@ class ProfileJudge(ProfileJudgeInfo, Stage):
             return None
         started = time.perf_counter()
         corpus = self.corpus_side()
+        design = self.params.taxonomy == "design"
         if self.params.mode == "heuristic":
-            intent = heuristic_intent(query)
-            complexity = heuristic_complexity(query, intent, self.params.simple_words, self.params.complex_words)
+            intent: Intent = design_intent(query) if design else heuristic_intent(query)
+            complexity = design_complexity(query, intent) if design else \
+                heuristic_complexity(query, intent, self.params.simple_words, self.params.complex_words)
             profile = QueryProfile(intent, complexity, corpus)
             trace.add(self.judgement(query, {**profile.record(), **self._documents_record()}, started=started))
             return profile
-        prompt = (f"{EXAMPLE}\n\n{corpus.describe()}\nQuery: {' '.join(query.split())}\n"
+        prompt = (f"{DESIGN_EXAMPLE if design else EXAMPLE}\n\n{corpus.describe()}\nQuery: {' '.join(query.split())}\n"
                   "Reply as JSON with intent, complexity and reason.")
+        schema: type[QueryProfileReply | DesignQueryProfileReply] = \
+            DesignQueryProfileReply if design else QueryProfileReply
         try:
-            result = self.ask(prompt, QueryProfileReply, system=SYSTEM, max_tokens=self.params.max_tokens)
+            result = self.ask(prompt, schema, system=SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
             trace.add(self.fallback(query, self._documents_record(), None, started, str(error)))
             return None

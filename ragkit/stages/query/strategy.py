@@ -9,9 +9,10 @@
   keeps the run's own retriever (returns None), recorded invalid.
 
 With a profile from the profile judge (``ragkit.stages.query.profile``), the first rule that holds:
-a quoted phrase or code-like token -> bm25 (0.9, as above); an exploratory question -> dense
-(0.7); a technical corpus -> bm25 for a short query (0.7), else hybrid (0.6); a comparison or a
-complex question -> hybrid (0.6); otherwise the rules above. The llm prompt gets the profile as one
+a quoted phrase or code-like token -> bm25 (0.9, as above); an exploratory (or the design's
+conceptual) question -> dense (0.7); a technical corpus -> bm25 for a short query (0.7), else
+hybrid (0.6); a comparison (comparative) or a complex question -> hybrid (0.6); otherwise the
+rules above. The llm prompt gets the profile as one
 line. Without a profile (the profile judge off, or its reply unusable) the judge decides exactly as
 it did before the profile existed, prompt included; with one, the judgement records it.
 """
@@ -67,15 +68,16 @@ def profiled_choice(query: str, profile: QueryProfile) -> tuple[str, float, str]
     """The heuristic with the profile judge's view of the query and the documents (module docstring)."""
     if _QUOTED.search(query) or CODE_LIKE.search(query):
         return heuristic_choice(query)
-    if profile.intent == "exploratory":
-        return "dense", 0.7, "an exploratory question: meaning over exact words"
+    if profile.intent in ("exploratory", "conceptual"):
+        article = "an" if profile.intent == "exploratory" else "a"
+        return "dense", 0.7, f"{article} {profile.intent} question: meaning over exact words"
     if profile.technical:
         if len(query.split()) <= 3:
             return "bm25", 0.7, "a short query over technical documents"
         return "hybrid", 0.6, "technical documents: exact terms and meaning both count"
-    if profile.intent == "comparison" or profile.complexity == "complex":
-        return "hybrid", 0.6, f"a {'comparison' if profile.intent == 'comparison' else 'complex question'}: " \
-                              "exact names and meaning both count"
+    if profile.intent in ("comparison", "comparative") or profile.complexity == "complex":
+        kind = "comparison" if profile.intent in ("comparison", "comparative") else "complex question"
+        return "hybrid", 0.6, f"a {kind}: exact names and meaning both count"
     return heuristic_choice(query)
 
 

@@ -12,7 +12,10 @@ inputs are several lists of LlamaIndex nodes, so a small RRF function does it.
 Multi-query's ``strategy_in_prompt`` names the retrieval strategy chosen for the question (by the
 strategy judge, or the quality gate switching) in its prompt, so the rewrites suit an exact-word or
 a meaning-based search; a gate retry with another strategy then asks again and fuses new
-expansions for it (without the option the same prompt returns the cached rewrites).
+expansions for it (without the option the same prompt returns the cached rewrites). With
+``expand_before_strategy`` the first expansions leave the strategy out (the agentic design expands
+before it chooses: its expansions do not depend on the choice, so making them in the retrieval
+step gives the same queries), and only a switch after the question's first search names it.
 """
 
 from __future__ import annotations
@@ -103,16 +106,25 @@ def strategy_line(strategy: str | None) -> str:
     return f"The queries are searched with {strategy}, {STRATEGY_HINTS.get(strategy, 'the strategy in use')}.\n"
 
 
-def chosen_strategy(retriever: Any) -> str | None:
-    """The strategy chosen for this question by the strategy judge or the gate, found on the
-    ``SwitchableRetriever`` under ``retriever`` (through inner transforms); None when none was."""
+def switchable_under(retriever: Any) -> SwitchableRetriever | None:
+    """The ``SwitchableRetriever`` under ``retriever`` (through inner transforms), or None."""
     seen: set[int] = set()
     while retriever is not None and id(retriever) not in seen:
         seen.add(id(retriever))
         if isinstance(retriever, SwitchableRetriever):
-            return retriever.chosen
+            return retriever
         retriever = getattr(retriever, "retriever", None)
     return None
+
+
+def chosen_strategy(retriever: Any, after_switch_only: bool = False) -> str | None:
+    """The strategy chosen for this question by the strategy judge or the gate, found on the
+    ``SwitchableRetriever`` under ``retriever``; None when none was (or, ``after_switch_only``,
+    while the strategy has not changed since the question's first search)."""
+    switchable = switchable_under(retriever)
+    if switchable is None or (after_switch_only and not switchable.switched):
+        return None
+    return switchable.chosen
 
 
 def typed_query_prompt(query: str, strategy: str | None = None) -> str:
@@ -146,8 +158,11 @@ class MultiQueryRetriever(MultiQueryRetrieverInfo, _TransformRetriever):
             return self._base(query)
         started = time.perf_counter()
         # Named in the prompt only when chosen: the strategy-free prompt (and its cached reply) stays.
-        strategy = chosen_strategy(self.retriever) if self.params.strategy_in_prompt else None
+        strategy = chosen_strategy(self.retriever, self.params.expand_before_strategy) \
+            if self.params.strategy_in_prompt else None
         noted: dict[str, Any] = {} if strategy is None else {"strategy": strategy}
+        if self.params.expand_before_strategy:
+            noted["expanded"] = "for the strategy switched to" if strategy else "before the strategy"
         if self.params.style == "typed":
             return self._typed(query, started, strategy, noted)
         try:

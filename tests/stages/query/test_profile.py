@@ -202,7 +202,7 @@ def test_a_strategy_stage_that_narrows_its_inputs_to_the_query_is_not_given_the_
             QueryOnly.seen.append(query)
             return "bm25"
 
-    switchable = Switchable()
+    switchable = SwitchableStub()
     stages = (QueryOnly(StrategyParams(mode="heuristic")),
               ProfileJudge(ProfileParams(mode="heuristic"), document_profiles=PROSE))
     Pipeline(switchable, switchable, stages=stages, switchable=switchable).answer("how do cattle catch it")

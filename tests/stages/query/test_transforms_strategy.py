@@ -101,3 +101,33 @@ def test_a_gate_switch_regenerates_the_expansions_for_the_new_strategy_only_with
         assert len(backend.requests) == 1
         assert expansions == [[QUERY, "a", "b"], [QUERY, "a", "b"]]
         assert bm25.queries == [QUERY, "a", "b"]
+
+
+def test_expansions_before_the_strategy_leave_it_out_until_a_switch_names_the_new_one(tmp_path):
+    """The agentic design expands the query before it chooses the strategy: the chosen strategy
+    (here the strategy judge's bm25) is not in the first prompt; the gate's switch to dense is."""
+    retriever = switchable()
+    retriever.use("bm25")  # the strategy judge, before the question's first search
+    judge, backend = multi_query(tmp_path, [queries("a", "b"), queries("c", "d")], retriever,
+                                 strategy_in_prompt=True, expand_before_strategy=True)
+    gate = QualityGate(QualityGateParams(mode="llm", verdict="scored", switch_strategy={"no_coverage": "dense"},
+                                         max_attempts=2),
+                       LLMClient(ScriptedLLM([scored(10, "no_coverage"), scored(90)]), tmp_path / "gate"))
+    trace = JudgementLog()
+    judge.use_trace(trace)
+    gate.run(QUERY, judge.retrieve, trace, switch=retriever.use, strategy="bm25")
+    assert prompt(backend, 0) == multi_query_prompt(QUERY, 2)  # strategy-agnostic, as made before the choice
+    assert "searched with dense" in prompt(backend, 1)
+    decisions = [j.decision for j in trace.judgements if j.judge == "multi_query"]
+    assert [d.get("strategy") for d in decisions] == [None, "dense"]
+    assert [d["expanded"] for d in decisions] == ["before the strategy", "for the strategy switched to"]
+    assert retriever.retrievers["bm25"].queries == [QUERY, "a", "b"]  # the first expansions, with bm25
+    assert retriever.retrievers["dense"].queries == [QUERY, "c", "d"]
+    retriever.reset()  # the next question starts unswitched
+    assert not retriever.switched and not retriever.searched
+
+
+def test_expanding_before_the_strategy_needs_the_strategy_in_the_prompt_and_is_off_by_default():
+    assert "expand_before_strategy" not in MultiQueryParams(strategy_in_prompt=True).key_dump()
+    with pytest.raises(ValueError, match="set strategy_in_prompt"):
+        MultiQueryParams(expand_before_strategy=True)

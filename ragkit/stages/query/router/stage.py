@@ -34,12 +34,19 @@ In ``llm`` mode each decision is one call (prompts in ``router_prompts``); in ``
 relevance is the vocabulary share above (a message of small-talk words only is relevance no),
 and the source is ``conversational`` for small talk only, else ``web``. An unusable reply at
 either decision routes to ``documents``, recorded invalid, as in one decision.
+
+``summary_scope: document`` (off: ``corpus``) compares the question with the summary of the
+document(s) it names (its ``document`` field, given as ``documents``; ``ragkit.corpus.document_summary``,
+passed in as ``document_summaries``) instead of the collection's, as the dynamic-documents design
+decides relevance against the loaded document. A question that names none, or only documents
+without a summary, is compared with the corpus summary; each judgement records what it read
+(``summary_of``: the document ids, or ``corpus`` and why).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -124,16 +131,24 @@ def vocabulary(summary: str) -> frozenset[str]:
 class RouterJudge(RouterJudgeInfo, Stage):
     params: RouterParams
 
-    def __init__(self, params: RouterParams, llm: Any = None, *, summary: str = "", **_dependencies: Any) -> None:
+    def __init__(self, params: RouterParams, llm: Any = None, *, summary: str = "",
+                 document_summaries: Mapping[str, Any] | None = None, **_dependencies: Any) -> None:
         super().__init__(params, llm)
         self.summary = summary
         self._vocabulary = vocabulary(summary)
+        # doc id -> its summary (text, or an object with ``text``: ragkit.corpus.document_summary)
+        self.document_summaries = {doc_id: str(getattr(item, "text", item))
+                                   for doc_id, item in (document_summaries or {}).items()}
+        self._read: tuple[str, frozenset[str], dict[str, Any]] = (summary, self._vocabulary, {})
 
-    def route(self, question: str, history: Sequence[ConversationTurn], trace: JudgementLog) -> RouteDecision:
-        """Where the question goes; ``documents`` with nothing recorded when off."""
+    def route(self, question: str, history: Sequence[ConversationTurn], trace: JudgementLog,
+              documents: Sequence[str] | None = None) -> RouteDecision:
+        """Where the question goes; ``documents`` with nothing recorded when off. ``documents``: the
+        ones the question names (read with ``summary_scope: document``)."""
         if not self.enabled:
             return OFF_DECISION
         started = time.perf_counter()
+        self._read = self._summary_for(documents)
         seen = question if not history else f"{question} | after {len(history)} turns"
         if self.params.decisions == "two":
             if self.params.mode == "heuristic":
@@ -143,6 +158,20 @@ class RouterJudge(RouterJudgeInfo, Stage):
             return self._heuristic(question, seen, started, trace)
         return self._llm(question, history, seen, started, trace)
 
+    def _summary_for(self, documents: Sequence[str] | None) -> tuple[str, frozenset[str], dict[str, Any]]:
+        """The summary the question is compared with, its vocabulary, and what the judgement
+        records of it (nothing with ``summary_scope: corpus``: the records stay as they were)."""
+        if self.params.summary_scope == "corpus":
+            return self.summary, self._vocabulary, {}
+        named = list(dict.fromkeys(documents or ()))
+        found = [doc_id for doc_id in named if doc_id in self.document_summaries]
+        if not found:
+            why = ("the question names no document" if not named
+                   else f"no summary of {', '.join(named)}")
+            return self.summary, self._vocabulary, {"summary_of": "corpus", "summary_reason": why}
+        text = "\n".join(self.document_summaries[doc_id] for doc_id in found)
+        return text, vocabulary(text), {"summary_of": found}
+
     def _heuristic(self, question: str, seen: str, started: float, trace: JudgementLog) -> RouteDecision:
         topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
         if not topical and any(word in SMALL_TALK_WORDS for word in words(question)):
@@ -151,7 +180,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
             return decision
         stems = list(dict.fromkeys(word_stem(word) for word in topical))
         problem = ("the question has no content words" if not stems
-                   else "no corpus summary to compare with" if not self._vocabulary else None)
+                   else "no corpus summary to compare with" if not self._read[1] else None)
         if problem is not None:
             decision = RouteDecision("documents", "maybe", None, False, problem)
             trace.add(self.judgement(seen, self._record(decision, method="heuristic", action="fell back"),
@@ -172,7 +201,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
     def _llm(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
              trace: JudgementLog) -> RouteDecision:
         shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
-        prompt = build_prompt(question, self.summary[: self.params.summary_chars], shown, self.params.turn_chars)
+        prompt = build_prompt(question, self._read[0][: self.params.summary_chars], shown, self.params.turn_chars)
         unusable = RouteDecision("documents", "maybe", None, False, "unusable reply")
         base = self._record(unusable, method="llm")
         try:
@@ -190,8 +219,9 @@ class RouterJudge(RouterJudgeInfo, Stage):
 
     def _compare(self, stems: list[str]) -> tuple[list[str], float, str]:
         """The question's stems found in the corpus vocabulary, their share and the reason in words."""
-        matched = [stem for stem in stems if stem in self._vocabulary]
-        return matched, len(matched) / len(stems), f"{len(matched)}/{len(stems)} content words in the corpus vocabulary"
+        matched = [stem for stem in stems if stem in self._read[1]]
+        where = "the corpus" if self._read[0] is self.summary else "the document's"
+        return matched, len(matched) / len(stems), f"{len(matched)}/{len(stems)} content words in {where} vocabulary"
 
     def _heuristic_two(self, question: str, seen: str, started: float, trace: JudgementLog) -> RouteDecision:
         topical = [word for word in content_words(question) if word not in SMALL_TALK_WORDS]
@@ -204,7 +234,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
             relevance, confidence, reason, extra = "no", SMALL_TALK_CONFIDENCE, "small talk only", {}
         else:
             problem = ("the question has no content words" if not stems
-                       else "no corpus summary to compare with" if not self._vocabulary else None)
+                       else "no corpus summary to compare with" if not self._read[1] else None)
             if problem is not None:
                 decision = RouteDecision("documents", "maybe", None, False, problem)
                 record = {"step": "relevance", **self._record(decision, method="heuristic", action="fell back")}
@@ -222,7 +252,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
         route: Route | None = "documents" if relevance != "no" else None
         trace.add(self.judgement(seen, {"step": "relevance", "route": route, "relevance": relevance,
                                         "confidence": confidence, "reason": reason, "method": "heuristic",
-                                        **extra}, started=started))
+                                        **extra, **self._read[2]}, started=started))
         if route is not None:
             return RouteDecision(route, relevance, confidence, True, reason)
         # Decision 2, the source: conversation needs none; anything else asks for information.
@@ -237,7 +267,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
     def _llm_two(self, question: str, history: Sequence[ConversationTurn], seen: str, started: float,
                  trace: JudgementLog) -> RouteDecision:
         shown = list(history)[-self.params.history_turns:] if self.params.history_turns else []
-        summary = self.summary[: self.params.summary_chars]
+        summary = self._read[0][: self.params.summary_chars]
         prompt = router_prompts.relevance_prompt(question, summary, shown, self.params.turn_chars)
         first = self._ask_step("relevance", prompt, RelevanceReply, seen, started, trace)
         if first is None or first.parsed is None:
@@ -246,7 +276,7 @@ class RouterJudge(RouterJudgeInfo, Stage):
         route: Route | None = "documents" if relevant.relevance != "no" else None
         trace.add(self.judgement(seen, {"step": "relevance", "route": route, "relevance": relevant.relevance,
                                         "confidence": relevant.confidence, "reason": relevant.reason,
-                                        "method": "llm"}, first, started=started))
+                                        "method": "llm", **self._read[2]}, first, started=started))
         if route is not None:
             return RouteDecision(route, relevant.relevance, relevant.confidence, True, relevant.reason)
         started = time.perf_counter()
@@ -276,7 +306,6 @@ class RouterJudge(RouterJudgeInfo, Stage):
             trace.add(self.fallback(seen, base, result, started, result.parse_error))
         return result
 
-    @staticmethod
-    def _record(decision: RouteDecision, **extra: Any) -> dict[str, Any]:
+    def _record(self, decision: RouteDecision, **extra: Any) -> dict[str, Any]:
         return {"route": decision.route, "relevance": decision.relevance, "confidence": decision.confidence,
-                "reason": decision.reason, **extra}
+                "reason": decision.reason, **extra, **self._read[2]}
