@@ -45,7 +45,7 @@ from llama_index.core.schema import NodeWithScore
 
 from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient
-from ragkit.pipeline_checks import AnswerChecks
+from ragkit.pipeline_checks import AnswerChecks, quality_for
 from ragkit.pipeline_steps import OpenStep, stage_row
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
 from ragkit.stages.answer.generator import Answer
@@ -301,8 +301,8 @@ class Pipeline(AnswerChecks):
             reason = "the web route found nothing" if self.web is not None else NO_WEB_PROVIDER
             trace.answer = self._step(trace, GENERATE_STAGE, lambda: generator.abstain(question, reason, judged))
         else:
-            trace.answer = self._step(trace, GENERATE_STAGE,
-                                      lambda: generator.generate(question, nodes, judged, history=history))
+            trace.answer = self._step(trace, GENERATE_STAGE, lambda: generator.generate(
+                question, nodes, judged, history=history, **quality_for(generator, retrieval_quality)))
         if (verify := self._one("verify")) is not None:
             self._check_groundedness(trace, verify, generator, question, query, history, judged,
                                      retrieval_quality, can_re_retrieve)

@@ -23,6 +23,12 @@ if TYPE_CHECKING:  # annotations only: ragkit.pipeline imports this module
     from ragkit.retrievers.switchable import SwitchableRetriever
 
 
+def quality_for(generator: Any, quality: float | None) -> dict[str, Any]:
+    """``{"retrieval_quality": quality}`` for a generator that declares it reads the retrieval
+    quality (``inputs``), else nothing: a plugin's ``generate`` without the argument keeps working."""
+    return {"retrieval_quality": quality} if "quality" in getattr(generator, "inputs", ()) else {}
+
+
 class AnswerChecks(StepAccounting):
     """Mixed into ``ragkit.pipeline.Pipeline``, which declares these attributes and defines the
     two methods below (the stage of a role; the context stages over new chunks)."""
@@ -60,7 +66,8 @@ class AnswerChecks(StepAccounting):
         if groundedness.params.on_fail != "off":
             def regenerate(nodes: list[NodeWithScore], unsupported: list[str]) -> Answer:
                 return self._step(trace, "correct:regenerate", lambda: generator.generate(
-                    question, nodes, judged, feedback=unsupported, history=history))
+                    question, nodes, judged, feedback=unsupported, history=history,
+                    **quality_for(generator, retrieval_quality)))
 
             def re_retrieve(refined: str) -> list[NodeWithScore]:
                 # The new context goes through the same context stages (rerank, enrichment) as the first.
@@ -95,8 +102,11 @@ class AnswerChecks(StepAccounting):
                               lambda: checker.grade(trace.question, candidate.text, contexts, judged))
 
         def regenerate(nodes: list[NodeWithScore], feedback: list[str]) -> Answer:
+            # The quality of the latest search (a re-retrieval's), else the first retrieval's.
+            quality = searched[-1] if searched else retrieval_quality
             return self._step(trace, "retry:regenerate", lambda: generator.generate(
-                question, nodes, judged, feedback=feedback or None, history=history))
+                question, nodes, judged, feedback=feedback or None, history=history,
+                **quality_for(generator, quality)))
 
         searched: list[float | None] = []  # the quality of each search through the pipeline
 
