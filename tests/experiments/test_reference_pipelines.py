@@ -269,9 +269,12 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     kinds = {(doc_id.rsplit(".", 1)[-1], meta["chunked_as"]) for doc_id, meta in zip(chunks["doc_id"], metadata)}
     assert {("md", "markdown"), ("py", "python"), ("yaml", "words")} <= kinds
     assert all("related_chunk_ids" in meta and ("summary" in meta or "summary_error" in meta) for meta in metadata)
-    # The enriched chunks carry their document's summary line; the llm verifier read the rules.
+    # The enriched chunks carry their document's summary line; the heuristic verifier rewrote its
+    # queries by the design's rule: the first 5 words, or the question with terms appended.
     assert all("parent_summary" in d for d in enriched)
-    llm_gates = set(runs.loc[runs["judge.quality_gate"] == "llm", "run_id"])
-    gate_rows = judgements[(judgements["judge"] == "quality_gate") & judgements["run_id"].isin(llm_gates)]
-    assert len(gate_rows) and all((json.loads(d) if isinstance(d, str) else d)["reformulation_rules"] == "design"
-                                  for d in gate_rows["decision"])
+    asked = {json.loads(line)["id"]: json.loads(line)["question"] for line in lines}
+    heuristic_gates = set(runs.loc[runs["judge.quality_gate"] == "heuristic", "run_id"])
+    gate_rows = judgements[(judgements["judge"] == "quality_gate") & judgements["run_id"].isin(heuristic_gates)]
+    rewritten = [(asked[str(q)], d["reformulated_query"]) for q, d in zip(gate_rows["question_id"], (
+        json.loads(d) if isinstance(d, str) else d for d in gate_rows["decision"])) if d.get("reformulated_query")]
+    assert all(new == " ".join(question.split()[:5]) or new.startswith(question) for question, new in rewritten)
