@@ -269,6 +269,11 @@ def test_context_enhancement_pipeline_enriches_and_verifies(shared):
     kinds = {(doc_id.rsplit(".", 1)[-1], meta["chunked_as"]) for doc_id, meta in zip(chunks["doc_id"], metadata)}
     assert {("md", "markdown"), ("py", "python"), ("yaml", "words")} <= kinds
     assert all("related_chunk_ids" in meta and ("summary" in meta or "summary_error" in meta) for meta in metadata)
+    # The design's document fields: a Python module's title is its docstring's line, tagged python.
+    titles = {doc_id: meta.get("title") for doc_id, meta in zip(chunks["doc_id"], metadata)}
+    assert titles["tinyqueue/queue.py"] == "A persistent FIFO job queue stored in one SQLite file."
+    assert all(meta["tags"][:2] == ["python", "code"] for doc_id, meta in zip(chunks["doc_id"], metadata)
+               if doc_id.endswith(".py"))
     # The enriched chunks carry their document's summary line; the heuristic verifier rewrote its
     # queries by the design's rule: the first 5 words, or the question with terms appended.
     assert all("parent_summary" in d for d in enriched)
