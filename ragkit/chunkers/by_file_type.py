@@ -15,6 +15,9 @@ for every file; else the suffix of ``file_name``):
   that does not parse falls back to word windows (``chunk_fallback: "words"``).
 - **anything else**: windows of ``window_words`` words, ``window_overlap`` of them repeated.
 
+With ``document_fields: design`` the chunks carry the context-enhancement design's title, author
+and tags (``ragkit.chunkers.design_fields``) instead of the loader's.
+
 A word is a whitespace-separated token (``ragkit.text.word_spans``). Each chunk records how it was
 cut (``chunked_as``) and, at chunking time, ``related_chunk_ids``: the chunk before and after it in
 its document, then the other chunks of its section (same ``breadcrumb``) in document order, at most
@@ -36,6 +39,7 @@ from llama_index.core.schema import BaseNode, TextNode
 
 from ragkit.chunkers.base import Chunker, Span
 from ragkit.chunkers.code import CodeChunker, CodeParams
+from ragkit.chunkers.design_fields import design_fields
 from ragkit.chunkers.markdown import markdown_sections
 from ragkit.chunkers.params import ByFileTypeChunkerInfo, ByFileTypeParams
 from ragkit.text import word_spans
@@ -151,6 +155,11 @@ class ByFileTypeChunker(ByFileTypeChunkerInfo, Chunker):
         return [Span(s.start, s.end, {**s.metadata, "chunked_as": "python"}) for s in spans]
 
     def chunk_document(self, document: BaseNode) -> list[TextNode]:
+        if self.params.document_fields == "design":
+            found = design_fields(document.text, document.metadata,  # type: ignore[attr-defined]
+                                  file_kind(document.metadata) == "python")
+            if found:  # on a copy: the corpus's document is every chunker's
+                document = document.model_copy(update={"metadata": {**document.metadata, **found}})
         nodes = super().chunk_document(document)
         extra: dict[str, Any] = {}
         if self.params.summaries and nodes:

@@ -9,7 +9,7 @@ once, readable through ``chunkers.info(name)`` without importing the chunker (``
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -197,6 +197,14 @@ class ByFileTypeParams(ChunkerParams):
         default=6, ge=0, le=50,
         description="related_chunk_ids kept per chunk: its neighbours, then its section's other chunks (0: none).",
     )
+    document_fields: Literal["loader", "design"] = Field(
+        default="loader",
+        description="The title, author and tags each chunk carries (and contextualize embeds): the corpus "
+        "loader's, or design (the context-enhancement design's: a Python module's docstring line as its title, "
+        "else the file stem title-cased; an author line's name; Python files tagged python and code).",
+    )
+
+    added_fields: ClassVar[frozenset[str]] = ChunkerParams.added_fields | {"document_fields"}
 
     @model_validator(mode="after")
     def _consistent_sizes(self) -> ByFileTypeParams:

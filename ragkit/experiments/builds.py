@@ -173,7 +173,14 @@ class ArtefactBuilds:
             deps = {}
             if spec.type == "semantic":
                 deps["embed_model"] = self.components.reference_embed_model()
-            return chunkers.build(spec, **deps)
+            # The fallback (the grid's chunker) may ask the LLM itself (llm_semantic, summaries): it
+            # runs on the chunking role's model, the judge's, whose usage the judge's stage records.
+            if getattr(chunkers.get(spec.type), "uses_llm", False):
+                deps["llm"] = llm
+            chunker = chunkers.build(spec, **deps)
+            if chunker_uses_llm(spec) and llm is not None:
+                chunker.use_llm(llm)
+            return chunker
 
         decisions_file = decisions_path(self.derived_dir, step.chunkset_id)
         window_rows = get_settings().build_window_rows

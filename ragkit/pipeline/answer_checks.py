@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragkit.pipeline.steps import StepRecorder
 from ragkit.stages.answer.answer_retry import AnswerAttempt, AnswerRetry
@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 
 
 @dataclass
+def quality_for(generator: Any, quality: float | None) -> dict[str, Any]:
+    """``{"retrieval_quality": quality}`` for a generator that declares it reads the retrieval
+    quality (``inputs``), else nothing: a plugin's ``generate`` without the argument keeps working."""
+    return {"retrieval_quality": quality} if "quality" in (getattr(generator, "inputs", None) or ()) else {}
+
+
 class AnswerChecker:
     """Runs the verify and check roles' stages on a generated answer and records the outcome in
     the trace. The pipeline's searches a correction or a retry may run: ``search_once(trace,
@@ -83,7 +89,8 @@ class AnswerChecker:
         if groundedness.params.on_fail != "off":
             def regenerate(nodes: list[NodeWithScore], unsupported: list[str]) -> Answer:
                 return self.steps.run(trace, "correct:regenerate", lambda: generator.generate(
-                    context.question, nodes, log, feedback=unsupported, history=context.history))
+                    context.question, nodes, log, feedback=unsupported, history=context.history,
+                    **quality_for(generator, retrieval_quality)))
 
             def re_retrieve(refined: str) -> list[NodeWithScore]:
                 # The new context goes through the same context stages (rerank, enrichment) as the first.
@@ -113,8 +120,11 @@ class AnswerChecker:
                                   lambda: checker.grade(trace.question, candidate.text, contexts, log))
 
         def regenerate(nodes: list[NodeWithScore], feedback: list[str]) -> Answer:
+            # The quality of the latest search (a re-retrieval's), else the first retrieval's.
+            quality = searched[-1] if searched else retrieval_quality
             return self.steps.run(trace, "retry:regenerate", lambda: generator.generate(
-                context.question, nodes, log, feedback=feedback or None, history=context.history))
+                context.question, nodes, log, feedback=feedback or None, history=context.history,
+                **quality_for(generator, quality)))
 
         searched: list[float | None] = []  # the quality of each search through the pipeline
 

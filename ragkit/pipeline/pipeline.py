@@ -48,7 +48,7 @@ from llama_index.core.schema import NodeWithScore
 
 from ragkit.errors import WebSearchError
 from ragkit.llms.calls import LLMClient
-from ragkit.pipeline.answer_checks import AnswerChecker
+from ragkit.pipeline.answer_checks import AnswerChecker, quality_for
 from ragkit.pipeline.steps import StepRecorder, stage_row
 from ragkit.pipeline.trace import Trace
 from ragkit.stages.answer.generator import STAGE as GENERATE_STAGE
@@ -325,5 +325,5 @@ class Pipeline:
                                           lambda: generator.abstain(context.question, reason, log))
         else:
             trace.answer = self.steps.run(trace, GENERATE_STAGE, lambda: generator.generate(
-                context.question, nodes, log, history=context.history))
+                context.question, nodes, log, history=context.history, **quality_for(generator, retrieval_quality)))
         self.checks.after_generation(trace, context, generator, retrieval_quality, can_re_retrieve)

@@ -173,7 +173,7 @@ ROLES: tuple[Role, ...] = (
          "filters, re-ranks or asks for more results"),
     Role("context", "context", ("query", "nodes"), ("nodes",), ContextRole, False,
          "reorders, cuts or extends the chunks the generator reads"),
-    Role("generate", "answer", ("question", "history", "nodes"), ("answer",), GenerateRole, True,
+    Role("generate", "answer", ("question", "history", "nodes", "quality"), ("answer",), GenerateRole, True,
          "writes the answer"),
     Role("verify", "answer", ("question", "answer", "nodes"), ("groundedness", "answer", "nodes"), VerifyRole, True,
          "checks the answer against its context and corrects it"),

@@ -19,6 +19,10 @@ window holds (``context_fit``; the fixed limits stay for a model that declares n
 the bundled SmolLM2-135M), and ``temperature`` samples the answers at that temperature instead of
 the LLM's own. Every answer records how its context was sized and what was cut
 (``decision["context"]``).
+
+Off by default too, for the agentic design (``ragkit.stages.answer.answer_prompt``):
+``prompt_layout: xml`` writes the prompt as XML elements, and ``quality_instructions`` adds an
+instruction chosen by the retrieval quality the pipeline passes in (``retrieval_quality``).
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.llms.calls import LLMClient, LLMResult
+from ragkit.stages.answer.answer_prompt import QUALITY_TEXT, quality_tier, xml_prompt, xml_sources
 from ragkit.stages.answer.context_fit import fit_context, no_label
 from ragkit.stages.answer.params import GeneratorInfo, GeneratorParams
 from ragkit.stages.base import JudgementLog, Stage
-from ragkit.stages.prompts import ConversationTurn, conversation_block, source_label, with_source_names
+from ragkit.stages.prompts import ConversationTurn, conversation_block, source_label, source_name, with_source_names
 from ragkit.text import cited_numbers
 
 STAGE = "generate"
@@ -73,23 +78,29 @@ def numbered_sources(texts: list[str]) -> str:
 
 
 def build_prompt(query: str, texts: list[str], constrained: bool, feedback: Sequence[str] = (),
-                 conversation: str = "", sources_here: bool = True) -> str:
-    """The answer prompt; ``feedback`` (unsupported claims) and ``conversation`` (earlier turns,
-    see ``conversation_block``) add a block each; without them the prompt has neither block.
-    ``sources_here`` False: the sources are in the system message (``context_in: system``)."""
+                 conversation: str = "", sources_here: bool = True, quality: str = "") -> str:
+    """The answer prompt; ``feedback`` (unsupported claims), ``conversation`` (earlier turns,
+    see ``conversation_block``) and ``quality`` (the retrieval quality's instruction) add a block
+    each; without them the prompt has none of these blocks. ``sources_here`` False: the sources are
+    in the system message (``context_in: system``)."""
     sources = f"Sources:\n{numbered_sources(texts)}\n" if sources_here else ""
     example = EXAMPLE_JSON if constrained else EXAMPLE_TEXT
-    ask = ("Reply as JSON with answer and citations." if constrained
-           else "Answer in one or two sentences and cite sources like [1].")
+    ask = ask_text(constrained)
     warning = ""
     if feedback:
         listed = "\n".join(f"- {claim}" for claim in feedback)
         warning = ("These statements were not supported by the sources; do not repeat them unless a source "
                    f"states them:\n{listed}\n")
+    told = f"{quality}\n" if quality else ""
     return (
         f"Example:\nSources:\n{EXAMPLE_SOURCES}\nQuestion: {EXAMPLE_QUESTION}\n{example}\n\n"
-        f"{conversation}{sources}Question: {query}\n{warning}{ask}"
+        f"{conversation}{sources}Question: {query}\n{warning}{told}{ask}"
     )
+
+
+def ask_text(constrained: bool) -> str:
+    return ("Reply as JSON with answer and citations." if constrained
+            else "Answer in one or two sentences and cite sources like [1].")
 
 
 class Generator(GeneratorInfo, Stage):
@@ -99,15 +110,19 @@ class Generator(GeneratorInfo, Stage):
         super().__init__(params, llm)
 
     def generate(self, query: str, nodes: list[NodeWithScore], trace: JudgementLog, *,
-                 feedback: Sequence[str] | None = None, history: Sequence[ConversationTurn] = ()) -> Answer:
+                 feedback: Sequence[str] | None = None, history: Sequence[ConversationTurn] = (),
+                 retrieval_quality: float | None = None) -> Answer:
         """The answer with its citations mapped to chunk ids; recorded in ``trace`` as judge ``generator``.
 
-        With ``abstain_text`` set and no chunk to show, the answer is that text and no call is made."""
+        With ``abstain_text`` set and no chunk to show, the answer is that text and no call is made.
+        ``retrieval_quality`` (0-1, None: unknown) is read only with ``quality_instructions``."""
         started = time.perf_counter()
         p = self.params
         system = p.system_prompt or SYSTEM
         conversation = conversation_block(history, p.history_turns, p.turn_chars)
-        around = build_prompt(query, [], p.constrained, feedback or (), conversation)  # the prompt but its sources
+        tier = quality_tier(retrieval_quality, p.quality_high, p.quality_low) if p.quality_instructions else None
+        told = QUALITY_TEXT[tier] if tier is not None else ""
+        around = self._prompt(query, [], [], feedback or (), conversation, True, told)  # the prompt but its sources
         fitted = fit_context(nodes, p.context_fit, max_chunks=p.max_chunks, chunk_chars=p.chunk_chars,
                              max_context_chars=p.max_context_chars,
                              window_tokens=self.client().backend.context_window(), answer_tokens=p.max_tokens,
@@ -116,14 +131,20 @@ class Generator(GeneratorInfo, Stage):
         shown = fitted.shown
         if not shown and p.abstain_text is not None:
             return self.abstain(query, "no chunk left to answer from", trace)
-        texts = with_source_names(shown) if p.show_file_name else [text for _, text in shown]
+        xml = p.prompt_layout == "xml"
+        # The XML layout names a chunk's file in an attribute, not in its text.
+        texts = with_source_names(shown) if p.show_file_name and not xml else [text for _, text in shown]
+        files = [source_name(node) for node, _ in shown] if p.show_file_name else []
         in_system = p.context_in == "system"
-        prompt = build_prompt(query, texts, p.constrained, feedback or (), conversation, sources_here=not in_system)
+        prompt = self._prompt(query, texts, files, feedback or (), conversation, not in_system, told)
         if in_system:
-            system = f"{system}\n\nSources:\n{numbered_sources(texts)}"
+            system = f"{system}\n\n{xml_sources(texts, files)}" if xml \
+                else f"{system}\n\nSources:\n{numbered_sources(texts)}"
         summary = f"{query} | {len(shown)} chunks"
         decision: dict[str, Any] = {"prompt": prompt, "shown": [node.node.node_id for node, _ in shown],
                                     "context": fitted.record}
+        if p.quality_instructions:
+            decision.update(retrieval_quality=retrieval_quality, quality_tier=tier)
         if in_system:
             decision["system"] = system
         if feedback:
@@ -153,6 +174,16 @@ class Generator(GeneratorInfo, Stage):
         judgement.valid = answer.valid
         trace.add(judgement)
         return answer
+
+    def _prompt(self, query: str, texts: list[str], files: list[str], feedback: Sequence[str], conversation: str,
+                sources_here: bool, quality: str) -> str:
+        """The answer prompt in the params' layout."""
+        constrained = self.params.constrained
+        if self.params.prompt_layout == "xml":
+            return xml_prompt(query, texts, files, ask=ask_text(constrained),
+                              example_reply=EXAMPLE_JSON if constrained else EXAMPLE_TEXT, feedback=feedback,
+                              conversation=conversation, sources_here=sources_here, quality=quality)
+        return build_prompt(query, texts, constrained, feedback, conversation, sources_here, quality)
 
     def abstain(self, query: str, reason: str, trace: JudgementLog) -> Answer:
         """``abstain_text`` (or "not found") as the answer, without asking the model; recorded."""

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ragkit.stages.answer.answer_prompt import PromptLayout
 from ragkit.stages.answer.context_fit import ContextFitMode
 from ragkit.stages.answer.retry_strategy import RetryStrategy
 from ragkit.stages.base import StageInfo, StageParams
@@ -55,9 +56,28 @@ class GeneratorParams(StageParams):
         default="user", description="Where the numbered sources go: the user message (before the question) or "
         "the system message (after the system prompt, as the plain pipeline's design puts its context).")
 
+    prompt_layout: PromptLayout = Field(
+        default="plain", description="plain: labelled lines (Sources:, Question:); xml: each part in its own "
+        "element (<sources><source id=\"1\">, <question>, <instructions>), as the agentic design writes it.")
+    quality_instructions: bool = Field(
+        default=False, description="Tell the model how far to trust its sources by the retrieval quality (the "
+        "quality gate's, 0-1): above quality_high answer directly, above quality_low say what is not covered, "
+        "else say when the sources do not answer; no instruction when the quality is unknown.")
+    quality_high: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="quality_instructions: a retrieval quality above this is high.")
+    quality_low: float = Field(
+        default=0.6, ge=0.0, le=1.0,
+        description="quality_instructions: above this (up to quality_high) is medium; at or below it, low.")
+
     added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
         "system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature", "show_file_name",
-        "context_in"}
+        "context_in", "prompt_layout", "quality_instructions", "quality_high", "quality_low"}
+
+    @model_validator(mode="after")
+    def _quality_tiers_in_order(self) -> GeneratorParams:
+        if self.quality_low > self.quality_high:
+            raise ValueError(f"quality_low ({self.quality_low}) must not be above quality_high ({self.quality_high})")
+        return self
 
 
 class GroundednessParams(StageParams):
@@ -196,6 +216,9 @@ class GeneratorInfo(StageInfo):
 
     name: ClassVar[str] = "generator"
     role: ClassVar[str] = "generate"
+    # quality: the retrieval quality, for quality_instructions (a generator that does not declare
+    # it is not given one).
+    inputs: ClassVar[tuple[str, ...]] = ("question", "history", "nodes", "quality")
     Params: ClassVar[type[GeneratorParams]] = GeneratorParams
     modes: ClassVar[tuple[str, ...]] = ("llm",)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, cast
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragkit.stages.base import StageInfo, StageParams
 from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
@@ -45,8 +45,21 @@ class RetrievalJudgeParams(StageParams):
         description="When the model calls no chunk relevant: drop_all (an empty context) or keep_all (every "
         "chunk stays, as if unjudged: the Retrieval Judge design's rule).")
 
+    loop: Literal["judge", "evaluate_refine"] = Field(
+        default="judge",
+        description="judge: one call per round keeps, orders and may ask for more with a refined query; "
+        "evaluate_refine: the judges design's phase 4 loop, an evaluation call (relevant chunks, enough?) and, "
+        "when not enough, a separate refine call for a new query that is searched, up to max_iterations "
+        "evaluations of max_chunks chunks each (ragkit.stages.retrieval.refine_loop).")
+
     added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {
-        "min_relevance", "show_file_name", "none_relevant"}
+        "min_relevance", "show_file_name", "none_relevant", "loop"}
+
+    @model_validator(mode="after")
+    def _loop_without_ratings(self) -> RetrievalJudgeParams:
+        if self.loop == "evaluate_refine" and self.min_relevance is not None:
+            raise ValueError("min_relevance (ratings) applies to loop 'judge' only, not to 'evaluate_refine'")
+        return self
 
 
 class RetrievalJudgeInfo(StageInfo):
@@ -64,6 +77,10 @@ class RetrievalJudgeInfo(StageInfo):
         # keeps chunks from the max_chunks shown; keep_unjudged appends the rest of the pool, and
         # none_relevant keep_all keeps the whole pool when none is relevant.
         pool = depth + (own.max_iterations - 1) * top_k
+        if own.loop == "evaluate_refine":
+            # Each evaluation keeps chunks of the max_chunks it is shown; keep_unjudged adds the rest of the pool.
+            shown = min(depth, own.max_chunks) + (own.max_iterations - 1) * min(top_k, own.max_chunks)
+            return pool if own.keep_unjudged else shown
         return pool if own.keep_unjudged or own.none_relevant == "keep_all" else min(pool, own.max_chunks)
 
 

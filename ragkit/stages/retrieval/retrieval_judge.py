@@ -10,6 +10,9 @@ With ``none_relevant: keep_all`` a final reply that names no chunk relevant keep
 Retrieval Judge design's rule) instead of leaving the context empty. With ``show_file_name`` each
 preview follows its source file name.
 
+With ``loop: evaluate_refine`` the judge runs the design's phase 4 loop instead (an evaluation call,
+then a separate refine call and a new search, ``ragkit.stages.retrieval.refine_loop``).
+
 With ``min_relevance`` set the model also rates each chunk shown 0-1, and a chunk it calls
 relevant is kept only when its rating reaches the threshold (a relevance filter); without it the
 prompt asks for no rating and the reply carries none.
@@ -30,6 +33,7 @@ from ragkit.errors import LLMError
 from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import ConversationTurn, conversation_block, numbered_chunks, source_label
 from ragkit.stages.retrieval.params import RetrievalJudgeInfo, RetrievalJudgeParams
+from ragkit.stages.retrieval.refine_loop import evaluate_refine
 
 
 class RetrievalReply(BaseModel):
@@ -135,6 +139,8 @@ class RetrievalJudge(RetrievalJudgeInfo, Stage):
         if not self.enabled:
             return list(nodes)
         conversation = conversation_block(history, 4, 300)
+        if self.params.loop == "evaluate_refine":
+            return evaluate_refine(self, query, nodes, retriever, trace, conversation, merge_nodes)
         pool = merge_nodes(nodes)
         current_query = query
         for iteration in range(1, self.params.max_iterations + 1):

@@ -240,7 +240,7 @@ def test_converse_answers_without_sources_and_abstain_says_not_found(tmp_path):
 @pytest.mark.unit
 def test_the_options_at_their_default_leave_the_key_unchanged():
     added = {"system_prompt", "abstain_text", "history_turns", "turn_chars", "context_fit", "temperature",
-             "show_file_name", "context_in"}
+             "show_file_name", "context_in", "prompt_layout", "quality_instructions", "quality_high", "quality_low"}
     params = GeneratorParams()
     assert GeneratorParams.added_fields >= added
     assert params.key_dump() == {k: v for k, v in params.model_dump(mode="json").items() if k not in added}

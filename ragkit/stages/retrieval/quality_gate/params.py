@@ -18,7 +18,7 @@ from ragkit.stages.retrieval.quality_gate.issues import (
     IssueSet,
     issue_names,
 )
-from ragkit.stages.retrieval.quality_gate.reformulation_rules import ReformulationRules
+from ragkit.stages.retrieval.quality_gate.reformulation_rules import Reformulation, ReformulationRules
 
 # The published threshold sets: (min_top_score, min_mean_score, max_spread).
 PRESETS = {"basic": (0.5, 0.3, None), "strict": (0.8, 0.7, 0.1)}
@@ -93,6 +93,14 @@ class QualityGateParams(StageParams):
         "design (the context-enhancement design's self-RAG verifier rules).",
     )
 
+    reformulation: Reformulation = Field(
+        default="keywords",
+        description="heuristic: how a failed attempt's query is rewritten: keywords (the question's keywords plus "
+        "expansion_terms x round new words of the best attempt's chunks) or design (the context-enhancement "
+        "design: the first 5 words when nothing was found, else the query with expansion_terms new words of the "
+        "attempt's top chunks appended).",
+    )
+
     design_revision: int = Field(
         default=1, ge=1, le=DESIGN_REVISION,
         description="The revision of the design issue set a gate with issue_set: design uses (set from issue_set, "
@@ -101,14 +109,17 @@ class QualityGateParams(StageParams):
 
     added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"design_revision",
         "verdict", "pass_score", "preset", "max_spread", "switch_strategy", "max_attempts", "web_fallback",
-        "attempt_scale", "issue_set", "position", "reformulation_rules"}
+        "attempt_scale", "issue_set", "position", "reformulation_rules", "reformulation"}
 
     def key_dump(self) -> dict[str, Any]:
-        """As every component's, and without ``reformulation_rules`` outside llm mode, where it
-        changes nothing: a heuristic gate has one run id with or without it."""
+        """As every component's, and without ``reformulation_rules`` outside llm mode and
+        ``reformulation`` outside heuristic mode, where each changes nothing: a gate written with
+        the other mode's option keeps the run id it had without."""
         dumped = super().key_dump()
         if self.mode != "llm":
             dumped.pop("reformulation_rules", None)
+        if self.mode != "heuristic":  # the heuristic's rule: an llm gate written with it keeps its id
+            dumped.pop("reformulation", None)
         return dumped
 
     @model_validator(mode="before")

@@ -18,6 +18,7 @@ from ragkit.stages.retrieval.quality_gate.attempt_scale import (
     top_variance,
 )
 from ragkit.stages.retrieval.quality_gate.params import QualityGateParams
+from ragkit.stages.retrieval.quality_gate.reformulation_rules import design_reformulation
 from ragkit.text import keywords
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ def heuristic_verdict(params: QualityGateParams, query: str, latest: Attempt,
     if not problems:
         passed = f"{label}s pass both thresholds" if max_spread is None else f"{label}s pass every check"
         return True, "", passed, None
-    return (False, expanded_query(params, query, attempts, len(attempts)), "; ".join(p for _, p in problems),
+    new_query = design_reformulation(query, latest.nodes, params.expansion_terms, params.score_top_k) \
+        if params.reformulation == "design" else expanded_query(params, query, attempts, len(attempts))
+    return (False, new_query, "; ".join(p for _, p in problems),
             problems[0][0])
 
 
