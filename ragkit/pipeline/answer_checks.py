@@ -25,13 +25,13 @@ if TYPE_CHECKING:
     from ragkit.stages.roles import CheckRole, GenerateRole, VerifyRole
 
 
-@dataclass
 def quality_for(generator: Any, quality: float | None) -> dict[str, Any]:
     """``{"retrieval_quality": quality}`` for a generator that declares it reads the retrieval
     quality (``inputs``), else nothing: a plugin's ``generate`` without the argument keeps working."""
     return {"retrieval_quality": quality} if "quality" in (getattr(generator, "inputs", None) or ()) else {}
 
 
+@dataclass
 class AnswerChecker:
     """Runs the verify and check roles' stages on a generated answer and records the outcome in
     the trace. The pipeline's searches a correction or a retry may run: ``search_once(trace,
