@@ -50,8 +50,8 @@ def test_a_stage_registered_at_run_time_is_its_own_info():
 
 @pytest.mark.unit
 def test_reading_every_built_in_stage_info_imports_no_llama_index():
-    code = ("import sys\nfrom ragkit.stages.base import BUILT_IN_STAGES, judges\n"
-            "for name in BUILT_IN_STAGES:\n    judges.info(name).Params()\n"
+    code = ("import sys\nfrom ragkit.stages.base import BUILT_IN_STAGES, STAGES\n"
+            "for name in BUILT_IN_STAGES:\n    STAGES.info(name).Params()\n"
             "print(sorted(m for m in ('llama_index', 'torch', 'lancedb', 'sentence_transformers', 'llama_cpp') "
             "if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
