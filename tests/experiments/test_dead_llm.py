@@ -55,8 +55,8 @@ def server():
 def experiment(dataset: Path, url: str, **extra: Any) -> dict[str, Any]:
     """Two runs (top_k 1 and 2) answering three questions, in shards of two."""
     ollama = {"base_url": url, "model": "fake-model", "max_retries": 1, "retry_backoff_s": 0.01, "timeout_s": 5}
-    return tiny_experiment(dataset, "dead-llm", top_k=[1, 2], generator=True, shard_size=2,
-                           llm={"default": {"type": "ollama", "params": ollama}}, **extra)
+    return tiny_experiment(dataset, "dead-llm", **{"top_k": [1, 2], "generator": True, "shard_size": 2,
+                                                   "llm": {"default": {"type": "ollama", "params": ollama}}, **extra})
 
 
 def table(out: Path, name: str) -> pd.DataFrame:

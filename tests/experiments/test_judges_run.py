@@ -66,8 +66,9 @@ def rules_llm():
 
 
 def config(dataset, **extra: Any):
-    return config_from_dict(tiny_experiment(dataset, "judged", top_k=3, llm={"default": "rules"}, chunkers=[
-        {"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}], **extra))
+    chunkers = [{"type": "token", "params": {"chunk_size": 16, "chunk_overlap": 0}}]
+    return config_from_dict(tiny_experiment(dataset, "judged", **{"top_k": 3, "llm": {"default": "rules"},
+                                                                  "chunkers": chunkers, **extra}))
 
 
 def test_each_judge_toggle_doubles_the_grid_and_off_runs_keep_the_judge_free_run_id(tmp_path, rules_llm):
