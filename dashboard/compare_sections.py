@@ -50,7 +50,7 @@ class Compared:
 
 
 def factors(c: Compared) -> None:
-    """Each level against its factor's reference: the page's first chart and table."""
+    """Each level against its factor's reference: the page's first table, and its chart when asked for."""
     if not c.chosen:
         st.caption("Choose at least one metric.")
         return
@@ -62,9 +62,7 @@ def factors(c: Compared) -> None:
         st.caption("No two levels of a factor could be compared on these metrics: a level lacks them (a cut-off "
                    "beyond its top_k, or a metric it does not score).")
         return
-    strict = has_failures(effects)  # then the strict difference leads, in the chart and the table
-    st.plotly_chart(c.chart("forest_chart", "factor_effects", c.chosen, strict=strict,
-                            title=("Strict: " if strict else "") + "level - reference (95% CI)"), key="factor_chart")
+    strict = has_failures(effects)  # then the strict difference leads, in the table and the chart
     st.dataframe(factor_table(effects), hide_index=True, key="factor_table")
     references = c.view("factor_references")
     st.caption(reference_line(references.itertuples()) + " Each level against its factor's reference, paired "
@@ -73,6 +71,12 @@ def factors(c: Compared) -> None:
                f"asked, {failure_note(c.chosen)}; signs DISAGREE: it and Δ over scored point opposite ways. A "
                "judge that changes how many chunks reach the generator is compared at the common depth "
                f"('at ...'). {DETECTABLE_NOTE}")
+    # The table is the summary a session draws first; the chart, and plotly.js with it (most of the
+    # browser's work on a first screen), only when asked for. Bound to the link (`chart=true`).
+    if st.toggle("Chart: each level against its reference", key="chart", bind="query-params"):
+        st.plotly_chart(c.chart("forest_chart", "factor_effects", c.chosen, strict=strict,
+                                title=("Strict: " if strict else "") + "level - reference (95% CI)"),
+                        key="factor_chart")
 
 
 def means(c: Compared) -> None:

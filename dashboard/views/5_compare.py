@@ -11,9 +11,10 @@ evaluation models. Every number comes from ragkit.analysis (through state.view, 
 figures through state.chart), the same engine as `ragkit report`; the sections are in
 dashboard/compare_sections.py.
 
-Only the open tab runs and is sent to the browser (stateful tabs: a click reruns the page): what a
-browser draws before the factor chart and table is one chart and one table, not six charts and a
-dozen tables (the browser's drawing is most of a session's time under load).
+Only the open tab runs and is sent to the browser (stateful tabs: a click reruns the page), and the
+first tab draws its factor table first and its chart when asked for (`chart=true` in the link): a
+browser's first screen is one table, not six charts and a dozen tables (the browser's drawing is
+most of a session's time under load).
 
 Latency, the Pareto front and LLM usage count the pipeline's stages only; the evaluation's
 `eval:*` LLM calls have their own table.

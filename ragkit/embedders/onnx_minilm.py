@@ -52,9 +52,8 @@ class OnnxSentenceModel:
         import onnxruntime
 
         self.tokenizer = shipped_tokenizer(folder, max_length)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(str(model_file), session_options(threads),
+                                                    providers=["CPUExecutionProvider"])
         self.max_length = max_length
         self.batch_size = batch_size
 
@@ -77,6 +76,23 @@ class OnnxSentenceModel:
             (vectors,) = self.session.run(None, {"input_ids": np.array([ids[i] for i in batch], dtype=np.int64)})
             out[batch] = vectors
         return out
+
+
+def session_options(threads: int = 0) -> Any:
+    """ONNX Runtime's options for the encoder: ``threads`` intra-op threads (0: one per physical
+    core), and idle threads that sleep instead of spinning.
+
+    Spinning (ONNX Runtime's default) keeps a waiting thread busy between operators to save a
+    wake-up; a batch's operators take milliseconds, so the wake-up is nothing, while on a machine
+    whose cores are all taken the spinning threads burn CPU the others need (benchmarks/README.md,
+    issue 41: 1.3x the CPU per text at load 12).
+    """
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
 
 
 def shipped_tokenizer(folder: Path, max_length: int) -> Any:

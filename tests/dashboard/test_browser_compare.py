@@ -1,5 +1,6 @@
-"""The Compare page in headless Chromium: the factor chart and table come first, another section
-reaches the browser only once its tab is clicked, and the link then opens that tab."""
+"""The Compare page in headless Chromium: the factor table comes first and its chart once asked
+for, another section reaches the browser only once its tab is clicked, and the link then opens
+that tab."""
 
 from __future__ import annotations
 
@@ -20,10 +21,14 @@ CHARTS = '[data-testid="stPlotlyChart"]'
 def test_a_tab_is_sent_only_when_clicked_and_its_link_opens_it(with_results, server, browser_page):
     page = browser_page
     page.goto(f"{server}/compare?exp=tiny")
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()  # the factor table
+    e2e.settle(page)
+    assert page.locator(CHARTS).count() == 0  # no chart until one is asked for
+    page.get_by_text("Chart: each level against its reference").click()
     page.locator(f".st-key-factor_chart {CHARTS} .main-svg").first.wait_for()
-    page.locator('.st-key-factor_chart + div [data-testid="stDataFrame"]').wait_for()
     e2e.settle(page)
     assert page.locator(CHARTS).count() == 1  # the factor chart alone
+    assert "chart=true" in page.url
     assert page.locator(".st-key-pareto_chart").count() == 0
 
     page.get_by_role("tab", name="Curves and latency").click()

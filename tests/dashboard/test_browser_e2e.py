@@ -304,8 +304,10 @@ def test_upload_grid_run_compare_export_in_chromium(browser_page, server, tmp_pa
     page.get_by_text(re.compile(r"^done · ")).wait_for(timeout=120_000)
     shot(page, tmp_path, "06_runs")
 
-    # --- Compare: the metric chart ---------------------------------------------------------------
+    # --- Compare: the factor table, then its chart --------------------------------------------------
     go_to(page, "Compare")
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    page.get_by_text("Chart: each level against its reference").click()
     page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.wait_for()
     page.locator(".js-plotly-plot .main-svg").first.wait_for()
     settle(page)

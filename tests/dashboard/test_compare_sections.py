@@ -1,5 +1,6 @@
-"""The Compare page sends the factor chart and table first and every other section only when its
-tab is asked for (issue 29, item 5: a browser's drawing was most of a session's time under load).
+"""The Compare page sends the factor table first, its chart only when asked for, and every other
+section only when its tab is asked for (issues 29 and 41: a browser's drawing was most of a
+session's time under load).
 
 AppTest cannot click a tab; a link with ``section=<tab>`` is what a click sets (the tabs are bound
 to that query parameter), and tests/dashboard/test_browser_compare.py clicks in Chromium.
@@ -20,7 +21,7 @@ judge_pair_results = test_pages.judge_pair_results
 # What each tab draws for the judge_pair fixture: the keys of its charts and a column naming each
 # of its tables.
 DRAWN = {
-    "Factors": (["factor_chart"], ["level vs reference"]),
+    "Factors": ([], ["level vs reference"]),
     "Means": (["metric_chart"], []),
     "Answer quality": (["quality_chart"], ["scored", "reason"]),
     "Curves and latency": (["curve_chart", "latency_chart", "pareto_chart"], []),
@@ -48,12 +49,22 @@ def drawn(app) -> tuple[list[str], list[str]]:
     return charts, tables
 
 
-def test_the_first_screen_is_the_factor_chart_and_table_and_every_tab_is_one_click_away(judge_pair_results):
+def test_the_first_screen_is_the_factor_table_and_every_tab_is_one_click_away(judge_pair_results):
     app = page("5_compare.py").run()
     assert_ok(app)
     assert [tab.label for tab in app.tabs] == list(SECTIONS)
     assert drawn(app) == DRAWN["Factors"]
     assert not app.text  # the recommendation's text is a hidden tab's
+
+
+def test_the_factor_chart_is_drawn_when_asked_for_and_its_link_keeps_it(judge_pair_results):
+    app = page("5_compare.py").run()
+    app.toggle(key="chart").set_value(True).run()
+    assert_ok(app)
+    assert drawn(app) == (["factor_chart"], ["level vs reference"])
+    linked = page("5_compare.py", chart="true").run()
+    assert_ok(linked)
+    assert drawn(linked) == (["factor_chart"], ["level vs reference"])
 
 
 @pytest.mark.parametrize("section", list(SECTIONS))

@@ -80,7 +80,7 @@ def _chart(app: AppTest, title_part: str) -> dict:
 
 
 def test_compare_metric_choice_changes_chart_and_link(with_results):
-    app = page("5_compare.py").run()
+    app = page("5_compare.py", chart="true").run()
     assert_ok(app)
     metrics = app.multiselect(key="metrics.tiny")
     metrics.set_value(["recall@1"]).run()

@@ -17,6 +17,7 @@ from ragkit.embedders.onnx_minilm import (
     MiniLMOnnxEmbedder,
     MiniLMOnnxParams,
     OnnxSentenceModel,
+    session_options,
     shipped_tokenizer,
     unpadded_batches,
 )
@@ -165,6 +166,14 @@ def test_encode_runs_unpadded_batches_and_returns_vectors_in_the_texts_order():
     assert vectors[:, 0].tolist() == [len(ids) for ids in expected]
     assert vectors[:, 1].tolist() == [sum(ids) for ids in expected]
     assert model.encode([]).shape == (0, 384)
+
+
+@pytest.mark.unit
+def test_idle_encoder_threads_sleep_instead_of_spinning():
+    # Spinning threads burn CPU that the run's other work and other processes need on a loaded machine.
+    options = session_options(threads=3)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 3
 
 
 @pytest.mark.unit
