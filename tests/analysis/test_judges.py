@@ -29,6 +29,8 @@ def test_judge_effects_test_only_the_judge_pairs_of_a_grid():
     effects = judge_effects(results_of(runs, scores, stages=stages), ["faithfulness"])
     assert set(zip(effects["run_a"], effects["run_b"])) == {("off-k1", "llm-k1"), ("off-k3", "llm-k3")}
     assert effects["diff"].to_numpy() == pytest.approx([0.1, 0.1], abs=0.02)
-    assert effects["p_holm"].tolist() == pytest.approx(holm(effects["p"]).tolist())
-    assert effects["p_holm"].min() == pytest.approx(2 * effects["p"].min())  # a family of two tests, not four
+    # one joint test over the judge pairs: between p and Holm's (tests/analysis/test_families.py checks its value)
+    assert (effects["p_holm"] >= effects["p"]).all()
+    assert (effects["p_holm"] <= holm(effects["p"]) * (1 + 1e-9)).all()
+    assert (effects["family_tests"] == 2).all()  # a family of two tests, not four
     assert effects["tokens_diff"].tolist() == [40.0, 40.0]
