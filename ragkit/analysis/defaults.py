@@ -26,34 +26,37 @@ Default = str | bool | int | float
 # scalar defaults: an option whose default is none stays missing, as run_row writes it, and a
 # list or mapping is not a level.
 BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
-    "chunker": {name: {"summaries": False} for name in (
-        "by_file_type", "code", "document", "llm_semantic", "markdown", "recursive", "semantic", "sentence",
-        "token")},
+    "chunker": {name: {"summaries": False, **({"document_fields": "loader"} if name == "by_file_type" else {})}
+                for name in ("by_file_type", "code", "document", "llm_semantic", "markdown", "recursive", "semantic",
+                             "sentence", "token")},
     "embedder": {
         "huggingface": {}, "minilm": {}, "minilm-onnx": {},
         "ollama": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
         "openai": {"backoff_s": 1.0, "max_retries": 3, "timeout_s": 60.0},
     },
-    "retriever": {name: {"scope": "all"} for name in ("bm25", "dense", "hybrid", "mmr")},
+    "retriever": {name: {"scope": "all", "semantic_cache_store": "run"} for name in ("bm25", "dense", "hybrid", "mmr")},
     "judge": {
         "answer_check": {"gate_score": "min", "good_retrieval_at": 0.6, "issue_set": "basic", "max_retries": 1,
                          "pass_by": "attempt", "re_retrieve_via": "retriever", "retry": False,
                          "retry_strategy": "same"},
         "chunking": {"show_file_name": False, "token_divisor": 1}, "compression": {}, "condense": {},
-        "enrichment": {"parent_summary": False}, "hyde": {}, "profile": {},
-        "router": {"decisions": "one", "source_sees": "conversation"},
+        "enrichment": {"parent_summary": False}, "hyde": {},
+        "profile": {"sample": "opening", "sample_chars": 800, "taxonomy": "basic"},
+        "router": {"decisions": "one", "source_sees": "conversation", "summary_scope": "corpus"},
         "strategy": {},
-        "generator": {"context_fit": "fixed", "context_in": "user", "history_turns": 4, "show_file_name": False,
+        "generator": {"context_fit": "fixed", "context_in": "user", "history_turns": 4, "prompt_layout": "plain",
+                      "quality_high": 0.8, "quality_instructions": False, "quality_low": 0.6, "show_file_name": False,
                       "turn_chars": 300},
         "groundedness": {"accept_at": 0.8, "entailment_threshold": 0.7, "max_corrections": 2,
                          "min_retrieval_quality": 0.6, "on_fail": "off", "re_retrieve_strategy": "same",
                          "regenerate_at": 0.6},
-        "multi_query": {"strategy_in_prompt": False, "style": "generic"},
+        "multi_query": {"expand_before_strategy": False, "strategy_in_prompt": False, "style": "generic"},
         "quality_gate": {"design_revision": 1, "issue_set": "basic", "pass_score": 60, "position": "before_rerank",
                          "preset": "custom",
-                         "reformulation_rules": "none", "verdict": "binary", "web_fallback": False},
+                         "reformulation": "keywords", "reformulation_rules": "none", "verdict": "binary",
+                         "web_fallback": False},
         "rerank": {"prefilter": "cross_encoder", "show_source": False},
-        "retrieval": {"none_relevant": "drop_all", "show_file_name": False},
+        "retrieval": {"loop": "judge", "none_relevant": "drop_all", "show_file_name": False},
     },
 }
 COMPONENT_KINDS = ("chunker", "embedder", "retriever")

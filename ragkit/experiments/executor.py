@@ -154,7 +154,7 @@ class LocalExecutor:
             return report
 
     def _merge(self, report: ExecutionReport) -> None:
-        """Write the folder's merged read copies (ragkit.results.merging): one file per table for readers of
+        """Write the folder's merged read copies (ragkit.results.copy_writer): one file per table for readers of
         the whole folder instead of one per run. Every row is committed by now and a copy is only
         a faster read, so a copy that cannot be written is a warning, not a failed run."""
         import pyarrow as pa

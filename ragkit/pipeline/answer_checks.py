@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.pipeline.steps import StepRecorder
 from ragkit.stages.answer.answer_retry import AnswerAttempt, AnswerRetry
-from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
+from ragkit.stages.answer.correction import CorrectionAttempt, HallucinationCorrector
 from ragkit.stages.question import AnswerActions, QuestionContext
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class AnswerChecker:
                 return self.search_once(trace, refined, log, "correct:re_retrieve")
 
             result = HallucinationCorrector(groundedness.params).run(
-                context, Attempt(answer, list(trace.nodes), score, judgement),
+                context, CorrectionAttempt(answer, list(trace.nodes), score, judgement),
                 self._actions(regenerate, re_retrieve, can_re_retrieve), check, retrieval_quality)
             trace.answer, trace.nodes, score, judgement = result.answer, list(result.nodes), result.score, \
                 result.judgement

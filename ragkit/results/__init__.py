@@ -2,10 +2,10 @@
 
 The modules, bottom up (each imports only those above it in this list):
 ``schema`` (tables, columns, dtypes, the folder's layout), ``integrity`` (each part checked when
-read, damaged ones set aside), ``merged`` (what a merged read copy is, and reading from it),
-``store`` (``PartStore``: run files, question sets, parts and their commit markers),
+read, damaged ones set aside), ``copies`` (what a merged read copy is, and reading from it),
+``parts`` (``PartStore``: run files, question sets, parts and their commit markers),
 ``compaction`` (a finished run's parts into one), ``staleness`` (rows of edited or removed
-questions), ``merging`` (writing merged copies), ``reading`` (``ResultStore``: tables as readers
+questions), ``copy_writer`` (writing merged copies), ``result_store`` (``ResultStore``: tables as readers
 see them), and beside them ``check`` (``ragkit check``) and ``output_folder`` (where ``--out`` may
 write).
 

@@ -7,7 +7,7 @@
 - **orphans**: files no reader ever uses: parts written but never committed (a run stopped by a
   full disk or a kill between a part and its marker), parts and markers a compaction replaced
   but did not remove, and temporary files of writes that never finished.
-- **stale copies**: merged read copies (``ragkit.results.merged``) that do not copy exactly the
+- **stale copies**: merged read copies (``ragkit.results.copies``) that do not copy exactly the
   committed parts, or that cannot be read whole (their page checksums fail).
 
 ``repair`` (under the folder's writer lock) sets damaged parts aside (``_damaged/``, so
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ragkit.results.copies import MERGED_TABLES, merged_copy
 from ragkit.results.integrity import DamagedPart, find_damaged, set_aside
-from ragkit.results.merged import MERGED_TABLES, merged_copy
 from ragkit.results.result_store import ResultStore
 from ragkit.results.schema import COMMITS, MERGED, PART_TABLES
 from ragkit.storage.folders import LocalFolder

@@ -12,7 +12,7 @@ the damaged shard aside (``set_aside``): its marker and whatever parts it has mo
 ``_damaged/<time>-<part>/`` with a ``reason.json``, never deleted, so its questions are no longer
 committed and the run recomputes exactly them.
 
-The merged read copies (``ragkit.results.merged``) are derived: one that cannot be read is ignored
+The merged read copies (``ragkit.results.copies``) are derived: one that cannot be read is ignored
 (its parts are read instead), named, and rebuilt by ``ragkit check --repair``.
 """
 

@@ -27,8 +27,8 @@ from typing import Any
 import pandas as pd
 
 from ragkit.hashing import content_key
+from ragkit.results.copies import copied_parts, merged_copy, merged_runs, note_unreadable_copy
 from ragkit.results.integrity import MISSING, digest, note, readable_parts, remember_digests, warning_lines
-from ragkit.results.merged import copied_parts, merged_copy, merged_runs, note_unreadable_copy
 from ragkit.results.schema import (
     BASELINES_FILE,
     COMMITS,

@@ -1,6 +1,6 @@
 """ResultStore: a results folder's tables as readers see them.
 
-A part table is read from the folder's merged copy where it is current (``ragkit.results.merged``)
+A part table is read from the folder's merged copy where it is current (``ragkit.results.copies``)
 and from its committed parts otherwise, each part checked as it is opened: one that fails its
 check is left out and named (``ragkit.results.integrity``), never a reason to stop. Rows of
 questions no longer in their run's question set are dropped (``ragkit.results.staleness``).
@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd
 
 import ragkit.results.compaction as compaction
-import ragkit.results.merging as merging
+import ragkit.results.copy_writer as merging
 import ragkit.results.staleness as staleness
+from ragkit.results.copies import read_copied_rows
 from ragkit.results.integrity import readable_parts
-from ragkit.results.merged import read_copied_rows
 from ragkit.results.parts import PartStore
 from ragkit.results.schema import TABLES, arrow_schema, conform, empty_table, read_schema
 from ragkit.results.staleness import marker_metrics
@@ -187,7 +187,7 @@ class ResultStore(PartStore):
         return compaction.compact(self)
 
     def merge(self, min_parts: int = 1) -> dict[str, int]:
-        """Write the merged read copies that are out of date (ragkit.results.merging), when the folder has
+        """Write the merged read copies that are out of date (ragkit.results.copy_writer), when the folder has
         at least ``min_parts`` committed score parts; the caller holds ``writer_lock``. Table ->
         parts copied."""
         if len(self.committed_entries("scores")) < min_parts:

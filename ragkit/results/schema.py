@@ -16,7 +16,7 @@ import pandas as pd
 COMMITS = "_commits"
 # A compacted part is named <run id>-all<key>: "l" is not a hex digit, so no shard part looks like one.
 COMPACTED = "all"
-# Merged read copies (ragkit.results.merged) and damaged parts set aside (ragkit.results.integrity).
+# Merged read copies (ragkit.results.copies) and damaged parts set aside (ragkit.results.integrity).
 MERGED = "_merged"
 DAMAGED = "_damaged"
 BASELINES_FILE = "baselines.json"

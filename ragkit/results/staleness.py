@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragkit.results.merged import checked_markers
+from ragkit.results.copies import checked_markers
 from ragkit.results.parts import PartStore
 from ragkit.results.schema import COMMITS
 
@@ -83,7 +83,7 @@ def _stale_keys(store: PartStore) -> set[tuple[str, str, str]]:
 
 def _unchecked_markers(store: PartStore) -> list[tuple[str, dict]]:
     """The markers ``stale_keys`` has to read: all but those the last merge found current
-    whose marker and run's question set are unchanged since (``ragkit.results.merged.CheckedMarker``):
+    whose marker and run's question set are unchanged since (``ragkit.results.copies.CheckedMarker``):
     a thousand markers of a thousand question keys each take a second to read and check."""
     checked = checked_markers(store)
     if not checked:

@@ -25,7 +25,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from ragkit.pipeline.pipeline import Pipeline
 from ragkit.stages.answer.answer_check import AnswerCheckJudge, AnswerCheckParams
-from ragkit.stages.answer.correction import Attempt, HallucinationCorrector
+from ragkit.stages.answer.correction import CorrectionAttempt, HallucinationCorrector
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
 from ragkit.stages.base import Judgement, JudgementLog
@@ -73,7 +73,8 @@ def correct(score: float, retrieval_quality: float | None) -> tuple[list[str], l
     params = GroundednessParams(mode="llm", **design("groundedness", 1))
     steps = Steps()
     claims = {"claims": [{"claim": "Cats bark.", "verdict": "unsupported"}]}
-    first = Attempt(Answer("first", [], "p", valid=True), [], score, Judgement("groundedness", QUESTION, claims))
+    first = CorrectionAttempt(Answer("first", [], "p", valid=True), [], score,
+                              Judgement("groundedness", QUESTION, claims))
     actions = AnswerActions(steps.regenerate, steps.re_retrieve, switch=steps.switched.append, strategy="dense")
     HallucinationCorrector(params).run(QuestionContext(QUESTION, QUESTION), first, actions, steps.check,
                                        retrieval_quality)

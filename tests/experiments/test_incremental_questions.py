@@ -126,7 +126,7 @@ def test_a_set_whose_first_unanswerable_question_comes_later_scores_abstention_a
 
 def test_a_plan_leaves_merged_copies_and_a_copy_it_cannot_write_does_not_fail_it(tmp_path, isolated_data_dir,
                                                                                  monkeypatch):
-    from ragkit.results.merged import merged_copy
+    from ragkit.results.copies import merged_copy
 
     monkeypatch.setattr("ragkit.experiments.executor.MERGE_MIN_PARTS", 2)  # this folder's two runs suffice
     out = tmp_path / "out"

@@ -70,7 +70,7 @@ def _results_modules() -> list[str]:
 
 
 def test_the_results_package_has_its_modules():
-    assert {f"{PACKAGE}.{name}" for name in ("schema", "parts", "result_store", "staleness", "merged")} \
+    assert {f"{PACKAGE}.{name}" for name in ("schema", "parts", "result_store", "staleness", "copies")} \
         <= set(_results_modules())
 
 

@@ -1,4 +1,4 @@
-"""Merged read copies (ragkit.results.merged): reading through one gives exactly the rows the parts give,
+"""Merged read copies (ragkit.results.copies): reading through one gives exactly the rows the parts give,
 whatever happened to the folder since it was written."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from ragkit.cli import main
 from ragkit.results import ResultStore, staleness
 from ragkit.results import parts as part_store
-from ragkit.results.merged import merged_copy
+from ragkit.results.copies import merged_copy
 from ragkit.results.parts import PartStore, read_parquet_file
 from ragkit.results.schema import MERGED
 

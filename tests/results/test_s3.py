@@ -146,7 +146,7 @@ def test_merged_read_copies_on_object_storage_read_what_the_parts_read(tmp_path,
     assert {"experiments/merged/_merged/scores.parquet", "experiments/merged/_merged/markers.json"} <= keys
     for name in KEYS:  # whole-table reads (every column) still read the parts
         pd.testing.assert_frame_equal(table(remote, name), before[name])
-    from ragkit.results.merged import merged_copy
+    from ragkit.results.copies import merged_copy
 
     store = ResultStore(remote)
     copy = merged_copy(store, "scores")

@@ -53,7 +53,7 @@ Check = Callable[[Answer, list[NodeWithScore]], tuple[float | None, Judgement | 
 
 
 @dataclass
-class Attempt:
+class CorrectionAttempt:
     answer: Answer
     nodes: list[NodeWithScore]
     score: float | None
@@ -75,7 +75,7 @@ def refined_query(query: str, claims: list[str]) -> str:
     return with_new_keywords(query, claims, min_length=3)
 
 
-def best_attempt(attempts: list[Attempt]) -> int:
+def best_attempt(attempts: list[CorrectionAttempt]) -> int:
     """The highest score, the earliest on a tie; None ranks below every score."""
     return max(range(len(attempts)),
                key=lambda i: (attempts[i].score is not None, attempts[i].score or 0.0, -i))
@@ -95,7 +95,7 @@ class HallucinationCorrector:
             return RE_RETRIEVE
         return REGENERATE
 
-    def run(self, context: QuestionContext, first: Attempt, actions: AnswerActions, check: Check,
+    def run(self, context: QuestionContext, first: CorrectionAttempt, actions: AnswerActions, check: Check,
             retrieval_quality: float | None) -> CorrectionResult:
         """Correct ``first`` for ``context.query``, recording each round in ``context.log``.
         ``actions.re_retrieve`` None: the chunks cannot be searched again (web results), so the
@@ -125,7 +125,7 @@ class HallucinationCorrector:
             answer = actions.regenerate(nodes, claims)
             # An empty or abstained answer ("not found") has no claims to check, so it gets no score.
             score, judgement = check(answer, nodes) if answer.text and not answer.abstained else (None, None)
-            attempts.append(Attempt(answer, nodes, score, judgement))
+            attempts.append(CorrectionAttempt(answer, nodes, score, judgement))
             decision["score_after"] = score
             trace.add(Judgement(JUDGE, f"{query} | round {round_number}: {tier}"[:500], decision,
                                 seconds=time.perf_counter() - started))

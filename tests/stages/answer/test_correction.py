@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from ragkit.stages.answer.correction import Attempt, HallucinationCorrector, best_attempt, refined_query
+from ragkit.stages.answer.correction import CorrectionAttempt, HallucinationCorrector, best_attempt, refined_query
 from ragkit.stages.answer.generator import Answer
 from ragkit.stages.answer.groundedness import GroundednessParams
 from ragkit.stages.base import Judgement, JudgementLog
@@ -52,7 +52,7 @@ class Script:
 def run(scores, first_score, *, quality=None, re_retrieve=True, switch=None, strategy=None, **params):
     script = Script(scores)
     corrector = HallucinationCorrector(GroundednessParams(**params))
-    first = Attempt(Answer("first", [], "p", valid=True), nodes("a", "b"), first_score,
+    first = CorrectionAttempt(Answer("first", [], "p", valid=True), nodes("a", "b"), first_score,
                     graded({"Cats purr.": True, "Cats bark loudly.": False}))
     trace = JudgementLog()
     actions = AnswerActions(script.regenerate, script.re_retrieve if re_retrieve else None, switch, strategy)
@@ -142,7 +142,8 @@ def test_poor_retrieval_re_retrieves_a_middle_score_then_later_rounds_go_by_the_
 
 def test_an_abstained_correction_is_not_checked_and_ranks_last():
     script = Script([0.9])
-    first = Attempt(Answer("first", [], "p", valid=True), nodes("a"), 0.3, graded({"Cats bark loudly.": False}))
+    first = CorrectionAttempt(Answer("first", [], "p", valid=True), nodes("a"), 0.3,
+                              graded({"Cats bark loudly.": False}))
     actions = AnswerActions(lambda chunks, claims: Answer("Not in the documents.", [], "", valid=True, abstained=True),
                             lambda query: [])
     result = HallucinationCorrector(GroundednessParams(on_fail="re_retrieve")).run(
@@ -165,7 +166,7 @@ def test_the_real_generator_lists_the_unsupported_claims_and_the_real_judge_chec
     judge = GroundednessJudge(params, client)
     gen = Generator(GeneratorParams(constrained=False), client)
     context = [NodeWithScore(node=TextNode(id_="cats", text="Cats purr when they are content."), score=0.5)]
-    first = Attempt(Answer("Cats purr when content. Cats bark at night.", [], "p", valid=True), context, 0.5,
+    first = CorrectionAttempt(Answer("Cats purr when content. Cats bark at night.", [], "p", valid=True), context, 0.5,
                     graded({"Cats purr when content.": True, "Cats bark at night.": False}))
     trace = JudgementLog()
     result = HallucinationCorrector(params).run(
@@ -186,7 +187,7 @@ def test_the_real_generator_lists_the_unsupported_claims_and_the_real_judge_chec
     ([0.5, 0.5], 0), ([0.5, 0.6, 0.6], 1), ([None, 0.1], 1), ([None, None], 0), ([0.2, None, 0.3], 2),
 ])
 def test_best_attempt(scores, kept):
-    attempts = [Attempt(Answer("a", [], "p", valid=True), [], score, None) for score in scores]
+    attempts = [CorrectionAttempt(Answer("a", [], "p", valid=True), [], score, None) for score in scores]
     assert best_attempt(attempts) == kept
 
 
@@ -216,8 +217,9 @@ def test_real_local_model_correction_round_is_recorded(tmp_path):
     gen = Generator(GeneratorParams(constrained=False, max_tokens=40, chunk_chars=150), client)
     context = [NodeWithScore(node=TextNode(id_="cats", text="Cats purr when they are content and when hurt."),
                              score=0.5)]
-    first = Attempt(Answer("Cats purr when content. Cats are made of glass.", [], "p", valid=True), context, 0.5,
-                    graded({"Cats purr when content.": True, "Cats are made of glass.": False}))
+    answer = Answer("Cats purr when content. Cats are made of glass.", [], "p", valid=True)
+    first = CorrectionAttempt(answer, context, 0.5,
+                              graded({"Cats purr when content.": True, "Cats are made of glass.": False}))
     trace = JudgementLog()
 
     def check(candidate, chunks):

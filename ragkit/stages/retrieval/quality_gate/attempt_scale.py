@@ -45,7 +45,7 @@ SCALES: tuple[str, ...] = ("retriever", "question_overlap")
 SCALE_LABELS = {"retriever": "score", "question_overlap": "question overlap"}
 
 @dataclass
-class Attempt:
+class SearchAttempt:
     """One retrieval the gate made. ``values``: each chunk's value on the gate's scale, in
     retrieval order; ``scale_score``: the mean of the ``score_top_k`` highest, which ranks attempts."""
 
@@ -110,12 +110,12 @@ def score_variance(nodes: list[NodeWithScore], k: int) -> float:
     return top_variance(raw_scores(nodes), k)
 
 
-def best_attempt(attempts: list[Attempt]) -> int:
+def best_attempt(attempts: list[SearchAttempt]) -> int:
     """Index of the highest value on the gate's scale; the earliest on a tie."""
     return max(range(len(attempts)), key=lambda index: (attempts[index].scale_score, -index))
 
 
-def best_scored_attempt(attempts: list[Attempt]) -> int:
+def best_scored_attempt(attempts: list[SearchAttempt]) -> int:
     """Index of the highest verdict score (attempts without one after), then the scale rule."""
     return max(range(len(attempts)), key=lambda index: (
         attempts[index].verdict_score is not None, attempts[index].verdict_score or 0,

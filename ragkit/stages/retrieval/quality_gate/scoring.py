@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.stages.retrieval.quality_gate.attempt_scale import (
     SCALE_LABELS,
-    Attempt,
+    SearchAttempt,
     best_attempt,
     mean_top,
     mean_top_score,
@@ -37,22 +37,22 @@ class GateOutcome:
 
 
 def attempt(params: QualityGateParams, question: str, query: str, nodes: list[NodeWithScore],
-            strategy: str | None) -> Attempt:
+            strategy: str | None) -> SearchAttempt:
     """An attempt valued on the gate's scale (``ragkit.stages.retrieval.quality_gate.attempt_scale``), always
     against the original ``question``, whatever query retrieved it."""
     k = params.score_top_k
     values = scale_values(params.scale(), question, nodes)
-    return Attempt(query, nodes, mean_top_score(nodes, k), values=values, scale_score=mean_top(values, k),
+    return SearchAttempt(query, nodes, mean_top_score(nodes, k), values=values, scale_score=mean_top(values, k),
                    strategy=strategy)
 
 
-def scale_fields(params: QualityGateParams, attempt: Attempt, prefix: str = "") -> dict[str, float | None]:
+def scale_fields(params: QualityGateParams, attempt: SearchAttempt, prefix: str = "") -> dict[str, float | None]:
     """The attempt's value on a scale other than the raw scores (already recorded as mean_score)."""
     scale = params.scale()
     return {} if scale == "retriever" else {f"{prefix}{scale}": finite(attempt.scale_score)}
 
 
-def outcome(params: QualityGateParams, attempts: list[Attempt], kept: Attempt) -> GateOutcome:
+def outcome(params: QualityGateParams, attempts: list[SearchAttempt], kept: SearchAttempt) -> GateOutcome:
     passed = any(attempt.sufficient for attempt in attempts)
     if params.mode == "heuristic":
         quality = None if kept.scale_score == float("-inf") else min(max(kept.scale_score, 0.0), 1.0)
@@ -62,8 +62,8 @@ def outcome(params: QualityGateParams, attempts: list[Attempt], kept: Attempt) -
                        missing_aspects=list(kept.missing_aspects), strategy=kept.strategy)
 
 
-def heuristic_verdict(params: QualityGateParams, query: str, latest: Attempt,
-                      attempts: list[Attempt]) -> tuple[bool, str, str, str | None]:
+def heuristic_verdict(params: QualityGateParams, query: str, latest: SearchAttempt,
+                      attempts: list[SearchAttempt]) -> tuple[bool, str, str, str | None]:
     """(sufficient, reformulated query, reason, issue) by the thresholds in effect."""
     # The thresholds apply on the gate's scale: raw scores, or question overlap when switching.
     values, label = latest.values, SCALE_LABELS[params.scale()]
@@ -88,7 +88,7 @@ def heuristic_verdict(params: QualityGateParams, query: str, latest: Attempt,
             problems[0][0])
 
 
-def expanded_query(params: QualityGateParams, query: str, attempts: list[Attempt], round_number: int) -> str:
+def expanded_query(params: QualityGateParams, query: str, attempts: list[SearchAttempt], round_number: int) -> str:
     """The question's keywords plus ``expansion_terms`` x round frequent new words of the best chunks."""
     base = keywords(query)
     best = attempts[best_attempt(attempts)].nodes[: params.score_top_k]
@@ -103,7 +103,7 @@ def finite(value: float) -> float | None:
     return None if value == float("-inf") else round(value, 6)
 
 
-def record(params: QualityGateParams, attempt: Attempt, judged_last: bool) -> dict[str, Any]:
+def record(params: QualityGateParams, attempt: SearchAttempt, judged_last: bool) -> dict[str, Any]:
     """An attempt as the gate's decision lists it."""
     fields: dict[str, Any] = {"query": attempt.query, "mean_score": finite(attempt.mean_score),
                               **scale_fields(params, attempt)}

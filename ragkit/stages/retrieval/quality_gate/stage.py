@@ -66,7 +66,7 @@ from ragkit.errors import LLMError
 from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.retrieval.params import QualityGateInfo
 from ragkit.stages.retrieval.quality_gate import scoring
-from ragkit.stages.retrieval.quality_gate.attempt_scale import Attempt, best_attempt, best_scored_attempt
+from ragkit.stages.retrieval.quality_gate.attempt_scale import SearchAttempt, best_attempt, best_scored_attempt
 from ragkit.stages.retrieval.quality_gate.issues import (
     DESIGN_ISSUES,
     HEURISTIC_TO_DESIGN,
@@ -186,7 +186,7 @@ class QualityGate(QualityGateInfo, Stage):
         """The design's issue set in llm mode: a failed check is followed by a guided rewrite."""
         return self.params.issue_set == "design" and self.params.mode == "llm"
 
-    def _rewrite(self, question: str, latest: Attempt, attempts: list[Attempt], strategy: str | None,
+    def _rewrite(self, question: str, latest: SearchAttempt, attempts: list[SearchAttempt], strategy: str | None,
                  decision: dict[str, Any]) -> str:
         """The query rewritten for ``latest.issue`` with the design's guidance for it; the verdict's own
         reformulation when the rewrite reply cannot be used (recorded as ``rewrite_error``)."""
@@ -210,13 +210,13 @@ class QualityGate(QualityGateInfo, Stage):
         decision.update(rewrite_query=rewritten)
         return rewritten
 
-    def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> Attempt:
+    def _attempt(self, question: str, query: str, nodes: list[NodeWithScore], strategy: str | None) -> SearchAttempt:
         return scoring.attempt(self.params, question, query, nodes, strategy)
 
-    def _scale_fields(self, attempt: Attempt, prefix: str = "") -> dict[str, float | None]:
+    def _scale_fields(self, attempt: SearchAttempt, prefix: str = "") -> dict[str, float | None]:
         return scoring.scale_fields(self.params, attempt, prefix)
 
-    def _assess(self, query: str, latest: Attempt, attempts: list[Attempt], round_number: int,
+    def _assess(self, query: str, latest: SearchAttempt, attempts: list[SearchAttempt], round_number: int,
                 trace: JudgementLog, final: bool = False) -> bool:
         """Judge ``latest`` and record the round; False when the verdict is unusable (recorded as
         a fallback, and the caller returns the first retrieval)."""

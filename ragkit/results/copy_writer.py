@@ -1,5 +1,5 @@
 """Writing the merged read copies of a results folder (what they are and how they are read:
-``ragkit.results.merged``).
+``ragkit.results.copies``).
 
 ``merge`` rewrites a table's copy only when its committed parts changed since, and records in
 ``markers.json`` the commit markers found current (``CheckedMarker``), so ``stale_keys`` need
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragkit.results.merged import (
+from ragkit.results.copies import (
     CHECKED_MARKERS,
     INDEX_KEY,
     MERGED_TABLES,

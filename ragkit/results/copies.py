@@ -1,5 +1,5 @@
 """Merged read copies of a results folder's part tables: one file to open instead of one per run.
-This module says what a copy is and reads from it; ``ragkit.results.merging`` writes them.
+This module says what a copy is and reads from it; ``ragkit.results.copy_writer`` writes them.
 
 A page over 1,000 finished runs opens 1,000 parts per table and decodes every row of each to find
 the few metrics it shows: 67 million score rows at 1,000 runs x 1,000 questions, about 2.5 s
@@ -215,7 +215,7 @@ def _row_groups(file, metrics: list[str] | None) -> tuple[list[int], bool]:
         if stats is None or not stats.has_min_max:
             groups.append(group)
             mixed = True
-        elif stats.min == stats.max:  # one metric's rows, as ragkit.results.merging writes them
+        elif stats.min == stats.max:  # one metric's rows, as ragkit.results.copy_writer writes them
             if stats.min in wanted:
                 groups.append(group)
         elif any(stats.min <= metric <= stats.max for metric in wanted):
