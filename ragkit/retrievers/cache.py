@@ -149,20 +149,25 @@ class RetrievalCache:
         rows = [(key, json.dumps(entry, ensure_ascii=False, default=str, separators=(",", ":")), now)
                 for key, entry in pending.items()]
         with self._lock:
-            db = self._db()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany("INSERT OR REPLACE INTO retrievals (key, entry, written) VALUES (?, ?, ?)", rows)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            write_all(self._db(), "INSERT OR REPLACE INTO retrievals (key, entry, written) VALUES (?, ?, ?)", rows)
         return len(pending)
 
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def write_all(connection: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """``sql`` for every row in one write transaction, taken at once (``BEGIN IMMEDIATE``, so a
+    concurrent writer waits on the busy timeout rather than failing mid-way); all rows or none."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(sql, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
 
 
 def plain_cell(value: Any) -> Any:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ragkit.artefacts.index import CHUNK_COLUMNS, Hit
 from ragkit.hashing import content_key
-from ragkit.retrievers.cache import BUSY_TIMEOUT_S, plain_cell, set_up_wal
+from ragkit.retrievers.cache import BUSY_TIMEOUT_S, plain_cell, set_up_wal, write_all
 
 STORE_FILE = "semantic.sqlite"
 STORE_FORMAT = 1
@@ -110,15 +110,8 @@ class SemanticStore:
             return 0
         now = time.time()
         with self._lock:
-            db = self._db()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany("INSERT INTO entries (space, query, vector, dimensions, hits, written) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", [(*row, now) for row in pending])
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            write_all(self._db(), "INSERT INTO entries (space, query, vector, dimensions, hits, written) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", [(*row, now) for row in pending])
         return len(pending)
 
     def close(self) -> None:
