@@ -86,12 +86,16 @@ def _normals(position: int, rank: int) -> np.ndarray:
 
 
 def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray]], df: np.ndarray,
-                 alpha: float = ALPHA) -> tuple[np.ndarray, float]:
+                 alpha: float = ALPHA, one_sided: bool = False) -> tuple[np.ndarray, float]:
     """(adjusted p per test, critical p) of one family's joint test (module docstring): ``p`` the
     tests' two-sided p-values (all known), ``influence`` each test's (sample key, per-unit
     influence, ``statistics.unit_influence``), ``df`` each test's degrees of freedom. The adjusted
     p is the step-down max-|t| test's; a test whose p is below the critical p (the single-step
-    test's) is rejected at ``alpha`` by both."""
+    test's) is rejected at ``alpha`` by both.
+
+    ``one_sided``: ``p`` are one-sided p-values, each rejecting where its influence's mean is large
+    (turn a test of "below" into one of "above" by negating its influence), and the joint test is
+    the step-down max-t (not max-|t|) test, as the regression gate needs."""
     from scipy import special
 
     m = len(p)
@@ -114,14 +118,16 @@ def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray]], df: np.
         # One chi-square per draw shared by the sample's tests: their variances come from the same units.
         sample_df = float(np.median(df[mine]))
         spread = np.sqrt(rng.standard_gamma(sample_df / 2, DRAWS) * 2 / sample_df)
-        drawn[mine] = np.abs(scores) / spread
+        drawn[mine] = (scores if one_sided else np.abs(scores)) / spread
         if len(keys) > 1:
-            drawn[mine] = special.stdtr(sample_df, drawn[mine]) * 2 - 1
+            drawn[mine] = special.stdtr(sample_df, drawn[mine]) if one_sided else special.stdtr(
+                sample_df, drawn[mine]) * 2 - 1
     one_df = float(np.median(df))
+    tails = 1 if one_sided else 2
     # p on the scale of ``drawn`` and back.
     if len(keys) == 1:
-        def scale(x): return special.stdtrit(one_df, 1 - np.asarray(x) / 2)
-        def unscale(x): return 2 * special.stdtr(one_df, -np.asarray(x))
+        def scale(x): return special.stdtrit(one_df, 1 - np.asarray(x) / tails)
+        def unscale(x): return tails * special.stdtr(one_df, -np.asarray(x))
     else:
         def scale(x): return 1 - np.asarray(x)
         def unscale(x): return 1 - np.asarray(x)

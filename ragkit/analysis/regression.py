@@ -28,14 +28,19 @@ lower-is-better rate) when it is significantly above T. The difference is the st
 every question both runs were asked, a failed question counting as the metric's worst value
 (``names.failure_value``), so a new version does not pass by crashing. Significance: a one-sided
 cluster-robust t test (CR2, ``statistics``' df) of the mean difference against T (H0: mean >= T
-for ``<``), over the question's source documents as the unit (``statistics.column_stats``),
-Holm-adjusted over every pair and condition with a p, failing when p (Holm) < alpha (0.05).
-Equivalently, for one pair, the one-sided 95% upper bound of the difference is below T.
+for ``<``), over the question's source documents as the unit (``statistics.column_stats``).
+Every pair and condition with a t test is one family, adjusted as the report's families are
+(``families.joint_adjust``) but one-sided: the step-down max-t test, each test oriented to the
+side its condition fails on, the tests' correlation estimated from the documents they share (Holm
+above ``families.JOINT_MAX`` tests); the gate fails when p (adj.) < alpha (0.05). For one pair,
+p (adj.) is p: the one-sided 95% upper bound of the difference is below T.
 
 **No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
-decided by its side of the threshold. A pair with one unit has no verdict (UNTESTED, not counted
-by Holm; exit 2 unless something regressed). **Like with like**: a new run asked fewer questions
-than its baseline run is refused (``coverage.stopped_short``) unless ``allow_partial``.
+decided by its side of the threshold (p 0 or 1, outside the family: no draw moves it). A pair with
+one unit has no verdict (UNTESTED, not counted; exit 2 unless something regressed). The text
+counts the t tests adjusted, the rows decided by their side and those without a verdict.
+**Like with like**: a new run asked fewer questions than its baseline run is refused
+(``coverage.stopped_short``) unless ``allow_partial``.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragkit.analysis import statistics
+from ragkit.analysis import families, statistics
 from ragkit.analysis.comparison import Comparer
 from ragkit.analysis.coverage import stopped_short
 from ragkit.analysis.json_rows import json_records
@@ -62,6 +67,10 @@ from ragkit.metrics.names import failure_value, sort_key
 _CONDITION = re.compile(r"^\s*(?P<metric>[A-Za-z0-9_@.]+)\s*(?P<op>[<>])\s*(?P<threshold>[-+]?\d*\.?\d+)\s*$")
 SHOWN = 5  # question ids named per kind of difference
 FAIL, PASS, REFUSE = 1, 0, 2
+T_TEST = statistics.T_TEST
+GATE_SAMPLE = "gate"
+JOINT = "one-sided step-down max-t joint test (correlation estimated from the shared documents)"
+HOLM = f"one-sided Holm (more than {families.JOINT_MAX} tests for the joint test)"
 
 
 class FailIf(BaseModel):
@@ -220,18 +229,29 @@ class GateResult:
     unpaired_base: list[str]
     unpaired_new: list[str]
     differences: list[str]
-    rows: pd.DataFrame  # per pair x condition: label, means, strict diff, CI, one-sided p, p_holm, regressed
+    rows: pd.DataFrame  # per pair x condition: label, means, strict diff, CI, one-sided p, p_adj, regressed
     alpha: float
     partial: list[str] = field(default_factory=list)  # new runs asked fewer questions (allowed)
 
     @property
     def tests(self) -> int:
-        """Tests the Holm correction ran over: the rows with a p (a pair with one unit has none)."""
-        return int(self.rows["p_one_sided"].notna().sum())
+        """The t tests the family's adjustment ran over (not the rows decided by their side of the
+        threshold, nor those without a p)."""
+        return int(_t_tested(self.rows).sum())
+
+    @property
+    def decided(self) -> int:
+        """Rows with no spread between units, decided by the mean's side of the threshold."""
+        return int((self.rows["p_one_sided"].notna() & (self.rows["decided_by"] != T_TEST)).sum())
 
     @property
     def untested(self) -> int:
-        return len(self.rows) - self.tests
+        """Rows without a verdict (fewer than two units)."""
+        return int(self.rows["p_one_sided"].isna().sum())
+
+    @property
+    def method(self) -> str:
+        return JOINT if self.tests <= families.JOINT_MAX else HOLM
 
     @property
     def exit_code(self) -> int:
@@ -291,7 +311,8 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     if partial and not allow_partial:
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
-    frames = []
+    frames: list[pd.DataFrame] = []
+    influences: list[np.ndarray] = []
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
         worst = failure_value(condition.metric)
@@ -305,6 +326,10 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         with np.errstate(invalid="ignore", divide="ignore"):  # a pair with no question in common: NaN means
             means = [np.where(counted > 0, np.where(both, strict[:, at], 0.0).sum(axis=0) / counted, np.nan)
                      for at in (base_at, new_at)]
+        # The influence is the same for diffs and diffs - T; negated for "<" so that every test of
+        # the family rejects on its influence's large side (``families.joint_adjust``, one-sided).
+        direction = -1.0 if condition.op == "<" else 1.0
+        influences.extend(direction * statistics.unit_influence(diffs, units).T)
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
             "condition": str(condition), "n": column.n, "n_units": column.n_units, "df": column.df,
@@ -313,9 +338,30 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
             "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one, "decided_by": how,
         }))
     rows = pd.concat(frames, ignore_index=True)
-    rows["p_holm"] = statistics.holm(rows["p_one_sided"].to_numpy(dtype="float64"))
-    rows["regressed"] = rows["p_holm"] < alpha
+    rows["p_adj"] = adjust(rows, influences, alpha)
+    rows["regressed"] = rows["p_adj"] < alpha
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
+
+
+def adjust(rows: pd.DataFrame, influences: list[np.ndarray], alpha: float) -> np.ndarray:
+    """The gate's adjusted p per row: the one-sided joint test (``families.joint_adjust``) over the
+    rows decided by a t test, Holm above ``families.JOINT_MAX`` of them; a row decided by its side of
+    the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
+    p = rows["p_one_sided"].to_numpy(dtype="float64")
+    adjusted = p.copy()
+    tested = np.flatnonzero(_t_tested(rows))
+    if len(tested) > families.JOINT_MAX:
+        adjusted[tested] = statistics.holm(p[tested])
+    elif len(tested):
+        # One sample: every pair's differences sit in one matrix over the same units.
+        shares = [(GATE_SAMPLE, influences[i]) for i in tested]
+        adjusted[tested] = families.joint_adjust(p[tested], shares, rows["df"].to_numpy(dtype="float64")[tested],
+                                                 alpha, one_sided=True)[0]
+    return adjusted
+
+
+def _t_tested(rows: pd.DataFrame) -> np.ndarray:
+    return (rows["decided_by"] == T_TEST).to_numpy() & rows["p_one_sided"].notna().to_numpy()
 
 
 def selection_differences(runs: pd.DataFrame) -> list[str]:
@@ -360,10 +406,12 @@ def run_gate(baseline_dir: str | Path, new_dir: str | Path, conditions: list[str
 def to_json(result: GateResult) -> str:
     return json.dumps({
         "conditions": [str(c) for c in result.conditions], "alpha": result.alpha,
-        "rule": "one-sided cluster-robust t (CR2, Bell-McCaffrey df) of the strict difference new - baseline "
-                "against the threshold, Holm over every pair and condition with a p; no spread between units: "
-                "the mean's side decides",
-        "tests": result.tests, "untested": result.untested,
+        "rule": "one-sided cluster-robust t (CR2, Satterthwaite df) of the strict difference new - baseline "
+                f"against the threshold; p_adj: {result.method} over every pair and condition with a t test "
+                f"({families.DRAWS} draws, fixed seed); no spread between units: the mean's side decides (p 0 or "
+                "1, not adjusted)",
+        "adjustment": result.method, "tests": result.tests, "decided_by_side": result.decided,
+        "untested": result.untested,
         "differences_allowed": result.differences, "partial_runs_allowed": result.partial,
         "unpaired_baseline_runs": result.unpaired_base,
         "unpaired_new_runs": result.unpaired_new, "regressed": bool(result.rows["regressed"].any()),
@@ -372,16 +420,18 @@ def to_json(result: GateResult) -> str:
 
 
 def to_text(result: GateResult) -> str:
+    extra = [f"{result.decided} decided by their side of the threshold"] if result.decided else []
+    extra += [f"{result.untested} without a verdict: see below"] if result.untested else []
     lines = [f"{len(result.pairs)} run pair(s); strict difference new - baseline (a failure counts as the worst "
-             f"value); one-sided test against the threshold, Holm over the {result.tests} test(s) with a p"
-             + (f" ({result.untested} without: see below)" if result.untested else "")
+             f"value); one-sided t test against the threshold, adjusted by the {result.method} over the "
+             f"{result.tests} t test(s)" + (f" ({'; '.join(extra)})" if extra else "")
              + f", alpha {result.alpha:g}; [90% CI]:"]
     for row in result.rows.itertuples():
         verdict = "REGRESSED" if row.regressed else ("UNTESTED" if np.isnan(row.p_one_sided) else "ok")
-        spread = "" if row.decided_by == "t test" else f" ({row.decided_by})"
+        spread = "" if row.decided_by == T_TEST else f" ({row.decided_by})"
         lines.append(f"  {verdict:9} {row.label} [{row.condition}]: {row.baseline:.3f} -> {row.new:.3f}, "
                      f"diff {row.diff:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], p (one-sided) "
-                     f"{row.p_one_sided:.3g}, p (Holm) {row.p_holm:.3g}, n {row.n} in {row.n_units} units{spread}")
+                     f"{row.p_one_sided:.3g}, p (adj.) {row.p_adj:.3g}, n {row.n} in {row.n_units} units{spread}")
     for what in result.differences:
         lines.append(f"  warning (allowed): {what}")
     for what in result.partial:

@@ -71,6 +71,7 @@ ZERO_SE_RULE = ("zero standard error (every unit's mean is the same, so CR2 sees
 IDENTICAL_NOTE = "identical on every question (e.g. by construction): nothing to test"
 ONE_UNIT_NOTE = "one unit: no spread between units to measure"
 NO_VALUES_NOTE = "no values"
+T_TEST = "t test"  # ``one_sided``'s rule for a column with a t statistic
 QUESTION_UNIT = "question"
 DOCUMENT_UNIT = "document"
 
@@ -254,7 +255,7 @@ def one_sided(column: ColumnStats, op: str) -> tuple[np.ndarray, np.ndarray]:
     flat = (column.n_units >= 2) & np.isnan(column.p_value)
     p_one = np.where(flat, np.where(beyond, 0.0, 1.0), p_one)
     how = np.where(flat, "no spread between units: the mean's side decides",
-                   np.where(np.isnan(p_one), column.p_note.astype(str), "t test"))
+                   np.where(np.isnan(p_one), column.p_note.astype(str), T_TEST))
     return p_one, how
 
 

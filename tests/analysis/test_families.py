@@ -78,6 +78,42 @@ def test_the_joint_test_matches_scipys_multivariate_t_on_correlated_contrasts():
     assert _exact_max(critical, correlation, df[0]) == pytest.approx(0.05, abs=0.007)
 
 
+def _exact_one_sided_step_down(p: np.ndarray, correlation: np.ndarray, df: float) -> np.ndarray:
+    """Step-down max-t over one-sided tests: P(max_k T_k >= t) = 1 - P(all T_k < t) from scipy's
+    multivariate t, the i-th smallest p against the tests from i on, then the running maximum."""
+    order = np.argsort(p)
+    steps = []
+    for i in range(len(p)):
+        rest = order[i:]
+        score = stats.t.isf(p[order[i]], df)
+        law = stats.multivariate_t(shape=correlation[np.ix_(rest, rest)], df=df, seed=1)
+        steps.append(p[order[i]] if len(rest) == 1 else 1 - law.cdf(np.full(len(rest), score), maxpts=200_000))
+    adjusted = np.empty(len(p))
+    adjusted[order] = np.maximum.accumulate(steps)
+    return adjusted
+
+
+def test_the_one_sided_joint_test_matches_scipys_multivariate_t_with_oriented_tests():
+    """The regression gate's form: one-sided p, each test oriented by the sign of its influence; a
+    test of "below" (negated influence) is negatively correlated with a test of "above" on the same
+    values."""
+    values, units = _clustered(5, [5, 9, 14, 3, 22, 7, 11, 6, 30, 4, 8, 12], 3, shared=0.6)
+    column = statistics.column_stats(values, units)
+    influence = statistics.unit_influence(values, units) * np.array([1.0, 1.0, -1.0])
+    correlation = _direct_correlation(values, units) * np.outer([1, 1, -1], [1, 1, -1])
+    df = np.full(3, float(np.median(column.df)))
+    p = np.array([0.003, 0.02, 0.1])
+    adjusted, _ = families.joint_adjust(p, [("s", influence[:, i]) for i in range(3)], df, one_sided=True)
+    exact = _exact_one_sided_step_down(p, correlation, df[0])
+    assert adjusted == pytest.approx(exact, abs=0.008)
+    assert (adjusted >= p).all() and (adjusted[:2] < np.array([3, 2]) * p[:2]).all()
+    # The orientation counts: with the third test on the same side as the others, the tests move
+    # together and the first two need less adjustment.
+    aligned, _ = families.joint_adjust(p, [("s", influence[:, i] * [1, 1, -1][i]) for i in range(3)], df,
+                                       one_sided=True)
+    assert (aligned[:2] < adjusted[:2]).all()
+
+
 def test_one_test_is_its_own_p_and_duplicates_count_once():
     influence = np.random.default_rng(0).normal(size=12)
     single, critical = families.joint_adjust(np.array([0.02]), [("s", influence)], np.array([8.0]))

@@ -158,6 +158,9 @@ def test_an_exact_shift_gets_one_verdict_whether_or_not_questions_vary_inside_do
         assert row["diff"] == pytest.approx(shift) and row["p_one_sided"] == (0.0 if shift < 0 else 1.0)
         assert row["decided_by"].startswith("no spread between units")
         verdicts.append((bool(row["regressed"]), result.exit_code))
+        # r1 is unchanged (p 1 by its side), r2 decided by its side: no t test is adjusted.
+        assert (result.tests, result.decided, result.untested) == (0, 2, 0)
+        assert (result.rows["p_adj"] == result.rows["p_one_sided"]).all()
     assert verdicts[0] == verdicts[1] == ((True, 1) if shift < 0 else (False, 0))
 
 
@@ -170,7 +173,10 @@ def test_a_new_run_that_stopped_short_is_refused_unless_allowed(tmp_path, capsys
     assert "new run r2" in err and "asked 29 of the 40 questions" in err and "--allow-partial" in err
     assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.02", "--allow-partial"]) == 0
     out = capsys.readouterr().out
-    assert "warning (allowed): new run r2" in out and "Holm over the 2 test(s)" in out and "n 29 " in out
+    assert "warning (allowed): new run r2" in out and "n 29 " in out
+    # The same scores (the same seed) on the questions both were asked: nothing left for a t test.
+    assert "joint test (correlation estimated from the shared documents) over the 0 t test(s) (2 decided by " \
+           "their side of the threshold)" in out
 
 
 def _ann_row(run_id: str, retriever: str = "dense", **ann) -> dict:
@@ -205,5 +211,30 @@ def test_a_pair_with_one_document_has_no_verdict_and_is_not_counted(tmp_path, ca
     new = _folder(tmp_path / "new", drop=0.2, seed=4, documents=1)
     assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.02"]) == 2
     out = capsys.readouterr().out
-    assert "Holm over the 0 test(s) with a p (2 without" in out and out.count("UNTESTED") == 2
+    assert "over the 0 t test(s) (2 without a verdict" in out and out.count("UNTESTED") == 2
     assert "no verdict: 2 comparison(s) could not be tested (exit 2)" in out
+
+
+@pytest.mark.filterwarnings("error")
+def test_the_gate_adjusts_its_family_by_the_one_sided_joint_test(tmp_path, capsys):
+    """Two conditions on one metric test the same differences against two thresholds: each pair's
+    two rows move as one test, so four rows are about two tests (r1's and r2's noise differ), which
+    Holm counts as four (4 p) and the joint test as about two (about 2 p). Every adjusted p lies
+    between p and one-sided Holm; the text names the method and counts the t tests run."""
+    from ragkit.analysis import statistics
+
+    base, new = _folder(tmp_path / "base"), _folder(tmp_path / "new", drop=0.05, seed=5)
+    conditions = [FailIf.parse("ndcg@10 < -0.01"), FailIf.parse("ndcg@10 < -0.02")]
+    result = gate(load_results(base), load_results(new), conditions)
+    p, adjusted = result.rows["p_one_sided"].to_numpy(), result.rows["p_adj"].to_numpy()
+    holm = statistics.holm(p)
+    assert result.tests == 4 and (adjusted >= p).all() and (adjusted <= holm + 1e-12).all()
+    smallest = int(np.argmin(p))
+    assert 0.001 < p[smallest] < 0.02
+    assert holm[smallest] == pytest.approx(4 * p[smallest])
+    assert 1.5 * p[smallest] < adjusted[smallest] < 2.2 * p[smallest]
+    assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.01", "--fail-if",
+                 "ndcg@10 < -0.02"]) == 1
+    out = capsys.readouterr().out
+    assert "adjusted by the one-sided step-down max-t joint test" in out and "over the 4 t test(s), alpha" in out
+    assert "p (adj.)" in out and "Holm" not in out
