@@ -128,7 +128,7 @@ def simulate(sizes: np.ndarray, levels: int, reps: int, failures: float, effect:
         parts.append(table.assign(rep=np.repeat(start + np.arange(block), levels - 1),
                                   last=np.tile(np.arange(1, levels) == levels - 1, block)))
     table = pd.concat(parts, ignore_index=True)
-    flagged = (table["p_holm"] < ALPHA) | (table["strict_p_holm"] < ALPHA)
+    flagged = (table["p_adj"] < ALPHA) | (table["strict_p_adj"] < ALPHA)
     per_rep = table.assign(flagged=flagged, diff_flag=table["p"] < ALPHA, strict_flag=table["strict_p"] < ALPHA)
     null_rows = per_rep[~per_rep["last"]] if effect else per_rep
     effect_rows = per_rep[per_rep["last"]]

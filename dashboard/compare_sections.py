@@ -13,8 +13,8 @@ import streamlit as st
 
 from dashboard import state
 from ragkit.analysis import charts, failures, judges, recommend, views
-from ragkit.analysis.comparison import holm_family
-from ragkit.analysis.notes import failure_note, holm_note, reference_line
+from ragkit.analysis.comparison import family_adjustment
+from ragkit.analysis.notes import adjustment_note, failure_note, reference_line
 from ragkit.analysis.report import CUT_RULE, DETECTABLE_NOTE, factor_table, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, better_direction
@@ -67,7 +67,7 @@ def factors(c: Compared) -> None:
     references = c.view("factor_references")
     st.caption(reference_line(references.itertuples()) + " Each level against its factor's reference, paired "
                "over every matched setting of the other factors (settings). " + describe_method(c.unit)
-               + " " + holm_note(holm_family(effects)) + " strict Δ: over every question both sides were "
+               + " " + adjustment_note(family_adjustment(effects)) + " strict Δ: over every question both sides were "
                f"asked, {failure_note(c.chosen)}; signs DISAGREE: it and Δ over scored point opposite ways. A "
                "judge that changes how many chunks reach the generator is compared at the common depth "
                f"('at ...'). {DETECTABLE_NOTE}")
@@ -199,7 +199,7 @@ def single_factor_pairs(c: Compared) -> None:
         st.dataframe(pair_table(pairs, c.runs), hide_index=True, key="pairs_table")
         st.caption(f"{c.quality}(b) - {c.quality}(a) over the questions both runs scored, and strictly over every "
                    f"question both were asked ({failure_note([c.quality])}). " + describe_method(c.unit)
-                   + " " + holm_note(holm_family(pairs)) + " W/T/L: questions where b won, tied, lost.")
+                   + " " + adjustment_note(family_adjustment(pairs)) + " W/T/L: questions where b won, tied, lost.")
 
 
 def runs_by_metrics(c: Compared) -> None:

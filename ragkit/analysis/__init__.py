@@ -11,9 +11,9 @@ is computed.
 - ``summary``, ``report``, ``export``, ``charts``: the outputs.
 """
 
-from ragkit.analysis.comparison import Comparer, compare, with_holm
+from ragkit.analysis.comparison import Comparer, compare, with_adjusted
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, curve, metric_means, metric_table
 
 __all__ = ["Comparer", "Results", "available_metrics", "compare", "curve", "load_results", "metric_means",
-           "metric_table", "with_holm"]
+           "metric_table", "with_adjusted"]

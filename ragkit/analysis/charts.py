@@ -200,7 +200,7 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame, strict: bool = False
     difference (failures at the failure value) with its own CI and p instead."""
     if strict:
         effects = effects.assign(**{name: effects[f"strict_{name}"] for name in ("diff", "ci_low", "ci_high",
-                                                                                  "p", "p_holm")},
+                                                                                  "p", "p_adj")},
                                  n=effects["n_strict"])
     metrics = list(dict.fromkeys(effects["metric"]))
     labels = _labels(runs)
@@ -219,7 +219,7 @@ def forest_chart(effects: pd.DataFrame, runs: pd.DataFrame, strict: bool = False
                 "array": (group["ci_high"] - group["diff"]).to_numpy(),
                 "arrayminus": (group["diff"] - group["ci_low"]).to_numpy(),
             },
-            customdata=group[["label_a", "label_b", "p", "p_holm", "n", "metric_compared"]].to_numpy(dtype=object),
+            customdata=group[["label_a", "label_b", "p", "p_adj", "n", "metric_compared"]].to_numpy(dtype=object),
             hovertemplate=("%{y}<br>a: %{customdata[0]}<br>b: %{customdata[1]}<br>Δ %{customdata[5]} = %{x:.3f}"
                            "<br>p = %{customdata[2]:.3g}, p (adj.) = %{customdata[3]:.3g}, n = %{customdata[4]}"
                            "<extra></extra>"),

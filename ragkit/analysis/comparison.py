@@ -14,14 +14,14 @@ Report, summary, export and dashboard all call this module; what makes its numbe
 - **Failures are data.** ``n_failed_a`` / ``n_failed_b`` count the questions each side was asked
   but could not score, ``n_only_a`` / ``n_only_b`` those asked of one side only; ``diff`` is over
   the questions both scored, and ``strict_diff`` over every question both were asked, a failure
-  scoring the failure value, each with its own CI, p and Holm p (``differences``), so nothing gets
+  scoring the failure value, each with its own CI, p and adjusted p (``differences``), so nothing gets
   better by crashing; ``signs_disagree`` flags a row whose two differences point opposite ways.
 - **The unit is named.** Intervals and p-values treat the question's source document as the
   independent draw (``unit``), see ``statistics``.
 - **Families by the question asked** (``families``): per metric, the factor rows form one family
   and the pairs another; a row's ``p`` and ``strict_p`` are two tests of its family (one where
-  they are the same test), Holm over the family (``p_holm``, ``strict_p_holm``), with a
-  simultaneous interval beside the unadjusted one (``sim_ci_*``); ``holm_family`` describes it.
+  they are the same test), adjusted together by the family's joint test (``p_adj``, ``strict_p_adj``), with a
+  simultaneous interval beside the unadjusted one (``sim_ci_*``); ``family_adjustment`` describes it.
 - **One answer per factor, against a reference fixed in advance.** ``factor`` rows compare each
   level (``level_b``) with the factor's *reference* (``level_a``): the baseline the experiment
   names (``baseline:`` in its YAML, or ``ragkit report --baseline``), else the factor's first
@@ -70,8 +70,8 @@ MARGINAL = "factor"
 COLUMNS = [
     "kind", "factor", "level_a", "level_b", "run_a", "run_b", "settings", "metric", "metric_compared", "depth",
     "unit", "n", "n_units", *CASE_COUNTS, "diff", "se", "df", "ci_low", "ci_high", "sim_ci_low", "sim_ci_high", "p",
-    "p_holm", "p_note", "n_strict", "strict_diff", "strict_se", "strict_df", "strict_ci_low", "strict_ci_high",
-    "strict_sim_ci_low", "strict_sim_ci_high", "strict_p", "strict_p_holm", "strict_p_note", "family",
+    "p_adj", "p_note", "n_strict", "strict_diff", "strict_se", "strict_df", "strict_ci_low", "strict_ci_high",
+    "strict_sim_ci_low", "strict_sim_ci_high", "strict_p", "strict_p_adj", "strict_p_note", "family",
     "family_tests",
     "signs_disagree", "wins", "ties", "losses", "units_b_better", "units_b_worse", "latency_ms_diff", "mde",
 ]
@@ -240,7 +240,7 @@ class Comparer:
         return latency[runs_b] - latency[runs_a]
 
     def pair_comparisons(self, metrics: list[str], pairs: pd.DataFrame | None = None) -> pd.DataFrame:
-        """Every pair (default: every single-factor pair) x metric, without p_holm."""
+        """Every pair (default: every single-factor pair) x metric, without p_adj."""
         pairs = self.pairs if pairs is None else pairs.reset_index(drop=True)
         if pairs.empty:
             return _finish([])
@@ -290,7 +290,7 @@ class Comparer:
     def factor_effects(self, metrics: list[str], factors: list[str] | None = None) -> pd.DataFrame:
         """Per factor, metric and level: the level (b) against the factor's reference (a,
         ``references``), paired over every matched setting of the other factors; rows ordered
-        best level first; without p_holm."""
+        best level first; without p_adj."""
         pairs = self.pairs
         if pairs.empty:
             return _finish([])
@@ -366,22 +366,22 @@ def _finish(frames: list[pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame({column: pd.Series(dtype="object") for column in [*COLUMNS, INFLUENCE]})
     table = pd.concat(frames, ignore_index=True)
-    for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "strict_sim_ci_low",
+    for column in ("p_adj", "strict_p_adj", "sim_ci_low", "sim_ci_high", "strict_sim_ci_low",
                    "strict_sim_ci_high", "family_tests"):
         table[column] = np.nan
     table["family"] = None
     return table[[*COLUMNS, INFLUENCE]]
 
 
-def with_holm(table: pd.DataFrame, alpha: float = families.ALPHA, question: str | None = None) -> pd.DataFrame:
-    """``table`` with each row's family, Holm p and simultaneous intervals (``families``): the
+def with_adjusted(table: pd.DataFrame, alpha: float = families.ALPHA, question: str | None = None) -> pd.DataFrame:
+    """``table`` with each row's family, adjusted p and simultaneous intervals (``families``): the
     family is decided by the row's kind and metric (or a view's own ``question`` and the metric),
     so a family's rows given here whole get the same numbers in any view."""
     return families.with_families(table, alpha, question)
 
 
-def holm_family(table: pd.DataFrame) -> dict:
-    """What the Holm correction of ``table`` (``with_holm``) ran over: per family its rows and
+def family_adjustment(table: pd.DataFrame) -> dict:
+    """What the family adjustment of ``table`` (``with_adjusted``) ran over: per family its rows and
     tests (a row without a p is not a test), and the rule."""
     return families.describe(table)
 
@@ -389,15 +389,15 @@ def holm_family(table: pd.DataFrame) -> dict:
 def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair_rows: bool = True,
             depth_rule: DepthRule = "common", baselines: Mapping[str, object] | None = None) -> pd.DataFrame:
     """Factor effects (each level vs its factor's reference) and/or every single-factor pair, for
-    ``metrics``, Holm-corrected within each family (``families``: per kind and metric, the same
+    ``metrics``, adjusted within each family by its joint test (``families``: per kind and metric, the same
     whatever else is asked).
 
     One row per comparison: its kind, factor and levels, the paired difference with its CI and
-    Holm-corrected p, and the strict form in which a failure scores 0::
+    adjusted p, and the strict form in which a failure scores 0::
 
         >>> from ragkit.analysis.loading import load_results
         >>> table = compare(load_results("results/quickstart"), ["recall@5"])
-        >>> table[["kind", "factor", "level_a", "level_b", "diff", "ci_low", "ci_high", "p_holm"]]
+        >>> table[["kind", "factor", "level_a", "level_b", "diff", "ci_low", "ci_high", "p_adj"]]
     """
     comparer = Comparer(results, depth_rule, baselines)
     parts = []
@@ -405,4 +405,4 @@ def compare(results: Results, metrics: list[str], factor_rows: bool = True, pair
         parts.append(comparer.factor_effects(metrics))
     if pair_rows:
         parts.append(comparer.pair_comparisons(metrics))
-    return with_holm(_finish(parts))
+    return with_adjusted(_finish(parts))

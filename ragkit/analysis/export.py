@@ -54,7 +54,7 @@ def _check_format(fmt: str) -> None:
 
 def result_tables(results: Results) -> dict[str, pd.DataFrame]:
     summary_table = summary.summary_frame(results.runs, results.scores, results.stages, judgements=results.judgements)
-    # The report's comparisons (each factor's effect and every single-factor pair; Holm per family).
+    # The report's comparisons (each factor's effect and every single-factor pair; adjusted per family).
     comparisons = compare(results, default_metrics(results.scores)) if not results.runs.empty else pd.DataFrame()
     tables = {"summary": summary_table, "comparisons": comparisons, "runs": results.runs,
               # Why each question of each run fails (failure_classes: the rules in its docstring).

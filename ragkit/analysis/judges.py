@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragkit.analysis.comparison import Comparer, holm_family, with_holm
+from ragkit.analysis.comparison import Comparer, family_adjustment, with_adjusted
 from ragkit.analysis.latency import llm_tokens_per_question, pipeline_stages
 from ragkit.analysis.loading import Results
 from ragkit.analysis.pairing import JUDGE_PREFIX, single_factor_pairs
@@ -24,7 +24,7 @@ def judge_pairs(runs: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.Dat
 
 def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     """Every judge pair x metric: the engine's paired comparison (common depth, failures per side,
-    strict difference, unit-clustered CI and p), p_holm per metric over the judge pairs
+    strict difference, unit-clustered CI and p), p_adj per metric over the judge pairs
     (``JUDGE_QUESTION``), and the pipeline
     LLM tokens per question turning the judge on cost (`tokens_diff`). Judge by judge, pair by
     pair, metrics in the order given."""
@@ -32,13 +32,13 @@ def judge_effects(results: Results, metrics: list[str]) -> pd.DataFrame:
     pairs = judge_pairs(results.runs, comparer.pairs)
     effects = comparer.pair_comparisons(metrics, pairs)
     if effects.empty:
-        return with_holm(effects, question=JUDGE_QUESTION).assign(tokens_diff=pd.Series(dtype="float64"))
+        return with_adjusted(effects, question=JUDGE_QUESTION).assign(tokens_diff=pd.Series(dtype="float64"))
     order = {metric: position for position, metric in enumerate(metrics)}
     effects = effects.assign(metric_order=effects["metric"].map(order)).sort_values(
         ["factor", "run_a", "run_b", "metric_order"], kind="stable").drop(columns="metric_order")
     tokens = llm_tokens_per_question(pipeline_stages(results.stages))
     effects["tokens_diff"] = effects["run_b"].map(tokens) - effects["run_a"].map(tokens)
-    return with_holm(effects.reset_index(drop=True), question=JUDGE_QUESTION)
+    return with_adjusted(effects.reset_index(drop=True), question=JUDGE_QUESTION)
 
 
 def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +51,8 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         "judge pair": pair_names(effects), "metric": effects["metric"], "compared as": effects["metric_compared"],
         "Δ mean": effects["diff"], "CI low": effects["ci_low"], "CI high": effects["ci_high"],
         "sim. CI low": effects["sim_ci_low"], "sim. CI high": effects["sim_ci_high"], "p": effects["p"],
-        "p (adj.)": effects["p_holm"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
-        "strict CI high": effects["strict_ci_high"], "strict p (adj.)": effects["strict_p_holm"],
+        "p (adj.)": effects["p_adj"], "strict Δ": effects["strict_diff"], "strict CI low": effects["strict_ci_low"],
+        "strict CI high": effects["strict_ci_high"], "strict p (adj.)": effects["strict_p_adj"],
         "signs disagree": effects["signs_disagree"],
         "failed a/b": [f"{a}/{b}" for a, b in zip(effects["n_failed_a"], effects["n_failed_b"])],
         "W/T/L": [f"{w}/{t}/{lost}" for w, t, lost in zip(effects["wins"], effects["ties"], effects["losses"])],
@@ -63,7 +63,7 @@ def judge_table(effects: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def judge_table_note(effects: pd.DataFrame) -> str:
     """What the judge table's columns mean."""
-    from ragkit.analysis.notes import failure_note, holm_note
+    from ragkit.analysis.notes import adjustment_note, failure_note
 
     unit = effects["unit"].iloc[0] if len(effects) else "question"
     metrics = list(dict.fromkeys(effects["metric"].tolist())) if len(effects) else []
@@ -71,7 +71,7 @@ def judge_table_note(effects: pd.DataFrame) -> str:
             "When the judge changes how many chunks reach the generator, ranking metrics are compared at the "
             f"common depth ('compared as'). strict Δ: over every question both were asked, {failure_note(metrics)}; "
             f"failed a/b: questions each side could not score. {describe_method(unit)} "
-            f"{holm_note(holm_family(effects))} "
+            f"{adjustment_note(family_adjustment(effects))} "
             "W/T/L: questions where b won, tied, lost. Costs: pipeline ms and LLM tokens per question, "
             "evaluation left out.")
 

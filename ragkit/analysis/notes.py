@@ -22,7 +22,7 @@ COUNTS = {
 }
 
 
-def holm_note(family: dict) -> str:
+def adjustment_note(family: dict) -> str:
     """The families in words (``families.describe``): which comparisons were corrected together,
     how many tests each, and what the simultaneous intervals are."""
     listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"

@@ -54,7 +54,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragkit.analysis import power
-from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_holm
+from ragkit.analysis.comparison import DEPTH_RULES, MARGINAL, Comparer, DepthRule, run_depths, with_adjusted
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import llm_tokens_per_question, pareto_front
 from ragkit.analysis.loading import Results
@@ -90,7 +90,7 @@ class Recommendation:
     unit: str
     runs: pd.DataFrame  # per run: run_id, label, quality, latency_ms, cost, eligible, excluded_by, pareto
     best: str | None
-    comparisons: pd.DataFrame  # the engine's rows, run_a = best, run_b = runner-up, p_holm over these
+    comparisons: pd.DataFrame  # the engine's rows, run_a = best, run_b = runner-up, p_adj over these
     not_worse: list[str] = field(default_factory=list)
     factor: dict | None = None  # the factor that mattered most: name, range, levels
     tied: list[str] = field(default_factory=list)  # eligible runs with exactly the best's mean
@@ -150,7 +150,7 @@ class Recommendation:
             low, high = sorted((sign * runner["ci_low"], sign * runner["ci_high"]))
             return (f"best on {metric}: {self.label(self.best)}, better than the runner-up "
                     f"{self.label(str(runner['run_b']))} by {_number(sign * runner['diff'])} "
-                    f"[{_number(low)}, {_number(high)}], p (adj.) {_number(runner['p_holm'])}; {detectable}")
+                    f"[{_number(low)}, {_number(high)}], p (adj.) {_number(runner['p_adj'])}; {detectable}")
         if units < 2:
             plan = (f"one {self.unit} gives no spread between {self.unit}s to test with: questions from more "
                     f"{self.unit}s are needed before any difference can be told")
@@ -304,7 +304,7 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
     ranked = _ranked(table, params.metric)
     asked = len(results.question_ids)
     if ranked.empty:
-        nothing = with_holm(comparer.pair_comparisons([], pd.DataFrame()))
+        nothing = with_adjusted(comparer.pair_comparisons([], pd.DataFrame()))
         return Recommendation(params, results.unit, table, None, nothing, questions_asked=asked)
     best = str(ranked["run_id"].iloc[0])
     others = ranked["run_id"].iloc[1:].astype(str).tolist()
@@ -312,11 +312,11 @@ def recommend(results: Results, params: BestParams) -> Recommendation:
                           "value_a": table.set_index("run_id").at[best, "label"],
                           "value_b": [table.set_index("run_id").at[run, "label"] for run in others]})
     # The engine gives each pair the strict difference's own CI and p (a failure as the worst value).
-    comparisons = with_holm(comparer.pair_comparisons([params.metric], pairs), alpha=params.alpha,
+    comparisons = with_adjusted(comparer.pair_comparisons([params.metric], pairs), alpha=params.alpha,
                             question=RUNNERS_UP)
     direction = better_direction(params.metric)
-    worse = (((comparisons["p_holm"] < params.alpha) & (comparisons["diff"] * direction < 0))
-             | ((comparisons["strict_p_holm"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))
+    worse = (((comparisons["p_adj"] < params.alpha) & (comparisons["diff"] * direction < 0))
+             | ((comparisons["strict_p_adj"] < params.alpha) & (comparisons["strict_diff"] * direction < 0)))
     not_worse = comparisons.loc[~worse.fillna(False).astype(bool), "run_b"].astype(str).tolist()
     top = ranked["quality"].iloc[0]
     tied = ranked.loc[ranked["quality"] == top, "run_id"].astype(str).tolist()[1:]
@@ -372,10 +372,10 @@ def to_text(rec: Recommendation) -> str:
         mark = "  " if run in rec.not_worse else "x "
         lines.append(f"  {mark}{rec.label(run)}: diff {_number(comparison['diff'])} "
                      f"[{_number(comparison['ci_low'])}, {_number(comparison['ci_high'])}], "
-                     f"p (adj.) {_number(comparison['p_holm'])}, n {int(comparison['n'])}, detectable "
+                     f"p (adj.) {_number(comparison['p_adj'])}, n {int(comparison['n'])}, detectable "
                      f"{_number(comparison['mde'])}; strict diff "
                      f"{_number(comparison['strict_diff'])} [{_number(comparison['strict_ci_low'])}, "
-                     f"{_number(comparison['strict_ci_high'])}], p (adj.) {_number(comparison['strict_p_holm'])}, "
+                     f"{_number(comparison['strict_ci_high'])}], p (adj.) {_number(comparison['strict_p_adj'])}, "
                      f"failed {int(comparison['n_failed_b'])} vs {int(comparison['n_failed_a'])}")
     if rec.comparisons.empty:
         lines.append("  (no other eligible run)")

@@ -10,13 +10,13 @@ Three parts, in reading order:
 2. **Configurations**: each run's mean per metric with its interval and scored/failed counts.
 3. **Single-factor pairs** (unless ``detail=False``): every pair of runs differing in one factor.
 
-Every comparison's Holm p and simultaneous interval come from its family (``families``: per
-metric, the factor rows; per metric, the pairs), described by ``holm_family``: the same numbers
+Every comparison's adjusted p and simultaneous interval come from its family (``families``: per
+metric, the factor rows; per metric, the pairs), described by ``family_adjustment``: the same numbers
 with and without the pairs (``detail=False``) or other metrics beside it. Where any question
 failed, the strict difference (a failure scoring the failure value) leads. JSON carries the
 same rows with every number at full precision (no rounding): per comparison the engine's
 columns (``comparison.COLUMNS``), with ``references`` (each factor's reference level and why),
-``partial_runs`` (runs not asked every question), ``holm_family`` and ``counts`` (what each
+``partial_runs`` (runs not asked every question), ``family_adjustment`` and ``counts`` (what each
 count column counts).
 """
 
@@ -39,14 +39,14 @@ from ragkit.analysis.comparison import (
     Reference,
     check_baselines,
     compare,
-    holm_family,
+    family_adjustment,
 )
 from ragkit.analysis.coverage import partial_runs
 from ragkit.analysis.json_rows import json_records
 from ragkit.analysis.latency import run_latency
 from ragkit.analysis.loading import Results, load_results
 from ragkit.analysis.means import available_metrics, metric_means
-from ragkit.analysis.notes import COUNTS, failure_note, header_lines, holm_note
+from ragkit.analysis.notes import COUNTS, adjustment_note, failure_note, header_lines
 from ragkit.analysis.power import POWER_RULE
 from ragkit.analysis.statistics import describe_method
 from ragkit.errors import ConfigError
@@ -69,7 +69,7 @@ class Report:
     metrics: list[str]
     unit: str
     overview: str
-    comparisons: pd.DataFrame  # the engine's rows, factor rows first, p_holm over all of them
+    comparisons: pd.DataFrame  # the engine's rows, factor rows first, p_adj over all of them
     means: pd.DataFrame  # metric_means of every run
     runs: pd.DataFrame
     latency_ms: pd.Series = field(default_factory=lambda: pd.Series(dtype="float64"))
@@ -179,7 +179,7 @@ def has_failures(rows: pd.DataFrame) -> bool:
 
 def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str, object]:
     """The strict and the over-scored difference, each with its interval alone (CI), its
-    simultaneous interval over its family (sim. CI) and Holm p, the strict one first when
+    simultaneous interval over its family (sim. CI) and adjusted p, the strict one first when
     ``lead_strict``, and whether they disagree in sign."""
     def cells(prefix: str) -> list[str]:
         low, high = rows[f"{prefix}ci_low"], rows[f"{prefix}ci_high"]
@@ -191,9 +191,9 @@ def _differences(rows: pd.DataFrame, label: str, lead_strict: bool) -> dict[str,
                                                                  rows[f"{prefix}sim_ci_high"])]
 
     strict = {f"strict Δ ({label}) [CI]": cells("strict_"), "strict sim. CI": simultaneous("strict_"),
-              "strict p (adj.)": rows["strict_p_holm"].map(_p)}
+              "strict p (adj.)": rows["strict_p_adj"].map(_p)}
     scored = {f"Δ over scored ({label}) [CI]": cells(""), "sim. CI": simultaneous(""),
-              "p (adj.)": rows["p_holm"].map(_p)}
+              "p (adj.)": rows["p_adj"].map(_p)}
     ordered = {**strict, **scored} if lead_strict else {**scored, **strict}
     return {**ordered, "signs": np.where(rows["signs_disagree"].astype(bool), "DISAGREE", "")}
 
@@ -258,7 +258,8 @@ def _notes(report: Report) -> dict[str, str]:
              "metric is compared at the common depth, shown as 'metric (at metric@depth)'."
              if report.depth_rule == "common"
              else "Metrics are compared as asked, whatever the depth of each run's context.")
-    common = (f"{describe_method(report.unit)} {holm_note(holm_family(report.comparisons))} A failed question (an "
+    adjustment = adjustment_note(family_adjustment(report.comparisons))
+    common = (f"{describe_method(report.unit)} {adjustment} A failed question (an "
               "error or no value) is never averaged: 'failed' counts them per side, and strict Δ is the difference "
               f"over every question both sides were asked, {failure_note(report.metrics)}, with its own CI and p. "
               + "In a table where some question failed, the strict difference leads. signs DISAGREE: the two "
@@ -341,7 +342,7 @@ def to_json(report: Report) -> str:
         "header": header_lines(report.references, report.partial), "unit": report.unit, "metrics": report.metrics,
         "depth_rule": report.depth_rule, "method": describe_method(report.unit),
         "notes": _notes(report), "warnings": report.warnings,
-        "holm_family": holm_family(report.comparisons),
+        "family_adjustment": family_adjustment(report.comparisons),
         "references": [{"factor": r.factor, "level": r.level, "source": r.source} for r in report.references],
         "partial_runs": json_records(report.partial), "counts": COUNTS,
         "strict_leads": has_failures(report.comparisons),

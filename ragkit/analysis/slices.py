@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ragkit.analysis.comparison import Comparer, with_holm
+from ragkit.analysis.comparison import Comparer, with_adjusted
 from ragkit.analysis.loading import Results
 from ragkit.analysis.means import metric_means
 from ragkit.errors import ConfigError
@@ -35,7 +35,7 @@ FAMILIES_OVER_SLICES = "per metric, the factor rows of every slice; per metric, 
 class Sliced:
     column: str
     means: pd.DataFrame  # metric_means rows with a `slice` column
-    comparisons: pd.DataFrame  # the engine's rows with a `slice` column; p_holm over all of them
+    comparisons: pd.DataFrame  # the engine's rows with a `slice` column; p_adj over all of them
     sizes: pd.Series  # slice value -> questions in it
 
 
@@ -84,7 +84,7 @@ def sliced(results: Results, metrics: list[str], column: str, pairs: bool = True
         comparer = Comparer(within)
         parts = [comparer.factor_effects(metrics)] + ([comparer.pair_comparisons(metrics)] if pairs else [])
         comparisons += [part.assign(**{SLICE: value}) for part in parts if not part.empty]
-    table = with_holm(pd.concat(comparisons, ignore_index=True)) if comparisons else with_holm(
+    table = with_adjusted(pd.concat(comparisons, ignore_index=True)) if comparisons else with_adjusted(
         Comparer(results).pair_comparisons([], pd.DataFrame()).assign(**{SLICE: pd.Series(dtype="object")}))
     table = table[[SLICE, *[c for c in table.columns if c != SLICE]]]
     mean_table = pd.concat(means, ignore_index=True) if means else pd.DataFrame()
@@ -99,9 +99,9 @@ def to_text(result: Sliced) -> str:
     lines = [f"slices by {result.column}: " + ", ".join(f"{value} ({n} questions)" for value, n in
                                                         result.sizes.items()),
              "", "means per slice (95% CI):", result.means.to_string(index=False) if not result.means.empty else "-",
-             "", f"comparisons per slice; p_holm: the adjusted p of one joint test per family of every slice's rows "
+             "", f"comparisons per slice; p_adj: the adjusted p of one joint test per family of every slice's rows "
              f"({FAMILIES_OVER_SLICES}):"]
     shown = ["slice", "kind", "factor", "level_a", "level_b", "metric", "n", "diff", "ci_low", "ci_high", "p",
-             "p_holm", "strict_diff", "unit"]
+             "p_adj", "strict_diff", "unit"]
     lines.append(result.comparisons[shown].to_string(index=False) if not result.comparisons.empty else "-")
     return "\n".join(lines) + "\n"

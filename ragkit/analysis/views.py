@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from ragkit.analysis import decision_views, failures, judges, latency, matrices
-from ragkit.analysis.comparison import Comparer, with_holm
+from ragkit.analysis.comparison import Comparer, with_adjusted
 from ragkit.analysis.loading import Results
 from ragkit.analysis.means import matrix_curve, matrix_means, matrix_table, metric_means
 from ragkit.metrics.names import parse_metric, sort_key
@@ -31,9 +31,9 @@ def latency_means(results: Results) -> pd.DataFrame:
 
 
 def factor_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Each factor level against the factor's reference level, Holm per metric over the factor
+    """Each factor level against the factor's reference level, adjusted per metric over the factor
     table (``families``)."""
-    return with_holm(Comparer(results).factor_effects(list(metrics)))
+    return with_adjusted(Comparer(results).factor_effects(list(metrics)))
 
 
 def factor_references(results: Results) -> pd.DataFrame:
@@ -44,8 +44,8 @@ def factor_references(results: Results) -> pd.DataFrame:
 
 
 def pair_effects(results: Results, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Every single-factor pair, Holm per metric over the pairs (``families``)."""
-    return with_holm(Comparer(results).pair_comparisons(list(metrics)))
+    """Every single-factor pair, adjusted per metric over the pairs (``families``)."""
+    return with_adjusted(Comparer(results).pair_comparisons(list(metrics)))
 
 
 def single_factor_pairs(results: Results) -> pd.DataFrame:

@@ -88,7 +88,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_slices(args: argparse.Namespace) -> int:
     import json
 
-    from ragkit.analysis.comparison import holm_family
+    from ragkit.analysis.comparison import family_adjustment
     from ragkit.analysis.json_rows import json_records
     from ragkit.analysis.loading import load_results
     from ragkit.analysis.report import default_metrics
@@ -101,7 +101,7 @@ def _cmd_slices(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({"column": result.column, "sizes": result.sizes.to_dict(),
                           "family": FAMILIES_OVER_SLICES,
-                          "families": holm_family(result.comparisons),
+                          "families": family_adjustment(result.comparisons),
                           "means": json_records(result.means),
                           "comparisons": json_records(result.comparisons)}, indent=1))
     else:

@@ -15,7 +15,7 @@ def test_every_forest_panel_has_a_dotted_line_at_no_difference_on_its_axes():
     effects = pd.DataFrame([
         {"kind": "factor", "factor": "chunker", "level_a": level, "level_b": "token", "run_a": None, "run_b": None,
          "metric": metric, "metric_compared": metric, "diff": 0.1, "ci_low": -0.05, "ci_high": 0.25, "p": 0.2,
-         "p_holm": 0.4, "n": 30}
+         "p_adj": 0.4, "n": 30}
         for metric in metrics for level in ("sentence", "semantic")])
     figure = forest_chart(effects, pd.DataFrame({"run_id": ["r1"], "label": ["r1"]}))
     axes = [(trace.xaxis, trace.yaxis) for trace in figure.data]

@@ -178,7 +178,7 @@ def test_families_are_per_kind_and_metric_whatever_else_is_asked():
         separate = ~((family["n"] == family["n_strict"]) & (family["p"] == family["strict_p"])).to_numpy()
         tests = np.r_[family["p"].to_numpy(dtype=float), family["strict_p"].to_numpy(dtype=float)[separate]]
         # the joint test (tests/analysis/test_families.py checks its value) lies between p and Holm
-        adjusted, known = family["p_holm"].to_numpy(), family["p"].notna().to_numpy()
+        adjusted, known = family["p_adj"].to_numpy(), family["p"].notna().to_numpy()
         assert np.isnan(adjusted[~known]).all()
         assert (adjusted[known] >= family["p"].to_numpy()[known] - 1e-15).all()
         assert (adjusted[known] <= holm(tests)[:len(family)][known] + 1e-15).all()
@@ -195,11 +195,11 @@ def test_families_are_per_kind_and_metric_whatever_else_is_asked():
         assert (tested["sim_ci_high"] - tested["sim_ci_low"] >= tested["ci_high"] - tested["ci_low"]).all()
         # one that excludes 0 always sits beside p (Holm) < 0.05
         excludes = (tested["sim_ci_low"] > 0) | (tested["sim_ci_high"] < 0)
-        assert (~excludes | (tested["p_holm"] < 0.05)).all()
+        assert (~excludes | (tested["p_adj"] < 0.05)).all()
     # The factor table's numbers do not depend on whether the pairs are asked for too.
     alone = compare(grid, ["ndcg@5"], pair_rows=False)
     shown = table[table["kind"] == "factor"].reset_index(drop=True)
-    for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "family_tests"):
+    for column in ("p_adj", "strict_p_adj", "sim_ci_low", "sim_ci_high", "family_tests"):
         assert alone[column].to_numpy(dtype=float) == pytest.approx(shown[column].to_numpy(dtype=float), nan_ok=True)
 
 

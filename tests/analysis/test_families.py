@@ -145,7 +145,7 @@ def test_a_simultaneous_interval_that_excludes_zero_sits_beside_an_adjusted_p_be
     table = families.with_families(with_stats(rows, values, values, units, "document"))
     assert (table["family_tests"] == 6).all()  # the strict difference is the same test here
     excludes = (table["sim_ci_low"] > 0) | (table["sim_ci_high"] < 0)
-    assert (table.loc[excludes, "p_holm"] < 0.05).all()
-    assert excludes.any() and (table["p_holm"] >= 0.05).any()
+    assert (table.loc[excludes, "p_adj"] < 0.05).all()
+    assert excludes.any() and (table["p_adj"] >= 0.05).any()
     assert ((table["sim_ci_low"] <= table["ci_low"]) & (table["sim_ci_high"] >= table["ci_high"])).all()
     assert "unit_influence" not in table.columns

@@ -30,7 +30,7 @@ def test_judge_effects_test_only_the_judge_pairs_of_a_grid():
     assert set(zip(effects["run_a"], effects["run_b"])) == {("off-k1", "llm-k1"), ("off-k3", "llm-k3")}
     assert effects["diff"].to_numpy() == pytest.approx([0.1, 0.1], abs=0.02)
     # one joint test over the judge pairs: between p and Holm's (tests/analysis/test_families.py checks its value)
-    assert (effects["p_holm"] >= effects["p"]).all()
-    assert (effects["p_holm"] <= holm(effects["p"]) * (1 + 1e-9)).all()
+    assert (effects["p_adj"] >= effects["p"]).all()
+    assert (effects["p_adj"] <= holm(effects["p"]) * (1 + 1e-9)).all()
     assert (effects["family_tests"] == 2).all()  # a family of two tests, not four
     assert effects["tokens_diff"].tolist() == [40.0, 40.0]

@@ -72,7 +72,7 @@ def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
              and (row["level_a"], row["level_b"]) == ("dense", "hybrid")]
     for row in pairs:
         print(f"dense -> hybrid span_recall@5: {row['diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], "
-              f"p (adj.) {row['p_holm']:.2g} over {len(comparisons)} comparisons, {row['n_units']} {row['unit']}s")
+              f"p (adj.) {row['p_adj']:.2g} over {len(comparisons)} comparisons, {row['n_units']} {row['unit']}s")
     assert len(pairs) == 6
     assert all(row["diff"] > 0.1 and row["p"] < 0.01 and row["ci_low"] > 0 for row in pairs)
     assert all(row["unit"] == "document" and row["n_units"] == 18 for row in pairs)
@@ -81,7 +81,7 @@ def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
     factor = [row for row in comparisons if row["kind"] == "factor" and row["factor"] == "retriever"
               and row["metric"] == "span_recall@5" and row["level_b"] == "hybrid"]
     assert len(factor) == 1 and factor[0]["level_a"] == "dense"
-    assert factor[0]["diff"] > 0.1 and factor[0]["p_holm"] < 0.05
+    assert factor[0]["diff"] > 0.1 and factor[0]["p_adj"] < 0.05
     assert {"factor": "retriever", "level": "dense", "source": "named in the experiment"} in payload["references"]
     # every p is positive, or missing with its reason
     assert all((row["p"] or 0) > 0 or row["p_note"] for row in comparisons)
@@ -89,7 +89,8 @@ def test_a_clear_effect_is_significant_after_holm(quickstart_results, capsys):
     identical = [row for row in comparisons if row["kind"] == "pair" and row["factor"] == "top_k"
                  and row["metric_compared"].endswith("@5") and row["diff"] == 0 and row["n_failed_a"] == 0]
     assert identical and all(row["p"] is None and "identical" in row["p_note"] for row in identical)
-    assert payload["holm_family"]["tests"] == sum(family["tests"] for family in payload["holm_family"]["families"])
+    described = payload["family_adjustment"]
+    assert described["tests"] == sum(family["tests"] for family in described["families"])
 
 
 def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_results, capsys):
@@ -130,8 +131,8 @@ def test_best_names_a_configuration_and_its_not_worse_set_as_the_reports_pairs_i
     separate = [i for i, row in enumerate(rows) if not (row["n"] == row["n_strict"] and row["p"] == row["strict_p"])]
     holm_bound = holm([row["p"] if row["p"] is not None else float("nan") for row in rows]
                       + [rows[i]["strict_p"] if rows[i]["strict_p"] is not None else float("nan") for i in separate])
-    adjusted = [row["p_holm"] if row["p_holm"] is not None else float("nan") for row in rows]
-    strict_adjusted = [row["strict_p_holm"] if row["strict_p_holm"] is not None else float("nan") for row in rows]
+    adjusted = [row["p_adj"] if row["p_adj"] is not None else float("nan") for row in rows]
+    strict_adjusted = [row["strict_p_adj"] if row["strict_p_adj"] is not None else float("nan") for row in rows]
     for i, row in enumerate(rows):
         if row["p"] is not None:
             assert row["p"] <= adjusted[i] <= holm_bound[i] * (1 + 1e-9)
@@ -190,7 +191,7 @@ def test_every_pair_row_recomputed_independently_with_cr2(quickstart_results, ca
         same = (family["n"] == family["n_strict"]).to_numpy() & (p == strict)
         tests = np.concatenate([p, strict[~same]])
         bound = holm(tests)[:len(family)]
-        adjusted, known = family["p_holm"].astype(float).to_numpy(), ~np.isnan(p)
+        adjusted, known = family["p_adj"].astype(float).to_numpy(), ~np.isnan(p)
         assert np.isnan(adjusted[~known]).all()
         assert (p[known] <= adjusted[known]).all() and (adjusted[known] <= bound[known] * (1 + 1e-9)).all()
         assert (family["family_tests"] == np.count_nonzero(~np.isnan(tests))).all()
@@ -206,7 +207,7 @@ def test_no_detail_gives_every_factor_row_the_same_adjusted_p(quickstart_results
             in shown]
     assert len(both) == len(brief["comparisons"]) > 10
     for row, other in both:
-        for column in ("p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high", "family_tests"):
+        for column in ("p_adj", "strict_p_adj", "sim_ci_low", "sim_ci_high", "family_tests"):
             assert row[column] == other[column] or (row[column] is None and other[column] is None)
 
 

@@ -78,8 +78,8 @@ def test_best_and_its_not_worse_set_are_what_the_pairs_imply_by_hand():
     rows = rec.comparisons.set_index("run_b")
     for run in ("B", "C", "D"):
         assert rows.loc[run, "run_a"] == "A"
-        assert rows.loc[run, "p_holm"] == pytest.approx(adjusted[(run, "diff")], rel=1e-6)
-        assert rows.loc[run, "strict_p_holm"] == pytest.approx(adjusted[(run, "strict")], rel=1e-6)
+        assert rows.loc[run, "p_adj"] == pytest.approx(adjusted[(run, "diff")], rel=1e-6)
+        assert rows.loc[run, "strict_p_adj"] == pytest.approx(adjusted[(run, "strict")], rel=1e-6)
     tested = len(order)
     assert tested < 6 and f"joint test over the {tested} tests" in rec.family
     # The chunker moves ndcg@10 by about 0.5, the retriever by about 0.02.
@@ -108,7 +108,7 @@ def test_a_runner_up_that_crashes_often_is_worse_through_its_strict_difference()
     rec = recommend(results, BestParams(metric="ndcg@10"))
     row = rec.comparisons.iloc[0]
     assert rec.best == "A" and row["diff"] == 0  # over the questions both scored, B is A
-    assert row["strict_p_holm"] < 0.05 and rec.not_worse == []
+    assert row["strict_p_adj"] < 0.05 and rec.not_worse == []
 
 
 def test_constraints_exclude_runs_and_name_why():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragkit.analysis.comparison import Comparer, with_holm
+from ragkit.analysis.comparison import Comparer, with_adjusted
 from ragkit.analysis.statistics import column_stats, holm
 from tests.analysis.helpers import results_of, run_row, score_rows
 
@@ -80,11 +80,11 @@ def test_the_simulated_statistics_are_the_factor_tables():
             for level, name in enumerate(names) for i, question in enumerate(questions)]
     results = results_of([run_row(name, chunker=name) for name in names], score_rows(rows),
                          {question: f"doc{unit}" for question, unit in zip(questions, UNITS)})
-    table = with_holm(Comparer(results).factor_effects(["ndcg@5"])).set_index("level_b")
+    table = with_adjusted(Comparer(results).factor_effects(["ndcg@5"])).set_index("level_b")
     assert set(table["level_a"]) == {"L0"} and (table["unit"] == "document").all()
     expected = _holm_p(scores, np.zeros(1, dtype=int))[0]
     differences = scores[0] - scores[0, 0]
     raw = column_stats(differences[1:].T, UNITS).p_value
     np.testing.assert_allclose(table.loc[names[1:], "p"].to_numpy(dtype=float), raw, rtol=1e-9)
-    adjusted = table.loc[names[1:], "p_holm"].to_numpy(dtype=float)
+    adjusted = table.loc[names[1:], "p_adj"].to_numpy(dtype=float)
     assert (adjusted >= raw).all() and (adjusted <= expected[1:] * (1 + 1e-9)).all()

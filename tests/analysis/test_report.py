@@ -101,12 +101,12 @@ def test_markdown_leads_with_the_factor_answers_computed_by_hand(results_dir, ca
     assert "cluster-robust" in text and "over questions" in text and "the strict difference leads" in text
 
 
-def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(results_dir, capsys):
+def test_json_carries_every_comparison_at_full_precision_with_its_family_adjustment(results_dir, capsys):
     payload = json.loads(_report(results_dir, capsys, "--format", "json", "--metrics", "recall@10,groundedness"))
     comparisons = pd.DataFrame(payload["comparisons"])
     expected = {"factor", "level_a", "level_b", "metric", "depth", "n_scored_a", "n_scored_b", "n_failed_a",
-                "n_failed_b", "n_only_a", "n_only_b", "diff", "ci_low", "ci_high", "p", "p_holm", "p_note",
-                "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_holm", "strict_p_note",
+                "n_failed_b", "n_only_a", "n_only_b", "diff", "ci_low", "ci_high", "p", "p_adj", "p_note",
+                "strict_diff", "strict_ci_low", "strict_ci_high", "strict_p", "strict_p_adj", "strict_p_note",
                 "signs_disagree", "settings", "unit"}
     assert expected <= set(comparisons.columns)
     assert set(comparisons["kind"]) == {"factor", "pair"}
@@ -115,13 +115,13 @@ def test_json_carries_every_comparison_at_full_precision_with_its_holm_family(re
         p, strict_p = family["p"].to_numpy(dtype=float), family["strict_p"].to_numpy(dtype=float)
         separate = ~((family["n"] == family["n_strict"]).to_numpy() & (p == strict_p))
         adjusted = holm(np.r_[p, strict_p[separate]])
-        assert family["p_holm"].to_numpy(dtype=float) == pytest.approx(adjusted[:len(family)], nan_ok=True)
-        assert family["strict_p_holm"].to_numpy(dtype=float)[separate] == pytest.approx(adjusted[len(family):],
+        assert family["p_adj"].to_numpy(dtype=float) == pytest.approx(adjusted[:len(family)], nan_ok=True)
+        assert family["strict_p_adj"].to_numpy(dtype=float)[separate] == pytest.approx(adjusted[len(family):],
                                                                                         nan_ok=True)
     for p, note in [*zip(comparisons["p"], comparisons["p_note"]),
                     *zip(comparisons["strict_p"], comparisons["strict_p_note"])]:
         assert (p is not None and not np.isnan(p) and p > 0) or note
-    family = payload["holm_family"]
+    family = payload["family_adjustment"]
     assert family["rows"] == len(comparisons)
     assert {f["family"] for f in family["families"]} == {"factor table on recall@10", "factor table on groundedness",
                                                          "pairs on recall@10", "pairs on groundedness"}
@@ -217,7 +217,7 @@ def test_no_detail_leaves_out_the_pairs_and_keeps_every_adjusted_p(results_dir, 
     shown = {tuple(row[k] for k in key): row for row in short["comparisons"]}
     same = [row for row in full["comparisons"] if tuple(row[k] for k in key) in shown]
     assert len(same) == len(shown)
-    columns = ("family", "family_tests", "p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high")
+    columns = ("family", "family_tests", "p_adj", "strict_p_adj", "sim_ci_low", "sim_ci_high")
     for row in same:
         assert [row[c] for c in columns] == [shown[tuple(row[k] for k in key)][c] for c in columns]
     # and so does the text: the factor table's rows are the same lines

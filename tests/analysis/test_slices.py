@@ -48,13 +48,13 @@ def test_each_slice_is_the_engine_on_its_questions_and_holm_spans_every_slice():
         mine = out.means[(out.means["slice"] == kind) & (out.means["run_id"] == "b")].iloc[0]
         assert mine["mean"] == pytest.approx(alone.scores[alone.scores["run_id"] == "b"]["value"].mean())
     # The pair reads sentence -> token (the engine orders levels), so b - a is about -0.3.
-    assert abs(pairs.loc["factoid", "diff"]) == pytest.approx(0.3, abs=0.03) and pairs.loc["factoid", "p_holm"] < 0.001
-    assert pairs.loc["list", "p_holm"] > 0.05
+    assert abs(pairs.loc["factoid", "diff"]) == pytest.approx(0.3, abs=0.03) and pairs.loc["factoid", "p_adj"] < 0.001
+    assert pairs.loc["list", "p_adj"] > 0.05
     # Families span the slices: the factor rows of every slice, and the pairs of every slice, each
     # with p and strict p as one test where no question failed.
     for kind, family in out.comparisons.groupby("kind"):
         # the slices' questions differ, so their tests are adjusted as independent: between p and Holm
-        p, adjusted = family["p"].to_numpy(), family["p_holm"].to_numpy()
+        p, adjusted = family["p"].to_numpy(), family["p_adj"].to_numpy()
         assert (adjusted >= p).all() and (adjusted <= holm(p) * (1 + 1e-9)).all()
         assert (family["family_tests"] == 2).all()
         assert (family["family"] == ("factor table" if kind == "factor" else "pairs") + " on recall@5").all()
