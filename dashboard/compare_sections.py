@@ -147,7 +147,7 @@ def best(c: Compared) -> None:
     st.text(recommend.to_text(rec))
     st.caption(f"The same as `ragkit best` (`--format json` for every number). Each mean: {rec.mean_rule()}. "
                "Each eligible run is tested against the best on its difference and its strict difference, one joint "
-               "test (step-down max-|t|, the tests' correlation estimated from the shared documents) over "
+               "test (step-down minP, the tests' dependence from a wild bootstrap over the shared documents) over "
                "exactly those tests; 'detectable' is the smallest difference each test would find (80% power, "
                "two-sided 5%). `ragkit questions plan` says how many questions a smaller one needs.")
 

@@ -1,7 +1,7 @@
 """Per-question differences between paired runs, and their statistics: the part of the comparison
 engine that turns score matrices into the numbers of one comparison row.
 
-Two differences per question, each with its own interval, p-value and (later) Holm p:
+Two differences per question, each with its own interval, p-value and (later) adjusted p:
 
 - ``diff``: b - a over the questions both runs *scored* (a failure on either side drops it);
 - ``strict``: b - a over every question both runs were *asked*, a failure scoring the metric's
@@ -41,6 +41,8 @@ class Influence:
     sample: str
     diff: np.ndarray
     strict: np.ndarray
+    diff_share: np.ndarray  # each unit's share of the questions (``statistics.unit_shares``)
+    strict_share: np.ndarray
 
 
 def sample_key(question_ids, units: np.ndarray) -> str:
@@ -157,7 +159,9 @@ def with_stats(rows: pd.DataFrame, diffs: np.ndarray, strict: np.ndarray, units:
     present = ~np.isnan(diffs)
     key = sample if sample is not None else sample_key([], units)
     influence_diff, influence_strict = statistics.unit_influence(diffs, units), statistics.unit_influence(strict, units)
-    influences = [Influence(key, influence_diff[:, i], influence_strict[:, i]) for i in range(len(rows))]
+    share_diff, share_strict = statistics.unit_shares(diffs, units), statistics.unit_shares(strict, units)
+    influences = [Influence(key, influence_diff[:, i], influence_strict[:, i], share_diff[:, i], share_strict[:, i])
+                  for i in range(len(rows))]
     return rows.assign(
         unit=unit, n=column.n, n_units=column.n_units, diff=column.mean, se=column.se, df=column.df,
         ci_low=column.ci_low, ci_high=column.ci_high, p=column.p_value, p_note=column.p_note,

@@ -19,23 +19,27 @@ where the two are the same test (no question failed on either side: the same que
 values), it counts once and both get the same adjusted p. A row with no p (nothing to test:
 identical on every question, one unit, a zero standard error; ``statistics``) is not counted.
 
-**The joint test** (``joint_adjust``) is the step-down max-|t| test (Westfall and Young 1993;
-the "free step-down" of Hothorn, Bretz and Westfall 2008, R's ``multcomp``) with the family's
-correlation estimated from the data. The family's comparisons share the reference run and the
-questions, so their tests are correlated (a row's difference and strict difference nearly
-always move together), and Holm, which assumes the worst, flags a true null family far less often
-than alpha (2-4% at 5%; benchmarks/README.md). Under the joint null the tests' t statistics are
-drawn as a multivariate t: normal scores whose correlation is the CR2 covariance of the means over
-the units they share (``statistics.unit_influence``), divided by one chi-square per draw with the
-tests' (median) degrees of freedom, as their variances come from the same units. Tests computed
-on different questions (slices) are drawn independently, which errs on the safe side (Sidak).
-With p_(1) <= ... <= p_(m) the family's p-values and p*_k(draw) each test's p in a draw, the
-adjusted p of the i-th is the running maximum over steps j <= i of
-P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS`` draws with a fixed seed (the same family
-gives the same numbers every time). Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach)
-a step's probability is p_(j) times the effective number of tests measured at ``TAIL``. An
-adjusted p is never below p nor above Holm's (so it finds whatever Holm found); a single test's is
-its p. A family of more than ``JOINT_MAX`` tests (tens of thousands of pairs) falls back to Holm.
+**The joint test** (``joint_adjust``) is the step-down minP test (Westfall and Young 1993) with
+the tests' dependence taken from a wild cluster bootstrap. The family's comparisons share the
+reference run and the questions, so their tests are correlated (a row's difference and strict
+difference nearly always move together), and Holm, which assumes the worst, flags a true null
+family far less often than alpha (2-4% at 5%; benchmarks/README.md). Each draw multiplies every
+unit's residuals by one Webb weight (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6; Webb 2014, for few
+units), the same weight for every test of the sample, and recomputes each test's CR2 t statistic
+(``wild_t``, from ``statistics.unit_influence`` and ``statistics.unit_shares``); a draw's p*_k is
+the share of test k's draws at least as extreme as this one. Only the dependence comes from the
+draws: each test keeps its own p (CR2, ``statistics``' df), compared with the draws' p*. Each test
+studentised on its own, as the data are: a multivariate t with one shared chi-square (every test's
+variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level factor table.
+Tests computed on different questions (slices) get independent weights, which errs on the safe
+side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is the
+running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS`` draws
+with a fixed seed (the same family gives the same numbers every time). Below ``TAIL`` (where fewer
+than ``TAIL_DRAWS`` draws reach) a step's probability is p_(j) times the effective number of tests
+measured at ``TAIL``, so p-values far below 1 / ``DRAWS`` stay ordered and exact enough to survive
+the family. An adjusted p is never below p nor above Holm's (so it finds whatever Holm found); a
+single test's is its p. A family of more than ``JOINT_MAX`` tests (tens of thousands of pairs)
+falls back to Holm.
 
 Beside each unadjusted interval sits a **simultaneous** one at the joint test's single-step
 critical value: every row of the family gets the t interval at the level 1 - c, with c the
@@ -56,7 +60,7 @@ from ragkit.analysis import statistics
 from ragkit.analysis.differences import INFLUENCE
 
 ALPHA = 1 - statistics.CONFIDENCE
-JOINT = "max-|t| joint test over the family (correlation estimated from the shared documents)"
+JOINT = "step-down minP joint test over the family (dependence from a wild bootstrap over the shared documents)"
 HOLM = "Holm (family too large for the joint test)"
 # Draws of the max |Z| per family: the adjusted p's Monte Carlo error is about 0.002 at 0.05.
 DRAWS = 10_000
@@ -70,7 +74,7 @@ FAMILY_RULE = ("one family per question asked: per metric, the factor table's ro
                "test); rows without a p (identical on every question, one unit, zero standard error) are not "
                "counted; whatever a view shows, a row's family is the same")
 KIND_NAMES = {"factor": "factor table", "pair": "pairs"}
-FAMILY_COLUMNS = ["family", "family_tests", "p_holm", "strict_p_holm", "sim_ci_low", "sim_ci_high",
+FAMILY_COLUMNS = ["family", "family_tests", "p_adj", "strict_p_adj", "sim_ci_low", "sim_ci_high",
                   "strict_sim_ci_low", "strict_sim_ci_high"]
 
 
@@ -79,72 +83,75 @@ def method(tests: int) -> str:
     return JOINT if tests <= JOINT_MAX else HOLM
 
 
+WEBB = np.sqrt(np.array([1.5, 1.0, 0.5]))
+
+
 @functools.lru_cache(maxsize=64)
-def _normals(position: int, rank: int) -> np.ndarray:
-    """rank x DRAWS standard normals for a family's ``position``-th sample, from ``SEED``."""
-    return np.random.default_rng([SEED, position]).standard_normal((rank, DRAWS))
+def _webb(position: int, units: int) -> np.ndarray:
+    """units x DRAWS Webb weights (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6), from ``SEED``."""
+    rng = np.random.default_rng([SEED, position, units])
+    return WEBB[rng.integers(0, 3, (units, DRAWS))] * rng.choice([-1.0, 1.0], (units, DRAWS))
 
 
-def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray]], df: np.ndarray,
-                 alpha: float = ALPHA, one_sided: bool = False) -> tuple[np.ndarray, float]:
+def wild_t(influence: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """tests x draws: each test's CR2 t statistic on its residuals multiplied unit by unit by
+    ``weights`` (units x draws: the wild cluster bootstrap), from its ``influence`` (units x tests,
+    ``statistics.unit_influence``: c_g R_g / N) and ``share`` (n_g / N, ``statistics.unit_shares``).
+    With r_g = R_g / N and c_g^2 = 1 / (1 - share_g): the draw's mean is m* = sum_g w_g r_g, its
+    unit residual sums w_g r_g - share_g m*, and V* = sum_g c_g^2 (w_g r_g - share_g m*)^2."""
+    c = 1 / np.sqrt(np.clip(1 - share, 1e-12, None))
+    # einsum, not @: products this thin gain nothing from BLAS threads, which stall on a busy machine.
+    mean = np.einsum("gk,gd->kd", influence / c, weights)
+    variance = (np.einsum("gk,gd->kd", influence ** 2, weights ** 2)
+                - 2 * mean * np.einsum("gk,gd->kd", influence * share * c, weights)
+                + mean ** 2 * (c ** 2 * share ** 2).sum(axis=0)[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nan_to_num(mean / np.sqrt(np.clip(variance, 0, None)))
+
+
+def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray, np.ndarray]], alpha: float = ALPHA,
+                 one_sided: bool = False) -> tuple[np.ndarray, float]:
     """(adjusted p per test, critical p) of one family's joint test (module docstring): ``p`` the
     tests' two-sided p-values (all known), ``influence`` each test's (sample key, per-unit
-    influence, ``statistics.unit_influence``), ``df`` each test's degrees of freedom. The adjusted
-    p is the step-down max-|t| test's; a test whose p is below the critical p (the single-step
-    test's) is rejected at ``alpha`` by both.
+    influence, ``statistics.unit_influence``, per-unit share of its questions,
+    ``statistics.unit_shares``). The adjusted p is the step-down minP test's; a test whose p is
+    below the critical p (the single-step test's) is rejected at ``alpha`` by both.
 
     ``one_sided``: ``p`` are one-sided p-values, each rejecting where its influence's mean is large
-    (turn a test of "below" into one of "above" by negating its influence), and the joint test is
-    the step-down max-t (not max-|t|) test, as the regression gate needs."""
-    from scipy import special
-
+    (turn a test of "below" into one of "above" by negating its influence), and a draw's extreme is
+    its largest t, not its largest |t|, as the regression gate needs."""
     m = len(p)
     if m == 1:
         return p.copy(), alpha
-    samples = np.array([key for key, _ in influence], dtype=object)
-    keys = list(dict.fromkeys(samples.tolist()))
-    # Each draw's statistic of every test under the joint null: |t| where all tests share one
-    # sample (one df, so a larger |t| is a smaller p), else 1 - p, comparable across samples.
+    samples = np.array([entry[0] for entry in influence], dtype=object)
+    # Each draw's statistic of every test: 1 - p*, p* the share of the test's draws at least as
+    # extreme as this one (its p under the bootstrap's law), comparable across tests and samples.
     drawn = np.empty((m, DRAWS))
-    for position, key in enumerate(keys):
+    for position, key in enumerate(dict.fromkeys(samples.tolist())):
         mine = np.flatnonzero(samples == key)
         block = np.column_stack([influence[i][1] for i in mine])
-        block = block / np.linalg.norm(block, axis=0)
-        values, vectors = np.linalg.eigh(block.T @ block)
-        keep = values > 1e-10 * values.max()
-        root = vectors[:, keep] * np.sqrt(values[keep])
-        rng = np.random.default_rng([SEED, position, m])
-        scores = root @ _normals(position, int(keep.sum()))
-        # One chi-square per draw shared by the sample's tests: their variances come from the same units.
-        sample_df = float(np.median(df[mine]))
-        spread = np.sqrt(rng.standard_gamma(sample_df / 2, DRAWS) * 2 / sample_df)
-        drawn[mine] = (scores if one_sided else np.abs(scores)) / spread
-        if len(keys) > 1:
-            drawn[mine] = special.stdtr(sample_df, drawn[mine]) if one_sided else special.stdtr(
-                sample_df, drawn[mine]) * 2 - 1
-    one_df = float(np.median(df))
-    tails = 1 if one_sided else 2
-    # p on the scale of ``drawn`` and back.
-    if len(keys) == 1:
-        def scale(x): return special.stdtrit(one_df, 1 - np.asarray(x) / tails)
-        def unscale(x): return tails * special.stdtr(one_df, -np.asarray(x))
-    else:
-        def scale(x): return 1 - np.asarray(x)
-        def unscale(x): return 1 - np.asarray(x)
+        share = np.column_stack([influence[i][2] for i in mine])
+        # One set of unit weights per sample, shared by its tests: their dependence is the units'.
+        t = wild_t(block, share, _webb(position, block.shape[0]))
+        extreme = t if one_sided else np.abs(t)
+        for row, values, ranked in zip(mine, extreme, np.argsort(extreme, axis=1)):
+            ordered = values[ranked]
+            # Ties share the lowest rank: draws at least as extreme count alike.
+            drawn[row, ranked] = np.searchsorted(ordered, ordered, side="left") / DRAWS
     order = np.argsort(p, kind="stable")
-    ordered = p[order]
+    ordered_p = p[order]
     # Step i compares p_(i) with the most extreme draw among the tests not yet rejected (i..m).
     remaining = np.maximum.accumulate(drawn[order[::-1]], axis=0)[::-1]
-    found = (remaining >= scale(ordered)[:, None]).mean(axis=1)
+    found = (remaining >= (1 - ordered_p)[:, None]).mean(axis=1)
     # Beyond the draws' reach: p times the effective number of tests where the draws still count.
-    edge = unscale(-np.partition(-remaining, TAIL_DRAWS - 1, axis=1)[:, TAIL_DRAWS - 1])
-    found = np.where(ordered < edge, ordered * TAIL / edge, found)
-    found = np.clip(found, ordered, np.minimum((m - np.arange(m)) * ordered, 1.0))
+    edge = 1 + np.partition(-remaining, TAIL_DRAWS - 1, axis=1)[:, TAIL_DRAWS - 1]
+    found = np.where(ordered_p < edge, ordered_p * TAIL / edge, found)
+    found = np.clip(found, ordered_p, np.minimum((m - np.arange(m)) * ordered_p, 1.0))
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(found)
     # The single-step critical p (the most extreme draw over all tests), clipped as the adjusted p is.
     rank = int(np.ceil(alpha * DRAWS)) - 1
-    critical = unscale(-np.partition(-remaining[0], rank)[rank])
+    critical = 1 + np.partition(-remaining[0], rank)[rank]
     return adjusted, float(np.clip(critical, alpha / m, alpha))
 
 
@@ -168,7 +175,7 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
     """``table`` (the engine's rows, with ``se``/``df``, ``strict_se``/``strict_df`` and their
     ``INFLUENCE``, which the result drops) with its ``FAMILY_COLUMNS``: each row's family
     (``family_names``), the family's number of tests, the adjusted p of both differences over the
-    family (``p_holm``, ``strict_p_holm``: the joint test, or Holm above ``JOINT_MAX`` tests) and
+    family (``p_adj``, ``strict_p_adj``: the joint test, or Holm above ``JOINT_MAX`` tests) and
     the simultaneous intervals that agree with it."""
     out = table.drop(columns=[INFLUENCE], errors="ignore")
     if not len(table):
@@ -180,7 +187,6 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
     strict_p = table["strict_p"].to_numpy(dtype="float64")
     influences: list = table[INFLUENCE].tolist() if INFLUENCE in table.columns else [None] * len(table)
     once = same_test(table)
-    dfs = {prefix: table[f"{prefix}df"].to_numpy(dtype="float64") for prefix in ("", "strict_")}
     adjusted = {"": np.full(len(table), np.nan), "strict_": np.full(len(table), np.nan)}
     levels = {"": np.full(len(table), np.nan), "strict_": np.full(len(table), np.nan)}
     tests = np.zeros(len(table), dtype="int64")
@@ -195,10 +201,10 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
         known = np.array([p[row] if prefix == "" else strict_p[row] for row, prefix in members])
         joint = len(members) <= JOINT_MAX and all(influences[row] is not None for row, _ in members)
         if joint:
-            shares = [(influences[row].sample, influences[row].diff if prefix == "" else influences[row].strict)
+            shares = [(influences[row].sample, influences[row].diff if prefix == "" else influences[row].strict,
+                       influences[row].diff_share if prefix == "" else influences[row].strict_share)
                       for row, prefix in members]
-            df = np.array([dfs[prefix][row] for row, prefix in members])
-            found, critical_p = joint_adjust(known, shares, df, alpha)
+            found, critical_p = joint_adjust(known, shares, alpha)
             level = 1 - critical_p
         else:
             found, level = statistics.holm(known), 1 - alpha / len(members)
@@ -209,7 +215,7 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
         adjusted["strict_"][row], levels["strict_"][row] = adjusted[""][row], levels[""][row]
     out["family"] = names
     out["family_tests"] = tests
-    out["p_holm"], out["strict_p_holm"] = adjusted[""], adjusted["strict_"]
+    out["p_adj"], out["strict_p_adj"] = adjusted[""], adjusted["strict_"]
     for prefix in ("", "strict_"):
         low, high = statistics.interval(table[f"{prefix}diff"].to_numpy(dtype="float64"),
                                         table[f"{prefix}se"].to_numpy(dtype="float64"),

@@ -26,9 +26,9 @@ def adjustment_note(family: dict) -> str:
     """The families in words (``families.describe``): which comparisons were corrected together,
     how many tests each, and what the simultaneous intervals are."""
     listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"
-    return (f"p (adj.): one joint test per family ({listed}): step-down max-|t| over the family's tests, their "
-            "correlation (shared reference, shared documents) estimated from the data, so a true null family is "
-            "flagged about 5% of the time (Holm for a family of more than 1000 tests). Families are fixed by the "
+    return (f"p (adj.): one joint test per family ({listed}): step-down minP over the family's tests, their "
+            "dependence (shared reference, shared documents) from a wild bootstrap over the documents, so a true "
+            "null family is flagged at most about 5% of the time (Holm for a family of more than 1000 tests). Families are fixed by the "
             "question asked, not by what is shown: per metric, the factor table's rows; per metric, the "
             "single-factor pairs. A row's difference and strict difference are two tests of its family (one when "
             "no question failed); rows without a p (e.g. identical on every question) are not tested. sim. CI: "

@@ -180,7 +180,7 @@ class Recommendation:
     @property
     def family(self) -> str:
         tests = int(self.comparisons["family_tests"].max()) if len(self.comparisons) else 0
-        return (f"step-down max-|t| joint test over the {tests} tests (difference over the questions both scored, "
+        return (f"step-down minP joint test over the {tests} tests (difference over the questions both scored, "
                 f"and strict difference, once where no question failed; rows identical on every question untested) "
                 f"of the "
                 f"{len(self.comparisons)} other eligible runs against the best on {self.params.metric}")

@@ -30,9 +30,9 @@ every question both runs were asked, a failed question counting as the metric's 
 cluster-robust t test (CR2, ``statistics``' df) of the mean difference against T (H0: mean >= T
 for ``<``), over the question's source documents as the unit (``statistics.column_stats``).
 Every pair and condition with a t test is one family, adjusted as the report's families are
-(``families.joint_adjust``) but one-sided: the step-down max-t test, each test oriented to the
-side its condition fails on, the tests' correlation estimated from the documents they share (Holm
-above ``families.JOINT_MAX`` tests); the gate fails when p (adj.) < alpha (0.05). For one pair,
+(``families.joint_adjust``) but one-sided: the step-down minP test, each test oriented to the
+side its condition fails on (a draw's extreme is its largest t, not |t|), the tests' dependence
+from a wild bootstrap over the documents they share (Holm above ``families.JOINT_MAX`` tests); the gate fails when p (adj.) < alpha (0.05). For one pair,
 p (adj.) is p: the one-sided 95% upper bound of the difference is below T.
 
 **No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
@@ -69,7 +69,7 @@ SHOWN = 5  # question ids named per kind of difference
 FAIL, PASS, REFUSE = 1, 0, 2
 T_TEST = statistics.T_TEST
 GATE_SAMPLE = "gate"
-JOINT = "one-sided step-down max-t joint test (correlation estimated from the shared documents)"
+JOINT = "one-sided step-down joint test (dependence from a wild bootstrap over the shared documents)"
 HOLM = f"one-sided Holm (more than {families.JOINT_MAX} tests for the joint test)"
 
 
@@ -312,7 +312,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
     frames: list[pd.DataFrame] = []
-    influences: list[np.ndarray] = []
+    influences: list[tuple[np.ndarray, np.ndarray]] = []  # per row: unit influence, unit shares
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
         worst = failure_value(condition.metric)
@@ -329,7 +329,8 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         # The influence is the same for diffs and diffs - T; negated for "<" so that every test of
         # the family rejects on its influence's large side (``families.joint_adjust``, one-sided).
         direction = -1.0 if condition.op == "<" else 1.0
-        influences.extend(direction * statistics.unit_influence(diffs, units).T)
+        influences.extend(zip(direction * statistics.unit_influence(diffs, units).T,
+                              statistics.unit_shares(diffs, units).T))
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
             "condition": str(condition), "n": column.n, "n_units": column.n_units, "df": column.df,
@@ -343,7 +344,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
-def adjust(rows: pd.DataFrame, influences: list[np.ndarray], alpha: float) -> np.ndarray:
+def adjust(rows: pd.DataFrame, influences: list[tuple[np.ndarray, np.ndarray]], alpha: float) -> np.ndarray:
     """The gate's adjusted p per row: the one-sided joint test (``families.joint_adjust``) over the
     rows decided by a t test, Holm above ``families.JOINT_MAX`` of them; a row decided by its side of
     the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
@@ -354,9 +355,8 @@ def adjust(rows: pd.DataFrame, influences: list[np.ndarray], alpha: float) -> np
         adjusted[tested] = statistics.holm(p[tested])
     elif len(tested):
         # One sample: every pair's differences sit in one matrix over the same units.
-        shares = [(GATE_SAMPLE, influences[i]) for i in tested]
-        adjusted[tested] = families.joint_adjust(p[tested], shares, rows["df"].to_numpy(dtype="float64")[tested],
-                                                 alpha, one_sided=True)[0]
+        shares = [(GATE_SAMPLE, *influences[i]) for i in tested]
+        adjusted[tested] = families.joint_adjust(p[tested], shares, alpha, one_sided=True)[0]
     return adjusted
 
 

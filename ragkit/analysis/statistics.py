@@ -199,6 +199,15 @@ def unit_influence(values: np.ndarray, units: np.ndarray) -> np.ndarray:
     return np.nan_to_num(influence)
 
 
+def unit_shares(values: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Each unit's share of each column's values, n_g / N (units x columns; 0 where absent): with
+    ``unit_influence``, what a wild cluster bootstrap of the column's t statistic needs
+    (``families``)."""
+    _, _, _, counts, _ = _unit_totals(values, units)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nan_to_num(counts / counts.sum(axis=0))
+
+
 def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONFIDENCE) -> ColumnStats:
     """Cluster-robust (CR2, Bell-McCaffrey df) mean, CI and p-value of each column of ``values``
     (questions x columns; NaN = no value), questions grouped into units by the integer codes

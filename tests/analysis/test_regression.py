@@ -175,7 +175,7 @@ def test_a_new_run_that_stopped_short_is_refused_unless_allowed(tmp_path, capsys
     out = capsys.readouterr().out
     assert "warning (allowed): new run r2" in out and "n 29 " in out
     # The same scores (the same seed) on the questions both were asked: nothing left for a t test.
-    assert "joint test (correlation estimated from the shared documents) over the 0 t test(s) (2 decided by " \
+    assert "joint test (dependence from a wild bootstrap over the shared documents) over the 0 t test(s) (2 decided by " \
            "their side of the threshold)" in out
 
 
@@ -236,5 +236,5 @@ def test_the_gate_adjusts_its_family_by_the_one_sided_joint_test(tmp_path, capsy
     assert main(["compare", str(base), str(new), "--fail-if", "ndcg@10 < -0.01", "--fail-if",
                  "ndcg@10 < -0.02"]) == 1
     out = capsys.readouterr().out
-    assert "adjusted by the one-sided step-down max-t joint test" in out and "over the 4 t test(s), alpha" in out
+    assert "adjusted by the one-sided step-down joint test" in out and "over the 4 t test(s), alpha" in out
     assert "p (adj.)" in out and "Holm" not in out
