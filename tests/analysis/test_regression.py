@@ -175,8 +175,8 @@ def test_a_new_run_that_stopped_short_is_refused_unless_allowed(tmp_path, capsys
     out = capsys.readouterr().out
     assert "warning (allowed): new run r2" in out and "n 29 " in out
     # The same scores (the same seed) on the questions both were asked: nothing left for a t test.
-    assert "joint test (dependence from a wild bootstrap over the shared documents) over the 0 t test(s) (2 decided by " \
-           "their side of the threshold)" in out
+    assert ("joint test (dependence from a wild bootstrap over the shared documents) over the 0 t test(s) (2 "
+            "decided by their side of the threshold)") in out
 
 
 def _ann_row(run_id: str, retriever: str = "dense", **ann) -> dict:
