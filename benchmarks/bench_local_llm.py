@@ -127,8 +127,10 @@ def raw_vs_ragkit(repeats: int) -> None:
     sides = {"ragkit": ragkit_call, "raw": raw_side(raw), "raw-every-core": raw_side(every_core)}
     for call in sides.values():
         call(answer_messages("warm up"), 4)
+    # The answer's reply is a dozen tokens, too few to time decoding by: the paragraph runs to max_tokens.
     cases = {"answer": (answer_messages(QUESTIONS[0]), None),
-             "judge (JSON schema)": ([{"role": "user", "content": JUDGE_PROMPT}], Verdict)}
+             "judge (JSON schema)": ([{"role": "user", "content": JUDGE_PROMPT}], Verdict),
+             "paragraph": ([{"role": "user", "content": PROMPT}], None)}
     rows = []
     for case, (messages, schema) in cases.items():
         times: dict[str, dict[str, list[float]]] = {side: {"prefill": [], "full": []} for side in sides}
