@@ -18,7 +18,9 @@ table on every third), one question per filing (a sentence of it, its filing the
 document), and runs 2 chunkers x 3 retrievers x 2 top-k over them. Each side prints its CPU seconds (the
 run's and its workers'), whether torch and sentence-transformers were imported, and the load
 average before and after. Sides run one
-after another in the order given by `--sides`; on a shared machine read the ratios.
+after another in the order given by `--sides`; on a shared machine read the ratios. For the
+quickstart, each side's wall and CPU ratio to torch is also scaled to the torch side's seconds on a
+quiet machine (`--quiet-torch`, the issue's 62.5 s), which the 35 s goal is about.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def make_export(cache: Path) -> None:
     subprocess.run([sys.executable, "-m", "ragkit.embedders.onnx_export"], env=env, check=True, cwd=REPO_ROOT)
 
 
-def run_side(name: str, config: Path, scratch: Path, made_cache: Path) -> tuple[float, str]:
+def run_side(name: str, config: Path, scratch: Path, made_cache: Path) -> tuple[float, float]:
     runtime, export_made = SIDES[name]
     cache = made_cache if export_made else scratch / f"models-{name}"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAGKIT_DATA_DIR": str(scratch / f"data-{name}"),
@@ -97,7 +99,7 @@ def run_side(name: str, config: Path, scratch: Path, made_cache: Path) -> tuple[
     imported = [line for line in done.stderr.splitlines() if line.startswith("imported:")][-1]
     note = f"CPU {cpu:.1f} s (the run and its workers); load {load:.1f} -> {os.getloadavg()[0]:.1f}; {imported}"
     print(f"{name:11} {seconds:7.1f} s  ({note})", flush=True)
-    return seconds, note
+    return seconds, cpu
 
 
 def main() -> None:
@@ -105,6 +107,9 @@ def main() -> None:
     parser.add_argument("experiment", choices=["quickstart", "filings"])
     parser.add_argument("--pages", type=int, default=50, help="pages per stand-in filing")
     parser.add_argument("--sides", default="torch,onnx-first,onnx-made")
+    parser.add_argument("--quiet-torch", type=float, default=62.5,
+                        help="the torch side's seconds on a quiet machine (the issue's quickstart: 62.5), to scale "
+                             "each side's ratio to a quiet machine's seconds")
     args = parser.parse_args()
     sides = args.sides.split(",")
     with tempfile.TemporaryDirectory() as scratch_dir:
@@ -113,15 +118,25 @@ def main() -> None:
         made_cache = scratch / "models-made"
         if "onnx-made" in sides:
             make_export(made_cache)
-        seconds = {name: run_side(name, config, scratch, made_cache)[0] for name in sides}
-    goal = {"quickstart": ("<= 35 s", lambda s: s <= 35.0), "filings": (">= 1.6x faster", None)}[args.experiment]
+        measured = {name: run_side(name, config, scratch, made_cache) for name in sides}
     rows = []
     for name in sides:
-        if name == "torch" or "torch" not in seconds:
+        if name == "torch" or "torch" not in measured:
             continue
-        passed = goal[1](seconds[name]) if goal[1] else seconds["torch"] >= 1.6 * seconds[name]
-        rows.append(Measurement(f"{args.experiment}: {name} vs torch", seconds[name], seconds["torch"], "s",
-                                goal[0], passed))
+        (wall, cpu), (torch_wall, torch_cpu) = measured[name], measured["torch"]
+        if args.experiment == "filings":
+            rows.append(Measurement(f"filings: {name} vs torch, wall", wall, torch_wall, "s", ">= 1.6x faster",
+                                    torch_wall >= 1.6 * wall))
+            rows.append(Measurement(f"filings: {name} vs torch, CPU", cpu, torch_cpu, "s", "(context)", None))
+            continue
+        # On a loaded machine the seconds are the load's; the ratio, applied to the torch side's quiet
+        # seconds, says what this side would take there.
+        for kind, mine, theirs in (("wall", wall, torch_wall), ("CPU", cpu, torch_cpu)):
+            quiet = args.quiet_torch * mine / theirs
+            print(f"{name} / torch, {kind}: {mine / theirs:.3f}x -> {quiet:.1f} s at the quiet torch side's "
+                  f"{args.quiet_torch:g} s")
+            rows.append(Measurement(f"quickstart: {name} vs torch, {kind} (scaled to a quiet {args.quiet_torch:g} s)",
+                                    quiet, args.quiet_torch, "s", "<= 35 s", quiet <= 35.0))
     print_table(rows, "torch")
 
 

@@ -62,9 +62,9 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         environment[TOKEN_ENV] = _remote_access_token(args)
     if args.demo:
         # The demo opens on a finished quickstart: run it first (a no-op once it is complete).
-        quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
+        quickstart = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.yaml"
         args.run_experiment(str(quickstart))
-    app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"  # beside the ragkit package
     command = [
         sys.executable, "-m", "streamlit", "run", str(app),
         "--server.address", args.host, "--server.port", str(args.port),

@@ -26,7 +26,6 @@ from ragkit.pipeline.pipeline import Pipeline
 from ragkit.registry import ComponentSpec
 from ragkit.retrievers import retrievers as retriever_registry
 from ragkit.retrievers.cache import RetrievalCache
-from ragkit.retrievers.params import STRATEGIES
 from ragkit.retrievers.switchable import SwitchableRetriever
 from ragkit.stages.base import STAGES as judge_registry
 from ragkit.stages.wiring import wire_stages
@@ -65,6 +64,7 @@ def assemble_pipeline(plan: Plan, run: RunStep, index: ChunkIndex, components: S
     searchers = [base, *(r for r in (switchable.retrievers.values() if switchable else ()) if r is not base)]
     for searcher in searchers:
         searcher.use_cache(retrieval_cache)
+        searcher.share_searches(plan.search_depth(run.index_id, searcher.spec_dict()))
         searcher.use_semantic_store(data_dir / "semantic_cache")
 
     def summary(method: SummaryMethod, llm: LLMClient | None) -> Any:
@@ -137,18 +137,11 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
 
 
 def switchable_retriever(point: GridPoint, base: Any, index: ChunkIndex, embedder: Any) -> SwitchableRetriever:
-    """The grid's retriever plus dense, bm25 and hybrid at the same top_k over the same index,
+    """The grid's retriever plus the other strategies over the same index (``GridPoint.searchers``),
     for the strategy judge and the quality gate's switch map to choose from."""
-    # The same scope, similarity filter and semantic cache option as the grid's retriever: a switch
-    # changes the strategy, not the documents or the filter (options at their default are left
-    # out; each retriever keeps its own semantic cache: their hits differ).
-    shared = {name: point.retriever.params[name]
-              for name in ("scope", "min_similarity", "semantic_cache", "semantic_cache_store")
-              if point.retriever.params.get(name) is not None}
-    retrievers = {name: retriever_registry.build({"type": name, "params": {"top_k": point.top_k, **shared}},
-                                                  index=index, embedder=embedder)
-                  for name in STRATEGIES if name != point.retriever.type}
-    return SwitchableRetriever({point.retriever.type: base, **retrievers}, default=point.retriever.type)
+    others = {spec.type: retriever_registry.build(spec, index=index, embedder=embedder)
+              for spec in point.searchers()[1:]}
+    return SwitchableRetriever({point.retriever.type: base, **others}, default=point.retriever.type)
 
 
 def question_evaluator(plan: Plan, run: RunStep, components: SharedComponents) -> QuestionEvaluator | None:

@@ -385,7 +385,8 @@ def int8_advice(stage_seconds: Mapping[str, float | None]) -> str | None:
     if total <= 0 or embedding <= total / 2:
         return None
     saved = embedding * (1 - INT8_TIME_RATIO)
-    return (f"faster: embedding is {embedding / total:.0%} of the time. minilm-onnx with precision int8 "
+    return (f"faster: embedding is {embedding / total:.0%} of the estimated time (embedding and LLM calls "
+            f"only). minilm-onnx with precision int8 "
             f"(embedders: [{{type: minilm-onnx, params: {{precision: int8}}}}]) took {INT8_TIME_RATIO:.2f}x "
             f"minilm's CPU time per text (measured, benchmarks/README.md): about {saved:.0f} s less. Its cost, "
             f"measured: {INT8_QUALITY}. It is another embedder: new run ids and indexes, not minilm's cache.")

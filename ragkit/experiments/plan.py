@@ -105,6 +105,31 @@ class Plan:
     baselines: dict[str, str] = field(default_factory=dict)
     first_levels: dict[str, str] = field(default_factory=dict)
 
+    @cached_property
+    def search_depths(self) -> dict[str, int]:
+        """Per search that runs differing only in top_k make (``shared_search_key``: the index, the
+        retriever and its parameters but top_k), the deepest top_k among them: the search is made
+        once at that depth, and the shallower runs keep its first hits where those are what their
+        own search returns (``Retriever.share_searches``)."""
+        depths: dict[str, int] = {}
+        for run in self.runs:
+            for spec in run.point.searchers():
+                key = shared_search_key(run.index_id, spec)
+                depths[key] = max(depths.get(key, 0), int(spec.params["top_k"]))
+        return depths
+
+    def search_depth(self, index_id: str, spec: ComponentSpec | dict[str, Any]) -> int:
+        """How deep the plan searches for a retriever ``spec`` (resolved) over ``index_id``: its own
+        top_k, or a sibling run's larger one (``search_depths``)."""
+        spec = ComponentSpec.model_validate(spec)
+        return max(int(spec.params["top_k"]), self.search_depths.get(shared_search_key(index_id, spec), 0))
+
+
+def shared_search_key(index_id: str, spec: ComponentSpec) -> str:
+    """A resolved retriever's search over ``index_id`` with its top_k left out."""
+    params = {name: value for name, value in spec.params.items() if name != "top_k"}
+    return content_key("shared-search", index_id, spec.type, params)
+
 
 @overload
 def component_key(kind: Registry, spec: ComponentSpec) -> str: ...

@@ -44,7 +44,8 @@ class LocalParams(LLMParams):
         description="Penalty on repeated tokens; above 1 keeps a small model from looping until max_tokens.",
     )
     threads: int | None = Field(
-        default=None, ge=1, le=256, description="CPU threads; default: half the cores, at most 4."
+        default=None, ge=1, le=256,
+        description="CPU threads, for the prompt and the reply alike; default: half the cores, at most 4."
     )
 
 
@@ -136,10 +137,14 @@ class LocalLLM(LLMBackend):
             from llama_cpp import Llama
         except ImportError as error:
             raise ImportError(LLAMA_CPP_HINT) from error
+        threads = self.params.threads or default_threads()
         return Llama(
             model_path=str(self.model_path()),
             n_ctx=self.params.context_window,
-            n_threads=self.params.threads or default_threads(),
+            # Prompts are evaluated on as many threads as replies are generated on; llama-cpp-python's
+            # own default for prompts is every core, whose threads spin on a busy machine.
+            n_threads=threads,
+            n_threads_batch=threads,
             seed=self.params.seed if self.params.seed is not None else -1,
             verbose=False,
         )

@@ -6,6 +6,9 @@ ones), ``scope: named_doc`` to the document(s) the user chose (the question's ``
 ``set_scope``, called by the pipeline per question, sets a LanceDB prefilter, so a question asked
 about one document is answered from it alone. The retrieval cache (``use_cache``) answers a search it has seen, for the
 same index, retriever, parameters, query and scope, without searching or embedding the query.
+Runs that differ only in top_k share one search (``share_searches``): it is made at the deepest
+top_k and each shallower run keeps its first hits, where the retriever's ``prefix_rule`` says that
+is exactly what a search at its own top_k returns, and searches at its own top_k where not.
 The semantic cache (``semantic_cache``, off by default) reuses, within one run, the hits of an
 earlier query whose embedding is within a cosine threshold (``ragkit.retrievers.semantic_cache``);
 with ``semantic_cache_store: persistent`` also those of earlier runs, read from the store that
@@ -16,7 +19,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -29,6 +36,12 @@ from ragkit.retrievers.params import RetrieverInfo, RetrieverParams
 from ragkit.retrievers.semantic_cache import CacheLookup, SemanticCache
 from ragkit.retrievers.semantic_store import SemanticStore, space_key
 from ragkit.retrievers.similarity import cosine_similarities
+
+# How a retriever's hits at top_k relate to its hits for the same query at a larger top_k (``depth``):
+# "never" known to be their first top_k; "always" their first top_k; "untied" their first top_k
+# wherever the first top_k + 1 scores of the deeper search all differ (a search that ranks by score
+# exactly, but whose order among equal scores depends on how many hits it was asked for).
+PrefixRule = Literal["never", "always", "untied"]
 
 
 class Retriever(RetrieverInfo, BaseRetriever):
@@ -63,6 +76,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         self._lookups: list[CacheLookup] = []
         self._vector_in_hand: tuple[str, np.ndarray] | None = None
         self._reused_for: str | None = None  # the query whose hits the semantic cache just reused
+        self._shared_depth = params.top_k
 
     def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
         """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
@@ -85,6 +99,19 @@ class Retriever(RetrieverInfo, BaseRetriever):
 
     def use_cache(self, cache: RetrievalCache | None) -> None:
         self._cache = cache
+
+    def share_searches(self, depth: int) -> None:
+        """Search ``depth`` deep (the deepest top_k of the runs that make this search otherwise alike,
+        ``Plan.search_depths``) through the retrieval cache, so the other runs read it, and keep the
+        first top_k hits where ``prefix_rule(depth)`` says they are what a search at top_k returns.
+        Without a retrieval cache nothing is shared."""
+        self._shared_depth = max(depth, self.params.top_k)
+
+    def prefix_rule(self, depth: int) -> PrefixRule:
+        """Whether this retriever's hits at top_k are the first top_k of its hits at ``depth`` (larger
+        than top_k), with the same query and scope (``PrefixRule``). A retriever that does not say is
+        never shared."""
+        return "never"
 
     def use_semantic_store(self, root: Path) -> None:
         """Where a persistent semantic cache keeps its entries (nothing changes for one kept per run)."""
@@ -155,12 +182,35 @@ class Retriever(RetrieverInfo, BaseRetriever):
         return self.embedder.pending_adjustment() if self.embedder is not None else 0.0
 
     def cached_search(self, query: str, embedded_seconds: float = 0.0) -> list[Hit]:
-        """``search``, answered from the cache when it has seen this search. ``embedded_seconds``:
-        what embedding the query cost before the call (the semantic cache's lookup embeds it)."""
+        """``search``, answered from the cache when it has seen this search, or from the cached
+        deeper search that runs differing only in top_k share (``share_searches``).
+        ``embedded_seconds``: what embedding the query cost before the call (the semantic cache's
+        lookup embeds it)."""
         if self._cache is None or not self.index.index_id:
             return self.search(query)
+        top_k, depth = self.params.top_k, self._shared_depth
+        rule = self.prefix_rule(depth) if depth > top_k else "never"
+        if rule != "never":
+            with self._searching_at(depth):
+                deeper = self._cached_search_here(self._cache, query, embedded_seconds)
+            if rule == "always" or untied(deeper, top_k):
+                return deeper[:top_k]
+            embedded_seconds = 0.0  # paid by the deeper search
+        return self._cached_search_here(self._cache, query, embedded_seconds)
+
+    @contextmanager
+    def _searching_at(self, top_k: int) -> Iterator[None]:
+        """``search`` and ``cache_key`` as for this retriever with ``top_k`` (its params restored after)."""
+        own = self.params
+        self.params = own.model_copy(update={"top_k": top_k})
+        try:
+            yield
+        finally:
+            self.params = own
+
+    def _cached_search_here(self, cache: RetrievalCache, query: str, embedded_seconds: float) -> list[Hit]:
         key = self.cache_key(query)
-        entry = self._cache.get(key)
+        entry = cache.get(key)
         if entry is not None:
             hits, seconds = entry
             # The entry's seconds include its query's embedding, which a semantic lookup just paid.
@@ -171,7 +221,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         hits = self.search(query)
         after = self._pending_adjustment()
         # What this search cost, its query's embedding share included, is what a hit replays.
-        self._cache.put(key, hits, time.perf_counter() - started + after - before + embedded_seconds)
+        cache.put(key, hits, time.perf_counter() - started + after - before + embedded_seconds)
         return hits
 
     def search(self, query: str) -> list[Hit]:
@@ -209,6 +259,13 @@ class Retriever(RetrieverInfo, BaseRetriever):
             hits = [hit for hit, similarity in zip(hits, similarities, strict=True)
                     if similarity >= self.params.min_similarity]
         return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+
+
+def untied(hits: list[Hit], top_k: int) -> bool:
+    """The first ``top_k`` + 1 scores all differ (fewer when the list is shorter): the first
+    ``top_k`` are then the only top ``top_k`` by score, in the only order by score."""
+    scores = [hit.score for hit in hits[: top_k + 1]]
+    return all(higher > lower for higher, lower in pairwise(scores))
 
 
 def hit_to_node(hit: Hit) -> TextNode:

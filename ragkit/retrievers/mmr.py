@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragkit.artefacts.index import Hit
-from ragkit.retrievers.base import Retriever
+from ragkit.retrievers.base import PrefixRule, Retriever
 from ragkit.retrievers.params import MMRParams, MMRRetrieverInfo
 
 
@@ -31,6 +31,11 @@ def mmr_order(query: np.ndarray, candidates: np.ndarray, count: int, mmr_lambda:
 
 class MMRRetriever(MMRRetrieverInfo, Retriever):
     params: MMRParams
+
+    def prefix_rule(self, depth: int) -> PrefixRule:
+        """The same fetch_k candidates, picked greedily: the first top_k picks do not depend on how
+        many follow (fetch_k bounds the depth)."""
+        return "always" if depth <= self.params.fetch_k else "never"
 
     def search(self, query: str) -> list[Hit]:
         query_vector = self.query_vector(query)

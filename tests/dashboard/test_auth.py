@@ -93,6 +93,7 @@ def test_loopback_needs_no_flag_and_no_token(streamlit_calls, capsys, monkeypatc
     [call] = streamlit_calls
     assert TOKEN_ENV not in call["env"]
     assert option(call["command"], "--server.enableXsrfProtection") == "true"
+    assert option(call["command"], "run") == str(APP) and APP.is_file()  # the app beside the ragkit package
 
 
 @pytest.mark.integration

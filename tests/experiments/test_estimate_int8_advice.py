@@ -19,7 +19,7 @@ from ragkit.experiments.estimate import (
 def test_most_of_the_time_in_minilm_embedding_gets_the_int8_advice_with_its_saving_and_cost():
     advice = int8_advice({"embed (minilm)": 300.0, "LLM calls (local:smollm2)": 100.0})
     assert advice is not None
-    assert "embedding is 75% of the time" in advice
+    assert "embedding is 75% of the estimated time (embedding and LLM calls only)" in advice
     assert f"about {300 * (1 - INT8_TIME_RATIO):.0f} s less" in advice
     assert "precision: int8" in advice and "nDCG@10" in advice and "measured" in advice
 

@@ -58,3 +58,13 @@ def test_unconstrained_json_reply_is_parsed_or_reported_invalid(tmp_path):
                                                stage="judge", schema=Relevance)
     assert result.valid == (result.parsed is not None)
     assert result.valid or result.parse_error
+
+
+def test_prompts_are_evaluated_on_the_reply_threads_not_every_core(local_llm):
+    """llama-cpp-python evaluates prompts on every core unless told; ragkit gives it the same
+    threads as generation (``threads``, default half the cores), whose reason holds for both."""
+    from ragkit.llms.local import default_threads
+
+    model = local_llm.client()
+    assert (model.n_threads, model.n_threads_batch) == (default_threads(), default_threads())
+    assert model.context_params.n_threads_batch == default_threads()

@@ -9,7 +9,12 @@ from pydantic import BaseModel, ConfigDict
 from ragkit.experiments.config.models import ExperimentConfig
 from ragkit.metrics.generation import EvaluationParams
 from ragkit.registry import ComponentSpec
+from ragkit.retrievers.params import STRATEGIES
 from ragkit.retrievers.registry import retrievers
+
+# The options a strategy switch carries over to the other strategies: a switch changes the
+# strategy, not the documents, the filter or the semantic cache option.
+SWITCH_KEEPS = ("scope", "min_similarity", "semantic_cache", "semantic_cache_store")
 
 
 class GridPoint(BaseModel):
@@ -43,6 +48,17 @@ class GridPoint(BaseModel):
         return self.judge("strategy") is not None or (gate is not None and bool(gate.params.get("switch_strategy"))) \
             or any(spec is not None and spec.params.get(option, "same") != "same" for spec, option in late) \
             or (check is not None and check.params.get("issue_set") == "design")
+
+    def searchers(self) -> tuple[ComponentSpec, ...]:
+        """The retrievers this point's runs search with, resolved: its own, then, where retrieval may
+        switch strategy, each other strategy (``STRATEGIES``) at the same top_k with the options in
+        ``SWITCH_KEEPS`` that its own sets (each strategy keeps its own semantic cache)."""
+        if not self.switches_strategy():
+            return (self.retriever,)
+        own = self.retriever.params
+        kept = {name: own[name] for name in SWITCH_KEEPS if own.get(name) is not None}
+        return (self.retriever, *(retrievers.resolve({"type": name, "params": {"top_k": self.top_k, **kept}})
+                                  for name in STRATEGIES if name != self.retriever.type))
 
     def active_judges(self) -> tuple[ComponentSpec, ...]:
         """The judges that do something here: a judge that is off is as if it were not configured."""
