@@ -77,6 +77,8 @@ test-slow:
 # test-benchmarks 278 s (an earlier stop). Since then the fast suite grew to ~3,140 tests and took
 # 1,186 s in CI (2026-11-29) and 1,380 s here; CI (90 min, to be kept under 60): install + make test
 # (~22) + test-slow + test-benchmarks (~5); test-repeat (~20 per order) runs by hand only.
+# Of that fast suite's summed test time (7,697 s under load 8-11, 2026-11-29), the judges and
+# agentic example grids on the embedded LLM were 1,890 s: they run in test-slow now.
 test-benchmarks:
 	python -m pytest -m benchmark
 
