@@ -54,20 +54,21 @@ lint:
 # expensive module fixtures are built once), in random order (pytest-randomly; the seed is printed
 # at the top, `-p randomly --randomly-seed=N` replays an order). Deselected here, and run by CI's
 # second step (.ci/run) right after:
-#   slow       the end-to-end runs of the embedded LLM (reference pipelines, quickstart report,
-#              question generation, relevance and claim judges), 20 kills of `ragkit run`, Ray
-#              workers reading published artefacts: `make test-slow`
+#   slow       the end-to-end runs of the embedded LLM (reference pipelines, the judges and agentic
+#              example grids, quickstart report, question generation, relevance and claim judges),
+#              20 kills of `ragkit run`, Ray workers reading published artefacts: `make test-slow`
 #   benchmark  the full-dataset reproductions (SciFact nDCG against plain tools, CovidQA chunk
 #              sizes; most of it embedding 5,183 abstracts): `make test-benchmarks`
-# Times on 2 cores: see the note on times below.
-PYTEST_FAST = python -m pytest -m "not benchmark and not slow" -n 2 --dist loadfile
+# Times on 2 cores: see the note on times below. --durations: each run lists its slowest tests, so a
+# test that grows shows in the log of the run that made it grow.
+PYTEST_FAST = python -m pytest -m "not benchmark and not slow" -n 2 --dist loadfile --durations=15
 
 test: install-test lint
 	@start=$$(date +%s); $(PYTEST_FAST); code=$$?; \
 	echo "make test: the suite took $$(( $$(date +%s) - start )) s"; exit $$code
 
 test-slow:
-	python -m pytest -m "slow and not benchmark" -n 2 --dist loadfile
+	python -m pytest -m "slow and not benchmark" -n 2 --dist loadfile --durations=15
 
 # Times on 2 cores (wall clock), measured 2026-11-26 on fresh clones of a quiet machine: the fast
 # suite 549 s (2,640 tests, seed 20261127), test-slow 624 s (25 tests: 5 reference pipelines on the
@@ -76,6 +77,8 @@ test-slow:
 # test-benchmarks 278 s (an earlier stop). Since then the fast suite grew to ~3,140 tests and took
 # 1,186 s in CI (2026-11-29) and 1,380 s here; CI (90 min, to be kept under 60): install + make test
 # (~22) + test-slow + test-benchmarks (~5); test-repeat (~20 per order) runs by hand only.
+# Of that fast suite's summed test time (7,697 s under load 8-11, 2026-11-29), the judges and
+# agentic example grids on the embedded LLM were 1,890 s: they run in test-slow now.
 test-benchmarks:
 	python -m pytest -m benchmark
 

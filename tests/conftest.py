@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,17 @@ SAMPLE_DATASET = REPO_ROOT / "datasets" / "covidqa_sample"
 @pytest.fixture(scope="session")
 def model_cache_dir(tmp_path_factory) -> Path:
     """One model cache for the session (RAGKIT_MODEL_CACHE_DIR if set): minilm's ONNX export is
-    made once, not once per test, as it is once per machine outside the tests."""
-    return Path(os.environ.get("RAGKIT_MODEL_CACHE_DIR") or tmp_path_factory.mktemp("ragkit-models"))
+    made once, not once per test, as it is once per machine outside the tests. A temporary cache
+    starts with a copy of the exports this machine made (``make install`` makes minilm's): an
+    export imports torch and takes seconds in every xdist worker, and the copy keeps the machine's
+    own cache out of the tests' reach (exports are content-keyed, so a stale one is never used)."""
+    if os.environ.get("RAGKIT_MODEL_CACHE_DIR"):
+        return Path(os.environ["RAGKIT_MODEL_CACHE_DIR"])
+    cache = tmp_path_factory.mktemp("ragkit-models")
+    made = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragkit" / "models" / "onnx"
+    if made.is_dir():
+        shutil.copytree(made, cache / "models" / "onnx", ignore=shutil.ignore_patterns(".*"))
+    return cache
 
 
 @pytest.fixture(autouse=True)

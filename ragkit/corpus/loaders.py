@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +136,7 @@ def first_paragraph(text: str) -> str:
         block = block.strip()
         if not block or block.startswith(("#", "```", "---", "===")):
             continue
-        words = re.findall(r"[^\W\d_]{2,}", block)
-        if len(words) >= 4:
+        # Four words decide; a long block (a whole text without a blank line) is not scanned to its end.
+        if len(list(islice(re.finditer(r"[^\W\d_]{2,}", block), 4))) == 4:
             return short_description(block)
     return ""

@@ -16,7 +16,9 @@ import pytest
 from ragkit.llms.local import BUNDLED_PACKAGE
 from ragkit.results import ResultStore
 
-pytestmark = pytest.mark.integration
+# slow: a whole example grid on the 135M model through the CLI (minutes on 2 cores), like the
+# reference pipelines; each stage's real-model test stays in the fast suite.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "experiments" / "judges_on_off.yaml"
 

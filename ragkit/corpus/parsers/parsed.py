@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,16 @@ class ParsedDocument:
 
 def short_description(text: str) -> str:
     """``text`` on one line, whitespace collapsed, cut to DESCRIPTION_CHARS."""
-    return " ".join(text.split())[:DESCRIPTION_CHARS]
+    # Words are read until the description is full, not the whole text (``\S`` and ``str.split``
+    # agree on what whitespace is).
+    words: list[str] = []
+    length = 0
+    for word in re.finditer(r"\S+", text):
+        words.append(word.group())
+        length += len(words[-1]) + 1
+        if length > DESCRIPTION_CHARS:
+            break
+    return " ".join(words)[:DESCRIPTION_CHARS]
 
 
 def as_tags(value: Any) -> list[str]:
