@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -63,6 +65,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         self._lookups: list[CacheLookup] = []
         self._vector_in_hand: tuple[str, np.ndarray] | None = None
         self._reused_for: str | None = None  # the query whose hits the semantic cache just reused
+        self._document_metadata: Mapping[str, Mapping[str, Any]] = {}
 
     def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
         """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
@@ -85,6 +88,12 @@ class Retriever(RetrieverInfo, BaseRetriever):
 
     def use_cache(self, cache: RetrievalCache | None) -> None:
         self._cache = cache
+
+    def use_document_metadata(self, by_doc: Mapping[str, Mapping[str, Any]]) -> None:
+        """Add ``by_doc[doc_id]`` to the metadata of every chunk of that document this retriever
+        returns (the document profiles on chunks); the searches, their caches and the index are
+        unchanged: the fields are added to the nodes made from the hits."""
+        self._document_metadata = dict(by_doc)
 
     def use_semantic_store(self, root: Path) -> None:
         """Where a persistent semantic cache keeps its entries (nothing changes for one kept per run)."""
@@ -208,7 +217,11 @@ class Retriever(RetrieverInfo, BaseRetriever):
             similarities = self.query_similarities(query_bundle.query_str, hits)
             hits = [hit for hit, similarity in zip(hits, similarities, strict=True)
                     if similarity >= self.params.min_similarity]
-        return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+        nodes = [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+        if self._document_metadata:
+            for node in nodes:  # each node's metadata is its own (hit_to_node makes a new dict)
+                node.node.metadata.update(self._document_metadata.get(node.node.metadata["doc_id"], {}))
+        return nodes
 
 
 def hit_to_node(hit: Hit) -> TextNode:
