@@ -55,7 +55,8 @@ CALIBRATION_CHARS = 1000
 CALIBRATION_PROMPT = [{"role": "user", "content": "In one short sentence: what is a search index?"}]
 CALIBRATION_TOKENS = 32
 LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator; the Retrieval "
-                  "Judge's evaluate -> refine loop 2 x max_iterations - 1, at its bound), and per LLM metric and "
+                  "Judge's evaluate -> refine loop 2 x max_iterations - 1, and the groundedness judge's claims, "
+                  "max_claims plus an LLM split, at their bound), and per LLM metric and "
                   "repeat for the evaluation; once per chunk for chunk summaries, per document for document "
                   "profiles and the router's per-document summaries and once for its corpus summary, where not "
                   "written yet; retries and corrections can add calls, the LLM cache can answer some without "

@@ -79,3 +79,23 @@ def test_the_refine_loop_and_the_routers_summaries_are_counted(tmp_path, isolate
     assert loop_calls == estimate.llm_calls["retrieval"]  # every loop ran to its bound here
     # Written once: another results folder needs only the per-question calls.
     assert again.llm_calls["router"] == questions
+
+
+@pytest.mark.parametrize(("params", "calls"), [
+    ({"mode": "llm"}, 8),  # one call per claim, max_claims (8) at most
+    ({"mode": "llm", "max_claims": 3, "claim_split": "llm"}, 4),  # the design's: the split and 3 claims
+    ({"mode": "nli", "claim_split": "llm"}, 1),  # the NLI model checks; the LLM only splits
+    ({"mode": "nli"}, 0),
+])
+def test_the_groundedness_judge_counts_its_claims_at_their_bound(params, calls):
+    from ragkit.stages.base import STAGES
+
+    assert STAGES.info("groundedness").llm_calls_per_question(params) == calls
+
+
+def test_other_stages_count_one_call_and_the_one_call_retrieval_judge_too():
+    from ragkit.stages.base import STAGES
+
+    assert STAGES.info("rerank").llm_calls_per_question({"mode": "llm"}) == 1
+    assert STAGES.info("retrieval").llm_calls_per_question({"mode": "llm", "max_iterations": 3}) == 1
+    assert STAGES.info("retrieval").llm_calls_per_question({"mode": "llm", "loop": "evaluate_refine"}) == 3
