@@ -162,9 +162,10 @@ class MultiQueryParams(StageParams):
 
     expand_before_strategy: bool = Field(
         default=False,
-        description="With strategy_in_prompt: the first expansions of a question are made without the strategy, "
-        "as the agentic design expands the query before it chooses the strategy; only a strategy switch after "
-        "the first search (a gate's, a correction's) names the new strategy and regenerates them.",
+        description="With strategy_in_prompt: the first expansions of a question are made before the strategy "
+        "judge runs (a step of their own) and without the strategy, as the agentic design expands the query before "
+        "it chooses the strategy, then searched with the strategy chosen; only a strategy switch after the first "
+        "search (a gate's, a correction's) names the new strategy and regenerates them.",
     )
 
     added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"style", "strategy_in_prompt",
