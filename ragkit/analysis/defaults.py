@@ -41,7 +41,7 @@ BUILT_IN_ADDED_DEFAULTS: dict[str, dict[str, dict[str, Default]]] = {
                          "retry_strategy": "same"},
         "chunking": {"show_file_name": False, "token_divisor": 1}, "compression": {}, "condense": {},
         "enrichment": {"parent_summary": False}, "hyde": {},
-        "profile": {"sample": "opening", "sample_chars": 800, "taxonomy": "basic"},
+        "profile": {"on_chunks": False, "sample": "opening", "sample_chars": 800, "taxonomy": "basic"},
         "router": {"decisions": "one", "source_sees": "conversation", "summary_scope": "corpus"},
         "strategy": {},
         "generator": {"context_fit": "fixed", "context_in": "user", "history_turns": 4, "prompt_layout": "plain",

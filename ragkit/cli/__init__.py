@@ -44,6 +44,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     total = len(plan.runs) * len(plan.questions.questions)
     print(f"experiment '{config.name}': {len(plan.runs)} runs x {len(plan.questions.questions)} questions, "
           f"{len(plan.chunk_steps)} chunk sets, {len(plan.index_steps)} indexes -> {out_dir}")
+    if config.dataset.documents == "questions":
+        print(f"corpus: the questions' {len(plan.corpus.documents)} document(s) only (dataset.documents: questions)")
     status = StatusWriter(Path(args.status_file), total) if args.status_file else None
     builds = BuildProgress(indexes_to_build(plan, derived_dir))
     with tqdm(total=total, unit="q", desc="questions", disable=args.quiet) as bar:

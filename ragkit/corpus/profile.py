@@ -16,12 +16,16 @@ intent and complexity, to the strategy judge. Two methods, per document:
   ``{type, technical_density, domain_tags}``; a reply that cannot be used keeps that document's
   heuristic profile, marked invalid with the reason.
 
-Profiles are computed per document when a run's pipeline is assembled, not when chunks are made:
-a profile then enters no chunk set or index key, and every chunker and embedder of a corpus
-shares it. The file is keyed by corpus id, method and model (``DATA/profiles/``, written
-atomically); in llm mode each document is one call through the LLM cache, so a new corpus version
-asks again only for the documents it adds. A failed call (``LLMError``) is not written to the
-file: the next run asks again.
+Profiles are computed per document when a run's pipeline is assembled, not when chunks are made: a
+profile then enters no chunk set or index key, and every chunker and embedder of a corpus shares
+it. With the profile judge's ``on_chunks`` (the agentic design's profile on every chunk) each chunk
+a run retrieves carries its document's profile in its metadata (``CHUNK_FIELDS``: ``doc_type``,
+``technical_density``, ``domain_tags``), added by the run's retrievers to the chunks they return
+(``ragkit.retrievers.base.Retriever.use_document_metadata``), so the stages after retrieval read it
+while the stored chunk sets, indexes and caches stay as they are. The file is keyed by corpus id,
+method and model (``DATA/profiles/``, written atomically); in llm mode each document is one call
+through the LLM cache, so a new corpus version asks again only for the documents it adds. A failed
+call (``LLMError``) is not written to the file: the next run asks again.
 
 ``taxonomy: design`` profiles with the agentic design's 29 types and ``sample: stratified`` shows
 the model the design's stratified sample of ``sample_chars`` characters instead of the opening
@@ -57,6 +61,8 @@ DOCUMENT_TYPES: tuple[DocumentType, ...] = ("academic", "code", "table", "docume
 
 # Bump when a method's output changes: files written before are then written again.
 PROFILE_FORMAT = 1
+# What a chunk carries of its document's profile when the profile judge's ``on_chunks`` is on.
+CHUNK_FIELDS = ("doc_type", "technical_density", "domain_tags")
 STAGE = "corpus:profile"
 PROFILE_CHARS = 800  # llm: characters of each document's opening shown
 PROFILE_MAX_TOKENS = 96
@@ -114,6 +120,11 @@ class CorpusProfile:
 
     def invalid(self) -> int:
         return sum(not profile.valid for profile in self.documents)
+
+    def chunk_metadata(self) -> dict[str, dict[str, Any]]:
+        """doc id -> what each chunk of the document carries of its profile (``CHUNK_FIELDS``)."""
+        return {profile.doc_id: {"doc_type": profile.type, "technical_density": profile.technical_density,
+                                 "domain_tags": list(profile.domain_tags)} for profile in self.documents}
 
 
 class DocumentProfileReply(BaseModel):

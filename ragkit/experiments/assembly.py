@@ -122,6 +122,13 @@ def wire_pipeline(parts: PipelineParts) -> Pipeline:
                         {"index": lambda spec: parts.index, "embedder": lambda spec: parts.embedder,
                          "summary": summary, "document_summaries": document_summaries,
                          "document_profiles": document_profiles})
+    for stage in wired.stages:
+        # The document profiles on chunks (the profile judge's on_chunks): every retriever that
+        # searches the index adds them to the chunks it returns.
+        chunk_metadata = getattr(stage, "chunk_metadata", None)
+        if chunk_metadata is not None and (by_doc := chunk_metadata()):
+            for searcher in parts.searchers:
+                searcher.use_document_metadata(by_doc)
     return Pipeline(
         retriever=wired.retriever,
         base_retriever=parts.switchable or parts.base,

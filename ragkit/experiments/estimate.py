@@ -12,10 +12,12 @@ It follows the executor's own rules, so its counts are what the run then does:
   the LLM ones (``llm_semantic``, summaries) and the Chunking Judge, whose chunks are then
   "unknown" rather than guessed;
 - LLM calls: one per question to answer per role that calls an LLM (judges in llm mode, the
-  generator, the evaluation: one call per metric that needs one, per repeat), plus the calls made
-  once per chunk set or corpus (chunk summaries, document profiles: ``estimate_builds``). Loops (a quality
-  gate's retries, an answer check's correction) can add calls and the LLM cache can save some,
-  so these are estimates and say so.
+  generator, the evaluation: one call per metric that needs one, per repeat; a stage whose design
+  makes several says how many, ``StageInfo.llm_calls_per_question``: the Retrieval Judge's
+  evaluate -> refine loop at its bound), plus the calls made once per chunk set or corpus (chunk
+  summaries, document profiles, the router's summaries: ``estimate_builds``). Retries (a quality
+  gate's, an answer check's correction) can add calls and the LLM cache can save some, so these
+  are estimates and say so.
 
 The time estimate multiplies these by what this machine measured (``throughput``) per embedder
 and LLM backend. A component with no measurement yet is calibrated first (``calibrate=True``, the
@@ -38,12 +40,13 @@ from ragkit.artefacts.chunksets import chunk_corpus, chunkset_path, decisions_pa
 from ragkit.artefacts.index import index_marker
 from ragkit.chunkers.registry import chunkers
 from ragkit.embedders.base import embedders
-from ragkit.experiments.estimate_builds import by_backend, profile_calls, summary_calls
+from ragkit.experiments.estimate_builds import by_backend, profile_calls, router_summary_calls, summary_calls
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
 from ragkit.experiments.throughput import CALIBRATION, calibrate, read_throughput
 from ragkit.llms.base import llms as llm_registry
 from ragkit.metrics.generation import METRICS as GENERATION_METRICS
 from ragkit.results import ResultStore
+from ragkit.stages.base import STAGES as judge_registry
 
 NO_MEASUREMENT = "no measurement yet"
 # Chunks embedded, of CALIBRATION_CHARS characters each, to calibrate an embedder.
@@ -51,10 +54,13 @@ CALIBRATION_CHUNKS = 32
 CALIBRATION_CHARS = 1000
 CALIBRATION_PROMPT = [{"role": "user", "content": "In one short sentence: what is a search index?"}]
 CALIBRATION_TOKENS = 32
-LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator), and per "
-                  "LLM metric and repeat for the evaluation; once per chunk for chunk summaries and per document "
-                  "for document profiles not written yet; retries and corrections can add calls, the LLM "
-                  "cache can answer some without the backend")
+LLM_CALLS_RULE = ("estimated: 1 call per question to answer per role (judges in llm mode, generator; the Retrieval "
+                  "Judge's evaluate -> refine loop 2 x max_iterations - 1, and the groundedness judge's claims, "
+                  "max_claims plus an LLM split, at their bound), and per LLM metric and "
+                  "repeat for the evaluation; once per chunk for chunk summaries, per document for document "
+                  "profiles and the router's per-document summaries and once for its corpus summary, where not "
+                  "written yet; retries and corrections can add calls, the LLM cache can answer some without "
+                  "the backend")
 
 
 class StepEstimate(BaseModel):
@@ -120,6 +126,9 @@ def pending_questions(plan: Plan, store: ResultStore) -> dict[str, int]:
 def calls_per_question(run: RunStep) -> dict[str, int]:
     """role -> LLM calls one question costs (the rule in ``LLM_CALLS_RULE``)."""
     calls = {role: 1 for role in run.llms if role not in (EVALUATION, "chunking")}
+    for role in calls:  # a stage whose design makes several calls a question says how many
+        if (spec := run.point.judge(role)) is not None:
+            calls[role] = judge_registry.info(role).llm_calls_per_question(spec.params)
     evaluation = run.point.evaluation
     if EVALUATION in run.llms and evaluation is not None:
         needing = [m for m in evaluation.metrics if GENERATION_METRICS[m].needs_llm]
@@ -202,7 +211,8 @@ def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: P
             needed_chunksets.add(run.chunkset_id)
     cached_chunksets = {s.chunkset_id for s in plan.chunk_steps if chunkset_path(derived_dir, s.chunkset_id).exists()}
     once = summary_calls(plan, needed_chunksets - cached_chunksets, lambda spec: len(_cut(plan, spec))) \
-        + profile_calls(plan, active, data_dir / "profiles")
+        + profile_calls(plan, active, data_dir / "profiles") \
+        + router_summary_calls(plan, active, data_dir / "summaries")
     if calibrate_first:
         calibrate_missing(plan, [index_steps[i].embedder for i in sorted(indexes_built)
                                  if index_steps[i].embedder is not None],

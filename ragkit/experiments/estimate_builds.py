@@ -7,6 +7,9 @@
   their chunks do in the embedding estimate.
 - Document profiles (the profile judge in llm mode with ``documents: mode``): one call per
   document, once per corpus and model, unless the profile file is already written.
+- The router's summaries (the router in llm mode with ``summary: llm``): one call for the corpus
+  summary and, with ``summary_scope: document``, one per document, once per corpus and model,
+  unless their files are already written.
 
 These are calls the backend is asked for; the LLM cache can answer repeats without it.
 """
@@ -21,7 +24,7 @@ from ragkit.experiments.plan import Plan, RunStep, chunker_uses_llm, component_k
 from ragkit.llms.base import llms as llm_registry
 from ragkit.registry import ComponentSpec
 
-CHUNKING, PROFILE = "chunking", "profile"
+CHUNKING, PROFILE, ROUTER = "chunking", "profile", "router"
 
 
 def summary_calls(plan: Plan, to_build: set[str], count_chunks: Any) -> list[tuple[ComponentSpec, str, int]]:
@@ -62,6 +65,37 @@ def profile_calls(plan: Plan, active: list[RunStep], profiles_dir: Path) -> list
         if not profile_path(plan.corpus.corpus_id, profiles_dir, "llm", model,
                             profile_variant("llm", **design)).exists():
             out.append((llm, PROFILE, len(plan.corpus.documents)))
+    return out
+
+
+def router_summary_calls(plan: Plan, active: list[RunStep],
+                         summaries_dir: Path) -> list[tuple[ComponentSpec, str, int]]:
+    """(router LLM, role, calls) of the summaries the active runs' routers would write by the model:
+    the corpus summary (one call) and, with ``summary_scope: document``, each document's (one call
+    per document), once per model, where the file is missing."""
+    from ragkit.corpus.document_summary import document_summary_path
+    from ragkit.corpus.summary import summary_path
+
+    out = []
+    asked: set[tuple[str, str]] = set()  # (model, corpus or documents) counted already
+    for run in active:
+        spec = run.point.judge(ROUTER)
+        llm = run.llms.get(ROUTER)
+        if spec is None or llm is None or spec.params.get("summary", "heuristic") != "llm":
+            continue
+        backend = llm_registry.build(llm)
+        model = f"{backend.name}:{backend.model_name}"
+        corpus_id = plan.corpus.corpus_id
+        calls = 0
+        if (model, "corpus") not in asked and not summary_path(summaries_dir, corpus_id, "llm", model).exists():
+            calls += 1
+        if spec.params.get("summary_scope", "corpus") == "document" and (model, "documents") not in asked \
+                and not document_summary_path(summaries_dir, corpus_id, "llm", model).exists():
+            calls += len(plan.corpus.documents)
+            asked.add((model, "documents"))
+        asked.add((model, "corpus"))
+        if calls:
+            out.append((llm, ROUTER, calls))
     return out
 
 

@@ -43,6 +43,23 @@ def _corpus_name_for(path: Path) -> str:
     return cleaned.lstrip(".")[:64] or "corpus"
 
 
+def questions_corpus(corpus: Corpus, questions: QuestionSet) -> Corpus:
+    """The documents of ``corpus`` that ``questions`` are about: each question's relevant
+    documents, the documents of its answer spans and its source document (``dataset.documents:
+    questions``). A corpus of its own (its own id); an error when the questions name none of it."""
+    wanted: set[str] = set()
+    for question in questions.questions:
+        wanted.update(question.relevant_docs)
+        wanted.update(span.doc_id for span in question.spans)
+        if question.source_doc:
+            wanted.add(question.source_doc)
+    kept = [document for document in corpus.documents if document.id_ in wanted]
+    if not kept:
+        raise ConfigError(f"dataset.documents: questions: the {len(questions.questions)} question(s) name no "
+                          f"document of corpus '{corpus.name}' (use documents: all)")
+    return Corpus.from_documents(corpus.name, kept)
+
+
 def load_questions(config: ExperimentConfig, corpus: Corpus) -> QuestionSet:
     questions = load_question_set(
         config.dataset.path, format=config.dataset.format, split=config.dataset.split, limit=config.dataset.limit
@@ -87,7 +104,10 @@ def prepare(config: ExperimentConfig, check: bool = True) -> tuple[Plan, Path]:
         check_llms(roles)
     store = CorpusStore()
     corpus = load_corpus(config, store)
-    plan = make_plan(config, corpus, load_questions(config, corpus), roles)
+    questions = load_questions(config, corpus)
+    if config.dataset.documents == "questions":
+        corpus = questions_corpus(corpus, questions)
+    plan = make_plan(config, corpus, questions, roles)
     return plan, store.derived_dir(corpus.corpus_id)
 
 

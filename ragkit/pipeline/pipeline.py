@@ -5,7 +5,9 @@ description of the steps; the docs and other modules refer here):
 
 1. route (the router: documents, a conversational answer, or the web);
 2. follow_up (condense: a follow-up with its conversation becomes a standalone query);
-3. profile (the query's intent and complexity beside the documents' profile) -> strategy (dense,
+3. profile (the query's intent and complexity beside the documents' profile) -> expand (a
+   multi-query transform with ``expand_before_strategy`` makes the question's first expansions
+   here, a step of its own, as the agentic design expands before it chooses) -> strategy (dense,
    bm25 or hybrid for this query, over the same index; a strategy stage that reads ``profile``
    is given it);
 4. transform (multi-query or HyDE, as retrievers over the base retriever, built by
@@ -202,6 +204,9 @@ class Pipeline:
         profiler: ProfileRole | None = self._one("profile")
         if profiler is not None:
             profile = self.steps.run(trace, f"judge:{profiler.name}", lambda: profiler.profile(query, log))
+        if (expander := self._expander()) is not None:
+            # The design's order: the query is expanded before the strategy is chosen.
+            self.steps.run(trace, f"judge:{expander.name}", lambda: expander.expand_first(query))
         strategy: StrategyRole | None = self._one("strategy")
         if strategy is not None and (switchable := self.switchable) is not None:
             # Only a strategy stage that reads the profile (``roles.reads_of``) is given one, and
@@ -230,6 +235,18 @@ class Pipeline:
         trace.nodes = list(nodes)
         self._generate_and_check(trace, context, retrieval_quality, can_re_retrieve=True)
         return trace
+
+    def _expander(self) -> Any | None:
+        """The transform around the retriever that expands the query before the strategy is chosen
+        (multi-query's ``expand_before_strategy``), or None."""
+        seen: set[int] = set()
+        retriever: Any = self.retriever
+        while retriever is not None and id(retriever) not in seen:
+            seen.add(id(retriever))
+            if getattr(retriever, "expands_before_strategy", False):
+                return retriever
+            retriever = getattr(retriever, "retriever", None)
+        return None
 
     def _reranks_before_gate(self) -> list[Any]:
         """The context stages that rerank (``reranks``), when the gate sits after them

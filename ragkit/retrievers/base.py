@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.retrievers import BaseRetriever
@@ -77,6 +77,7 @@ class Retriever(RetrieverInfo, BaseRetriever):
         self._vector_in_hand: tuple[str, np.ndarray] | None = None
         self._reused_for: str | None = None  # the query whose hits the semantic cache just reused
         self._shared_depth = params.top_k
+        self._document_metadata: Mapping[str, Mapping[str, Any]] = {}
 
     def set_scope(self, doc_ids: list[str] | None, named: list[str] | None = None) -> None:
         """The current question's documents: ``doc_ids`` its relevant ones (``scope: question_doc``),
@@ -112,6 +113,12 @@ class Retriever(RetrieverInfo, BaseRetriever):
         than top_k), with the same query and scope (``PrefixRule``). A retriever that does not say is
         never shared."""
         return "never"
+
+    def use_document_metadata(self, by_doc: Mapping[str, Mapping[str, Any]]) -> None:
+        """Add ``by_doc[doc_id]`` to the metadata of every chunk of that document this retriever
+        returns (the document profiles on chunks); the searches, their caches and the index are
+        unchanged: the fields are added to the nodes made from the hits."""
+        self._document_metadata = dict(by_doc)
 
     def use_semantic_store(self, root: Path) -> None:
         """Where a persistent semantic cache keeps its entries (nothing changes for one kept per run)."""
@@ -258,7 +265,11 @@ class Retriever(RetrieverInfo, BaseRetriever):
             similarities = self.query_similarities(query_bundle.query_str, hits)
             hits = [hit for hit, similarity in zip(hits, similarities, strict=True)
                     if similarity >= self.params.min_similarity]
-        return [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+        nodes = [NodeWithScore(node=hit_to_node(hit), score=hit.score) for hit in hits]
+        if self._document_metadata:
+            for node in nodes:  # each node's metadata is its own (hit_to_node makes a new dict)
+                node.node.metadata.update(self._document_metadata.get(node.node.metadata["doc_id"], {}))
+        return nodes
 
 
 def untied(hits: list[Hit], top_k: int) -> bool:

@@ -98,6 +98,13 @@ class StageInfo(Component):
         return params.get("mode") == "llm"
 
     @classmethod
+    def llm_calls_per_question(cls, params: Mapping[str, Any]) -> int:
+        """The LLM calls one question makes through a stage with these params (as an experiment
+        writes them), for the dry run: one, unless a stage's design makes several per question (a
+        loop counted at its stated bound); retries after a failed check are not counted."""
+        return 1
+
+    @classmethod
     def final_depth(cls, params: ComponentParams, depth: int, top_k: int) -> int:
         """The most chunks this judge passes on when it receives at most ``depth``, ``top_k``
         being the base retriever's list length (for a judge that retrieves again).

@@ -3,7 +3,7 @@ corpus, LLM roles) and the cross-field rules (a judge that checks answers needs 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -40,6 +40,12 @@ class DatasetConfig(StrictModel):
     format: str = Field(default="auto", description="auto, beir, squad, jsonl or csv.")
     split: str = Field(default="test", description="qrels split for BEIR folders.")
     limit: int | None = Field(default=None, ge=1, description="Use only the first N questions.")
+    documents: Literal["all", "questions"] = Field(
+        default="all",
+        description="all: the whole corpus; questions: only the documents the questions used are about (their "
+        "relevant, answer-span and source documents), for a quick look at a grid whose chunker or judges read "
+        "every document with an LLM (with limit: the first N questions' documents). A smaller corpus is a "
+        "different corpus: its own chunk sets and indexes, and retrieval without the other documents.")
 
 
 class CorpusConfig(StrictModel):

@@ -236,6 +236,15 @@ class GroundednessJudgeInfo(StageInfo):
         """Mode llm, or mode nli whose claims the LLM splits."""
         return super().calls_llm(params) or (params.get("mode") == "nli" and params.get("claim_split") == "llm")
 
+    @classmethod
+    def llm_calls_per_question(cls, params: Mapping[str, Any]) -> int:
+        """One call per claim checked in llm mode (max_claims at most), plus the split with
+        ``claim_split: llm``; in nli mode only that split. Correction rounds are not counted."""
+        split = 1 if params.get("claim_split") == "llm" else 0
+        if params.get("mode") != "llm":
+            return split
+        return split + int(params.get("max_claims", GroundednessParams.model_fields["max_claims"].default))
+
 
 class AnswerCheckJudgeInfo(StageInfo):
     """What ``AnswerCheckJudge`` declares; it subclasses this."""

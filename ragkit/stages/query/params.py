@@ -51,7 +51,14 @@ class ProfileParams(StageParams):
         default=800, ge=100, le=40000,
         description="llm documents: characters of each document shown (the design's: 20,000, about 5,000 tokens).")
 
-    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"taxonomy", "sample", "sample_chars"}
+    on_chunks: bool = Field(
+        default=False,
+        description="Put each document's profile (doc_type, technical_density, domain_tags) on the metadata of "
+        "every chunk retrieved from it, for the stages after retrieval to read (the agentic design's); chunk "
+        "sets and indexes are unchanged.")
+
+    added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"taxonomy", "sample", "sample_chars",
+                                                                         "on_chunks"}
 
     @model_validator(mode="after")
     def _words_in_order(self) -> ProfileParams:
@@ -155,9 +162,10 @@ class MultiQueryParams(StageParams):
 
     expand_before_strategy: bool = Field(
         default=False,
-        description="With strategy_in_prompt: the first expansions of a question are made without the strategy, "
-        "as the agentic design expands the query before it chooses the strategy; only a strategy switch after "
-        "the first search (a gate's, a correction's) names the new strategy and regenerates them.",
+        description="With strategy_in_prompt: the first expansions of a question are made before the strategy "
+        "judge runs (a step of their own) and without the strategy, as the agentic design expands the query before "
+        "it chooses the strategy, then searched with the strategy chosen; only a strategy switch after the first "
+        "search (a gate's, a correction's) names the new strategy and regenerates them.",
     )
 
     added_fields: ClassVar[frozenset[str]] = StageParams.added_fields | {"style", "strategy_in_prompt",

@@ -166,6 +166,13 @@ class ProfileJudge(ProfileJudgeInfo, Stage):
         return CorpusSide(dominant, density, density >= self.params.technical_density or dominant in technical_types,
                           tuple(documents.domain_tags()))
 
+    def chunk_metadata(self) -> dict[str, dict[str, Any]]:
+        """doc id -> the profile fields each of its chunks carries with ``on_chunks`` (none when
+        off, without it, or without document profiles)."""
+        if not self.enabled or not self.params.on_chunks or self.documents is None:
+            return {}
+        return self.documents.chunk_metadata()
+
     def _documents_record(self) -> dict[str, Any]:
         documents = self.documents
         if documents is None:

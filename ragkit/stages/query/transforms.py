@@ -21,6 +21,7 @@ step gives the same queries), and only a switch after the question's first searc
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
@@ -29,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from ragkit.errors import LLMError
 from ragkit.retrievers.switchable import SwitchableRetriever
-from ragkit.stages.base import JudgementLog, Stage, StageParams
+from ragkit.stages.base import Judgement, JudgementLog, Stage, StageParams
 from ragkit.stages.query.params import (
     VARIANT_TYPES,
     HyDEParams,
@@ -149,17 +150,61 @@ def multi_query_prompt(query: str, count: int, strategy: str | None = None) -> s
     )
 
 
+@dataclass
+class Expansion:
+    """A question's expansions: the queries to search (None: the reply was unusable, the question
+    alone is searched) and the judgement that records them (its ``kept`` filled by the search)."""
+
+    query: str
+    queries: list[str] | None
+    judgement: Judgement
+    started: float
+
+
 class MultiQueryRetriever(MultiQueryRetrieverInfo, _TransformRetriever):
     params: MultiQueryParams
+    _prepared: Expansion | None = None
+
+    def use_trace(self, trace: JudgementLog) -> None:
+        """Record the next decisions into ``trace`` (one per question); expansions prepared for an
+        earlier question are dropped."""
+        super().use_trace(trace)
+        self._prepared = None
+
+    @property
+    def expands_before_strategy(self) -> bool:
+        """On with ``expand_before_strategy``: the pipeline calls ``expand_first`` before the strategy judge."""
+        return self.enabled and self.params.expand_before_strategy
+
+    def expand_first(self, query: str) -> None:
+        """The question's first expansions, made (and recorded) now, before the strategy is chosen
+        (the agentic design's order); the first search of ``query`` fuses them without another call,
+        unless the strategy switched since (then the expansions are made again, naming it)."""
+        if self.expands_before_strategy:
+            self._prepared = self._expand(query, None)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.query_str
         if not self.enabled:
             return self._base(query)
-        started = time.perf_counter()
+        prepared, self._prepared = self._prepared, None
         # Named in the prompt only when chosen: the strategy-free prompt (and its cached reply) stays.
         strategy = chosen_strategy(self.retriever, self.params.expand_before_strategy) \
             if self.params.strategy_in_prompt else None
+        expansion = prepared if prepared is not None and prepared.query == query and strategy is None \
+            else self._expand(query, strategy)
+        if expansion.queries is None:
+            return self._base(query)
+        fused = rrf_fuse([self._base(text) for text in expansion.queries], self.params.rrf_k)[: self.params.top_k]
+        expansion.judgement.decision["kept"] = [n.node.node_id for n in fused]
+        if expansion is not prepared:  # expanded and searched in one step: the judgement times both
+            expansion.judgement.seconds = time.perf_counter() - expansion.started
+        return fused
+
+    def _expand(self, query: str, strategy: str | None) -> Expansion:
+        """Ask for the expansions of ``query`` (``strategy`` named in the prompt when given) and
+        record the judgement; its ``kept`` is filled when they are searched."""
+        started = time.perf_counter()
         noted: dict[str, Any] = {} if strategy is None else {"strategy": strategy}
         if self.params.expand_before_strategy:
             noted["expanded"] = "for the strategy switched to" if strategy else "before the strategy"
@@ -169,36 +214,33 @@ class MultiQueryRetriever(MultiQueryRetrieverInfo, _TransformRetriever):
             result = self.ask(multi_query_prompt(query, self.params.num_queries, strategy), MultiQueryReply,
                               system=MULTI_QUERY_SYSTEM, max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(self.fallback(query, {**noted}, None, started, str(error)))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(query, {**noted}, None, started, str(error))),
+                             started)
         if result.parsed is None:
-            self.trace.add(self.fallback(query, {**noted}, result, started, None))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(query, {**noted}, result, started, None)),
+                             started)
 
         variants, dropped = self._variants(query, result.parsed.queries)
         if not variants:
-            self.trace.add(self.fallback(query, {**noted, "dropped_queries": dropped}, result, started,
-                                    "no usable query in the reply"))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(
+                query, {**noted, "dropped_queries": dropped}, result, started, "no usable query in the reply")),
+                started)
         queries = ([query] if self.params.include_original else []) + variants
-        fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
-        decision = {**noted, "queries": queries, "dropped_queries": dropped,
-                    "kept": [n.node.node_id for n in fused]}
-        self.trace.add(self.judgement(query, decision, result, started=started))
-        return fused
+        decision = {**noted, "queries": queries, "dropped_queries": dropped}
+        return Expansion(query, queries, self.trace.add(self.judgement(query, decision, result, started=started)),
+                         started)
 
-    def _typed(self, query: str, started: float, strategy: str | None,
-               noted: dict[str, Any]) -> list[NodeWithScore]:
-        """Three typed variants (technical, simple, aspect) fused with the question by RRF."""
+    def _typed(self, query: str, started: float, strategy: str | None, noted: dict[str, Any]) -> Expansion:
+        """Three typed variants (technical, simple, aspect) to fuse with the question by RRF."""
         try:
             result = self.ask(typed_query_prompt(query, strategy), TypedQueries, system=MULTI_QUERY_SYSTEM,
                               max_tokens=self.params.max_tokens)
         except LLMError as error:
-            self.trace.add(self.fallback(query, {"style": "typed", **noted}, None, started, str(error)))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(
+                query, {"style": "typed", **noted}, None, started, str(error))), started)
         if result.parsed is None:
-            self.trace.add(self.fallback(query, {"style": "typed", **noted}, result, started, None))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(
+                query, {"style": "typed", **noted}, result, started, None)), started)
         typed = {kind: " ".join(getattr(result.parsed, kind).split()) for kind in VARIANT_TYPES}
         seen = {" ".join(query.lower().split())}
         kept: dict[str, str] = {}
@@ -207,15 +249,14 @@ class MultiQueryRetriever(MultiQueryRetrieverInfo, _TransformRetriever):
                 seen.add(text.lower())
                 kept[kind] = text
         if not kept:
-            self.trace.add(self.fallback(query, {"style": "typed", **noted, "variants": typed}, result, started,
-                                         "no usable variant in the reply"))
-            return self._base(query)
+            return Expansion(query, None, self.trace.add(self.fallback(
+                query, {"style": "typed", **noted, "variants": typed}, result, started,
+                "no usable variant in the reply")), started)
         queries = ([query] if self.params.include_original else []) + list(kept.values())
-        fused = rrf_fuse([self._base(text) for text in queries], self.params.rrf_k)[: self.params.top_k]
         decision = {"style": "typed", **noted, "variants": kept, "dropped": sorted(set(typed) - set(kept)),
-                    "queries": queries, "kept": [n.node.node_id for n in fused]}
-        self.trace.add(self.judgement(query, decision, result, started=started))
-        return fused
+                    "queries": queries}
+        return Expansion(query, queries, self.trace.add(self.judgement(query, decision, result, started=started)),
+                         started)
 
     def _variants(self, query: str, proposed: list[str]) -> tuple[list[str], list[str]]:
         """Distinct non-empty rewrites other than the question, at most ``num_queries``; and the rest."""

@@ -9,7 +9,8 @@ these live here, in an *info* class the stage class subclasses, readable through
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import Field, model_validator
 
@@ -69,6 +70,16 @@ class RetrievalJudgeInfo(StageInfo):
     role: ClassVar[str] = "refine"
     Params: ClassVar[type[RetrievalJudgeParams]] = RetrievalJudgeParams
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
+
+    @classmethod
+    def llm_calls_per_question(cls, params: Mapping[str, Any]) -> int:
+        """The evaluate -> refine loop at its bound: max_iterations evaluations and a refine call
+        between each two (2 x max_iterations - 1); the one-call judge one (a second round only when
+        the model asks for more chunks)."""
+        if params.get("loop") != "evaluate_refine":
+            return 1
+        iterations = params.get("max_iterations", RetrievalJudgeParams.model_fields["max_iterations"].default)
+        return 2 * int(iterations) - 1
 
     @classmethod
     def _final_depth(cls, params: StageParams, depth: int, top_k: int) -> int:

@@ -10,12 +10,18 @@ chunks that no round has shown yet. At most ``max_iterations`` evaluations, so a
 ``max_iterations - 1`` refine calls.
 
 The result is every chunk an evaluation called relevant, round by round in the order each
-evaluation gave. No relevant chunk at all: ``none_relevant: keep_all`` keeps every chunk shown
-(the design's rule), ``drop_all`` leaves the context empty. ``keep_unjudged`` appends the chunks
-never shown. Unusable replies fall back the way the rest of the judge does: an evaluation that
-cannot be read in round 1 returns the unjudged retrieval; a later one, or a refine reply that
-cannot be read or that repeats a searched query, ends the loop with what the earlier rounds
-judged. Every call is a judgement of its own (``decision["call"]``: evaluate or refine).
+evaluation gave. No relevant chunk at all: ``none_relevant: keep_all`` keeps every chunk shown (the
+design's rule), ``drop_all`` leaves the context empty. ``keep_unjudged`` appends the chunks never
+shown. Unusable replies fall back the way the rest of the judge does: an evaluation that cannot be
+read in round 1 returns the unjudged retrieval; a later one, or a refine reply that cannot be read
+or is empty, ends the loop with what the earlier rounds judged. A refined query that repeats a
+searched one is not searched: the loop ends with what the earlier rounds judged, recorded as a
+valid judgement (``action: not searched``, the query it repeats and their overlap). A repeat is the
+same query up to case, punctuation, word order and plurals, or a near-duplicate: the Jaccard
+overlap of the two queries' content words (``ragkit.text.content_words``, plurals folded) is
+``REPEAT_OVERLAP`` (0.8) or more: "decibels of a cat's purr" repeats "cat purr decibel" (the same
+words), "cat purr loudness" after "cat purr decibels" (2 of 4) is new. Every call is a judgement of
+its own (``decision["call"]``: evaluate or refine).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from ragkit.errors import LLMError
 from ragkit.stages.base import JudgementLog, Stage
 from ragkit.stages.prompts import numbered_chunks, source_label
 from ragkit.stages.retrieval.params import RetrievalJudgeParams
+from ragkit.text import content_words, word_stem, words
 
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever
@@ -45,6 +52,9 @@ class EvaluateReply(BaseModel):
 class RefineReply(BaseModel):
     query: str = Field(description="A new search query that would find what is missing.")
 
+
+# A refined query whose content words overlap a searched query's this much (Jaccard) repeats it.
+REPEAT_OVERLAP = 0.8
 
 EVALUATE_SYSTEM = "You judge search results for a question. Reply with one JSON object only."
 REFINE_SYSTEM = "You write search queries. Reply with one JSON object only."
@@ -138,9 +148,9 @@ def evaluate_refine(judge: Stage, question: str, nodes: list[NodeWithScore], ret
             trace.add(judge.judgement(summary, {**decision, "action": "final"}, result, started=started))
             break
         trace.add(judge.judgement(summary, {**decision, "action": "refine"}, result, started=started))
-        refined = _refine(judge, question, searched, reply.missing, trace, conversation, iteration)
+        refined, why = _refine(judge, question, searched, reply.missing, trace, conversation, iteration)
         if refined is None:
-            stopped = "no new query"
+            stopped = why
             break
         searched.append(refined)
         fresh = retriever.retrieve(refined)
@@ -159,9 +169,31 @@ def evaluate_refine(judge: Stage, question: str, nodes: list[NodeWithScore], ret
     return final
 
 
+def _terms(text: str) -> set[str]:
+    return {word_stem(word) for word in content_words(text)}
+
+
+def repeat_of(query: str, searched: Sequence[str]) -> tuple[str, float] | None:
+    """The searched query that ``query`` repeats (module docstring) and their overlap, the closest
+    first; None when it asks for something new. Queries without content words repeat only when
+    their words are the same."""
+    mine = _terms(query)
+    best: tuple[str, float] | None = None
+    for earlier in searched:
+        theirs = _terms(earlier)
+        if mine and theirs:
+            overlap = len(mine & theirs) / len(mine | theirs)
+        else:
+            overlap = 1.0 if words(query) == words(earlier) else 0.0
+        if overlap >= REPEAT_OVERLAP and (best is None or overlap > best[1]):
+            best = (earlier, overlap)
+    return best
+
+
 def _refine(judge: Stage, question: str, searched: list[str], missing: str, trace: JudgementLog,
-            conversation: str, iteration: int) -> str | None:
-    """The refine call's new query; None (recorded) when its reply is unusable or repeats a search."""
+            conversation: str, iteration: int) -> tuple[str | None, str]:
+    """The refine call's new query, or None and why the loop stops (recorded): its reply is unusable
+    ("no new query") or repeats a searched query ("repeated query", not searched)."""
     p = cast(RetrievalJudgeParams, judge.params)  # the Retrieval Judge's (it calls this loop)
     started = time.perf_counter()
     summary = f"refine {iteration}: {question}"
@@ -171,12 +203,16 @@ def _refine(judge: Stage, question: str, searched: list[str], missing: str, trac
                            system=REFINE_SYSTEM, max_tokens=p.max_tokens)
     except LLMError as call_error:
         trace.add(judge.fallback(summary, decision, None, started, str(call_error)))
-        return None
+        return None, "no new query"
     reply = result.parsed
     query = " ".join(reply.query.split()) if reply is not None else ""
-    if reply is None or not query or query.lower() in {q.lower() for q in searched}:
-        error = None if reply is None else ("an empty query" if not query else f"a query already searched: {query!r}")
-        trace.add(judge.fallback(summary, decision, result, started, error))
-        return None
+    if reply is None or not query:
+        trace.add(judge.fallback(summary, decision, result, started, None if reply is None else "an empty query"))
+        return None, "no new query"
+    if (repeat := repeat_of(query, searched)) is not None:
+        earlier, overlap = repeat
+        trace.add(judge.judgement(summary, {**decision, "action": "not searched", "query": query, "repeats": earlier,
+                                            "overlap": round(overlap, 3)}, result, started=started))
+        return None, "repeated query"
     trace.add(judge.judgement(summary, {**decision, "action": "search", "query": query}, result, started=started))
-    return query
+    return query, ""

@@ -99,7 +99,7 @@ def test_an_unusable_first_evaluation_returns_the_unjudged_retrieval(tmp_path, b
     assert judgement.fell_back and not judgement.valid
 
 
-@pytest.mark.parametrize("bad_refine", ["not json", refine(QUERY), refine("  "), LLMError("down")])
+@pytest.mark.parametrize("bad_refine", ["not json", refine("  "), LLMError("down")])
 def test_an_unusable_refine_ends_the_loop_with_what_was_judged(tmp_path, bad_refine):
     judge, _ = loop([evaluation([2], False, "more"), bad_refine], tmp_path)
     retriever = retriever_of({})
@@ -139,3 +139,47 @@ def test_real_local_model_runs_the_loop_with_recorded_calls(tmp_path, local_back
     assert len(retriever.queries) == sum(1 for j in refines if j.decision.get("action") == "search")
     assert {n.node.node_id for n in kept} <= {"dogs", "cats", "market"}
     assert trace.judgements[-1].decision["call"] in {"result", "evaluate"}
+
+
+@pytest.mark.parametrize("repeated", [QUERY, QUERY.upper() + "?", " ".join(reversed(QUERY.split())), "cat purrs"])
+def test_a_refined_query_that_repeats_a_searched_one_is_recorded_and_not_searched(tmp_path, repeated):
+    """The same query up to case, punctuation, order and plurals ("why do cats purr" and "cat
+    purrs": the content words cats/purr against cat/purrs, plurals folded) is a repeat: a valid
+    judgement naming the query it repeats, no search, and the loop ends with round 1's chunks."""
+    judge, backend = loop([evaluation([2], False, "more"), refine(repeated), evaluation([1], True)], tmp_path)
+    retriever = retriever_of({})
+    trace = JudgementLog()
+    kept = judge.refine(QUERY, FIRST, retriever, trace)
+    assert [n.node.node_id for n in kept] == ["cats"] and retriever.queries == [] and len(backend.requests) == 2
+    refined = trace.judgements[1].decision
+    assert refined["action"] == "not searched" and refined["repeats"] == QUERY and refined["overlap"] == 1.0
+    assert trace.judgements[1].valid and not trace.judgements[1].fell_back
+    assert trace.judgements[-1].decision["stopped"] == "repeated query"
+    assert trace.judgements[-1].decision["queries"] == [QUERY]
+
+
+@pytest.mark.parametrize(("query", "searched", "overlap"), [
+    ("decibels of a cat's purr", ["cat purr decibel"], 1.0),  # the same content words
+    ("cat purr loudness decibels", ["cat purr loudness decibel level"], 0.8),  # 4 of 5 words
+    ("cat purr loudness", ["cat purr decibels"], None),  # 2 of 4: new
+    ("kittens purring age", ["why do cats purr", "cat purr loudness"], None),
+    ("why?", ["why"], 1.0),  # no content word: the same words
+    ("why?", ["how"], None),
+])
+def test_a_near_duplicate_overlaps_a_searched_query_at_0_8_or_more(query, searched, overlap):
+    from ragkit.stages.retrieval.refine_loop import repeat_of
+
+    found = repeat_of(query, searched)
+    assert (found[1] if found else None) == overlap
+
+
+def test_a_near_duplicate_after_a_second_round_is_caught_against_every_searched_query(tmp_path):
+    judge, _ = loop([evaluation([2], False, "more"), refine("kittens purring age"),
+                     evaluation([1], False, "still more"), refine("age of purring kittens")], tmp_path)
+    retriever = retriever_of({"kittens purring age": ["kittens"]})
+    trace = JudgementLog()
+    kept = judge.refine(QUERY, FIRST, retriever, trace)
+    assert retriever.queries == ["kittens purring age"]  # searched once, the reworded repeat not again
+    assert [n.node.node_id for n in kept] == ["cats", "kittens"]
+    assert trace.judgements[-2].decision["repeats"] == "kittens purring age"
+    assert trace.judgements[-1].decision["stopped"] == "repeated query"
