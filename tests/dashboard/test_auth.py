@@ -126,3 +126,17 @@ def test_a_wrong_token_shows_an_error_and_nothing_else(monkeypatch):
     assert [error.value for error in app.error] == ["Wrong access token."]
     assert [title.value for title in app.title] == ["ragkit"]
     assert not app.sidebar.caption
+
+
+@pytest.mark.unit
+def test_the_demo_runs_the_bundled_quickstart_then_starts_the_app(streamlit_calls, monkeypatch):
+    """`make demo` is `ragkit dashboard --demo`: both files it names must exist in a clone."""
+    import ragkit.cli.dashboard as dashboard_cli
+
+    ran: list[str] = []
+    monkeypatch.setattr(dashboard_cli, "_run_experiment", lambda path: ran.append(path) or 0)
+    set_token(monkeypatch, None)
+    assert main(["dashboard", "--demo"]) == 0
+    [quickstart] = ran
+    assert Path(quickstart) == APP.parents[1] / "experiments" / "quickstart.yaml" and Path(quickstart).is_file()
+    assert option(streamlit_calls[0]["command"], "run") == str(APP) and APP.is_file()
