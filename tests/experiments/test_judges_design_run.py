@@ -108,10 +108,16 @@ def test_the_judges_reference_makes_one_retrieval_judge_call_per_question(tmp_pa
                     if r == run and q == question]
             calls = [d["call"] for d in mine]
             # At most 3 evaluations with a refine call between two; a refined search with nothing new
-            # to show (its chunks were all shown already) ends the loop without an evaluation call.
-            assert calls[:3] == ["evaluate", "refine", "evaluate"] and calls[-1] == "result", calls
-            assert calls.count("evaluate") <= 3 and calls.count("refine") == calls.count("evaluate") - 1, calls
-            assert len(mine[-1]["queries"]) == 1 + calls.count("refine")  # each refined query was searched
+            # to show (its chunks were all shown already) ends the loop without an evaluation call, and
+            # a refined query that repeats a searched one is recorded, not searched, and ends the loop.
+            searched = [d for d in mine if d["call"] == "refine" and d.get("action") == "search"]
+            repeated = [d for d in mine if d["call"] == "refine" and d.get("action") == "not searched"]
+            assert calls[:2] == ["evaluate", "refine"] and calls[-1] == "result", calls
+            assert calls.count("evaluate") <= 3 and len(searched) == calls.count("evaluate") - 1, calls
+            assert len(repeated) <= 1 and calls.count("refine") == len(searched) + len(repeated), calls
+            assert all(d["repeats"] in d["searched"] for d in repeated)
+            assert mine[-1]["stopped"] != "repeated query" or repeated, mine[-1]
+            assert len(mine[-1]["queries"]) == 1 + len(searched)  # each refined query not a repeat was searched
             assert all(len(d["shown"]) <= 10 for d in mine if d["call"] == "evaluate")
             assert mine[-1]["action"].startswith("none relevant: kept all")
     loop_calls = stages[(stages["stage"] == "judge:retrieval") & stages["run_id"].isin(looped)]
