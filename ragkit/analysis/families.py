@@ -155,6 +155,16 @@ def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray, np.ndarra
     return adjusted, float(np.clip(critical, alpha / m, alpha))
 
 
+def adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray, np.ndarray]] | None, alpha: float = ALPHA,
+           one_sided: bool = False) -> tuple[np.ndarray, float]:
+    """(adjusted p per test, critical p) of one family, by ``method``: ``joint_adjust`` (same
+    arguments), or Holm with Bonferroni's critical p alpha / m above ``JOINT_MAX`` tests or where
+    the tests' ``influence`` is unknown (None)."""
+    if influence is None or len(p) > JOINT_MAX:
+        return statistics.holm(p), alpha / len(p)
+    return joint_adjust(p, influence, alpha, one_sided)
+
+
 def family_names(table: pd.DataFrame, question: str | None = None) -> pd.Series:
     """Each row's family: "<factor table | pairs> on <metric>", or "<question> on <metric>" for a
     view that asks a question of its own (the judge table's judge pairs, `ragkit best`'s
@@ -199,15 +209,13 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
         if not members:
             continue
         known = np.array([p[row] if prefix == "" else strict_p[row] for row, prefix in members])
-        joint = len(members) <= JOINT_MAX and all(influences[row] is not None for row, _ in members)
-        if joint:
+        shares = None
+        if all(influences[row] is not None for row, _ in members):
             shares = [(influences[row].sample, influences[row].diff if prefix == "" else influences[row].strict,
                        influences[row].diff_share if prefix == "" else influences[row].strict_share)
                       for row, prefix in members]
-            found, critical_p = joint_adjust(known, shares, alpha)
-            level = 1 - critical_p
-        else:
-            found, level = statistics.holm(known), 1 - alpha / len(members)
+        found, critical_p = adjust(known, shares, alpha)
+        level = 1 - critical_p
         for (row, prefix), value in zip(members, found):
             adjusted[prefix][row] = value
             levels[prefix][row] = level

@@ -352,12 +352,10 @@ def adjust(rows: pd.DataFrame, influences: list[tuple[np.ndarray, np.ndarray]], 
     p = rows["p_one_sided"].to_numpy(dtype="float64")
     adjusted = p.copy()
     tested = np.flatnonzero(_t_tested(rows))
-    if len(tested) > families.JOINT_MAX:
-        adjusted[tested] = statistics.holm(p[tested])
-    elif len(tested):
+    if len(tested):
         # One sample: every pair's differences sit in one matrix over the same units.
         shares = [(GATE_SAMPLE, *influences[i]) for i in tested]
-        adjusted[tested] = families.joint_adjust(p[tested], shares, alpha, one_sided=True)[0]
+        adjusted[tested] = families.adjust(p[tested], shares, alpha, one_sided=True)[0]
     return adjusted
 
 

@@ -214,9 +214,9 @@ def unit_shares(values: np.ndarray, units: np.ndarray) -> np.ndarray:
 
 
 def column_stats(values: np.ndarray, units: np.ndarray, confidence: float = CONFIDENCE) -> ColumnStats:
-    """Cluster-robust (CR2, Bell-McCaffrey df) mean, CI and p-value of each column of ``values``
-    (questions x columns; NaN = no value), questions grouped into units by the integer codes
-    ``units``.
+    """Cluster-robust (CR2, Satterthwaite df under the estimated working model) mean, CI and
+    p-value of each column of ``values`` (questions x columns; NaN = no value), questions grouped
+    into units by the integer codes ``units``.
 
     A column with no value has NaN everywhere; with one unit, a mean but no interval or p-value;
     with a zero standard error, no interval or p either (``ZERO_SE_RULE``), except when every value

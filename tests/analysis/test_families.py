@@ -171,3 +171,17 @@ def test_a_simultaneous_interval_that_excludes_zero_sits_beside_an_adjusted_p_be
     assert excludes.any() and (table["p_adj"] >= 0.05).any()
     assert ((table["sim_ci_low"] <= table["ci_low"]) & (table["sim_ci_high"] >= table["ci_high"])).all()
     assert "unit_influence" not in table.columns
+
+
+def test_a_family_without_influences_or_over_the_joint_limit_is_adjusted_by_holm(monkeypatch):
+    """Hand-computed Holm: p (0.01, 0.04, 0.03) -> 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, max(0.04 x 1, 0.06)."""
+    p = np.array([0.01, 0.04, 0.03])
+    adjusted, critical = families.adjust(p, None)
+    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06])
+    assert critical == pytest.approx(0.05 / 3)  # Bonferroni's level beside Holm
+    rng = np.random.default_rng(3)
+    influence = [("s", rng.normal(size=12), np.full(12, 1 / 12)) for _ in p]
+    joint, _ = families.adjust(p, influence)
+    assert np.all(joint <= adjusted + 1e-12) and np.all(joint >= p)  # the joint test: between p and Holm
+    monkeypatch.setattr(families, "JOINT_MAX", 2)
+    np.testing.assert_allclose(families.adjust(p, influence)[0], [0.03, 0.06, 0.06])
