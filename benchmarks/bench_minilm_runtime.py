@@ -180,7 +180,8 @@ def main() -> None:
                   f"{args.quiet_torch:g} s")
             rows.append(Measurement(f"quickstart: {name} vs torch, {kind} (scaled to a quiet {args.quiet_torch:g} s)",
                                     quiet, args.quiet_torch, "s", "<= 35 s", quiet <= 35.0))
-    print_table(rows, "torch")
+    if rows:
+        print_table(rows, "torch")
     if floors is not None:
         # What the first run costs above what it cannot avoid: its imports and its chunks' embedding.
         print_table([Measurement("quickstart: onnx-made CPU vs the floor", measured["onnx-made"][1], sum(floors), "s",
