@@ -81,3 +81,4 @@ def test_a_pipeline_prefetches_only_when_it_is_plain_retrieval(index, minilm_emb
     judged = Pipeline(retriever, retriever, searchers=(retriever,), retrieval_cache=cache)
     judged.stages = (Stage(),)
     assert judged.prefetch(["a query no one searched"]) == 0
+
