@@ -11,8 +11,7 @@ and the cache that makes each text embed once in ``cache.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -111,16 +110,6 @@ class Embedder(Component):
 
     def pending_adjustment(self) -> float:
         return self._adjustment
-
-    @contextmanager
-    def charged_elsewhere(self) -> Iterator[None]:
-        """``embed_query`` calls inside charge no measured step: the caller records each query's
-        share itself (``held_query_vectors``), as a batch of searches made ahead of the questions does."""
-        held = self._adjustment
-        try:
-            yield
-        finally:
-            self._adjustment = held
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -44,12 +44,6 @@ def answer_shard(run: RunStep, pipeline: Pipeline, questions: list[Question],
     BackendUnavailable if a backend went away during it; that question then has no rows, and
     ShardInterrupted carries the rows of the questions before it."""
     tables: dict[str, list[dict]] = {name: [] for name in TABLES}
-    try:  # batched where the run's retriever can: each question then reads its search from the cache
-        pipeline.prefetch([question.text for question in questions])
-    except BackendUnavailable as outage:
-        raise ShardInterrupted([], _frames(tables), outage) from outage
-    except Exception:  # noqa: BLE001 - each question then searches on its own and records its own error
-        pass
     for number, question in enumerate(questions):
         try:
             rows = _answer_question(run, pipeline, question, evaluator)

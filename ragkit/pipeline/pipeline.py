@@ -145,17 +145,6 @@ class Pipeline:
                 if hasattr(searcher, "flush_semantic_cache"):
                     searcher.flush_semantic_cache()
 
-    def prefetch(self, questions: Sequence[str]) -> int:
-        """Search ``questions`` ahead, batched where the retriever can (``Retriever.prefetch``), when
-        the pipeline is plain retrieval, so each question searches its own text: its search is then
-        read from the retrieval cache, exactly what it would have searched. The searches made."""
-        if self.stages or self.switchable is not None or self.web is not None:
-            return 0
-        made = sum(searcher.prefetch(questions) for searcher in self.searchers if hasattr(searcher, "prefetch"))
-        if self.retrieval_cache is not None:
-            self.retrieval_cache.flush()
-        return made
-
     def _record_cache_lookups(self, trace: Trace) -> None:
         """Each semantic-cache lookup of the question as a judgement (hit or miss, the similarity,
         the cached query), after the question's own: the lookups happened inside its searches."""

@@ -9,9 +9,6 @@ same index, retriever, parameters, query and scope, without searching or embeddi
 Runs that differ only in top_k share one search (``share_searches``): it is made at the deepest
 top_k and each shallower run keeps its first hits, where the retriever's ``prefix_rule`` says that
 is exactly what a search at its own top_k returns, and searches at its own top_k where not.
-``prefetch`` makes the searches of many queries ahead, in one index call where the retriever can
-(``search_many``: dense), into the retrieval cache, where each question's own search then finds
-exactly what it would have searched.
 The semantic cache (``semantic_cache``, off by default) reuses, within one run, the hits of an
 earlier query whose embedding is within a cosine threshold (``ragkit.retrievers.semantic_cache``);
 with ``semantic_cache_store: persistent`` also those of earlier runs, read from the store that
@@ -22,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
@@ -236,42 +233,6 @@ class Retriever(RetrieverInfo, BaseRetriever):
 
     def search(self, query: str) -> list[Hit]:
         raise NotImplementedError
-
-    def search_many(self, queries: Sequence[str]) -> list[list[Hit]] | None:
-        """``search`` of each query in as few index calls as the retriever can; None where it has no
-        batched search (each query then searches on its own, when asked)."""
-        return None
-
-    def prefetch(self, queries: Sequence[str]) -> int:
-        """Put the searches of ``queries`` that the retrieval cache lacks into it ahead of the
-        questions, batched by ``search_many``, at the depth ``cached_search`` will look for (the
-        shared depth where ``prefix_rule`` allows it, top_k otherwise); the number of searches made.
-
-        Only where every query is searched alike: a retrieval cache, scope ``all`` (a scope's filter
-        is per question) and no semantic cache (which decides per question whether to search).
-        An entry's seconds are its query's embedding share and an equal share of the batch's search."""
-        if (self._cache is None or not self.index.index_id or self.params.scope != "all"
-                or self.params.semantic_cache is not None or self.embedder is None):
-            return 0
-        top_k, depth = self.params.top_k, self._shared_depth
-        at = depth if depth > top_k and self.prefix_rule(depth) != "never" else top_k
-        with self._searching_at(at):
-            keys = {query: self.cache_key(query) for query in dict.fromkeys(queries)}
-            missing = [query for query, key in keys.items() if self._cache.get(key) is None]
-            if not missing:
-                return 0
-            with self.embedder.charged_elsewhere():
-                for query in missing:
-                    self.query_vector(query)  # embedded before the clock starts: each one's share is its own
-                shares = self.embedder.held_query_vectors(missing)[1]
-                started = time.perf_counter()
-                found = self.search_many(missing)
-                each = (time.perf_counter() - started) / len(missing)
-            if found is None:
-                return 0
-            for query, hits, share in zip(missing, found, shares, strict=True):
-                self._cache.put(keys[query], hits, share + each)
-        return len(missing)
 
     def query_vector(self, query: str) -> np.ndarray:
         """The embedded query, for retrievers that use the embedder (``__init__`` made sure they have one)."""

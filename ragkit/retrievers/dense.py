@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
-
 from ragkit.artefacts.index import Hit
 from ragkit.retrievers.base import PrefixRule, Retriever
 from ragkit.retrievers.params import DenseRetrieverInfo
@@ -19,10 +15,3 @@ class DenseRetriever(DenseRetrieverInfo, Retriever):
 
     def search(self, query: str) -> list[Hit]:
         return self.index.dense(self.query_vector(query), self.params.top_k, where=self.where)
-
-    def search_many(self, queries: Sequence[str]) -> list[list[Hit]] | None:
-        """An exact search: one LanceDB query for all of them (``ChunkIndex.dense_many``)."""
-        if self.index.ann is not None:
-            return None
-        vectors = np.stack([self.query_vector(query) for query in queries]) if queries else np.zeros((0, 0))
-        return self.index.dense_many(vectors, self.params.top_k, where=self.where)

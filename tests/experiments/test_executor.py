@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from ragkit.errors import BackendUnavailable
-from ragkit.experiments.answering import ShardInterrupted, answer_shard
+from ragkit.experiments.answering import answer_shard
 from ragkit.experiments.config import GridPoint, config_from_dict
 from ragkit.experiments.evaluate import QuestionEvaluator
 from ragkit.experiments.plan import RunStep
@@ -47,29 +46,6 @@ class StubRetriever:
 
 def answer(run: RunStep, questions: list[Question], evaluator: QuestionEvaluator | None = None) -> dict:
     return answer_shard(run, Pipeline(StubRetriever(), StubRetriever()), questions, evaluator)
-
-
-class FailingPrefetch(Pipeline):
-    """A pipeline whose searches made ahead of the shard raise ``error``."""
-
-    error: Exception = RuntimeError("index unreadable")
-
-    def prefetch(self, questions):
-        raise self.error
-
-
-@pytest.mark.unit
-def test_a_failed_prefetch_leaves_each_question_to_search_and_an_outage_stops_the_shard():
-    questions = [Question(id="q1", text="fine", relevant_docs={"b": 1.0}),
-                 Question(id="q2", text="also fine", relevant_docs={"a": 1.0})]
-    pipeline = FailingPrefetch(StubRetriever(), StubRetriever())
-    tables = answer_shard(RUN, pipeline, questions)
-    assert sorted(set(tables["retrievals"]["question_id"])) == ["q1", "q2"]  # answered as without it
-    assert tables["scores"]["error"].isna().all()
-    pipeline.error = BackendUnavailable("down", backend="ollama", url="http://localhost:11434")
-    with pytest.raises(ShardInterrupted) as stopped:
-        answer_shard(RUN, pipeline, questions)
-    assert stopped.value.answered == []
 
 
 @pytest.mark.unit
