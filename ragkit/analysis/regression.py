@@ -313,7 +313,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
     frames: list[pd.DataFrame] = []
-    influences: list[tuple[np.ndarray, np.ndarray]] = []  # per row: unit influence, unit shares
+    influences: list[families.Test] = []  # per row, oriented to the side it tests
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
         worst = failure_value(condition.metric)
@@ -330,8 +330,10 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         # The influence is the same for diffs and diffs - T; negated for "<" so that every test of
         # the family rejects on its influence's large side (``families.joint_adjust``, one-sided).
         direction = -1.0 if condition.op == "<" else 1.0
-        influences.extend(zip(direction * statistics.unit_influence(diffs, units).T,
-                              statistics.unit_shares(diffs, units).T))
+        influences.extend(families.Test(GATE_SAMPLE, influence, share, direction * mean, df)
+                          for influence, share, mean, df in zip(direction * statistics.unit_influence(diffs, units).T,
+                                                                statistics.unit_shares(diffs, units).T,
+                                                                column.mean, column.df))
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
             "condition": str(condition), "n": column.n, "n_units": column.n_units, "df": column.df,
@@ -340,23 +342,24 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
             "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one, "decided_by": how,
         }))
     rows = pd.concat(frames, ignore_index=True)
-    rows["p_adj"] = adjust(rows, influences, alpha)
+    rows["p_one_sided"], rows["p_adj"] = adjust(rows, influences, alpha)
     rows["regressed"] = rows["p_adj"] < alpha
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
-def adjust(rows: pd.DataFrame, influences: list[tuple[np.ndarray, np.ndarray]], alpha: float) -> np.ndarray:
-    """The gate's adjusted p per row: the one-sided joint test (``families.joint_adjust``) over the
-    rows decided by a t test, Holm above ``families.JOINT_MAX`` of them; a row decided by its side of
-    the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
+def adjust(rows: pd.DataFrame, tests: list[families.Test], alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """The gate's (p, adjusted p) per row: over the rows decided by a t test, each row's one-sided
+    wild bootstrap p and the one-sided joint test's adjusted p (``families.joint_adjust``; the t
+    test's p and Holm above ``families.JOINT_MAX`` of them); a row decided by its side of the
+    threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
     p = rows["p_one_sided"].to_numpy(dtype="float64")
-    adjusted = p.copy()
+    found, adjusted = p.copy(), p.copy()
     tested = np.flatnonzero(_t_tested(rows))
     if len(tested):
         # One sample: every pair's differences sit in one matrix over the same units.
-        shares = [(GATE_SAMPLE, *influences[i]) for i in tested]
-        adjusted[tested] = families.adjust(p[tested], shares, alpha, one_sided=True)[0]
-    return adjusted
+        joint = families.adjust(p[tested], [tests[i] for i in tested], alpha, one_sided=True)
+        found[tested], adjusted[tested] = joint.p, joint.adjusted
+    return found, adjusted
 
 
 def _t_tested(rows: pd.DataFrame) -> np.ndarray:
