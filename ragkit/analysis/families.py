@@ -68,6 +68,7 @@ HOLM = "Holm (family too large for the joint test)"
 DRAWS = 10_000
 TAIL_DRAWS = 50
 TAIL = TAIL_DRAWS / DRAWS
+TIES = 1e-9  # relative difference of t statistics below which they tie
 SEED = 20_161_103
 JOINT_MAX = 1_000
 FAMILY_RULE = ("one family per question asked: per metric, the factor table's rows (every level against its "
@@ -188,7 +189,10 @@ def bootstrap_p(tests: list[Test], one_sided: bool = False,
             # Ties share the count: draws at least as extreme count alike.
             drawn[row, ranked] = (DRAWS - np.searchsorted(ordered[row], ordered[row], side="left")) / DRAWS
     extreme_observed = observed if one_sided else np.abs(observed)
-    counts = DRAWS - np.array([np.searchsorted(ordered[k], extreme_observed[k], side="left") for k in range(m)])
+    # A draw that equals the data's t up to rounding counts as at least as extreme (one unit
+    # carrying the whole difference: every draw's |t| is the data's).
+    reach = extreme_observed - TIES * np.maximum(np.abs(extreme_observed), 1.0)
+    counts = DRAWS - np.array([np.searchsorted(ordered[k], reach[k], side="left") for k in range(m)])
     df = np.array([test.df for test in tests], dtype="float64")
     with np.errstate(invalid="ignore", divide="ignore"):
         edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
@@ -212,7 +216,8 @@ def joint_adjust(p: np.ndarray, tests: list[Test], alpha: float = ALPHA, one_sid
         # The bootstrap p is below alpha exactly where the |t| exceeds this bound.
         above = int(np.ceil(alpha * DRAWS - 1e-9))
         if above > TAIL_DRAWS:
-            bound = ordered[:, DRAWS - above]
+            # Widened past the tie tolerance: an interval that excludes 0 never sits beside a tie.
+            bound = ordered[:, DRAWS - above] * (1 + 2 * TIES) + 2 * TIES
         else:
             df = np.array([tests[0].df])
             edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
@@ -278,7 +283,7 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
     influences: list = table[INFLUENCE].tolist() if INFLUENCE in table.columns else [None] * len(table)
     once = same_test(table)
     columns = {f"{prefix}{name}": np.full(len(table), np.nan)
-               for prefix in ("", "strict_") for name in ("p", "p_adj", "bound", "level")}
+               for prefix in ("", "strict_") for name in ("p_adj", "bound", "level")}
     tests = np.zeros(len(table), dtype="int64")
     for name in dict.fromkeys(names.tolist()):
         rows = np.flatnonzero(names == name)
@@ -297,19 +302,16 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
                        for row, prefix in members]
         joint = adjust(known, entries, alpha)
         for position, (row, prefix) in enumerate(members):
-            columns[f"{prefix}p"][row] = joint.p[position]
             columns[f"{prefix}p_adj"][row] = joint.adjusted[position]
             columns[f"{prefix}bound"][row] = joint.bound[position]
             columns[f"{prefix}level"][row] = 1 - joint.critical
     for row in np.flatnonzero(once):
-        for name in ("p", "p_adj", "bound", "level"):
+        for name in ("p_adj", "bound", "level"):
             columns[f"strict_{name}"][row] = columns[name][row]
     out["family"] = names
     out["family_tests"] = tests
     for prefix in ("", "strict_"):
-        # A tested row's p is its family's (the wild bootstrap's; the t test's where Holm adjusts).
-        tested = ~np.isnan(columns[f"{prefix}p"])
-        out[f"{prefix}p"] = np.where(tested, columns[f"{prefix}p"], table[f"{prefix}p"].to_numpy(dtype="float64"))
+        tested = ~np.isnan(table[f"{prefix}p"].to_numpy(dtype="float64"))
         out[f"{prefix}p_adj"] = columns[f"{prefix}p_adj"]
         diff = table[f"{prefix}diff"].to_numpy(dtype="float64")
         se = table[f"{prefix}se"].to_numpy(dtype="float64")

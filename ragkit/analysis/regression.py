@@ -342,24 +342,24 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
             "ci_high": column.ci_high + condition.threshold, "p_one_sided": p_one, "decided_by": how,
         }))
     rows = pd.concat(frames, ignore_index=True)
-    rows["p_one_sided"], rows["p_adj"] = adjust(rows, influences, alpha)
+    rows["p_adj"] = adjust(rows, influences, alpha)
     rows["regressed"] = rows["p_adj"] < alpha
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
-def adjust(rows: pd.DataFrame, tests: list[families.Test], alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """The gate's (p, adjusted p) per row: over the rows decided by a t test, each row's one-sided
-    wild bootstrap p and the one-sided joint test's adjusted p (``families.joint_adjust``; the t
-    test's p and Holm above ``families.JOINT_MAX`` of them); a row decided by its side of the
-    threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
+def adjust(rows: pd.DataFrame, tests: list[families.Test], alpha: float) -> np.ndarray:
+    """The gate's adjusted p per row, over the rows decided by a t test: one such row alone, its
+    one-sided wild bootstrap p; several, the one-sided joint test of their t tests' p
+    (``families.joint_adjust``; Holm above ``families.JOINT_MAX`` of them). A row decided by its
+    side of the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN
+    stays."""
     p = rows["p_one_sided"].to_numpy(dtype="float64")
-    found, adjusted = p.copy(), p.copy()
+    adjusted = p.copy()
     tested = np.flatnonzero(_t_tested(rows))
     if len(tested):
         # One sample: every pair's differences sit in one matrix over the same units.
-        joint = families.adjust(p[tested], [tests[i] for i in tested], alpha, one_sided=True)
-        found[tested], adjusted[tested] = joint.p, joint.adjusted
-    return found, adjusted
+        adjusted[tested] = families.adjust(p[tested], [tests[i] for i in tested], alpha, one_sided=True).adjusted
+    return adjusted
 
 
 def _t_tested(rows: pd.DataFrame) -> np.ndarray:
