@@ -68,7 +68,9 @@ HOLM = "Holm (family too large for the joint test)"
 DRAWS = 10_000
 TAIL_DRAWS = 50
 TAIL = TAIL_DRAWS / DRAWS
-TIES = 1e-9  # relative difference of t statistics below which they tie
+# Decimals at which t statistics are compared: draws equal but for rounding tie (a test with
+# t = 0 has draws of 1e-16; one unit carrying the whole difference, draws of the data's |t|).
+DECIMALS = 9
 SEED = 20_161_103
 JOINT_MAX = 1_000
 FAMILY_RULE = ("one family per question asked: per metric, the factor table's rows (every level against its "
@@ -183,15 +185,13 @@ def bootstrap_p(tests: list[Test], one_sided: bool = False,
         t = wild_t(basis, share, _webb(str(key), share.shape[0]))
         with np.errstate(invalid="ignore", divide="ignore"):
             observed[mine] = np.nan_to_num(means / np.sqrt((influence ** 2).sum(axis=0)))
-        extreme = t if one_sided else np.abs(t)
+        extreme = np.round(t if one_sided else np.abs(t), DECIMALS)
         for row, values, ranked in zip(mine, extreme, np.argsort(extreme, axis=1)):
             ordered[row] = values[ranked]
             # Ties share the count: draws at least as extreme count alike.
             drawn[row, ranked] = (DRAWS - np.searchsorted(ordered[row], ordered[row], side="left")) / DRAWS
     extreme_observed = observed if one_sided else np.abs(observed)
-    # A draw that equals the data's t up to rounding counts as at least as extreme (one unit
-    # carrying the whole difference: every draw's |t| is the data's).
-    reach = extreme_observed - TIES * np.maximum(np.abs(extreme_observed), 1.0)
+    reach = np.round(extreme_observed, DECIMALS)
     counts = DRAWS - np.array([np.searchsorted(ordered[k], reach[k], side="left") for k in range(m)])
     df = np.array([test.df for test in tests], dtype="float64")
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -216,8 +216,8 @@ def joint_adjust(p: np.ndarray, tests: list[Test], alpha: float = ALPHA, one_sid
         # The bootstrap p is below alpha exactly where the |t| exceeds this bound.
         above = int(np.ceil(alpha * DRAWS - 1e-9))
         if above > TAIL_DRAWS:
-            # Widened past the tie tolerance: an interval that excludes 0 never sits beside a tie.
-            bound = ordered[:, DRAWS - above] * (1 + 2 * TIES) + 2 * TIES
+            # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below alpha.
+            bound = ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
         else:
             df = np.array([tests[0].df])
             edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
