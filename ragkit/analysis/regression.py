@@ -33,8 +33,9 @@ Every pair and condition with a t test is one family, adjusted as the report's f
 (``families.joint_adjust``) but one-sided: the step-down minP test, each test oriented to the
 side its condition fails on (a draw's extreme is its largest t, not |t|), the tests' dependence
 from a wild bootstrap over the documents they share (Holm above ``families.JOINT_MAX`` tests);
-the gate fails when p (adj.) < alpha (0.05). For one pair, p (adj.) is p: the one-sided 95% upper
-bound of the difference is below T.
+the gate fails when p (adj.) < alpha (0.05). For one pair and condition, p (adj.) is the test's
+one-sided restricted wild cluster bootstrap p (``families``: a test alone), which can disagree
+with the 90% t interval's bound near alpha; ``p_one_sided`` stays the t test's.
 
 **No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
 decided by its side of the threshold (p 0 or 1, outside the family: no draw moves it). A pair with
