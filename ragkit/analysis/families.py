@@ -117,7 +117,7 @@ WEBB = np.sqrt(np.array([1.5, 1.0, 0.5]))
 
 
 @dataclass(frozen=True, eq=False)
-class Test:
+class FamilyTest:
     """One test of a family, as the joint test needs it: ``sample`` (a key of its questions and
     units: tests of one sample share the units' weights), ``influence`` (per unit, c_g R_g / N,
     ``statistics.unit_influence``), ``share`` (n_g / N, ``statistics.unit_shares``), ``mean`` (the
@@ -187,7 +187,7 @@ def _t_bound(p: np.ndarray, df: np.ndarray, one_sided: bool) -> np.ndarray:
     return special.stdtrit(df, 1 - (p if one_sided else p / 2))
 
 
-def bootstrap_p(tests: list[Test], one_sided: bool = False,
+def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
                 restricted: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p per test, tests x DRAWS p* of each draw, tests x DRAWS extremes sorted) of the wild
     cluster bootstrap: ``restricted``, each unit's sum of the tested values reweighted (the null
@@ -227,7 +227,7 @@ def bootstrap_p(tests: list[Test], one_sided: bool = False,
     return np.maximum(p, np.finfo("float64").tiny), drawn, ordered
 
 
-def joint_adjust(p: np.ndarray, tests: list[Test], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
+def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
     """One family's ``Joint`` (module docstring): a test alone, its restricted wild bootstrap p
     (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, their t
     tests' ``p`` adjusted by the step-down minP test on the unrestricted bootstrap's dependence,
@@ -267,7 +267,7 @@ def joint_adjust(p: np.ndarray, tests: list[Test], alpha: float = ALPHA, one_sid
     return Joint(p.copy(), adjusted, np.full(m, np.nan), critical)
 
 
-def adjust(p: np.ndarray, tests: list[Test] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
+def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
     """One family's ``Joint``, by ``method``: ``joint_adjust``, or, above ``JOINT_MAX`` tests or
     where the ``tests`` are unknown (None), Holm over the t tests' ``p`` with Bonferroni's critical
     p alpha / m (bound NaN: the t interval at that level)."""
@@ -322,9 +322,10 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
         known = np.array([p[row] if prefix == "" else strict_p[row] for row, prefix in members])
         entries = None
         if all(influences[row] is not None for row, _ in members):
-            entries = [Test(influences[row].sample, getattr(influences[row], "diff" if prefix == "" else "strict"),
-                            influences[row].diff_share if prefix == "" else influences[row].strict_share,
-                            float(table[f"{prefix}diff"].iat[row]), float(table[f"{prefix}df"].iat[row]))
+            entries = [FamilyTest(influences[row].sample,
+                                  influences[row].diff if prefix == "" else influences[row].strict,
+                                  influences[row].diff_share if prefix == "" else influences[row].strict_share,
+                                  float(table[f"{prefix}diff"].iat[row]), float(table[f"{prefix}df"].iat[row]))
                        for row, prefix in members]
         joint = adjust(known, entries, alpha)
         for position, (row, prefix) in enumerate(members):

@@ -314,7 +314,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
     frames: list[pd.DataFrame] = []
-    influences: list[families.Test] = []  # per row, oriented to the side it tests
+    influences: list[families.FamilyTest] = []  # per row, oriented to the side it tests
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
         worst = failure_value(condition.metric)
@@ -331,7 +331,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         # The influence is the same for diffs and diffs - T; negated for "<" so that every test of
         # the family rejects on its influence's large side (``families.joint_adjust``, one-sided).
         direction = -1.0 if condition.op == "<" else 1.0
-        influences.extend(families.Test(GATE_SAMPLE, influence, share, direction * mean, df)
+        influences.extend(families.FamilyTest(GATE_SAMPLE, influence, share, direction * mean, df)
                           for influence, share, mean, df in zip(direction * statistics.unit_influence(diffs, units).T,
                                                                 statistics.unit_shares(diffs, units).T,
                                                                 column.mean, column.df))
@@ -348,7 +348,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
-def adjust(rows: pd.DataFrame, tests: list[families.Test], alpha: float) -> np.ndarray:
+def adjust(rows: pd.DataFrame, tests: list[families.FamilyTest], alpha: float) -> np.ndarray:
     """The gate's adjusted p per row, over the rows decided by a t test: one such row alone, its
     one-sided wild bootstrap p; several, the one-sided joint test of their t tests' p
     (``families.joint_adjust``; Holm above ``families.JOINT_MAX`` of them). A row decided by its

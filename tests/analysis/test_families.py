@@ -65,14 +65,14 @@ def _exact_step_down(p: np.ndarray, correlation: np.ndarray) -> np.ndarray:
 MANY = list(np.random.default_rng(11).integers(1, 6, 150))
 
 
-def _tests(values: np.ndarray, units: np.ndarray, signs=None, sample: str = "s") -> list[families.Test]:
+def _tests(values: np.ndarray, units: np.ndarray, signs=None, sample: str = "s") -> list[families.FamilyTest]:
     """The family's tests of ``values``' columns (each oriented by ``signs``) against 0."""
     orient = np.ones(values.shape[1]) if signs is None else np.asarray(signs, dtype="float64")
     influence = statistics.unit_influence(values, units) * orient
     share = statistics.unit_shares(values, units)
     column = statistics.column_stats(values, units)
-    return [families.Test(sample, influence[:, i], share[:, i], float(orient[i] * column.mean[i]), float(column.df[i]))
-            for i in range(values.shape[1])]
+    return [families.FamilyTest(sample, influence[:, i], share[:, i], float(orient[i] * column.mean[i]),
+                                float(column.df[i])) for i in range(values.shape[1])]
 
 
 def _shifted(values: np.ndarray, units: np.ndarray, scores) -> np.ndarray:
@@ -188,7 +188,7 @@ def test_a_test_alone_is_its_restricted_wild_bootstrap_p():
 
 def test_duplicates_count_once():
     influence, share = np.random.default_rng(0).normal(size=12), np.full(12, 1 / 12)
-    test = families.Test("s", influence, share, 1.0, 8.0)
+    test = families.FamilyTest("s", influence, share, 1.0, 8.0)
     twice = families.joint_adjust(np.array([0.02, 0.02]), [test, test])
     assert twice.adjusted == pytest.approx([0.02, 0.02], abs=0.003) and twice.critical == pytest.approx(0.05, abs=0.003)
 
@@ -209,7 +209,7 @@ def test_tests_of_different_samples_are_independent():
     rng = np.random.default_rng(1)
     p = np.array([0.01, 0.5])
     share = np.full(10, 0.1)
-    tests = [families.Test(key, rng.normal(size=10), share, 0.0, 5.0) for key in ("a", "b")]
+    tests = [families.FamilyTest(key, rng.normal(size=10), share, 0.0, 5.0) for key in ("a", "b")]
     adjusted = families.joint_adjust(p, tests).adjusted
     assert adjusted[0] == pytest.approx(1 - (1 - 0.01) ** 2, abs=0.003)
 
@@ -263,7 +263,7 @@ def test_a_family_without_influences_or_over_the_joint_limit_is_adjusted_by_holm
     np.testing.assert_allclose(holm.adjusted, [0.03, 0.06, 0.06])
     assert holm.critical == pytest.approx(0.05 / 3) and (holm.p == p).all()  # Bonferroni's level beside Holm
     rng = np.random.default_rng(3)
-    tests = [families.Test("s", rng.normal(size=12), np.full(12, 1 / 12), 0.0, 8.0) for _ in p]
+    tests = [families.FamilyTest("s", rng.normal(size=12), np.full(12, 1 / 12), 0.0, 8.0) for _ in p]
     joint = families.adjust(p, tests)
     assert np.all(joint.adjusted <= holm.adjusted + 1e-12) and np.all(joint.adjusted >= p)  # between p and Holm
     monkeypatch.setattr(families, "JOINT_MAX", 2)
