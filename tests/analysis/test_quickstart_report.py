@@ -293,7 +293,8 @@ def test_a_familys_adjusted_p_recomputed_draw_by_draw(quickstart_results, capsys
     weights = np.sqrt(np.array([1.5, 1.0, 0.5]))[rng.integers(0, 3, (documents, 10_000))]
     weights = weights * rng.choice([-1.0, 1.0], (documents, 10_000))
     scores = load_results(quickstart_results).scores
-    values = scores.pivot_table(index="question_id", columns=["run_id", "metric"], values="value", aggfunc="first")
+    values = scores.pivot_table(index="question_id", columns=["run_id", "metric"], values="value", aggfunc="first",
+                                observed=False)
     values = values.reindex(pd.Index(question_ids, dtype="string"))
     # Each pair on the metric it is compared on (at the common depth where the runs' depths differ).
     y = np.column_stack([values[(row.run_b, row.metric_compared)].to_numpy()
