@@ -6,8 +6,9 @@ of them in at most 5% of families. With questions clustered in documents of unev
 what small-sample corrections are for (``ragkit.analysis.statistics``: CR2 with Imbens-Kolesar
 df). This measures it through the engine's own code: ``differences.pair_differences`` (the
 per-question difference and strict difference of each pair, failures at the failure value),
-``differences.with_stats`` (each comparison's mean, CI and p) and ``families.with_families``
-(the family's step-down max-|t| joint test, difference and strict difference together), which are what
+``differences.with_stats`` (each comparison's mean, CI and t test p: the "size" columns) and
+``families.with_families`` (the family's step-down minP joint test, difference and strict
+difference together; a test alone by its restricted wild bootstrap p: the family-wise columns), which are what
 ``Comparer.pair_comparisons`` and ``factor_effects`` run on the score matrices. The score matrices
 are simulated in memory (thousands of replications of a results folder would be hours of writing).
 

@@ -27,31 +27,57 @@ family far less often than alpha (2-4% at 5%; benchmarks/README.md). Each draw m
 unit's residuals by one Webb weight (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6; Webb 2014, for few
 units), the same weight for every test of the sample, and recomputes each test's CR2 t statistic
 (``wild_t``, from ``statistics.unit_influence`` and ``statistics.unit_shares``); a draw's p*_k is
-the share of test k's draws at least as extreme as this one. Only the dependence comes from the
-draws: each test keeps its own p (CR2, ``statistics``' df), compared with the draws' p*. Each test
-studentised on its own, as the data are: a multivariate t with one shared chi-square (every test's
-variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level factor table.
-Tests computed on different questions (slices) get independent weights, which errs on the safe
-side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is the
-running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS`` draws
-with a fixed seed (the same family gives the same numbers every time). Below ``TAIL`` (where fewer
-than ``TAIL_DRAWS`` draws reach) a step's probability is p_(j) times the effective number of tests
-measured at ``TAIL``, so p-values far below 1 / ``DRAWS`` stay ordered and exact enough to survive
-the family. An adjusted p is never below p nor above Holm's (so it finds whatever Holm found); a
-single test's is its p. A family of more than ``JOINT_MAX`` tests (tens of thousands of pairs)
-falls back to Holm.
+the share of test k's draws at least as extreme as this one (t statistics compared at
+``DECIMALS`` decimals, so draws equal but for rounding tie). Only the dependence comes from the
+draws: each test keeps its own p (CR2, ``statistics``' df), compared with the draws' p*. Each
+test studentised on its own, as the data are: a multivariate t with one shared chi-square (every
+test's variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level factor
+table. Tests computed on different questions (slices) get independent weights, which errs on the
+safe side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is
+the running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS``
+draws. Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach) a step's probability is
+p_(j) times the effective number of tests measured at ``TAIL``, so p-values far below 1 /
+``DRAWS`` stay ordered and exact enough to survive the family. An adjusted p is never below p nor
+above Holm's (so it finds whatever Holm found). A family of more than ``JOINT_MAX`` tests (tens of
+thousands of pairs) falls back to Holm.
 
-Beside each unadjusted interval sits a **simultaneous** one at the joint test's single-step
-critical value: every row of the family gets the t interval at the level 1 - c, with c the
-alpha quantile of min_k p*_k (between alpha / m and alpha), so the intervals of a family cover all
-their differences at once with probability about 1 - alpha. One that excludes 0 always sits beside
-an adjusted p < alpha; the step-down may reject a row whose interval still touches 0, never the
-other way round. (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha / m beside Holm.)
+**A test alone** (a family of one: a single comparison, a pair without failures on a metric only
+it is compared on, one gate row) takes the bootstrap's own p as its adjusted p: the restricted
+wild cluster bootstrap (the null imposed: each unit's *sum* of the tested values, not its
+residuals, times its weight; MacKinnon and Webb 2018), its p the share of draws whose |t*| (t*
+one-sided) reaches the data's |t|. The t test's p is conservative where one document dominates
+(3.2% at 5% on 40 documents of gamma-distributed sizes, 3.6% on COVID-QA's 98 articles); the
+bootstrap's 4.4-5.2% on every structure measured. Not for families of several tests: there the
+bootstrap's own p (marginals and joint law from the same draws) made the family reject too often,
+6-7% at 4-8 levels, in 500 replications (benchmarks/README.md), where the t tests' p with the
+bootstrap's dependence stay at most 5%. Beyond the draws (fewer than ``TAIL_DRAWS`` at least as
+extreme), the p is the t test's p times ``TAIL`` over the t test's p at the ``TAIL_DRAWS``-th most
+extreme draw: continuous with the draws' share at ``TAIL``, ordered as |t|, never 0. The row's
+``p`` column stays its t test's (the same comparison has the same p in every view); ``p_adj`` is
+the bootstrap's, which can be below it.
+
+**Determinism.** The weights of a sample come from ``SEED`` and the sample's key (its questions
+and units, ``differences.sample_key``): the same data give the same numbers every run, in every
+family and view they appear in; different samples get independent weights.
+
+Beside each unadjusted interval (the CR2 t interval, ``statistics``) sits a **simultaneous** one
+that agrees with the adjusted p. In a family of several tests, every row gets the t interval at
+the level 1 - c, with c the alpha quantile of min_k p*_k (between alpha / m and alpha), so the
+intervals of a family cover all their differences at once with probability about 1 - alpha; the
+step-down may reject a row whose interval still touches 0, never the other way round. A test
+alone gets its bootstrap-t interval: the difference +- b se, b the |t| that 5% of its draws
+reach; it excludes 0 exactly where p (adj.) < alpha. Either way one that excludes 0 always sits
+beside an adjusted p < alpha. A test alone's unadjusted t interval can disagree with its p (adj.)
+near alpha (it may exclude 0 beside p (adj.) 0.06, or touch 0 beside 0.04): the simultaneous
+interval is the one to read beside p (adj.). (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha /
+m beside Holm.)
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -60,12 +86,16 @@ from ragkit.analysis import statistics
 from ragkit.analysis.differences import INFLUENCE
 
 ALPHA = 1 - statistics.CONFIDENCE
-JOINT = "step-down minP joint test over the family (dependence from a wild bootstrap over the shared documents)"
+JOINT = ("step-down minP joint test over the family (dependence from a wild bootstrap over the shared documents; "
+         "a test alone: its wild cluster bootstrap p)")
 HOLM = "Holm (family too large for the joint test)"
 # Draws of the max |Z| per family: the adjusted p's Monte Carlo error is about 0.002 at 0.05.
 DRAWS = 10_000
 TAIL_DRAWS = 50
 TAIL = TAIL_DRAWS / DRAWS
+# Decimals at which t statistics are compared: draws equal but for rounding tie (a test with
+# t = 0 has draws of 1e-16; one unit carrying the whole difference, draws of the data's |t|).
+DECIMALS = 9
 SEED = 20_161_103
 JOINT_MAX = 1_000
 FAMILY_RULE = ("one family per question asked: per metric, the factor table's rows (every level against its "
@@ -86,10 +116,42 @@ def method(tests: int) -> str:
 WEBB = np.sqrt(np.array([1.5, 1.0, 0.5]))
 
 
-@functools.lru_cache(maxsize=64)
-def _webb(position: int, units: int) -> np.ndarray:
-    """units x DRAWS Webb weights (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6), from ``SEED``."""
-    rng = np.random.default_rng([SEED, position, units])
+@dataclass(frozen=True, eq=False)
+class FamilyTest:
+    """One test of a family, as the joint test needs it: ``sample`` (a key of its questions and
+    units: tests of one sample share the units' weights), ``influence`` (per unit, c_g R_g / N,
+    ``statistics.unit_influence``), ``share`` (n_g / N, ``statistics.unit_shares``), ``mean`` (the
+    estimate minus the value tested: the t statistic is mean / sqrt(sum influence^2)) and ``df``
+    (``statistics``' degrees of freedom, which shape the p beyond the draws' reach). One-sided: the
+    influence and mean oriented so that the test rejects where the mean is large."""
+
+    sample: str
+    influence: np.ndarray
+    share: np.ndarray
+    mean: float
+    df: float
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A family's outcome per test: ``p`` (the p each test entered with: a test alone, its wild
+    bootstrap p; several, their t tests'), ``adjusted`` (its adjusted p), ``bound`` (a test alone:
+    the |t| beyond which its bootstrap p is below alpha, the simultaneous interval being mean +-
+    bound x se; NaN otherwise: the t interval at level 1 - ``critical`` agrees with the adjusted
+    p) and the family's single-step ``critical`` p."""
+
+    p: np.ndarray
+    adjusted: np.ndarray
+    bound: np.ndarray
+    critical: float
+
+
+@functools.lru_cache(maxsize=16)
+def _webb(sample: str, units: int) -> np.ndarray:
+    """units x DRAWS Webb weights (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6), from ``SEED`` and the
+    sample's key: the same sample always gets the same weights, different samples independent ones."""
+    key = int.from_bytes(hashlib.sha256(sample.encode()).digest()[:8], "little")
+    rng = np.random.default_rng([SEED, key, units])
     return WEBB[rng.integers(0, 3, (units, DRAWS))] * rng.choice([-1.0, 1.0], (units, DRAWS))
 
 
@@ -98,7 +160,8 @@ def wild_t(influence: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.
     ``weights`` (units x draws: the wild cluster bootstrap), from its ``influence`` (units x tests,
     ``statistics.unit_influence``: c_g R_g / N) and ``share`` (n_g / N, ``statistics.unit_shares``).
     With r_g = R_g / N and c_g^2 = 1 / (1 - share_g): the draw's mean is m* = sum_g w_g r_g, its
-    unit residual sums w_g r_g - share_g m*, and V* = sum_g c_g^2 (w_g r_g - share_g m*)^2."""
+    unit residual sums w_g r_g - share_g m*, and V* = sum_g c_g^2 (w_g r_g - share_g m*)^2. Given
+    c_g S_g / N (the unit sums, not their residuals), the same is the restricted bootstrap's t."""
     c = 1 / np.sqrt(np.clip(1 - share, 1e-12, None))
     # einsum, not @: products this thin gain nothing from BLAS threads, which stall on a busy machine.
     mean = np.einsum("gk,gd->kd", influence / c, weights)
@@ -109,60 +172,108 @@ def wild_t(influence: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.
         return np.nan_to_num(mean / np.sqrt(np.clip(variance, 0, None)))
 
 
-def joint_adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray, np.ndarray]], alpha: float = ALPHA,
-                 one_sided: bool = False) -> tuple[np.ndarray, float]:
-    """(adjusted p per test, critical p) of one family's joint test (module docstring): ``p`` the
-    tests' two-sided p-values (all known), ``influence`` each test's (sample key, per-unit
-    influence, ``statistics.unit_influence``, per-unit share of its questions,
-    ``statistics.unit_shares``). The adjusted p is the step-down minP test's; a test whose p is
-    below the critical p (the single-step test's) is rejected at ``alpha`` by both.
+def _t_tail(t: np.ndarray, df: np.ndarray, one_sided: bool) -> np.ndarray:
+    """The t test's p of statistic ``t`` (one-sided: above; else |t|), never 0."""
+    from scipy import special
 
-    ``one_sided``: ``p`` are one-sided p-values, each rejecting where its influence's mean is large
-    (turn a test of "below" into one of "above" by negating its influence), and a draw's extreme is
-    its largest t, not its largest |t|, as the regression gate needs."""
-    m = len(p)
-    if m == 1:
-        return p.copy(), alpha
-    samples = np.array([entry[0] for entry in influence], dtype=object)
-    # Each draw's statistic of every test: 1 - p*, p* the share of the test's draws at least as
-    # extreme as this one (its p under the bootstrap's law), comparable across tests and samples.
+    p = special.stdtr(df, -t) if one_sided else 2 * special.stdtr(df, -np.abs(t))
+    return np.maximum(p, np.finfo("float64").tiny)
+
+
+def _t_bound(p: np.ndarray, df: np.ndarray, one_sided: bool) -> np.ndarray:
+    """The |t| (one-sided: t) whose t test p is ``p`` (``_t_tail``'s inverse)."""
+    from scipy import special
+
+    return special.stdtrit(df, 1 - (p if one_sided else p / 2))
+
+
+def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
+                restricted: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p per test, tests x DRAWS p* of each draw, tests x DRAWS extremes sorted) of the wild
+    cluster bootstrap: ``restricted``, each unit's sum of the tested values reweighted (the null
+    imposed), else its residuals. A test's p is the share of its draws at least as extreme as its
+    own t (|t|, or t one-sided), a draw's p* the same share for the draw's t. Where fewer than
+    ``TAIL_DRAWS`` draws reach the test's t: the t test's p scaled by the draws' tail at ``TAIL``
+    (module docstring)."""
+    m = len(tests)
+    samples = np.array([test.sample for test in tests], dtype=object)
+    observed = np.empty(m)
     drawn = np.empty((m, DRAWS))
-    for position, key in enumerate(dict.fromkeys(samples.tolist())):
+    ordered = np.empty((m, DRAWS))
+    for key in dict.fromkeys(samples.tolist()):
         mine = np.flatnonzero(samples == key)
-        block = np.column_stack([influence[i][1] for i in mine])
-        share = np.column_stack([influence[i][2] for i in mine])
+        share = np.column_stack([tests[i].share for i in mine])
+        influence = np.column_stack([tests[i].influence for i in mine])
+        means = np.array([tests[i].mean for i in mine])
+        # c_g S_g / N = c_g R_g / N + c_g share_g mean: the unit sums behind the residuals.
+        basis = influence + share / np.sqrt(np.clip(1 - share, 1e-12, None)) * means if restricted else influence
         # One set of unit weights per sample, shared by its tests: their dependence is the units'.
-        t = wild_t(block, share, _webb(position, block.shape[0]))
-        extreme = t if one_sided else np.abs(t)
+        t = wild_t(basis, share, _webb(str(key), share.shape[0]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            observed[mine] = np.nan_to_num(means / np.sqrt((influence ** 2).sum(axis=0)))
+        extreme = np.round(t if one_sided else np.abs(t), DECIMALS)
         for row, values, ranked in zip(mine, extreme, np.argsort(extreme, axis=1)):
-            ordered = values[ranked]
-            # Ties share the lowest rank: draws at least as extreme count alike.
-            drawn[row, ranked] = np.searchsorted(ordered, ordered, side="left") / DRAWS
+            ordered[row] = values[ranked]
+            # Ties share the count: draws at least as extreme count alike.
+            drawn[row, ranked] = (DRAWS - np.searchsorted(ordered[row], ordered[row], side="left")) / DRAWS
+    extreme_observed = observed if one_sided else np.abs(observed)
+    reach = np.round(extreme_observed, DECIMALS)
+    counts = DRAWS - np.array([np.searchsorted(ordered[k], reach[k], side="left") for k in range(m)])
+    df = np.array([test.df for test in tests], dtype="float64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
+        scaled = _t_tail(extreme_observed, df, one_sided) * TAIL / edge
+    p = np.where(counts < TAIL_DRAWS, np.minimum(np.nan_to_num(scaled, nan=TAIL), TAIL), counts / DRAWS)
+    return np.maximum(p, np.finfo("float64").tiny), drawn, ordered
+
+
+def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
+    """One family's ``Joint`` (module docstring): a test alone, its restricted wild bootstrap p
+    (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, their t
+    tests' ``p`` adjusted by the step-down minP test on the unrestricted bootstrap's dependence,
+    with the single-step critical p (a test whose p is below it is rejected at ``alpha`` by both;
+    bound NaN: the t interval at level 1 - critical agrees with it).
+
+    ``one_sided``: each test rejects where its (oriented) mean is large, and a draw's extreme is its
+    largest t, not its largest |t|, as the regression gate needs."""
+    m = len(tests)
+    if m == 1:
+        own, _, ordered = bootstrap_p(tests, one_sided, restricted=True)
+        # The bootstrap p is below alpha exactly where the |t| exceeds this bound.
+        above = int(np.ceil(alpha * DRAWS - 1e-9))
+        if above > TAIL_DRAWS:
+            # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below alpha.
+            bound = ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
+        else:
+            df = np.array([tests[0].df])
+            edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
+            bound = _t_bound(alpha * edge / TAIL, df, one_sided)
+        return Joint(own, own.copy(), bound, alpha)
+    _, drawn, _ = bootstrap_p(tests, one_sided, restricted=False)
     order = np.argsort(p, kind="stable")
     ordered_p = p[order]
     # Step i compares p_(i) with the most extreme draw among the tests not yet rejected (i..m).
-    remaining = np.maximum.accumulate(drawn[order[::-1]], axis=0)[::-1]
-    found = (remaining >= (1 - ordered_p)[:, None]).mean(axis=1)
+    remaining = np.minimum.accumulate(drawn[order[::-1]], axis=0)[::-1]
+    found = (remaining <= ordered_p[:, None]).mean(axis=1)
     # Beyond the draws' reach: p times the effective number of tests where the draws still count.
-    edge = 1 + np.partition(-remaining, TAIL_DRAWS - 1, axis=1)[:, TAIL_DRAWS - 1]
+    edge = np.partition(remaining, TAIL_DRAWS - 1, axis=1)[:, TAIL_DRAWS - 1]
     found = np.where(ordered_p < edge, ordered_p * TAIL / edge, found)
     found = np.clip(found, ordered_p, np.minimum((m - np.arange(m)) * ordered_p, 1.0))
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(found)
-    # The single-step critical p (the most extreme draw over all tests), clipped as the adjusted p is.
+    # The single-step critical p: fewer than alpha x DRAWS draws have a smaller min p*.
     rank = int(np.ceil(alpha * DRAWS)) - 1
-    critical = 1 + np.partition(-remaining[0], rank)[rank]
-    return adjusted, float(np.clip(critical, alpha / m, alpha))
+    critical = float(np.clip(np.partition(remaining[0], rank)[rank], alpha / m, alpha))
+    return Joint(p.copy(), adjusted, np.full(m, np.nan), critical)
 
 
-def adjust(p: np.ndarray, influence: list[tuple[str, np.ndarray, np.ndarray]] | None, alpha: float = ALPHA,
-           one_sided: bool = False) -> tuple[np.ndarray, float]:
-    """(adjusted p per test, critical p) of one family, by ``method``: ``joint_adjust`` (same
-    arguments), or Holm with Bonferroni's critical p alpha / m above ``JOINT_MAX`` tests or where
-    the tests' ``influence`` is unknown (None)."""
-    if influence is None or len(p) > JOINT_MAX:
-        return statistics.holm(p), alpha / len(p)
-    return joint_adjust(p, influence, alpha, one_sided)
+def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
+    """One family's ``Joint``, by ``method``: ``joint_adjust``, or, above ``JOINT_MAX`` tests or
+    where the ``tests`` are unknown (None), Holm over the t tests' ``p`` with Bonferroni's critical
+    p alpha / m (bound NaN: the t interval at that level)."""
+    if tests is None or len(p) > JOINT_MAX:
+        return Joint(p.copy(), statistics.holm(p), np.full(len(p), np.nan), alpha / len(p))
+    return joint_adjust(p, tests, alpha, one_sided)
 
 
 def family_names(table: pd.DataFrame, question: str | None = None) -> pd.Series:
@@ -197,8 +308,8 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
     strict_p = table["strict_p"].to_numpy(dtype="float64")
     influences: list = table[INFLUENCE].tolist() if INFLUENCE in table.columns else [None] * len(table)
     once = same_test(table)
-    adjusted = {"": np.full(len(table), np.nan), "strict_": np.full(len(table), np.nan)}
-    levels = {"": np.full(len(table), np.nan), "strict_": np.full(len(table), np.nan)}
+    columns = {f"{prefix}{name}": np.full(len(table), np.nan)
+               for prefix in ("", "strict_") for name in ("p_adj", "bound", "level")}
     tests = np.zeros(len(table), dtype="int64")
     for name in dict.fromkeys(names.tolist()):
         rows = np.flatnonzero(names == name)
@@ -209,27 +320,35 @@ def with_families(table: pd.DataFrame, alpha: float = ALPHA, question: str | Non
         if not members:
             continue
         known = np.array([p[row] if prefix == "" else strict_p[row] for row, prefix in members])
-        shares = None
+        entries = None
         if all(influences[row] is not None for row, _ in members):
-            shares = [(influences[row].sample, influences[row].diff if prefix == "" else influences[row].strict,
-                       influences[row].diff_share if prefix == "" else influences[row].strict_share)
-                      for row, prefix in members]
-        found, critical_p = adjust(known, shares, alpha)
-        level = 1 - critical_p
-        for (row, prefix), value in zip(members, found):
-            adjusted[prefix][row] = value
-            levels[prefix][row] = level
+            entries = [FamilyTest(influences[row].sample,
+                                  influences[row].diff if prefix == "" else influences[row].strict,
+                                  influences[row].diff_share if prefix == "" else influences[row].strict_share,
+                                  float(table[f"{prefix}diff"].iat[row]), float(table[f"{prefix}df"].iat[row]))
+                       for row, prefix in members]
+        joint = adjust(known, entries, alpha)
+        for position, (row, prefix) in enumerate(members):
+            columns[f"{prefix}p_adj"][row] = joint.adjusted[position]
+            columns[f"{prefix}bound"][row] = joint.bound[position]
+            columns[f"{prefix}level"][row] = 1 - joint.critical
     for row in np.flatnonzero(once):
-        adjusted["strict_"][row], levels["strict_"][row] = adjusted[""][row], levels[""][row]
+        for name in ("p_adj", "bound", "level"):
+            columns[f"strict_{name}"][row] = columns[name][row]
     out["family"] = names
     out["family_tests"] = tests
-    out["p_adj"], out["strict_p_adj"] = adjusted[""], adjusted["strict_"]
     for prefix in ("", "strict_"):
-        low, high = statistics.interval(table[f"{prefix}diff"].to_numpy(dtype="float64"),
-                                        table[f"{prefix}se"].to_numpy(dtype="float64"),
-                                        table[f"{prefix}df"].to_numpy(dtype="float64"), levels[prefix])
-        # Where the row has no p the unadjusted interval says why ([0, 0] for identical rows, else none).
         tested = ~np.isnan(table[f"{prefix}p"].to_numpy(dtype="float64"))
+        out[f"{prefix}p_adj"] = columns[f"{prefix}p_adj"]
+        diff = table[f"{prefix}diff"].to_numpy(dtype="float64")
+        se = table[f"{prefix}se"].to_numpy(dtype="float64")
+        low, high = statistics.interval(diff, se, table[f"{prefix}df"].to_numpy(dtype="float64"),
+                                        columns[f"{prefix}level"])
+        bound = columns[f"{prefix}bound"]
+        # A test alone: its bootstrap-t interval; several: the t interval at the family's critical level.
+        known = ~np.isnan(bound)
+        low, high = np.where(known, diff - bound * se, low), np.where(known, diff + bound * se, high)
+        # Where the row has no p the unadjusted interval says why ([0, 0] for identical rows, else none).
         out[f"{prefix}sim_ci_low"] = np.where(tested, low, table[f"{prefix}ci_low"].to_numpy(dtype="float64"))
         out[f"{prefix}sim_ci_high"] = np.where(tested, high, table[f"{prefix}ci_high"].to_numpy(dtype="float64"))
     return out
@@ -246,5 +365,6 @@ def describe(table: pd.DataFrame) -> dict:
             "tests": sum(int(family["tests"]) for family in families), "rows": len(table),
             "adjustment": f"{JOINT} ({DRAWS} draws, fixed seed; Holm for a family of more than {JOINT_MAX} tests)",
             "simultaneous_intervals": "t interval of each row at the joint test's critical value (Bonferroni's "
-                                      f"1 - {ALPHA:g} / tests where Holm adjusts): it excludes 0 exactly when "
-                                      f"the adjusted p < {ALPHA:g}"}
+                                      f"1 - {ALPHA:g} / tests where Holm adjusts; a test alone: its bootstrap-t "
+                                      "interval, the difference +- the |t| 5% of its draws reach x se): one that "
+                                      f"excludes 0 has an adjusted p < {ALPHA:g}"}

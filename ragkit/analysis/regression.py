@@ -33,8 +33,9 @@ Every pair and condition with a t test is one family, adjusted as the report's f
 (``families.joint_adjust``) but one-sided: the step-down minP test, each test oriented to the
 side its condition fails on (a draw's extreme is its largest t, not |t|), the tests' dependence
 from a wild bootstrap over the documents they share (Holm above ``families.JOINT_MAX`` tests);
-the gate fails when p (adj.) < alpha (0.05). For one pair, p (adj.) is p: the one-sided 95% upper
-bound of the difference is below T.
+the gate fails when p (adj.) < alpha (0.05). For one pair and condition, p (adj.) is the test's
+one-sided restricted wild cluster bootstrap p (``families``: a test alone), which can disagree
+with the 90% t interval's bound near alpha; ``p_one_sided`` stays the t test's.
 
 **No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
 decided by its side of the threshold (p 0 or 1, outside the family: no draw moves it). A pair with
@@ -313,7 +314,7 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         raise ConfigError("a new run stopped short: " + "; ".join(partial)
                           + ". Add --allow-partial to compare on the questions both were asked")
     frames: list[pd.DataFrame] = []
-    influences: list[tuple[np.ndarray, np.ndarray]] = []  # per row: unit influence, unit shares
+    influences: list[families.FamilyTest] = []  # per row, oriented to the side it tests
     for condition in conditions:
         values, asked = matrices.get(condition.metric)
         worst = failure_value(condition.metric)
@@ -330,8 +331,10 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
         # The influence is the same for diffs and diffs - T; negated for "<" so that every test of
         # the family rejects on its influence's large side (``families.joint_adjust``, one-sided).
         direction = -1.0 if condition.op == "<" else 1.0
-        influences.extend(zip(direction * statistics.unit_influence(diffs, units).T,
-                              statistics.unit_shares(diffs, units).T))
+        influences.extend(families.FamilyTest(GATE_SAMPLE, influence, share, direction * mean, df)
+                          for influence, share, mean, df in zip(direction * statistics.unit_influence(diffs, units).T,
+                                                                statistics.unit_shares(diffs, units).T,
+                                                                column.mean, column.df))
         frames.append(pd.DataFrame({
             "label": pairs["label"], "base_run": pairs["base_run"], "new_run": pairs["new_run"],
             "condition": str(condition), "n": column.n, "n_units": column.n_units, "df": column.df,
@@ -345,17 +348,18 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
     return GateResult(conditions, pairs, unpaired_base, unpaired_new, found, rows, alpha, partial)
 
 
-def adjust(rows: pd.DataFrame, influences: list[tuple[np.ndarray, np.ndarray]], alpha: float) -> np.ndarray:
-    """The gate's adjusted p per row: the one-sided joint test (``families.joint_adjust``) over the
-    rows decided by a t test, Holm above ``families.JOINT_MAX`` of them; a row decided by its side of
-    the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN stays."""
+def adjust(rows: pd.DataFrame, tests: list[families.FamilyTest], alpha: float) -> np.ndarray:
+    """The gate's adjusted p per row, over the rows decided by a t test: one such row alone, its
+    one-sided wild bootstrap p; several, the one-sided joint test of their t tests' p
+    (``families.joint_adjust``; Holm above ``families.JOINT_MAX`` of them). A row decided by its
+    side of the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN
+    stays."""
     p = rows["p_one_sided"].to_numpy(dtype="float64")
     adjusted = p.copy()
     tested = np.flatnonzero(_t_tested(rows))
     if len(tested):
         # One sample: every pair's differences sit in one matrix over the same units.
-        shares = [(GATE_SAMPLE, *influences[i]) for i in tested]
-        adjusted[tested] = families.adjust(p[tested], shares, alpha, one_sided=True)[0]
+        adjusted[tested] = families.adjust(p[tested], [tests[i] for i in tested], alpha, one_sided=True).adjusted
     return adjusted
 
 

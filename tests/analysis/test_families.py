@@ -65,16 +65,27 @@ def _exact_step_down(p: np.ndarray, correlation: np.ndarray) -> np.ndarray:
 MANY = list(np.random.default_rng(11).integers(1, 6, 150))
 
 
-def _entries(values: np.ndarray, units: np.ndarray, signs=None) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    influence = statistics.unit_influence(values, units) * (1.0 if signs is None else np.asarray(signs))
+def _tests(values: np.ndarray, units: np.ndarray, signs=None, sample: str = "s") -> list[families.FamilyTest]:
+    """The family's tests of ``values``' columns (each oriented by ``signs``) against 0."""
+    orient = np.ones(values.shape[1]) if signs is None else np.asarray(signs, dtype="float64")
+    influence = statistics.unit_influence(values, units) * orient
     share = statistics.unit_shares(values, units)
-    return [("s", influence[:, i], share[:, i]) for i in range(values.shape[1])]
+    column = statistics.column_stats(values, units)
+    return [families.FamilyTest(sample, influence[:, i], share[:, i], float(orient[i] * column.mean[i]),
+                                float(column.df[i])) for i in range(values.shape[1])]
+
+
+def _shifted(values: np.ndarray, units: np.ndarray, scores) -> np.ndarray:
+    """``values`` centred, then each column moved to the t statistic ``scores`` (the CR2 se does
+    not depend on the mean)."""
+    centred = values - np.nanmean(values, axis=0)
+    return centred + np.asarray(scores) * statistics.column_stats(centred, units).se
 
 
 def test_a_draw_is_the_cr2_t_of_the_residuals_reweighted_document_by_document():
     values, units = _clustered(4, [5, 9, 14, 3, 22, 7, 11, 6, 30, 4], 3, shared=0.5)
     values[::7, 1] = np.nan  # a column with fewer questions: its own shares
-    weights = families._webb(0, 10)[:, :4]
+    weights = families._webb("s", 10)[:, :4]
     drawn = families.wild_t(statistics.unit_influence(values, units), statistics.unit_shares(values, units), weights)
     for draw in range(4):
         for k in range(3):
@@ -95,7 +106,8 @@ def test_the_joint_test_matches_scipys_multivariate_normal_on_correlated_contras
     assert influence.T @ influence == pytest.approx(np.outer(column.se, column.se) * correlation)
     assert correlation[0, 1] > 0.3  # the shared reference makes the contrasts correlated
     p = np.array([0.004, 0.03, 0.2])
-    adjusted, critical = families.joint_adjust(p, _entries(values, units))
+    joint = families.joint_adjust(p, _tests(values, units))
+    adjusted, critical = joint.adjusted, joint.critical
     exact = _exact_step_down(p, correlation)
     # Monte Carlo error of 10,000 draws: about 0.001 at 0.01, 0.002 at 0.05, 0.004 at 0.2.
     assert adjusted == pytest.approx(exact, abs=0.01)
@@ -127,36 +139,107 @@ def test_the_one_sided_joint_test_matches_scipys_multivariate_normal_with_orient
     signs = np.array([1.0, 1.0, -1.0])
     correlation = _direct_correlation(values, units) * np.outer(signs, signs)
     p = np.array([0.003, 0.02, 0.1])
-    adjusted, _ = families.joint_adjust(p, _entries(values, units, signs), one_sided=True)
+    adjusted = families.joint_adjust(p, _tests(values, units, signs), one_sided=True).adjusted
     assert adjusted == pytest.approx(_exact_one_sided_step_down(p, correlation), abs=0.01)
     # Between p and Holm (a test of the other side brings nearly a whole test more).
     assert (adjusted >= p).all() and (adjusted <= np.array([3, 2, 1]) * p).all()
     # The orientation counts: with the third test on the same side as the others, the tests move
     # together and the first two need less adjustment.
-    aligned, _ = families.joint_adjust(p, _entries(values, units), one_sided=True)
+    aligned = families.joint_adjust(p, _tests(values, units), one_sided=True).adjusted
     assert (aligned[:2] < adjusted[:2]).all()
 
 
-def test_one_test_is_its_own_p_and_duplicates_count_once():
+def _bootstrap_p_by_hand(values: np.ndarray, units: np.ndarray, weights: np.ndarray, one_sided: bool = False) -> float:
+    """The restricted wild cluster bootstrap p of one column's mean against 0 from its definition:
+    in every draw each question's value times its unit's weight (the null imposed: values, not
+    residuals), the CR2 t of that sample (sum over units of (c_g R_g / N)^2, unit by unit), and the
+    share of draws at least as extreme as the data's t."""
+    samples = np.column_stack([values, values[:, None] * weights[units]])  # the data, then each draw
+    n = len(values)
+    residual = samples - samples.mean(axis=0)
+    variance = np.zeros(samples.shape[1])
+    for unit in np.unique(units):
+        mine = units == unit
+        variance += (residual[mine].sum(axis=0) * np.sqrt(n / (n - mine.sum())) / n) ** 2
+    t = samples.mean(axis=0) / np.sqrt(variance)
+    observed, drawn = t[0], t[1:]
+    return float(np.mean(drawn >= observed) if one_sided else np.mean(np.abs(drawn) >= abs(observed)))
+
+
+def test_a_test_alone_is_its_restricted_wild_bootstrap_p():
+    values, units = _clustered(0, [4, 7, 2, 9, 5, 3, 8, 6, 12, 3, 5, 7], 1, shared=0.0)
+    values = _shifted(values, units, [2.4])
+    test = _tests(values, units)[0]
+    single = families.joint_adjust(np.array([0.5]), [test])
+    assert single.adjusted[0] == single.p[0] and single.critical == pytest.approx(0.05)
+    # Recomputed draw by draw over the same 10,000 draws.
+    weights = families._webb("s", 12)
+    share = test.influence + test.share / np.sqrt(1 - test.share) * test.mean  # c_g S_g / N: the unit sums
+    assert 0.005 < single.p[0] < 0.1
+    assert _bootstrap_p_by_hand(values[:, 0], units, weights) == pytest.approx(single.p[0], abs=1e-12)
+    # One-sided: the draws' t above the data's, about half the two-sided p here (t > 0).
+    one = families.joint_adjust(np.array([0.5]), [test], one_sided=True)
+    assert one.p[0] == pytest.approx(single.p[0] / 2, rel=0.35) and one.p[0] < single.p[0]
+    # The bootstrap-t bound: a |t| beyond it has fewer than 5% of the draws as far out, one at it 5%.
+    drawn = np.sort(np.abs(families.wild_t(share[:, None], test.share[:, None], weights)[0]))
+    assert single.bound[0] == pytest.approx(drawn[-500], abs=2e-9) and (drawn > single.bound[0]).sum() < 500
+    assert (abs(test.mean) / np.sqrt((test.influence ** 2).sum()) > single.bound[0]) == (single.p[0] < 0.05)
+
+
+def test_duplicates_count_once():
     influence, share = np.random.default_rng(0).normal(size=12), np.full(12, 1 / 12)
-    single, critical = families.joint_adjust(np.array([0.02]), [("s", influence, share)])
-    assert single[0] == 0.02 and critical == pytest.approx(0.05)
-    twice, critical = families.joint_adjust(np.array([0.02, 0.02]), [("s", influence, share)] * 2)
-    assert twice == pytest.approx([0.02, 0.02], abs=0.003) and critical == pytest.approx(0.05, abs=0.003)
+    test = families.FamilyTest("s", influence, share, 1.0, 8.0)
+    twice = families.joint_adjust(np.array([0.02, 0.02]), [test, test])
+    assert twice.adjusted == pytest.approx([0.02, 0.02], abs=0.003) and twice.critical == pytest.approx(0.05, abs=0.003)
+
+
+def test_the_same_data_give_the_same_numbers_whatever_the_order_of_the_family():
+    values, units = _clustered(6, [4, 7, 2, 9, 5, 3, 8, 6, 12, 3, 5, 7], 4, shared=0.4)
+    tests = _tests(values, units)
+    p = np.array([0.3, 0.01, 0.002, 0.04])
+    first, again = families.joint_adjust(p, tests), families.joint_adjust(p[::-1], tests[::-1])
+    np.testing.assert_array_equal(first.adjusted, again.adjusted[::-1])
+    assert first.critical == again.critical
+    # The same sample's weights in every family, independent of another sample's.
+    assert (families._webb("s", 12) == families._webb("s", 12)).all()
+    assert np.corrcoef(families._webb("s", 12)[0], families._webb("t", 12)[0])[0, 1] == pytest.approx(0, abs=0.05)
 
 
 def test_tests_of_different_samples_are_independent():
     rng = np.random.default_rng(1)
     p = np.array([0.01, 0.5])
     share = np.full(10, 0.1)
-    adjusted, _ = families.joint_adjust(p, [("a", rng.normal(size=10), share), ("b", rng.normal(size=10), share)])
+    tests = [families.FamilyTest(key, rng.normal(size=10), share, 0.0, 5.0) for key in ("a", "b")]
+    adjusted = families.joint_adjust(p, tests).adjusted
     assert adjusted[0] == pytest.approx(1 - (1 - 0.01) ** 2, abs=0.003)
+
+
+def test_beyond_the_draws_a_tests_p_is_its_t_tests_scaled_to_the_draws_tail():
+    """Below TAIL the draws cannot resolve a p: the t test's p scaled by the draws' share over the t
+    test's p at their TAIL_DRAWS-th extreme, so p stays > 0, ordered like |t|, about TAIL at the edge."""
+    from scipy import special
+
+    values, units = _clustered(2, [3, 5, 2, 8, 4, 6, 7, 3, 5, 2, 9, 4, 6, 3, 5], 1, shared=0.0)
+    scores = np.array([2.0, 3.0, 4.0, 6.0, 10.0, 40.0])
+    tests = [_tests(_shifted(values, units, [score]), units)[0] for score in scores]
+    found = np.array([families.joint_adjust(np.array([0.5]), [test]).p[0] for test in tests])
+    assert (found > 0).all() and (np.diff(found) < 0).all() and found[-1] < 1e-9
+    t_test = 2 * special.stdtr(tests[0].df, -scores)
+    far = found < families.TAIL
+    assert far.sum() >= 3 and found[~far].min() >= families.TAIL
+    # Beyond the draws: the t test's p times TAIL over the t test's p at the test's own
+    # TAIL_DRAWS-th largest |t*| (the restricted draws depend on the data, so each test has its own).
+    for test, p, t_p in zip(np.array(tests)[far], found[far], t_test[far]):
+        ordered = families.bootstrap_p([test])[2][0]
+        edge = ordered[families.DRAWS - families.TAIL_DRAWS]
+        assert p == pytest.approx(t_p * families.TAIL / (2 * special.stdtr(test.df, -edge)), rel=1e-9)
+        assert (ordered >= abs(test.mean) / np.sqrt((test.influence ** 2).sum())).sum() < families.TAIL_DRAWS
 
 
 def test_tiny_p_values_keep_their_order_and_stay_between_p_and_m_p():
     values, units = _clustered(2, [3, 5, 2, 8, 4, 6, 7, 3, 5, 2, 9, 4, 6, 3, 5], 3, shared=0.3)
     p = np.array([1e-12, 1e-6, 1e-3])
-    adjusted, _ = families.joint_adjust(p, _entries(values, units))
+    adjusted = families.joint_adjust(p, _tests(values, units)).adjusted
     assert (adjusted >= p).all() and (adjusted <= 3 * p).all() and (np.diff(adjusted) > 0).all()
 
 
@@ -176,12 +259,12 @@ def test_a_simultaneous_interval_that_excludes_zero_sits_beside_an_adjusted_p_be
 def test_a_family_without_influences_or_over_the_joint_limit_is_adjusted_by_holm(monkeypatch):
     """Hand-computed Holm: p (0.01, 0.04, 0.03) -> 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, max(0.04 x 1, 0.06)."""
     p = np.array([0.01, 0.04, 0.03])
-    adjusted, critical = families.adjust(p, None)
-    np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06])
-    assert critical == pytest.approx(0.05 / 3)  # Bonferroni's level beside Holm
+    holm = families.adjust(p, None)
+    np.testing.assert_allclose(holm.adjusted, [0.03, 0.06, 0.06])
+    assert holm.critical == pytest.approx(0.05 / 3) and (holm.p == p).all()  # Bonferroni's level beside Holm
     rng = np.random.default_rng(3)
-    influence = [("s", rng.normal(size=12), np.full(12, 1 / 12)) for _ in p]
-    joint, _ = families.adjust(p, influence)
-    assert np.all(joint <= adjusted + 1e-12) and np.all(joint >= p)  # the joint test: between p and Holm
+    tests = [families.FamilyTest("s", rng.normal(size=12), np.full(12, 1 / 12), 0.0, 8.0) for _ in p]
+    joint = families.adjust(p, tests)
+    assert np.all(joint.adjusted <= holm.adjusted + 1e-12) and np.all(joint.adjusted >= p)  # between p and Holm
     monkeypatch.setattr(families, "JOINT_MAX", 2)
-    np.testing.assert_allclose(families.adjust(p, influence)[0], [0.03, 0.06, 0.06])
+    np.testing.assert_allclose(families.adjust(p, tests).adjusted, [0.03, 0.06, 0.06])

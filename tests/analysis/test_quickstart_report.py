@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragkit.cli import main
@@ -237,3 +238,77 @@ def test_best_on_five_questions_is_not_distinguishable(quickstart_results, capsy
     verdict = next(line for line in text.splitlines() if line.startswith("verdict: "))
     assert verdict.startswith("verdict: no configuration is distinguishable on 5 questions from ")
     assert "detect" in verdict and "detectable" in text
+
+
+def _step_down_by_hand(p: np.ndarray, drawn_t: np.ndarray) -> np.ndarray:
+    """The step-down minP test from its definition (Westfall and Young): p* of a draw is the share
+    of the test's draws with |t*| at least its own (at 9 decimals); at step i the i-th smallest p against the
+    smallest p* over the tests not yet rejected, draw by draw; below 0.005 (where fewer than 50
+    draws reach) p times 0.005 over the p* that 50 draws reach; between p and (m - i) p; then the
+    running maximum."""
+    m, draws = drawn_t.shape
+    extreme = np.round(np.abs(drawn_t), 9)  # compared at 9 decimals: draws equal but for rounding tie
+    drawn_p = np.empty_like(extreme)
+    for k in range(m):
+        ordered = np.sort(extreme[k])
+        drawn_p[k] = (draws - np.searchsorted(ordered, extreme[k], side="left")) / draws
+    order = np.argsort(p, kind="stable")
+    steps = []
+    for i, test in enumerate(order):
+        smallest = drawn_p[order[i:]].min(axis=0)
+        edge = np.sort(smallest)[49]
+        found = p[test] * 0.005 / edge if p[test] < edge else np.mean(smallest <= p[test])
+        steps.append(min(max(found, p[test]), (m - i) * p[test], 1.0))
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(steps)
+    return adjusted
+
+
+def test_a_familys_adjusted_p_recomputed_draw_by_draw(quickstart_results, capsys):
+    """The pairs on recall@10 (a family of 17 tests over 45 rows), recomputed from the score rows
+    without ragkit's statistics: the same 10,000 Webb weights (the documented recipe: seeded by
+    ``families.SEED`` and the sample's key), each draw's CR2 t of every pair's residuals times its
+    documents' weights by its definition, then the step-down minP test (``_step_down_by_hand``)."""
+    import hashlib
+
+    import numpy as np
+    import pandas as pd
+
+    from ragkit.analysis.comparison import Comparer
+    from ragkit.analysis.loading import load_results
+
+    payload = json.loads(_report(quickstart_results, capsys, "--format", "json", "--metrics", "recall@10"))
+    family = pd.DataFrame(payload["comparisons"]).query("kind == 'pair' and metric == 'recall@10'")
+    tested = family[family["p"].notna()]
+    assert family["family_tests"].iloc[0] == len(tested) >= 10
+    assert (tested["n"] == tested["n_strict"]).all()  # no failure: one test per row
+    # The questions and documents in the order the engine keys its sample by (data, not statistics).
+    comparer = Comparer(load_results(quickstart_results))
+    question_ids, units = list(comparer.matrices.question_ids), comparer.units
+    key = hashlib.sha256("\x1f".join(map(str, question_ids)).encode())
+    key.update(np.ascontiguousarray(units, dtype="int64").tobytes())
+    seed = int.from_bytes(hashlib.sha256(key.hexdigest()[:16].encode()).digest()[:8], "little")
+    documents = int(units.max()) + 1
+    rng = np.random.default_rng([20_161_103, seed, documents])
+    weights = np.sqrt(np.array([1.5, 1.0, 0.5]))[rng.integers(0, 3, (documents, 10_000))]
+    weights = weights * rng.choice([-1.0, 1.0], (documents, 10_000))
+    scores = load_results(quickstart_results).scores
+    values = scores.pivot_table(index="question_id", columns=["run_id", "metric"], values="value", aggfunc="first",
+                                observed=False)
+    values = values.reindex(pd.Index(question_ids, dtype="string"))
+    # Each pair on the metric it is compared on (at the common depth where the runs' depths differ).
+    y = np.column_stack([values[(row.run_b, row.metric_compared)].to_numpy()
+                         - values[(row.run_a, row.metric_compared)].to_numpy() for row in tested.itertuples()])
+    assert not np.isnan(y).any()
+    n, sizes = len(y), np.bincount(units, minlength=documents)
+    scale = np.sqrt(n / (n - sizes)) / n
+    residual = y - y.mean(axis=0)
+    drawn = np.empty((y.shape[1], weights.shape[1]))
+    for draw in range(weights.shape[1]):
+        sample = residual * weights[units, draw][:, None]
+        mean = sample.mean(axis=0)
+        sums = np.array([sample[units == g].sum(axis=0) for g in range(documents)])
+        drawn[:, draw] = mean / np.sqrt((((sums - sizes[:, None] * mean) * scale[:, None]) ** 2).sum(axis=0))
+    expected = _step_down_by_hand(tested["p"].to_numpy(dtype=float), drawn)
+    print("p_adj", tested["p_adj"].to_numpy(dtype=float).round(4).tolist(), "by hand", expected.round(4).tolist())
+    assert tested["p_adj"].to_numpy(dtype=float) == pytest.approx(expected, rel=1e-9)
