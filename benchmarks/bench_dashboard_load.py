@@ -54,6 +54,7 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,7 @@ SYNTHETIC = "bench"
 BARE_PAGE = Path(__file__).resolve().parent / "bare_streamlit_page.py"
 STARTUP_TIMEOUT_S = 120
 SESSION_TIMEOUT_MS = 300_000
+CPU_SETTLE_S = 0.5  # after a session's context closed, before its processes' CPU is read
 FIRST_CHART = '[data-testid="stPlotlyChart"] .main-svg'
 FACTOR_TABLE = '[data-testid="stDataFrame"]'  # the page's first table: none is above the tabs
 CHART_TOGGLE = "Chart: each level against its reference"
@@ -97,6 +99,42 @@ def prepare(data_dir: Path, runs: int, questions: int, experiments: list[str]) -
         print(f"built {runs} runs x {questions} questions in {time.perf_counter() - started:.1f} s", flush=True)
 
 
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int  # the root of the server's processes, whose CPU time is counted
+
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(root: int, name_prefix: str = "") -> float:
+    """CPU seconds (user and system) of ``root`` and its descendants whose name starts with
+    ``name_prefix``, with their finished and reaped children's (a closed context's renderer is
+    counted in its parent's once it has exited). Read from /proc (psutil is not installed)."""
+    found: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:  # exited meanwhile
+                continue
+            fields = text[text.rindex(")") + 2:].split()  # fields[0] is the stat file's 3rd field (state)
+            user, system, children_user, children_system = (int(value) for value in fields[11:15])
+            found[int(entry)] = (int(fields[1]), text[text.index("(") + 1:text.rindex(")")],
+                                 (user + system + children_user + children_system) / TICKS_PER_S)
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in found.items():
+        children.setdefault(parent, []).append(pid)
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        if pid in found and found[pid][1].startswith(name_prefix):
+            total += found[pid][2]
+    return total
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -106,7 +144,7 @@ def free_port() -> int:
 @contextmanager
 def dashboard(data_dir: Path, app: Path | None = None):
     """``ragkit dashboard`` on 127.0.0.1 and a free port (or ``app`` served by the same Streamlit
-    command, ``ragkit.cli.dashboard.streamlit_command``); its URL while it answers."""
+    command, ``ragkit.cli.dashboard.streamlit_command``); its URL and process while it answers."""
     from ragkit.cli.dashboard import streamlit_command
 
     port = free_port()
@@ -130,7 +168,7 @@ def dashboard(data_dir: Path, app: Path | None = None):
                 if time.monotonic() > deadline:
                     raise RuntimeError("the dashboard did not answer /_stcore/health in time") from None
                 time.sleep(0.5)
-        yield url
+        yield Server(url, process.pid)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
@@ -218,29 +256,44 @@ async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None,
             **{f"{key}_arrived": arrived[key] - started for key in arrived}}
 
 
-async def measure_experiment(url: str, bare_url: str, sessions: int, singles: int,
+async def measure_experiment(page: Server, bare: Server, name: str, sessions: int, singles: int,
                              bare_cold: bool) -> dict[str, list[dict]]:
-    """Every phase of one experiment's page, each beside the bare Streamlit page's (``bare_url``) in
-    the same browser: single sessions interleaved, then ``sessions`` at once of each."""
+    """Every phase of one experiment's page, each beside the bare Streamlit page's in the same
+    browser: single sessions interleaved, then ``sessions`` at once of each. Each session also
+    gets the CPU seconds its server and the browser spent on it (at once: the phase's over the
+    sessions)."""
     from playwright.async_api import async_playwright
+
+    url = f"{page.url}/compare?exp={name}"
+
+    async def counted(server: Server, runs) -> list[dict]:
+        before = cpu_seconds(server.pid), cpu_seconds(os.getpid(), "chrom")
+        found = list(await runs)
+        await asyncio.sleep(CPU_SETTLE_S)  # the closed contexts' renderers exit and are counted
+        server_cpu, browser_cpu = cpu_seconds(server.pid) - before[0], cpu_seconds(os.getpid(), "chrom") - before[1]
+        return [{**one, "server_process_cpu": server_cpu / len(found), "browser_process_cpu": browser_cpu / len(found)}
+                for one in found]
+
+    async def one(server: Server, link: str, **options) -> dict:
+        return (await counted(server, asyncio.gather(one_session(browser, link, **options))))[0]
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            measured: dict[str, list[dict]] = {"cold": [await one_session(browser, url)]}
+            measured: dict[str, list[dict]] = {"cold": [await one(page, url)]}
             if bare_cold:  # the bare server's first session: the floor of a cold server
-                measured["bare_cold"] = [await one_session(browser, bare_url)]
+                measured["bare_cold"] = [await one(bare, bare.url)]
             for phase in ("single", "single_chart", "bare_single"):
                 measured[phase] = []
             for _ in range(singles):  # interleaved, so the three first screens see the same load
-                measured["single"].append(await one_session(browser, url, on_demand=True))
-                measured["single_chart"].append(await one_session(browser, f"{url}&chart=true"))
-                measured["bare_single"].append(await one_session(browser, bare_url))
-            for phase, link in (("concurrent", url), ("concurrent_chart", f"{url}&chart=true"),
-                                ("bare_concurrent", bare_url)):
+                measured["single"].append(await one(page, url, on_demand=True))
+                measured["single_chart"].append(await one(page, f"{url}&chart=true"))
+                measured["bare_single"].append(await one(bare, bare.url))
+            for phase, server, link in (("concurrent", page, url), ("concurrent_chart", page, f"{url}&chart=true"),
+                                        ("bare_concurrent", bare, bare.url)):
                 barrier = asyncio.Barrier(sessions)
-                measured[phase] = list(await asyncio.gather(*(one_session(browser, link, barrier)
-                                                              for _ in range(sessions))))
+                measured[phase] = await counted(server, asyncio.gather(*(one_session(browser, link, barrier)
+                                                                         for _ in range(sessions))))
         finally:
             await browser.close()
     return measured
@@ -284,6 +337,20 @@ def summary(name: str, measured: dict[str, list[dict]]) -> tuple[list[Measuremen
              f"{sessions} at once {at('concurrent', 'renderer_cpu'):.2f} (bare "
              f"{at('bare_concurrent', 'renderer_cpu'):.2f}), chart in the link "
              f"{at('concurrent_chart', 'renderer_cpu'):.2f}"]
+    def cpu(phase: str) -> str:
+        server, browser = at(phase, "server_process_cpu"), at(phase, "browser_process_cpu")
+        return f"{server:.2f} + {browser:.2f}"
+
+    cores = os.cpu_count() or 1
+    # N sessions' CPU on the machine's cores, were they used perfectly: no p95 can be lower.
+    page_floor = sessions * (at("concurrent", "server_process_cpu") + at("concurrent", "browser_process_cpu")) / cores
+    bare_floor = sessions * (at("bare_concurrent", "server_process_cpu")
+                             + at("bare_concurrent", "browser_process_cpu")) / cores
+    lines.append(f"  CPU seconds per session, server + browser processes (median; at once: the phase's over its "
+                 f"sessions): single {cpu('single')} (bare {cpu('bare_single')}), cold {cpu('cold')}; {sessions} at "
+                 f"once {cpu('concurrent')} (bare {cpu('bare_concurrent')}); that CPU of {sessions} sessions on "
+                 f"{cores} cores takes at least {page_floor:.2f} s ({page_floor / single:.2f}x single; bare page "
+                 f"{bare_floor:.2f} s, {bare_floor / bare:.2f}x its single)")
     drawn, sent = values("single_chart", "first_chart"), values("single_chart", "factor_chart_arrived")
     if len(sent) == len(drawn) and len(sent):
         lines.append(f"  chart in the link, single: the chart's message arrived at {np.median(sent):.2f} s (median), "
@@ -389,11 +456,11 @@ def main() -> None:
         prepare(data_dir, args.runs, args.questions, experiments)
         rows: list[Measurement] = []
         print(f"load average at the start: {load_average()}", flush=True)
-        with (dashboard(data_dir) as url, dashboard(data_dir, BARE_PAGE) as bare_url,
+        with (dashboard(data_dir) as page, dashboard(data_dir, BARE_PAGE) as bare,
               (background_jobs(data_dir) if not args.no_job else _nothing()) as jobs):
             for position, name in enumerate(experiments):
-                measured = asyncio.run(measure_experiment(f"{url}/compare?exp={name}", bare_url, args.sessions,
-                                                          args.singles, bare_cold=position == 0))
+                measured = asyncio.run(measure_experiment(page, bare, name, args.sessions, args.singles,
+                                                          bare_cold=position == 0))
                 found, said = summary(name, measured)
                 print("\n".join(said), flush=True)  # each experiment as it is done: a run takes minutes
                 rows += found
