@@ -20,7 +20,9 @@ Latency, the Pareto front and LLM usage count the pipeline's stages only; the ev
 `eval:*` LLM calls have their own table.
 
 The selection (experiment, runs, metrics, curve, judge metrics, open tab as `section`) lives in
-st.query_params: the URL is shareable.
+st.query_params: the URL is shareable. The runs, metrics and curve pickers are folded in an
+expander (open: `pickers=true`), so a first screen draws no chip per run or metric; folded, the
+link's selection is the page's.
 """
 
 from __future__ import annotations
