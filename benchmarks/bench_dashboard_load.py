@@ -200,10 +200,12 @@ def background_jobs(data_dir: Path):
         thread.join(timeout=30)
 
 
-async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None, on_demand: bool = False) -> dict:
+async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None, on_demand: bool = False,
+                      server_pid: int | None = None) -> dict:
     """One session's timings. A link with ``chart=true`` draws the factor chart with the table (what
     the page drew first before issue 41); without it the table comes alone, and ``on_demand`` then
-    asks for the chart and times it from the click."""
+    asks for the chart and times it from the click. With ``server_pid`` (a session alone), also the
+    CPU seconds the server's and the browser's processes spent from the start to the first screen."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
     page.set_default_timeout(SESSION_TIMEOUT_MS)
@@ -225,6 +227,7 @@ async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None,
     await devtools.send("Performance.enable")
     if barrier is not None:
         await barrier.wait()
+    cpu_before = (cpu_seconds(server_pid), cpu_seconds(os.getpid(), "chrom")) if server_pid else None
     started = time.perf_counter()
     try:
         await page.goto(url, wait_until="commit")
@@ -239,6 +242,9 @@ async def one_session(browser, url: str, barrier: asyncio.Barrier | None = None,
         done = time.perf_counter()
         errors = [await element.inner_text() for element in await page.locator(ERRORS).all()] + script_errors
         renderer = {m["name"]: m["value"] for m in (await devtools.send("Performance.getMetrics"))["metrics"]}
+        if cpu_before is not None:
+            timings["server_process_cpu"] = cpu_seconds(server_pid) - cpu_before[0]
+            timings["browser_process_cpu"] = cpu_seconds(os.getpid(), "chrom") - cpu_before[1]
         if on_demand:  # after the first screen's renderer time was read: the chart is not part of it
             clicked = time.perf_counter()
             await page.get_by_text(CHART_TOGGLE).click()
@@ -260,8 +266,8 @@ async def measure_experiment(page: Server, bare: Server, name: str, sessions: in
                              bare_cold: bool) -> dict[str, list[dict]]:
     """Every phase of one experiment's page, each beside the bare Streamlit page's in the same
     browser: single sessions interleaved, then ``sessions`` at once of each. Each session also
-    gets the CPU seconds its server and the browser spent on it (at once: the phase's over the
-    sessions)."""
+    gets the CPU seconds its server and the browser spent on it: alone, up to its first screen; at
+    once, the phase's over its sessions (from the first start to the last context closed)."""
     from playwright.async_api import async_playwright
 
     url = f"{page.url}/compare?exp={name}"
@@ -275,7 +281,7 @@ async def measure_experiment(page: Server, bare: Server, name: str, sessions: in
                 for one in found]
 
     async def one(server: Server, link: str, **options) -> dict:
-        return (await counted(server, asyncio.gather(one_session(browser, link, **options))))[0]
+        return await one_session(browser, link, server_pid=server.pid, **options)
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -346,11 +352,12 @@ def summary(name: str, measured: dict[str, list[dict]]) -> tuple[list[Measuremen
     page_floor = sessions * (at("concurrent", "server_process_cpu") + at("concurrent", "browser_process_cpu")) / cores
     bare_floor = sessions * (at("bare_concurrent", "server_process_cpu")
                              + at("bare_concurrent", "browser_process_cpu")) / cores
-    lines.append(f"  CPU seconds per session, server + browser processes (median; at once: the phase's over its "
-                 f"sessions): single {cpu('single')} (bare {cpu('bare_single')}), cold {cpu('cold')}; {sessions} at "
-                 f"once {cpu('concurrent')} (bare {cpu('bare_concurrent')}); that CPU of {sessions} sessions on "
-                 f"{cores} cores takes at least {page_floor:.2f} s ({page_floor / single:.2f}x single; bare page "
-                 f"{bare_floor:.2f} s, {bare_floor / bare:.2f}x its single)")
+    lines.append(f"  CPU seconds per session, server + browser processes (median; alone: to its first screen; at "
+                 f"once: the phase's over its sessions): single {cpu('single')} (bare {cpu('bare_single')}), cold "
+                 f"{cpu('cold')}; {sessions} at once {cpu('concurrent')} (bare {cpu('bare_concurrent')}); that CPU "
+                 f"of {sessions} sessions on {cores} cores takes at least {page_floor:.2f} s "
+                 f"({page_floor / single:.2f}x single; bare page {bare_floor:.2f} s, {bare_floor / bare:.2f}x its "
+                 "single)")
     drawn, sent = values("single_chart", "first_chart"), values("single_chart", "factor_chart_arrived")
     if len(sent) == len(drawn) and len(sent):
         lines.append(f"  chart in the link, single: the chart's message arrived at {np.median(sent):.2f} s (median), "
