@@ -14,6 +14,12 @@ from dashboard.safe_text import escape
 
 def pick_results(max_runs: int | None = None, default_runs: int | None = None):
     """(experiment name, Results, chosen run ids); stops the page when there is nothing to show."""
+    experiment, results = pick_experiment()
+    return experiment, results, pick_runs(experiment, results, max_runs, default_runs)
+
+
+def pick_experiment():
+    """(experiment name, Results) of the experiment picker; stops the page when there is nothing to show."""
     experiments = state.experiments()
     if not experiments:
         st.info(f"No results yet under `{state.results_root()}`: run an experiment first.")
@@ -23,13 +29,23 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
     if experiment is None:  # not with a non-empty list of experiments and an index
         st.stop()
     results = state.load_results(experiment)
-    runs = results.runs
-    if runs.empty:
+    if results.runs.empty:
         st.info(f"Experiment '{escape(experiment)}' has no runs yet.")
         st.stop()
+    return experiment, results
+
+
+def pick_runs(experiment: str, results, max_runs: int | None = None, default_runs: int | None = None,
+              widget: bool = True) -> list[str]:
+    """The chosen run ids: the runs picker, or with ``widget=False`` the link's choice as that picker
+    would start with it (a page whose pickers are folded away draws no chip per run)."""
+    runs = results.runs
     labels = dict(zip(runs["run_id"], runs["label"]))
     run_ids = list(labels)
     default = run_ids[: default_runs or max_runs or len(run_ids)]
+    if not widget:
+        state.set_query(exp=experiment)
+        return state.query_list("runs", run_ids, default)[: max_runs or None]
     chosen = st.multiselect(
         "Runs", run_ids, default=state.query_list("runs", run_ids, default)[: max_runs or None],
         format_func=lambda run_id: labels.get(run_id, run_id), max_selections=max_runs,
@@ -40,7 +56,7 @@ def pick_results(max_runs: int | None = None, default_runs: int | None = None):
     if not chosen:
         st.info("Choose at least one run.")
         st.stop()
-    return experiment, results, chosen
+    return chosen
 
 
 def name_unreadable(experiment: str, placeholder) -> None:

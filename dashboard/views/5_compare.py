@@ -20,7 +20,9 @@ Latency, the Pareto front and LLM usage count the pipeline's stages only; the ev
 `eval:*` LLM calls have their own table.
 
 The selection (experiment, runs, metrics, curve, judge metrics, open tab as `section`) lives in
-st.query_params: the URL is shareable.
+st.query_params: the URL is shareable. The runs, metrics and curve pickers are folded in an
+expander (open: `pickers=true`), so a first screen draws no chip per run or metric; folded, the
+link's selection is the page's.
 """
 
 from __future__ import annotations
@@ -29,12 +31,19 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.compare_sections import SECTIONS, Compared
-from dashboard.selection import name_unreadable, pick_results
+from dashboard.selection import name_unreadable, pick_experiment, pick_runs
 from ragkit.metrics.names import HEADLINE_METRICS
 
 st.title("Compare runs")
 
-experiment, results, run_ids = pick_results()
+experiment, results = pick_experiment()
+# The runs, metrics and curve pickers fold away, bound to the link (`pickers=true` opens them): a
+# first screen draws no chip per run and metric (drawing is most of a session's time); folded,
+# the link's selection holds, as the pickers would start with it.
+pickers = st.expander("Runs, metrics and the curve over k", key="pickers", bind="query-params")
+with pickers:
+    run_ids = pick_runs(experiment, results, widget=pickers.open)
+selection_line = st.empty()  # what the pickers hold, named once they are read
 unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 metrics = state.view("metric_names", experiment, run_ids)
 if not metrics:
@@ -46,12 +55,18 @@ for difference in state.view("selection_differences", experiment, run_ids):
     st.warning(f"Hard to compare: {difference}. Comparisons use the questions both runs were asked "
                "(`ragkit compare` refuses such folders unless --allow-different).")
 headline = [m for m in HEADLINE_METRICS if m in metrics]
-chosen = st.multiselect("Metrics", metrics, default=state.query_list("metrics", metrics, headline or metrics[:1]),
-                        key=f"metrics.{experiment}")
+linked = state.query_list("metrics", metrics, headline or metrics[:1])
 bases = sorted({m.split("@", 1)[0] for m in metrics if "@" in m})
-base = st.selectbox("Curve over k", bases, index=state.query_choice("curve", bases, "recall"),
-                    key=f"curve.{experiment}")
+curve = state.query_choice("curve", bases, "recall")
+if pickers.open:
+    with pickers:
+        chosen = st.multiselect("Metrics", metrics, default=linked, key=f"metrics.{experiment}")
+        base = st.selectbox("Curve over k", bases, index=curve, key=f"curve.{experiment}")
+else:
+    chosen, base = linked, bases[curve] if curve is not None else None
 state.set_query(metrics=chosen, curve=base)
+selection_line.caption(f"{len(run_ids)} of {len(results.runs)} runs · metrics: {', '.join(chosen) or 'none'}"
+                       + (f" · curve over k: {base}" if base else ""))
 state.view("read_metrics", experiment, run_ids, chosen, base)
 
 compared = Compared(experiment=experiment, run_ids=run_ids, runs=results.runs[results.runs["run_id"].isin(run_ids)],

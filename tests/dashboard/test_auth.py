@@ -94,6 +94,8 @@ def test_loopback_needs_no_flag_and_no_token(streamlit_calls, capsys, monkeypatc
     assert TOKEN_ENV not in call["env"]
     assert option(call["command"], "--server.enableXsrfProtection") == "true"
     assert option(call["command"], "run") == str(APP) and APP.is_file()  # the app beside the ragkit package
+    # No source watching: it scanned every loaded module for each new session (benchmarks/README.md, issue 41).
+    assert option(call["command"], "--server.fileWatcherType") == "none"
 
 
 @pytest.mark.integration

@@ -1,6 +1,6 @@
-"""The Compare page in headless Chromium: the factor table comes first and its chart once asked
-for, another section reaches the browser only once its tab is clicked, and the link then opens
-that tab."""
+"""The Compare page in headless Chromium: the factor table comes first (the pickers folded) and
+its chart once asked for, another section reaches the browser only once its tab is clicked, and
+the link then opens that tab."""
 
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ def test_a_tab_is_sent_only_when_clicked_and_its_link_opens_it(with_results, ser
     page.locator('[data-testid="stDataFrame"]').first.wait_for()  # the factor table
     e2e.settle(page)
     assert page.locator(CHARTS).count() == 0  # no chart until one is asked for
+    assert page.get_by_test_id("stMultiSelect").count() == 0  # nor a chip per run: the pickers are folded
+    page.get_by_text("Runs, metrics and the curve over k").click()
+    page.get_by_test_id("stMultiSelect").nth(1).wait_for()
+    e2e.settle(page)
+    assert page.get_by_test_id("stMultiSelect").count() == 2  # runs and metrics
+    assert "pickers=true" in page.url
     page.get_by_text("Chart: each level against its reference").click()
     page.locator(f".st-key-factor_chart {CHARTS} .main-svg").first.wait_for()
     e2e.settle(page)

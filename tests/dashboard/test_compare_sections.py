@@ -12,7 +12,7 @@ import pytest
 
 from dashboard.compare_sections import SECTIONS
 from tests.dashboard import test_pages
-from tests.dashboard.test_pages import assert_ok, page
+from tests.dashboard.test_pages import assert_ok, page, table_with
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +55,31 @@ def test_the_first_screen_is_the_factor_table_and_every_tab_is_one_click_away(ju
     assert [tab.label for tab in app.tabs] == list(SECTIONS)
     assert drawn(app) == DRAWN["Factors"]
     assert not app.text  # the recommendation's text is a hidden tab's
+
+
+def test_the_pickers_are_folded_and_the_link_selects_while_they_are(judge_pair_results):
+    """No chip per run and metric on a first screen: the runs, metrics and curve pickers are in a
+    folded expander, and the link's selection is the page's, as the opened pickers show it."""
+    app = page("5_compare.py", runs="off,off-k3", metrics="faithfulness", curve="recall").run()
+    assert_ok(app)
+    assert not app.multiselect and [box.label for box in app.selectbox] == ["Experiment"]
+    assert app.caption[0].value == "2 of 3 runs · metrics: faithfulness · curve over k: recall"
+    # the factor table compares the linked runs (top_k 3 against 1; the judge's run is not chosen) on faithfulness
+    answer = table_with(app, "level vs reference")
+    assert answer[["factor", "level vs reference", "metric"]].values.tolist() == [["top_k", "3 vs 1", "faithfulness"]]
+    assert app.query_params["runs"] in ("off,off-k3", ["off,off-k3"])  # the link is kept
+
+    opened = page("5_compare.py", runs="off,off-k3", metrics="faithfulness", curve="recall", pickers="true").run()
+    assert_ok(opened)
+    assert [box.key for box in opened.multiselect] == ["pick_runs.judge_pair.None", "metrics.judge_pair"]
+    assert opened.multiselect[0].value == ["off", "off-k3"] and opened.multiselect[1].value == ["faithfulness"]
+    assert opened.selectbox(key="curve.judge_pair").value == "recall"
+    # a choice in the opened pickers goes to the link, which a folded page then reads
+    opened.multiselect(key="metrics.judge_pair").set_value(["recall@1"]).run()
+    assert_ok(opened)
+    assert opened.query_params["metrics"] in ("recall@1", ["recall@1"])
+    folded = page("5_compare.py", metrics="recall@1").run()
+    assert folded.caption[0].value == "3 of 3 runs · metrics: recall@1 · curve over k: recall"
 
 
 def test_the_factor_chart_is_drawn_when_asked_for_and_its_link_keeps_it(judge_pair_results):

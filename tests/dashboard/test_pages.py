@@ -80,7 +80,7 @@ def _chart(app: AppTest, title_part: str) -> dict:
 
 
 def test_compare_metric_choice_changes_chart_and_link(with_results):
-    app = page("5_compare.py", chart="true").run()
+    app = page("5_compare.py", chart="true", pickers="true").run()
     assert_ok(app)
     metrics = app.multiselect(key="metrics.tiny")
     metrics.set_value(["recall@1"]).run()
@@ -90,7 +90,7 @@ def test_compare_metric_choice_changes_chart_and_link(with_results):
     assert [a["text"] for a in factors["layout"]["annotations"]] == ["Δ recall@1"]
     assert app.query_params["metrics"] == ["recall@1"] or app.query_params["metrics"] == "recall@1"
 
-    app = page("5_compare.py", metrics="recall@1", section="Means").run()
+    app = page("5_compare.py", metrics="recall@1", section="Means", pickers="true").run()
     assert_ok(app)
     first = _chart(app, "recall@1 (95% CI)")
     assert {trace["name"] for trace in first["data"]} == {"recall@1"}
@@ -101,7 +101,7 @@ def test_compare_metric_choice_changes_chart_and_link(with_results):
 
 
 def test_compare_selection_is_read_from_the_link(with_results):
-    app = page("5_compare.py")
+    app = page("5_compare.py", pickers="true")
     app.query_params["metrics"] = "ndcg@1"
     app.run()
     assert_ok(app)
