@@ -38,7 +38,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -73,6 +74,26 @@ def require_ray() -> Any:
     return ray
 
 
+@contextmanager
+def _ray_starting(ray: Any, where: str, temp_dir: str | None) -> Iterator[None]:
+    """A Ray that does not start or answer is a backend that is not there (``BackendUnavailable``:
+    exit 3, nothing computed is lost, the same command resumes), not a bug in ragkit: a local node
+    can time out starting on a busy machine ("The current node timed out during startup"), a
+    cluster's address can be wrong or down. What it started, and its temp folder, go with it."""
+    try:
+        yield
+    except Exception as error:  # Ray raises plain Exception, ConnectionError, RuntimeError
+        # The processes a half-started node left behind; the start's error is the one to report.
+        with suppress(Exception):
+            ray.shutdown()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BackendUnavailable(
+            f"Ray did not start ({where}): {first}; what ran is kept: run the same command again to "
+            "resume, or with --executor local", backend="ray", url=where) from error
+
+
 class RayExecutor(LocalExecutor):
     """Runs a plan on Ray; this process plans, commits and reports, the workers compute."""
 
@@ -92,7 +113,8 @@ class RayExecutor(LocalExecutor):
         env["RAGKIT_DATA_DIR"] = str(self.data_dir)
         runtime_env = {"env_vars": env}
         if self.address:
-            ray.init(address=self.address, runtime_env=runtime_env, log_to_driver=False)
+            with _ray_starting(ray, f"the cluster at {self.address}", None):
+                ray.init(address=self.address, runtime_env=runtime_env, log_to_driver=False)
             return True
         # A local Ray for this run only: loopback, no dashboard, a short temp path (Ray's unix
         # sockets live under it and their paths are limited to about 100 characters).
@@ -102,9 +124,10 @@ class RayExecutor(LocalExecutor):
         # this run's data directory is not the one the environment names; without one, Ray's
         # prestarted workers take the first tasks (about 2 s sooner: a runtime_env starts new ones).
         inherited = get_settings().resolved_data_dir() == self.data_dir.resolve()
-        ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, _node_ip_address="127.0.0.1",
-                 _temp_dir=self._ray_temp, include_dashboard=False, log_to_driver=False,
-                 **({} if inherited else {"runtime_env": runtime_env}))
+        with _ray_starting(ray, "a local Ray on 127.0.0.1", self._ray_temp):
+            ray.init(num_cpus=self.num_cpus or os.cpu_count() or 1, _node_ip_address="127.0.0.1",
+                     _temp_dir=self._ray_temp, include_dashboard=False, log_to_driver=False,
+                     **({} if inherited else {"runtime_env": runtime_env}))
         return True
 
     def compute(self, plan: Plan, progress: Progress) -> ExecutionReport:

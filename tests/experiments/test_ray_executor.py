@@ -281,3 +281,32 @@ def test_without_ray_the_ray_executor_is_one_line_naming_the_extra(tmp_path, mon
     err = capsys.readouterr().err
     assert err == "error: the ray executor needs Ray: pip install 'ragkit[ray]' (or run with --executor local)\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_that_does_not_start_is_a_backend_down_that_resumes_not_a_bug(tmp_path, monkeypatch, capsys):
+    """A local node that times out starting (seen on a loaded 2-core machine): exit 3 with one line
+    naming Ray and how to resume, Ray shut down, its temp folder gone, nothing written as done."""
+    fresh_data_dir(monkeypatch, tmp_path / "data")
+    shutdowns, temp_dirs = [], []
+
+    def timed_out(*args, **kwargs):
+        temp_dirs.append(kwargs["_temp_dir"])
+        # Ray raises this plain type, with this text.
+        raise Exception("The current node timed out during startup. This could happen because some of "
+                        "the raylet failed to startup or the GCS has become overloaded.\nsecond line")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", timed_out)
+    monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(True))
+    config = grid(write_beir(tmp_path / "beir", DOCS, QUESTIONS), chunkers=["document"], retrievers=["bm25"])
+    path = tmp_path / "grid.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet", "--executor", "ray"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: Ray did not start (a local Ray on 127.0.0.1): The current node timed out during "
+                          "startup."), err
+    assert "run the same command again to resume" in err and "--executor local" in err
+    assert "bug in ragkit" not in err and "second line" not in err and err.count("\n") == 1
+    assert shutdowns and temp_dirs and not Path(temp_dirs[0]).exists()
+    scores = tmp_path / "out" / "scores"
+    assert not scores.exists() or ResultStore(tmp_path / "out").read("scores").empty
