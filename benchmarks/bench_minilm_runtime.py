@@ -20,7 +20,8 @@ run's and its workers'), whether torch and sentence-transformers were imported, 
 average before and after. Sides run one
 after another in the order given by `--sides`; on a shared machine read the ratios. For the
 quickstart, each side's wall and CPU ratio to torch is also scaled to the torch side's seconds on a
-quiet machine (`--quiet-torch`, the issue's 62.5 s), which the 35 s goal is about. With the onnx-made
+quiet machine (`--quiet-torch`, the issue's 62.5 s) as context; the 35 s goal is judged on the
+measured wall, and on the floor's least wall (imports, then the embedding over all cores). With the onnx-made
 side, the quickstart's floor is measured after the sides: a fresh interpreter importing what that
 run imported, and its distinct chunk texts embedded alone on the ONNX default's session; the run's
 CPU is printed against that floor and the floor against the torch side.
@@ -172,20 +173,25 @@ def main() -> None:
                                     torch_wall >= 1.6 * wall))
             rows.append(Measurement(f"filings: {name} vs torch, CPU", cpu, torch_cpu, "s", "(context)", None))
             continue
-        # On a loaded machine the seconds are the load's; the ratio, applied to the torch side's quiet
-        # seconds, says what this side would take there.
+        # The goal is the measured wall (it holds on a quiet machine: state the load). The ratio applied
+        # to the issue's quiet torch seconds is context only: no commit here reproduces those seconds.
+        rows.append(Measurement(f"quickstart: {name} wall", wall, torch_wall, "s", "<= 35 s", wall <= 35.0))
         for kind, mine, theirs in (("wall", wall, torch_wall), ("CPU", cpu, torch_cpu)):
             quiet = args.quiet_torch * mine / theirs
             print(f"{name} / torch, {kind}: {mine / theirs:.3f}x -> {quiet:.1f} s at the quiet torch side's "
                   f"{args.quiet_torch:g} s")
             rows.append(Measurement(f"quickstart: {name} vs torch, {kind} (scaled to a quiet {args.quiet_torch:g} s)",
-                                    quiet, args.quiet_torch, "s", "<= 35 s", quiet <= 35.0))
+                                    quiet, args.quiet_torch, "s", "(context)", None))
     if rows:
         print_table(rows, "torch")
     if floors is not None:
         # What the first run costs above what it cannot avoid: its imports and its chunks' embedding.
         print_table([Measurement("quickstart: onnx-made CPU vs the floor", measured["onnx-made"][1], sum(floors), "s",
                                  "(context)", None)], "floor")
+        # The least wall the floor can take: imports on one core, then the embedding over all of them.
+        least = floors[0] + floors[1] / (os.cpu_count() or 1)
+        print_table([Measurement("quickstart: the floor's least wall (imports + embedding / cores)", least,
+                                 measured["onnx-made"][0], "s", "<= 35 s", least <= 35.0)], "onnx-made wall")
 
 
 if __name__ == "__main__":
