@@ -42,7 +42,8 @@ experiment, results = pick_experiment()
 # the link's selection holds, as the pickers would start with it.
 pickers = st.expander("Runs, metrics and the curve over k", key="pickers", bind="query-params")
 with pickers:
-    run_ids = pick_runs(experiment, results, widget=pickers.open)
+    # Bound to the link, the expander tracks its state: ``open`` is never None here.
+    run_ids = pick_runs(experiment, results, widget=bool(pickers.open))
 selection_line = st.empty()  # what the pickers hold, named once they are read
 unreadable_notice = st.empty()  # filled at the end, once the page has read its tables
 metrics = state.view("metric_names", experiment, run_ids)
