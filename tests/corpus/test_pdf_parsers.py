@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -165,27 +164,3 @@ def test_a_batch_of_hostile_pdfs_names_each_and_ingests_the_rest(
     corpus = CorpusStore().load("filings").by_id()
     assert sorted(corpus) == sorted([*readable, "notes.txt"])
     assert corpus["typo.pdf"].metadata["parser"] == "pypdf"
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("RAGKIT_BENCH") != "1", reason="a benchmark: set RAGKIT_BENCH=1 to run it")
-def test_pages_per_second_of_both_parsers_on_a_200_page_report(tmp_path: Path) -> None:
-    """The figures in docs/reliability.md: python -m pytest -s -k pages_per_second, with RAGKIT_BENCH=1."""
-    import pypdf
-    import pypdfium2
-
-    path = samples.report_pdf(tmp_path / "200-pages.pdf", pages=200, lines=50)
-    started = time.perf_counter()
-    document = pypdfium2.PdfDocument(path)
-    pdfium_chars = sum(len(document[i].get_textpage().get_text_range()) for i in range(len(document)))
-    pdfium_s = time.perf_counter() - started
-    started = time.perf_counter()
-    pypdf_chars = sum(len(page.extract_text()) for page in pypdf.PdfReader(path).pages)
-    pypdf_s = time.perf_counter() - started
-    started = time.perf_counter()
-    [loaded] = load_file(path, "200-pages.pdf")
-    loader_s = time.perf_counter() - started
-    print(f"\n200 pages, {path.stat().st_size / 1e6:.1f} MB: pypdfium2 {200 / pdfium_s:.0f} pages/s "
-          f"({pdfium_chars / 200:.0f} chars/page), pypdf {200 / pypdf_s:.0f} pages/s ({pypdf_chars / 200:.0f} "
-          f"chars/page), load_file (worker process, pypdfium2) {200 / loader_s:.0f} pages/s")
-    assert loaded.metadata["parser"] == "pypdfium2" and pdfium_s < pypdf_s
