@@ -93,8 +93,16 @@ class Component:
         """The resolved spec (``Registry.resolve``): options added later are left out at their default."""
         return {"type": self.name, "params": self.params.key_dump()}
 
+    @classmethod
+    def key_version(cls, params: Mapping[str, Any]) -> int:
+        """The behaviour version keyed for these params: ``version``, unless one mode's behaviour
+        changed alone, when that mode's params key a later version and the others keep their
+        ids (and every user's cached results of them)."""
+        return cls.version
+
     def spec_key(self) -> str:
-        return content_key(self.kind, self.name, self.version, self.params.key_dump())
+        dumped = self.params.key_dump()
+        return content_key(self.kind, self.name, self.key_version(dumped), dumped)
 
 
 def _format_validation_error(kind: str, name: str, params_model: type[BaseModel], error: ValidationError) -> str:

@@ -149,7 +149,7 @@ def component_key(kind: Registry, spec: ComponentSpec | None) -> str | None:
     cls = kind.info(spec.type)  # its declarations: the class itself is not imported for a key
     transport: frozenset[str] = getattr(cls.Params, "transport_fields", frozenset())
     params = {name: value for name, value in spec.params.items() if name not in transport}
-    return content_key(kind.kind, spec.type, cls.version, params)
+    return content_key(kind.kind, spec.type, cls.key_version(spec.params), params)
 
 
 def questions_key(questions: QuestionSet) -> str:

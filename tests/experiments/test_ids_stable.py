@@ -87,3 +87,21 @@ def test_the_question_set_is_not_part_of_a_run_id():
     grown = _plan(more_questions=True)
     assert grown.questions_key != PINNED_QUESTIONS_KEY
     assert _fingerprint(grown)[1:] == (PINNED_RUNS, PINNED_DIGEST, PINNED_FIRST)
+
+
+def test_a_mode_whose_behaviour_changed_alone_keys_its_own_version_and_the_others_keep_theirs():
+    """The Retrieval Judge's evaluate -> refine loop changed (a repeated refined query ends it), its
+    one-call judge did not: only the loop's runs move to version 2."""
+    from ragkit.experiments.plan import component_key
+    from ragkit.hashing import content_key
+    from ragkit.registry import ComponentSpec
+    from ragkit.stages.base import STAGES as judges
+
+    loop = ComponentSpec(type="retrieval", params={"loop": "evaluate_refine"})
+    one_call = ComponentSpec(type="retrieval", params={"loop": "judge"})
+    assert component_key(judges, loop) == content_key(judges.kind, "retrieval", 2, {"loop": "evaluate_refine"})
+    assert component_key(judges, one_call) == content_key(judges.kind, "retrieval", 1, {"loop": "judge"})
+    # The same rule keys a built stage (its spec key) as the plan keys its spec.
+    info = judges.info("retrieval")
+    assert info.key_version(info.Params(loop="evaluate_refine").key_dump()) == 2
+    assert info.key_version(info.Params().key_dump()) == 1

@@ -72,6 +72,13 @@ class RetrievalJudgeInfo(StageInfo):
     modes: ClassVar[tuple[str, ...]] = ("off", "llm")
 
     @classmethod
+    def key_version(cls, params: Mapping[str, Any]) -> int:
+        """The evaluate -> refine loop keys version 2: a refined query that repeats a searched one ends
+        the loop (version 1 searched it again), which changes its results, so its runs have their own
+        ids; the one-call judge behaves as at version 1 and keeps its ids and cached results."""
+        return 2 if params.get("loop") == "evaluate_refine" else cls.version
+
+    @classmethod
     def llm_calls_per_question(cls, params: Mapping[str, Any]) -> int:
         """The evaluate -> refine loop at its bound: max_iterations evaluations and a refine call
         between each two (2 x max_iterations - 1); the one-call judge one (a second round only when
