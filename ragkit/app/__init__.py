@@ -7,8 +7,7 @@ loads nor depends on the others.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragkit.lazy_exports import lazy_exports
 
 _WHERE = {
     "JobManager": "ragkit.app.jobs",
@@ -17,8 +16,4 @@ _WHERE = {
 
 __all__ = ["JobManager", "save_uploads"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -8,8 +8,7 @@ loads nor depends on the others.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragkit.lazy_exports import lazy_exports
 
 _WHERE = {
     "Pipeline": "ragkit.pipeline.pipeline",
@@ -23,8 +22,4 @@ _WHERE = {
 
 __all__ = ["AnswerChecker", "Pipeline", "StepRecorder", "Trace", "build_pipeline", "export_pipeline", "stage_row"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -9,8 +9,7 @@ loads nor depends on the others.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragkit.lazy_exports import lazy_exports
 
 _WHERE = {
     "QualityGate": "ragkit.stages.retrieval.quality_gate.stage",
@@ -19,8 +18,4 @@ _WHERE = {
 
 __all__ = ["QualityGate", "QualityGateParams"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)
