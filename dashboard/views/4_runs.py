@@ -1,6 +1,7 @@
 """Runs: start a job from YAML, follow live progress, cancel and resume. Question-generation jobs
-(started on the Question sets page) are listed too, kind "questions", progress in LLM calls, and
-once done their outcome ("done · kept 5 of 40 (12%): poor yield"), a poor yield as a warning."""
+(started on the Question sets page) are listed too, kind "questions", progress in LLM calls
+(extractive: questions), and once done their outcome ("done · kept 5 of 40 (12%): poor yield"), a
+poor yield as a warning."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def jobs_panel() -> None:
     info = next(j for j in jobs if j.job_id == job_id)
     fraction = info.done / info.total if info.total else 0.0
     st.progress(fraction, text=escape(f"{info.state_text()} · {info.done}/{info.total or '?'} "
-                                      f"{'questions' if info.kind == 'run' else 'LLM calls'} · "
+                                      f"{info.unit} · "
                                       f"elapsed {_duration(info.elapsed_s)} · ETA {_duration(info.eta_s) or '-'}"))
     if info.detail:  # an index build: the question count stands still meanwhile, and this says why
         st.caption(escape(info.detail))

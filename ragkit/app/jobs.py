@@ -77,6 +77,9 @@ class JobInfo(BaseModel):
     outcome: dict[str, Any] | None = None  # what a finished job yielded: {summary, poor, advice, ...}
     log_tail: str = ""
     detail: str | None = None  # what a running job does besides questions (an index build), with its own ETA
+    # What done and total count, as the job's status file names it; a file written before it did:
+    # a run counts questions, a question-generation job LLM calls.
+    unit: str = "questions"
 
     def state_text(self) -> str:
         """The state as a page shows it: "done", or "done · kept 5 of 40 (12%): poor yield ..."."""
@@ -212,6 +215,7 @@ class JobManager:
                 info.error = next((line for line in reversed(log_tail.splitlines()) if line.strip()), "exited")
         else:
             info.done, info.total, info.error = status["done"], status["total"], status.get("error")
+            info.unit = status.get("unit") or ("questions" if job.kind == "run" else "LLM calls")
             info.outcome = status.get("outcome")
             finished = status["state"] != "running" or not alive
             info.elapsed_s = (status["updated"] if finished else time.time()) - status["started"]

@@ -58,12 +58,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             print("note: the MiniLM embedder could not load; duplicates are found by normalised text only",
                   file=sys.stderr)
         if client is None:
-            status = _status_writer(args.status_file, params.n)
+            status = _status_writer(args.status_file, params.n, "questions")
             result = generate_extractive(source.documents, params, embed=embed, corpus=source.name)
             if status:
                 status.advance(params.n)
         else:
-            status = _status_writer(args.status_file, len(plan_generation(source.documents, params)))
+            status = _status_writer(args.status_file, len(plan_generation(source.documents, params)), "LLM calls")
             result = generate_questions(source.documents, params, client, embed=embed, corpus=source.name,
                                         on_call=(lambda done, total: status.advance(1)) if status else None)
         path = write_set(Path(args.out), result.rows, result.record, source.corpus_file)
@@ -107,13 +107,14 @@ def _generation_time(llm: str | None, model: str | None, calls: int) -> str:
     return f"time ({spec.type}:{llms.build(spec).model_name}): {format_seconds(seconds, measured)}"
 
 
-def _status_writer(path: str | None, total: int) -> Any:
-    """The progress file a dashboard job follows (done/total LLM calls), or None."""
+def _status_writer(path: str | None, total: int, unit: str) -> Any:
+    """The progress file a dashboard job follows (done of total ``unit``: LLM calls, or for the
+    extractive method questions), or None."""
     if not path:
         return None
     from ragkit.experiments.status import StatusWriter
 
-    return StatusWriter(Path(path), total)
+    return StatusWriter(Path(path), total, unit=unit)
 
 
 def _load_set(path: str, format: str) -> Any:

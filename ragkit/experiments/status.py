@@ -17,12 +17,14 @@ STATES = ("running", "done", "failed")
 
 
 class StatusWriter:
-    """Writes {state, done, total, started, updated, pid, error, detail}; throttled to a few writes a
-    second. ``detail``: what the run is doing besides answering questions (an index build), or None."""
+    """Writes {state, done, total, unit, started, updated, pid, error, detail}; throttled to a few
+    writes a second. ``unit``: what ``done`` and ``total`` count ("questions", "LLM calls");
+    ``detail``: what the run is doing besides answering questions (an index build), or None."""
 
-    def __init__(self, path: Path, total: int, min_interval: float = 0.5) -> None:
+    def __init__(self, path: Path, total: int, min_interval: float = 0.5, unit: str = "questions") -> None:
         self.path = path
         self.total = total
+        self.unit = unit
         self.done = 0
         self.detail: str | None = None
         self.started = time.time()
@@ -33,7 +35,7 @@ class StatusWriter:
     def _write(self, state: str, error: str | None = None, outcome: dict[str, Any] | None = None) -> None:
         self._last_write = time.time()
         write_json_atomic(self.path, {
-            "state": state, "done": self.done, "total": self.total, "started": self.started,
+            "state": state, "done": self.done, "total": self.total, "unit": self.unit, "started": self.started,
             "updated": self._last_write, "pid": os.getpid(), "error": error, "detail": self.detail,
             **({"outcome": outcome} if outcome is not None else {}),
         })

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from ragkit.app.jobs import JobInfo, JobManager, _process_alive
+from ragkit.app.jobs import Job, JobInfo, JobManager, _process_alive
 from ragkit.errors import ConfigError
 from ragkit.results import ResultStore
 from tests.factories import tiny_experiment
@@ -58,7 +61,7 @@ def test_job_runs_to_done_in_the_background(tmp_path):
     info = _wait_for(manager, job.job_id, ("done", "failed", "interrupted"))
 
     assert info.state == "done", info.log_tail
-    assert info.done == info.total == 2 * 4  # two top_k values x four questions
+    assert info.done == info.total == 2 * 4 and info.unit == "questions"  # two top_k values x four questions
     assert info.error is None and info.eta_s is None and info.elapsed_s >= 0
     _wait_for_exit(job.pid)  # the status says done just before the child prints its summary
     scores = ResultStore(tmp_path / "out").read("scores")
@@ -212,3 +215,25 @@ def test_the_dataset_of_a_results_folder_is_read_from_the_job_that_wrote_it(tmp_
     assert manager.dataset_of(tmp_path / "results" / "b") == "/data/other"
     assert manager.dataset_of(tmp_path / "results" / "c") is None
     assert manager.dataset_of("s3://bucket/results/a") is None  # jobs write local folders only
+
+
+@pytest.mark.parametrize(("kind", "written", "shown"), [
+    ("questions", "questions", "questions"),  # an extractive set counts the questions it asked for
+    ("questions", "LLM calls", "LLM calls"),
+    ("questions", None, "LLM calls"),  # a status file from before it named its unit
+    ("run", None, "questions"),
+])
+def test_progress_counts_what_the_status_file_names_and_older_files_by_job_kind(tmp_path, kind, written, shown):
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()  # a pid that no longer runs: the job's state is read from its status alone
+    manager = JobManager(tmp_path / "jobs")
+    job = Job(job_id="job", experiment="set", out_dir=str(tmp_path / "out"), created=datetime.now(UTC),
+              pid=finished.pid, command=[], kind=kind)
+    folder = manager.jobs_dir / job.job_id
+    folder.mkdir()
+    (folder / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
+    status = {"state": "done", "done": 20, "total": 20, "started": 0.0, "updated": 1.0, "pid": finished.pid,
+              "error": None, "detail": None, **({"unit": written} if written else {})}
+    (folder / "status.json").write_text(json.dumps(status), encoding="utf-8")
+    info = manager.get("job")
+    assert (info.state, info.done, info.total, info.unit) == ("done", 20, 20, shown)

@@ -75,6 +75,7 @@ def test_cli_last_line_record_status_and_min_kept_exit_code(tmp_path: Path, caps
     assert (out / "questions.jsonl").is_file()  # the set is written all the same
     written = json.loads(status.read_text(encoding="utf-8"))
     assert written["state"] == "failed" and written["outcome"]["summary"] == record["outcome"]["summary"]
+    assert (written["done"], written["total"], written["unit"]) == (20, 20, "questions")  # extractive: no LLM calls
     info = JobInfo(job_id="j", experiment="set", out_dir=str(out), created="2026-01-01T00:00:00Z", state="done",
                    kind="questions", outcome=written["outcome"])
     assert info.state_text() == f"done · {record['outcome']['summary']}"
