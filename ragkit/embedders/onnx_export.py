@@ -107,6 +107,9 @@ def _export_fp32(folder: Path, path: Path) -> None:
     from transformers import AutoModel
 
     # Eager attention: the legacy (TorchScript) exporter traces it into plain MatMul/Softmax nodes.
+    # Left unfused: ONNX Runtime's transformer optimizer (bert: Attention, SkipLayerNormalization,
+    # BiasGelu) was not measurably faster; at 256 tokens the GEMMs are 87% of the time
+    # (benchmarks/README.md, "The filings grid's 1.6x").
     transformer = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     module = _SentenceVector(transformer)
     ids = torch.ones((2, 8), dtype=torch.long)
