@@ -12,6 +12,7 @@ ragkit (uploads, the question-set catalogue, previews, listings: see docs/archit
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -213,10 +214,22 @@ def unreadable(experiment: str) -> list[str]:
     return _stop_on_storage_error(folder, lambda: ResultStore(folder).unreadable())
 
 
+# The stamp each results folder was last read at, by folder: a newer one supersedes its Results.
+_LAST_STAMPS: dict[str, Any] = {}
+_LAST_STAMPS_LOCK = threading.Lock()
+
+
 def _results_stamp(folder: str | Path) -> Any:
-    if isinstance(folder, Path):
-        return folder_stamps.local_results_stamp(folder)
-    return _remote_stamp(folder, s3_endpoint())
+    """The folder's state now. Once a folder has moved on, its Results of the former state (the
+    largest entries, lazily read tables) is dropped rather than held until max_entries pushes it out."""
+    stamp = (folder_stamps.local_results_stamp(folder) if isinstance(folder, Path)
+             else _remote_stamp(folder, s3_endpoint()))
+    with _LAST_STAMPS_LOCK:
+        former = _LAST_STAMPS.get(str(folder))
+        _LAST_STAMPS[str(folder)] = stamp
+    if former is not None and former != stamp:
+        _results.clear(str(folder), former)
+    return stamp
 
 
 @st.cache_data(ttl=REMOTE_STAMP_TTL_S, show_spinner=False)
@@ -225,10 +238,11 @@ def _remote_stamp(location: str, endpoint: str | None) -> tuple:
     return folder_stamps.remote_results_stamp(location)
 
 
-# Views and loaded results are keyed by the folder's state (its stamp), so an entry past its ttl is
-# most likely still right: it is served at once while one background refresh recomputes it, rather
-# than every session asking in that moment waiting for the recomputation.
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=8, refresh_mode="background")
+# Loaded results, views and figures are keyed by the folder's state (its stamp), so an entry stays
+# right for as long as its key is asked: none expires (a refresh every 30 s recomputed an unchanged
+# folder's views, about 0.8 s of CPU each time, under the GIL every session shares). A changed folder
+# is a new key; max_entries bounds what older states leave behind.
+@st.cache_resource(max_entries=8)
 def _results(folder: str, stamp: Any):
     """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
@@ -241,7 +255,7 @@ def load_results(experiment: str):
     return _stop_on_storage_error(folder, lambda: _results(str(folder), _results_stamp(folder)))
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
+@st.cache_data(max_entries=64)
 def _view(folder: str, stamp: Any, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
 
@@ -257,7 +271,7 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
 
 
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
+@st.cache_resource(max_entries=64)
 def _chart(folder: str, stamp: Any, chart: str, view_name: str, run_ids: tuple[str, ...] | None, args: tuple,
            options: tuple, title: str) -> Any:
     """Shared, not copied: st.plotly_chart only reads the figure (``to_dict``), and no page changes it."""
