@@ -14,14 +14,12 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard.safe_text import escape
-from ragkit.app.jobs import JobManager
-from ragkit.chunkers.preview import chunk_preview
 from ragkit.corpus import listing
 from ragkit.corpus.store import CorpusStore
 from ragkit.questions import catalogue
@@ -29,6 +27,9 @@ from ragkit.settings import get_settings
 from ragkit.storage import folder_stamps, folders
 from ragkit.storage.folder_stamps import folder_stamp, s3_endpoint
 from ragkit.storage.folders import storage_errors
+
+if TYPE_CHECKING:
+    from ragkit.app.jobs import JobManager
 
 DATA_TTL_S = 30
 # The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
@@ -63,6 +64,10 @@ def corpus_store() -> CorpusStore:
 
 @st.cache_resource
 def _job_manager(jobs_dir: str) -> JobManager:
+    # Imported here, as chunk_preview below: the experiment configs and LlamaIndex they load took
+    # seconds of a server's first session on every page, the Compare page's included.
+    from ragkit.app.jobs import JobManager
+
     return JobManager(Path(jobs_dir))
 
 
@@ -108,6 +113,8 @@ def load_corpus(name: str):
 def _chunk_preview(root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str,
                    params_json: str) -> pd.DataFrame:
     document = _corpus(root, corpus, corpus_stamp).by_id()[doc_id]
+    from ragkit.chunkers.preview import chunk_preview
+
     return chunk_preview(document, chunker, json.loads(params_json))
 
 
