@@ -278,6 +278,24 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
 
 
+@st.cache_data(max_entries=64)
+def _table(folder: str, stamp: Any, table: str, view_name: str, run_ids: tuple[str, ...] | None,
+           args: tuple) -> pd.DataFrame:
+    from ragkit.analysis import report
+
+    return getattr(report, table)(_view(folder, stamp, view_name, run_ids, args))
+
+
+def table(table: str, view_name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> pd.DataFrame:
+    """``ragkit.analysis.report.<table>(view(view_name, ...))``: a view as the text table a page shows,
+    formatted once per results folder state for every session (a factor table of a 1,000-run grid is
+    hundreds of rows formatted cell by cell, which every session's script run repeated)."""
+    folder = results_location(experiment)
+    return _stop_on_storage_error(folder, lambda: _table(
+        str(folder), _results_stamp(folder), table, view_name, tuple(run_ids) if run_ids is not None else None,
+        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
+
+
 @st.cache_resource(max_entries=64)
 def _chart(folder: str, stamp: Any, chart: str, view_name: str, run_ids: tuple[str, ...] | None, args: tuple,
            options: tuple, title: str) -> Any:

@@ -176,3 +176,24 @@ def test_sessions_asking_for_one_chart_at_once_build_it_once_and_share_it(experi
                                                           title="mrr"), range(SESSIONS)))
     assert len(built) == 1
     assert all(figure is figures[0] for figure in figures) and figures[0].layout.title.text == "mrr"
+
+
+def test_sessions_asking_for_one_text_table_at_once_format_it_once(experiment, monkeypatch):
+    """A view formatted as the page shows it (``state.table``) is formatted once for every session."""
+    name, _, _ = experiment
+    from ragkit.analysis import report
+
+    formatted: list[str] = []
+    real_table = report.factor_table
+
+    def counting_table(rows):
+        formatted.append(threading.current_thread().name)
+        return real_table(rows)
+
+    monkeypatch.setattr(report, "factor_table", counting_table)
+    with ThreadPoolExecutor(max_workers=SESSIONS) as sessions:
+        tables = list(sessions.map(lambda _: state.table("factor_table", "factor_effects", name, None, ["mrr"]),
+                                   range(SESSIONS)))
+    assert len(formatted) == 1
+    assert all(table.equals(tables[0]) for table in tables)
+    assert list(tables[0]["factor"]) == ["chunker"] and list(tables[0]["level vs reference"]) == ["cr2 vs cr1"]
