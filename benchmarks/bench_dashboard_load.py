@@ -30,8 +30,9 @@ the chart arrived on the websocket (the rest, up to drawn, is the browser's rend
 first screen's last message arrived, the renderer's task time up to the first screen, and errors
 (a Streamlit exception or error box, a script error in the page). The load average is printed at
 the start and the end. Goals (issues 29 and 41): every session without error; p95 to the factor
-table <= 3x the single session's; the single session's first screen < 2 s on the quickstart;
-each beside the bare page's same figure.
+table <= 3x the single session's; the single session's first screen < 2 s (the quickstart and
+the 1,000 x 1,000 folder: ``--runs 1000 --questions 1000``, built once on every core, about 21
+minutes of CPU); each beside the bare page's same figure.
 ``--profile``: a child renders the Compare page with AppTest (the server's script run without a
 browser) twice, the second with caches warm as a later session finds them, under cProfile
 (pyinstrument is not installed here), and prints where that run's time goes, beside the bare
@@ -91,12 +92,15 @@ def prepare(data_dir: Path, runs: int, questions: int, experiments: list[str]) -
         print("running the quickstart (2-3 minutes on 2 cores) ...", flush=True)
         subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(REPO_ROOT / "experiments" / "quickstart.yaml"),
                         "--quiet"], env=env, check=True, cwd=REPO_ROOT)
-    if SYNTHETIC in experiments and not (data_dir / "results" / SYNTHETIC / "runs").exists():
+    folder = data_dir / "results" / SYNTHETIC
+    if SYNTHETIC in experiments and not (folder / "runs").exists():
         from bench_compare import build
 
         started = time.perf_counter()
-        build(data_dir / "results" / SYNTHETIC, runs, questions, seed=0)
+        build(folder, runs, questions, seed=0, workers=os.cpu_count() or 1)
         print(f"built {runs} runs x {questions} questions in {time.perf_counter() - started:.1f} s", flush=True)
+    elif SYNTHETIC in experiments:  # a kept folder is measured as it is, whatever --runs and --questions say
+        print(f"reusing {folder}: {len(list((folder / 'runs').glob('*.parquet')))} runs", flush=True)
 
 
 @dataclass(frozen=True)
@@ -374,9 +378,9 @@ def summary(name: str, measured: dict[str, list[dict]]) -> tuple[list[Measuremen
                     None),
         Measurement(f"{name}: p95, chart in link / single", chart_p95, single, "s", "-", None),
     ]
-    if name == "quickstart":
-        rows.insert(1, Measurement(f"{name}: single first screen (goal)", single, bare, "s",
-                                   f"< {FIRST_CHART_GOAL_S:g} s", single < FIRST_CHART_GOAL_S))
+    # The goal holds for both pages the issue names: the quickstart's and the 1,000 x 1,000 folder's.
+    rows.insert(1, Measurement(f"{name}: single first screen (goal)", single, bare, "s",
+                               f"< {FIRST_CHART_GOAL_S:g} s", single < FIRST_CHART_GOAL_S))
     return rows, lines + errors[:20]
 
 

@@ -15,7 +15,7 @@ from dashboard import state
 from ragkit.analysis import charts, failures, judges, recommend, views
 from ragkit.analysis.comparison import family_adjustment
 from ragkit.analysis.notes import adjustment_note, failure_note, reference_line
-from ragkit.analysis.report import CUT_RULE, DETECTABLE_NOTE, factor_table, has_failures, pair_table
+from ragkit.analysis.report import CUT_RULE, DETECTABLE_NOTE, has_failures, pair_table
 from ragkit.analysis.statistics import describe_method
 from ragkit.metrics.names import CHARTED_GENERATION_METRICS, GENERATION_METRICS, better_direction
 
@@ -40,6 +40,9 @@ class Compared:
     def view(self, name: str, *args):
         return state.view(name, self.experiment, self.run_ids, *args)
 
+    def table(self, table: str, view_name: str, *args) -> pd.DataFrame:
+        return state.table(table, view_name, self.experiment, self.run_ids, *args)
+
     def chart(self, chart: str, view_name: str, *args, title: str = "", **options):
         return state.chart(chart, view_name, self.experiment, self.run_ids, *args, title=title, **options)
 
@@ -63,7 +66,7 @@ def factors(c: Compared) -> None:
                    "beyond its top_k, or a metric it does not score).")
         return
     strict = has_failures(effects)  # then the strict difference leads, in the table and the chart
-    st.dataframe(factor_table(effects), hide_index=True, key="factor_table")
+    st.dataframe(c.table("factor_table", "factor_effects", c.chosen), hide_index=True, key="factor_table")
     references = c.view("factor_references")
     st.caption(reference_line(references.itertuples()) + " Each level against its factor's reference, paired "
                "over every matched setting of the other factors (settings). " + describe_method(c.unit)

@@ -12,15 +12,14 @@ ragkit (uploads, the question-set catalogue, previews, listings: see docs/archit
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard.safe_text import escape
-from ragkit.app.jobs import JobManager
-from ragkit.chunkers.preview import chunk_preview
 from ragkit.corpus import listing
 from ragkit.corpus.store import CorpusStore
 from ragkit.questions import catalogue
@@ -28,6 +27,9 @@ from ragkit.settings import get_settings
 from ragkit.storage import folder_stamps, folders
 from ragkit.storage.folder_stamps import folder_stamp, s3_endpoint
 from ragkit.storage.folders import storage_errors
+
+if TYPE_CHECKING:
+    from ragkit.app.jobs import JobManager
 
 DATA_TTL_S = 30
 # The sidebar probes Ollama on every page: a short timeout, and the answer reused for a while.
@@ -62,6 +64,10 @@ def corpus_store() -> CorpusStore:
 
 @st.cache_resource
 def _job_manager(jobs_dir: str) -> JobManager:
+    # Imported here, as chunk_preview below: the experiment configs and LlamaIndex they load took
+    # seconds of a server's first session on every page, the Compare page's included.
+    from ragkit.app.jobs import JobManager
+
     return JobManager(Path(jobs_dir))
 
 
@@ -107,6 +113,8 @@ def load_corpus(name: str):
 def _chunk_preview(root: str, corpus: str, corpus_stamp: float, doc_id: str, chunker: str,
                    params_json: str) -> pd.DataFrame:
     document = _corpus(root, corpus, corpus_stamp).by_id()[doc_id]
+    from ragkit.chunkers.preview import chunk_preview
+
     return chunk_preview(document, chunker, json.loads(params_json))
 
 
@@ -213,10 +221,22 @@ def unreadable(experiment: str) -> list[str]:
     return _stop_on_storage_error(folder, lambda: ResultStore(folder).unreadable())
 
 
+# The stamp each results folder was last read at, by folder: a newer one supersedes its Results.
+_LAST_STAMPS: dict[str, Any] = {}
+_LAST_STAMPS_LOCK = threading.Lock()
+
+
 def _results_stamp(folder: str | Path) -> Any:
-    if isinstance(folder, Path):
-        return folder_stamps.local_results_stamp(folder)
-    return _remote_stamp(folder, s3_endpoint())
+    """The folder's state now. Once a folder has moved on, its Results of the former state (the
+    largest entries, lazily read tables) is dropped rather than held until max_entries pushes it out."""
+    stamp = (folder_stamps.local_results_stamp(folder) if isinstance(folder, Path)
+             else _remote_stamp(folder, s3_endpoint()))
+    with _LAST_STAMPS_LOCK:
+        former = _LAST_STAMPS.get(str(folder))
+        _LAST_STAMPS[str(folder)] = stamp
+    if former is not None and former != stamp:
+        _results.clear(str(folder), former)
+    return stamp
 
 
 @st.cache_data(ttl=REMOTE_STAMP_TTL_S, show_spinner=False)
@@ -225,10 +245,11 @@ def _remote_stamp(location: str, endpoint: str | None) -> tuple:
     return folder_stamps.remote_results_stamp(location)
 
 
-# Views and loaded results are keyed by the folder's state (its stamp), so an entry past its ttl is
-# most likely still right: it is served at once while one background refresh recomputes it, rather
-# than every session asking in that moment waiting for the recomputation.
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=8, refresh_mode="background")
+# Loaded results, views and figures are keyed by the folder's state (its stamp), so an entry stays
+# right for as long as its key is asked: none expires (a refresh every 30 s recomputed an unchanged
+# folder's views, about 0.8 s of CPU each time, under the GIL every session shares). A changed folder
+# is a new key; max_entries bounds what older states leave behind.
+@st.cache_resource(max_entries=8)
 def _results(folder: str, stamp: Any):
     """Shared, not copied: Results reads its lazy tables once for every page and session."""
     from ragkit.analysis import load_results
@@ -241,11 +262,26 @@ def load_results(experiment: str):
     return _stop_on_storage_error(folder, lambda: _results(str(folder), _results_stamp(folder)))
 
 
-@st.cache_data(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
-def _view(folder: str, stamp: Any, name: str, run_ids: tuple[str, ...] | None, args: tuple) -> Any:
+# The selected runs go into a cache key as one string: Streamlit hashes a tuple element by element,
+# and with 1,000 runs that was 0.35 s of a 0.45 s warm page run (seven cached calls).
+_RUNS_SEPARATOR = "\x1f"
+
+
+def _runs_key(run_ids: list[str] | None) -> str | None:
+    return _RUNS_SEPARATOR.join(run_ids) if run_ids is not None else None
+
+
+def _run_ids(runs: str | None) -> list[str] | None:
+    if runs is None:
+        return None
+    return runs.split(_RUNS_SEPARATOR) if runs else []
+
+
+@st.cache_data(max_entries=64)
+def _view(folder: str, stamp: Any, name: str, runs: str | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
 
-    return VIEWS[name](_results(folder, stamp).subset(list(run_ids) if run_ids is not None else None), *args)
+    return VIEWS[name](_results(folder, stamp).subset(_run_ids(runs)), *args)
 
 
 def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> Any:
@@ -253,19 +289,36 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
     state: the one cached helper every page's tables and charts come through."""
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: _view(
-        str(folder), _results_stamp(folder), name, tuple(run_ids) if run_ids is not None else None,
+        str(folder), _results_stamp(folder), name, _runs_key(run_ids),
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
 
 
-@st.cache_resource(ttl=DATA_TTL_S, max_entries=64, refresh_mode="background")
-def _chart(folder: str, stamp: Any, chart: str, view_name: str, run_ids: tuple[str, ...] | None, args: tuple,
-           options: tuple, title: str) -> Any:
+@st.cache_data(max_entries=64)
+def _table(folder: str, stamp: Any, table: str, view_name: str, runs: str | None, args: tuple) -> pd.DataFrame:
+    from ragkit.analysis import report
+
+    return getattr(report, table)(_view(folder, stamp, view_name, runs, args))
+
+
+def table(table: str, view_name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> pd.DataFrame:
+    """``ragkit.analysis.report.<table>(view(view_name, ...))``: a view as the text table a page shows,
+    formatted once per results folder state for every session (a factor table of a 1,000-run grid is
+    hundreds of rows formatted cell by cell, which every session's script run repeated)."""
+    folder = results_location(experiment)
+    return _stop_on_storage_error(folder, lambda: _table(
+        str(folder), _results_stamp(folder), table, view_name, _runs_key(run_ids),
+        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
+
+
+@st.cache_resource(max_entries=64)
+def _chart(folder: str, stamp: Any, chart: str, view_name: str, runs: str | None, args: tuple, options: tuple,
+           title: str) -> Any:
     """Shared, not copied: st.plotly_chart only reads the figure (``to_dict``), and no page changes it."""
     from ragkit.analysis import charts
 
-    runs = _results(folder, stamp).runs
-    selected = runs[runs["run_id"].isin(run_ids)] if run_ids is not None else runs
-    figure = getattr(charts, chart)(_view(folder, stamp, view_name, run_ids, args), selected, **dict(options))
+    table, run_ids = _results(folder, stamp).runs, _run_ids(runs)
+    selected = table[table["run_id"].isin(run_ids)] if run_ids is not None else table
+    figure = getattr(charts, chart)(_view(folder, stamp, view_name, runs, args), selected, **dict(options))
     return figure.update_layout(title=title) if title else figure
 
 
@@ -276,7 +329,7 @@ def chart(chart: str, view_name: str, experiment: str, run_ids: list[str] | None
     property) was most of a page run once the views were cached: each session rebuilt them."""
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: _chart(
-        str(folder), _results_stamp(folder), chart, view_name, tuple(run_ids) if run_ids is not None else None,
+        str(folder), _results_stamp(folder), chart, view_name, _runs_key(run_ids),
         tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args), tuple(sorted(options.items())), title))
 
 

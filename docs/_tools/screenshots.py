@@ -82,6 +82,8 @@ def _compress(path: Path) -> None:
 def take(data_dir: Path, out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
+    from ragkit.cli.dashboard import streamlit_command
+
     environment = dict(os.environ, RAGKIT_DATA_DIR=str(data_dir))
     def ragkit(*arguments: str) -> None:
         subprocess.run([sys.executable, "-m", "ragkit.cli", *arguments], cwd=ROOT, env=environment, check=True)
@@ -96,11 +98,10 @@ def take(data_dir: Path, out: Path) -> list[Path]:
     subprocess.run([sys.executable, "-c", register, REVIEW_SET, str(generated)], cwd=ROOT, env=environment, check=True)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--client.toolbarMode", "viewer"],
-        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # The server flags `ragkit dashboard` uses, so the pictures show what users get.
+    server = subprocess.Popen(streamlit_command(ROOT / "dashboard" / "app.py", "127.0.0.1", port), cwd=ROOT,
+                              env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
     written = []
     try:
         _wait_healthy(url, server)

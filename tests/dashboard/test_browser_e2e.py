@@ -14,7 +14,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 import zipfile
@@ -84,14 +83,17 @@ def escaped_copies(places: list[Path], data_dir: Path) -> list[Path]:
 
 
 @pytest.fixture
-def server(isolated_data_dir) -> Iterator[str]:
-    """The dashboard on a free port, bound to 127.0.0.1, with a 1 MB upload limit."""
+def server(isolated_data_dir, monkeypatch) -> Iterator[str]:
+    """The dashboard on a free port, bound to 127.0.0.1, with a 1 MB upload limit, started by the
+    command `ragkit dashboard` runs (its server flags are what the tests exercise)."""
+    from ragkit.cli.dashboard import streamlit_command
+    from ragkit.settings import get_settings
+
+    monkeypatch.setenv("RAGKIT_MAX_FILE_MB", str(MAX_UPLOAD_MB))  # the server's limit and the app's
+    get_settings.cache_clear()
     port = free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "dashboard" / "app.py"),
-        "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
-    ]
+    command = streamlit_command(REPO_ROOT / "dashboard" / "app.py", "127.0.0.1", port)
+    assert command[command.index("--server.maxUploadSize") + 1] == str(MAX_UPLOAD_MB)
     log = (isolated_data_dir.parent / f"streamlit-{port}.log").open("w")
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
