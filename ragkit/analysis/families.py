@@ -19,61 +19,58 @@ where the two are the same test (no question failed on either side: the same que
 values), it counts once and both get the same adjusted p. A row with no p (nothing to test:
 identical on every question, one unit, a zero standard error; ``statistics``) is not counted.
 
-**Each test's own p** is its restricted wild cluster bootstrap p (``bootstrap_p``), alone or in a
-family: each draw multiplies every unit's *sum* of the tested values (the null imposed; MacKinnon
-and Webb 2018) by one Webb weight (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6; Webb 2014, for few
+**The joint test** (``joint_adjust``) is the step-down minP test (Westfall and Young 1993) with
+the tests' dependence taken from a wild cluster bootstrap. The family's comparisons share the
+reference run and the questions, so their tests are correlated (a row's difference and strict
+difference nearly always move together), and Holm, which assumes the worst, flags a true null
+family far less often than alpha (2-4% at 5%; benchmarks/README.md). Each draw multiplies every
+unit's residuals by one Webb weight (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6; Webb 2014, for few
 units), the same weight for every test of the sample, and recomputes each test's CR2 t statistic
-(``wild_t``, from ``statistics.unit_influence`` and ``statistics.unit_shares``); the p is the
-share of the ``DRAWS`` draws whose |t*| (t* one-sided) reaches the data's |t| (compared at
-``DECIMALS`` decimals, so draws equal but for rounding tie). Beyond the draws (fewer than
-``TAIL_DRAWS`` at least as extreme), it is the t test's p times ``TAIL`` over the t test's p at
-the ``TAIL_DRAWS``-th most extreme draw: continuous with the draws' share at ``TAIL``, ordered as
-|t|, never 0. Why not the t test's p: its Satterthwaite df is conservative where one document
-dominates, and the more so in the tail where a family's critical p lies (about 0.01), so families
-built on it flagged 3-4% of true null families instead of 5%; the bootstrap's p is what a test
-alone is measured to hold (benchmarks/README.md).
-
-**The joint test** (``joint_adjust``) is the step-down minP test (Westfall and Young 1993) of
-those p with the tests' dependence taken from the *unrestricted* wild cluster bootstrap (each
-unit's residuals times the same Webb weights). The family's comparisons share the reference run
-and the questions, so their tests are correlated (a row's difference and strict difference nearly
-always move together), and Holm, which assumes the worst, flags a true null family far less often
-than alpha (2-4% at 5%). A draw's p*_k is the share of test k's draws at least as extreme as this
-one: only the dependence comes from these draws. Residuals, not sums: the dependence must not
-move with the tested means (a reference run that happens to be off makes every contrast's sums
-move together, and the restricted draws' own joint law then under-counted the family: 6-7% at
-4-8 levels). Each test is studentised on its own, as the data are (a multivariate t with one
-shared chi-square over-rejected, 6-7% on the quickstart's 8-level factor table). Tests computed
-on different questions (slices) get independent weights, which errs on the safe side (Sidak).
-With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is the running
-maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS`` draws. Below
-``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach) a step's probability is p_(j) times the
-effective number of tests measured at ``TAIL``, so p-values far below 1 / ``DRAWS`` stay ordered
-and exact enough to survive the family. ``adjust`` then keeps each adjusted p between the row's
-t test p and Holm over the family's t tests: a family never makes a test stronger than its own t
-test, and finds whatever Holm finds. A family of more than ``JOINT_MAX`` tests (tens of
-thousands of pairs) falls back to Holm over the t tests.
+(``wild_t``, from ``statistics.unit_influence`` and ``statistics.unit_shares``); a draw's p*_k is
+the share of test k's draws at least as extreme as this one (t statistics compared at
+``DECIMALS`` decimals, so draws equal but for rounding tie). Only the dependence comes from the
+draws: each test keeps its own p (CR2, ``statistics``' df), compared with the draws' p*. Each
+test studentised on its own, as the data are: a multivariate t with one shared chi-square (every
+test's variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level factor
+table. Tests computed on different questions (slices) get independent weights, which errs on the
+safe side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is
+the running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS``
+draws. Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach) a step's probability is
+p_(j) times the effective number of tests measured at ``TAIL``, so p-values far below 1 /
+``DRAWS`` stay ordered and exact enough to survive the family. An adjusted p is never below p nor
+above Holm's (so it finds whatever Holm found). A family of more than ``JOINT_MAX`` tests (tens of
+thousands of pairs) falls back to Holm.
 
 **A test alone** (a family of one: a single comparison, a pair without failures on a metric only
-it is compared on, one gate row) takes its own bootstrap p as its adjusted p. The row's ``p``
-column stays its t test's (the same comparison has the same p in every view); a lone test's
-``p_adj`` is the bootstrap's, which can be below it.
+it is compared on, one gate row) takes the bootstrap's own p as its adjusted p: the restricted
+wild cluster bootstrap (the null imposed: each unit's *sum* of the tested values, not its
+residuals, times its weight; MacKinnon and Webb 2018), its p the share of draws whose |t*| (t*
+one-sided) reaches the data's |t|. The t test's p is conservative where one document dominates
+(3.2% at 5% on 40 documents of gamma-distributed sizes, 3.6% on COVID-QA's 98 articles); the
+bootstrap's 4.4-5.2% on every structure measured. Not for families of several tests: there the
+bootstrap's own p (marginals and joint law from the same draws) made the family reject too often,
+6-7% at 4-8 levels, in 500 replications (benchmarks/README.md), where the t tests' p with the
+bootstrap's dependence stay at most 5%. Beyond the draws (fewer than ``TAIL_DRAWS`` at least as
+extreme), the p is the t test's p times ``TAIL`` over the t test's p at the ``TAIL_DRAWS``-th most
+extreme draw: continuous with the draws' share at ``TAIL``, ordered as |t|, never 0. The row's
+``p`` column stays its t test's (the same comparison has the same p in every view); ``p_adj`` is
+the bootstrap's, which can be below it.
 
 **Determinism.** The weights of a sample come from ``SEED`` and the sample's key (its questions
 and units, ``differences.sample_key``): the same data give the same numbers every run, in every
 family and view they appear in; different samples get independent weights.
 
 Beside each unadjusted interval (the CR2 t interval, ``statistics``) sits a **simultaneous** one
-that agrees with the adjusted p. With c the family's single-step critical p (the alpha quantile of
-min_k p*_k, between alpha / m and alpha; alpha for a test alone), each row gets the difference +-
-b se, b the larger of the |t| beyond which its bootstrap p is below c and the t quantile at c, at
-most Bonferroni's t quantile at alpha / m; a test alone: b the |t| that 5% of its draws reach, so
-its interval excludes 0 exactly where p (adj.) < alpha. In a family, the step-down may reject a
-row whose interval still touches 0, never the other way round: one that excludes 0 always sits
-beside an adjusted p < alpha. A row's unadjusted t interval can disagree with its p (adj.) near
-alpha (it may exclude 0 beside p (adj.) 0.06, or touch 0 beside 0.04): the simultaneous interval
-is the one to read beside p (adj.). (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha / m beside
-Holm.)
+that agrees with the adjusted p. In a family of several tests, every row gets the t interval at
+the level 1 - c, with c the alpha quantile of min_k p*_k (between alpha / m and alpha), so the
+intervals of a family cover all their differences at once with probability about 1 - alpha; the
+step-down may reject a row whose interval still touches 0, never the other way round. A test
+alone gets its bootstrap-t interval: the difference +- b se, b the |t| that 5% of its draws
+reach; it excludes 0 exactly where p (adj.) < alpha. Either way one that excludes 0 always sits
+beside an adjusted p < alpha. A test alone's unadjusted t interval can disagree with its p (adj.)
+near alpha (it may exclude 0 beside p (adj.) 0.06, or touch 0 beside 0.04): the simultaneous
+interval is the one to read beside p (adj.). (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha /
+m beside Holm.)
 """
 
 from __future__ import annotations
@@ -89,8 +86,8 @@ from ragkit.analysis import statistics
 from ragkit.analysis.differences import INFLUENCE
 
 ALPHA = 1 - statistics.CONFIDENCE
-JOINT = ("step-down minP joint test of the tests' wild cluster bootstrap p over the family (dependence from a wild "
-         "bootstrap over the shared documents; a test alone: its bootstrap p)")
+JOINT = ("step-down minP joint test over the family (dependence from a wild bootstrap over the shared documents; "
+         "a test alone: its wild cluster bootstrap p)")
 HOLM = "Holm (family too large for the joint test)"
 # Draws of the max |Z| per family: the adjusted p's Monte Carlo error is about 0.002 at 0.05.
 DRAWS = 10_000
@@ -137,11 +134,11 @@ class FamilyTest:
 
 @dataclass(frozen=True)
 class Joint:
-    """A family's outcome per test: ``p`` (the p each test entered the joint test with: from
-    ``adjust``, its wild bootstrap p), ``adjusted`` (its adjusted p), ``bound`` (the simultaneous
-    interval being mean +- bound x se; NaN where the t interval at level 1 - ``critical`` agrees
-    with the adjusted p: Holm, or ``joint_adjust`` alone on several tests) and the family's
-    single-step ``critical`` p."""
+    """A family's outcome per test: ``p`` (the p each test entered with: a test alone, its wild
+    bootstrap p; several, their t tests'), ``adjusted`` (its adjusted p), ``bound`` (a test alone:
+    the |t| beyond which its bootstrap p is below alpha, the simultaneous interval being mean +-
+    bound x se; NaN otherwise: the t interval at level 1 - ``critical`` agrees with the adjusted
+    p) and the family's single-step ``critical`` p."""
 
     p: np.ndarray
     adjusted: np.ndarray
@@ -231,18 +228,27 @@ def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
 
 
 def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
-    """One family's ``Joint`` from the p-values ``p`` of its ``tests``: a test alone, its restricted
-    wild bootstrap p (``bootstrap_p``, whatever ``p`` says) and the bound of its bootstrap-t interval
-    at ``alpha``; several, ``p`` adjusted by the step-down minP test on the unrestricted bootstrap's
-    dependence, with the single-step critical p (a test whose p is below it is rejected at
-    ``alpha`` by both; bound NaN). ``adjust`` enters each test's bootstrap p here.
+    """One family's ``Joint`` (module docstring): a test alone, its restricted wild bootstrap p
+    (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, their t
+    tests' ``p`` adjusted by the step-down minP test on the unrestricted bootstrap's dependence,
+    with the single-step critical p (a test whose p is below it is rejected at ``alpha`` by both;
+    bound NaN: the t interval at level 1 - critical agrees with it).
 
     ``one_sided``: each test rejects where its (oriented) mean is large, and a draw's extreme is its
     largest t, not its largest |t|, as the regression gate needs."""
     m = len(tests)
     if m == 1:
         own, _, ordered = bootstrap_p(tests, one_sided, restricted=True)
-        return Joint(own, own.copy(), _draws_bound(ordered, np.array([tests[0].df]), alpha, one_sided), alpha)
+        # The bootstrap p is below alpha exactly where the |t| exceeds this bound.
+        above = int(np.ceil(alpha * DRAWS - 1e-9))
+        if above > TAIL_DRAWS:
+            # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below alpha.
+            bound = ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
+        else:
+            df = np.array([tests[0].df])
+            edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
+            bound = _t_bound(alpha * edge / TAIL, df, one_sided)
+        return Joint(own, own.copy(), bound, alpha)
     _, drawn, _ = bootstrap_p(tests, one_sided, restricted=False)
     order = np.argsort(p, kind="stable")
     ordered_p = p[order]
@@ -261,41 +267,13 @@ def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, o
     return Joint(p.copy(), adjusted, np.full(m, np.nan), critical)
 
 
-def _draws_bound(ordered: np.ndarray, df: np.ndarray, level: float, one_sided: bool) -> np.ndarray:
-    """Per test, the |t| (one-sided: t) beyond which its restricted bootstrap p (``bootstrap_p``,
-    from its sorted draws ``ordered``) is below ``level``."""
-    above = int(np.ceil(level * DRAWS - 1e-9))
-    if above > TAIL_DRAWS:
-        # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below the level.
-        return ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
-    edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
-    return _t_bound(level * edge / TAIL, df, one_sided)
-
-
 def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
-    """One family's ``Joint`` from its t tests' ``p``, by ``method``. A test alone: its bootstrap p
-    (``joint_adjust``). Several: each test's bootstrap p, the p it would get alone, adjusted by
-    ``joint_adjust``, then kept between its t test's p and Holm over the t tests; per test, the
-    bound of its simultaneous interval (mean +- bound x se) is the larger of its bootstrap-t bound
-    and its t bound at the family's critical p, at most Bonferroni's t bound (alpha / m), so that an
-    interval that excludes 0 sits beside an adjusted p below ``alpha``. Above ``JOINT_MAX`` tests,
-    or where the ``tests`` are unknown (None): Holm over ``p`` with Bonferroni's critical p
-    alpha / m (bound NaN: the t interval at that level)."""
+    """One family's ``Joint``, by ``method``: ``joint_adjust``, or, above ``JOINT_MAX`` tests or
+    where the ``tests`` are unknown (None), Holm over the t tests' ``p`` with Bonferroni's critical
+    p alpha / m (bound NaN: the t interval at that level)."""
     if tests is None or len(p) > JOINT_MAX:
         return Joint(p.copy(), statistics.holm(p), np.full(len(p), np.nan), alpha / len(p))
-    if len(tests) == 1:
-        return joint_adjust(p, tests, alpha, one_sided)
-    own, _, ordered = bootstrap_p(tests, one_sided, restricted=True)
-    joint = joint_adjust(own, tests, alpha, one_sided)
-    # A family never makes a test stronger than its own t test, nor weaker than Holm over them.
-    adjusted = np.clip(joint.adjusted, p, statistics.holm(p))
-    df = np.array([test.df for test in tests], dtype="float64")
-    # Beyond either bound the adjusted p is below alpha: the first, by the joint test; Bonferroni's
-    # t bound, by the Holm cap.
-    bound = np.minimum(np.maximum(_draws_bound(ordered, df, joint.critical, one_sided),
-                                  _t_bound(np.full(len(p), joint.critical), df, one_sided)),
-                       _t_bound(np.full(len(p), alpha / len(p)), df, one_sided))
-    return Joint(own, adjusted, bound, joint.critical)
+    return joint_adjust(p, tests, alpha, one_sided)
 
 
 def family_names(table: pd.DataFrame, question: str | None = None) -> pd.Series:
@@ -386,7 +364,7 @@ def describe(table: pd.DataFrame) -> dict:
     return {"rule": FAMILY_RULE, "alpha": ALPHA, "families": families,
             "tests": sum(int(family["tests"]) for family in families), "rows": len(table),
             "adjustment": f"{JOINT} ({DRAWS} draws, fixed seed; Holm for a family of more than {JOINT_MAX} tests)",
-            "simultaneous_intervals": "the difference +- b x se, b the larger of the row's bootstrap-t and t "
-                                      "bounds at the joint test's critical p, at most Bonferroni's t bound "
-                                      f"(Bonferroni's 1 - {ALPHA:g} / tests where Holm adjusts; a test alone: the |t| "
-                                      f"5% of its draws reach): one that excludes 0 has an adjusted p < {ALPHA:g}"}
+            "simultaneous_intervals": "t interval of each row at the joint test's critical value (Bonferroni's "
+                                      f"1 - {ALPHA:g} / tests where Holm adjusts; a test alone: its bootstrap-t "
+                                      "interval, the difference +- the |t| 5% of its draws reach x se): one that "
+                                      f"excludes 0 has an adjusted p < {ALPHA:g}"}

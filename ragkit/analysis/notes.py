@@ -26,17 +26,15 @@ def adjustment_note(family: dict) -> str:
     """The families in words (``families.describe``): which comparisons were corrected together,
     how many tests each, and what the simultaneous intervals are."""
     listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"
-    return (f"p (adj.): one joint test per family ({listed}): step-down minP over the family's tests' wild "
-            "cluster bootstrap p, their dependence (shared reference, shared documents) from a wild bootstrap over "
-            "the documents, so a true null family is flagged about 5% of the time; in a family, never below the "
-            "row's t test p nor above Holm (Holm for a family of more than 1000 tests); a family of one test: its "
-            "wild cluster bootstrap p, which can be below its t test's p. "
+    return (f"p (adj.): one joint test per family ({listed}): step-down minP over the family's tests, their "
+            "dependence (shared reference, shared documents) from a wild bootstrap over the documents, so a true "
+            "null family is flagged at most about 5% of the time (Holm for a family of more than 1000 tests); a "
+            "family of one test: its wild cluster bootstrap p, which can be below its t test's p. "
             "Families are fixed by the question asked, not by what is shown: per metric, the factor table's rows;"
             " per metric, the single-factor pairs. A row's difference and strict difference are two tests of its "
             "family (one when no question failed); rows without a p (e.g. identical on every question) are not "
-            "tested. sim. CI: simultaneous 95% interval of the family (bootstrap-t or t bound at the joint test's "
-            "single-step critical value; a test alone: its bootstrap-t interval): one that excludes 0 always has "
-            "p (adj.) < 0.05; CI: "
+            "tested. sim. CI: simultaneous 95% interval of the family (the joint test's single-step critical "
+            "value; a test alone: its bootstrap-t interval): one that excludes 0 always has p (adj.) < 0.05; CI: "
             "the comparison's t interval alone, which can disagree with a lone test's p (adj.) near 0.05.")
 
 

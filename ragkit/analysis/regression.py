@@ -30,13 +30,12 @@ every question both runs were asked, a failed question counting as the metric's 
 cluster-robust t test (CR2, ``statistics``' df) of the mean difference against T (H0: mean >= T
 for ``<``), over the question's source documents as the unit (``statistics.column_stats``).
 Every pair and condition with a t test is one family, adjusted as the report's families are
-(``families.adjust``) but one-sided: the step-down minP test of the tests' one-sided restricted
-wild cluster bootstrap p, each test oriented to the side its condition fails on (a draw's extreme
-is its largest t, not |t|), the tests' dependence from a wild bootstrap over the documents they
-share, each adjusted p kept between its t test's p and Holm (Holm above ``families.JOINT_MAX``
-tests); the gate fails when p (adj.) < alpha (0.05). For one pair and condition, p (adj.) is the
-test's one-sided restricted wild cluster bootstrap p (``families``: a test alone), which can
-disagree with the 90% t interval's bound near alpha; ``p_one_sided`` stays the t test's.
+(``families.joint_adjust``) but one-sided: the step-down minP test, each test oriented to the
+side its condition fails on (a draw's extreme is its largest t, not |t|), the tests' dependence
+from a wild bootstrap over the documents they share (Holm above ``families.JOINT_MAX`` tests);
+the gate fails when p (adj.) < alpha (0.05). For one pair and condition, p (adj.) is the test's
+one-sided restricted wild cluster bootstrap p (``families``: a test alone), which can disagree
+with the 90% t interval's bound near alpha; ``p_one_sided`` stays the t test's.
 
 **No spread, one rule** (``statistics.one_sided``): a shift with no spread between units is
 decided by its side of the threshold (p 0 or 1, outside the family: no draw moves it). A pair with
@@ -72,8 +71,7 @@ SHOWN = 5  # question ids named per kind of difference
 FAIL, PASS, REFUSE = 1, 0, 2
 T_TEST = statistics.T_TEST
 GATE_SAMPLE = "gate"
-JOINT = ("one-sided step-down joint test of the tests' wild bootstrap p (dependence from a wild bootstrap "
-         "over the shared documents)")
+JOINT = "one-sided step-down joint test (dependence from a wild bootstrap over the shared documents)"
 HOLM = f"one-sided Holm (more than {families.JOINT_MAX} tests for the joint test)"
 
 
