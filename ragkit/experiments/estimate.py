@@ -10,7 +10,8 @@ It follows the executor's own rules, so its counts are what the run then does:
   lacks, counted once per embedder across the plan (the first index fills the cache for the next).
   A chunk set not built yet is cut now, in memory, to count them: cheap for every chunker but
   the LLM ones (``llm_semantic``, summaries) and the Chunking Judge, whose chunks are then
-  "unknown" rather than guessed;
+  "unknown" rather than guessed; of those chunk texts, the ones longer than the embedder's window
+  (the bundled MiniLM reads 256 of its tokens) are counted and named (``embedders.window``);
 - LLM calls: one per question to answer per role that calls an LLM (judges in llm mode, the
   generator, the evaluation: one call per metric that needs one, per repeat; a stage whose design
   makes several says how many, ``StageInfo.llm_calls_per_question``: the Retrieval Judge's
@@ -40,6 +41,7 @@ from ragkit.artefacts.chunksets import chunk_corpus, chunkset_path, decisions_pa
 from ragkit.artefacts.index import index_marker
 from ragkit.chunkers.registry import chunkers
 from ragkit.embedders.base import embedders
+from ragkit.embedders.window import longer_than_window, window_note
 from ragkit.experiments.estimate_builds import by_backend, profile_calls, router_summary_calls, summary_calls
 from ragkit.experiments.plan import EVALUATION, Plan, RunStep, chunker_uses_llm, component_key
 from ragkit.experiments.throughput import CALIBRATION, calibrate, read_throughput
@@ -75,6 +77,8 @@ class EmbedEstimate(BaseModel):
     to_embed: int | None = Field(description="Of those, not yet in the embedding cache.")
     seconds: float | None = Field(description="From the measured chunks per second; None: no measurement yet.")
     measured: str = Field(description="The measurement used, or 'no measurement yet'.")
+    window: str | None = Field(default=None, description="How many of these chunk texts the embedder cuts "
+                               "short (ragkit.embedders.window); None: none, or a window ragkit does not know.")
 
 
 class LLMEstimate(BaseModel):
@@ -236,17 +240,18 @@ def estimate_plan(plan: Plan, derived_dir: Path, store: ResultStore, data_dir: P
     )
 
 
-def _chunk_keys(plan: Plan, derived_dir: Path, chunkset_id: str) -> list[str] | None:
-    """The text keys of a chunk set's chunks: read if built, cut in memory if cheap, else None."""
+def _chunk_texts(plan: Plan, derived_dir: Path, chunkset_id: str) -> Any:
+    """A chunk set's embedded texts and their keys (``text_sha``, ``embed_text``): read if built,
+    cut in memory if cheap, else None."""
     import pandas as pd
 
     path = chunkset_path(derived_dir, chunkset_id)
     if path.exists():
-        return pd.read_parquet(path, columns=["text_sha"])["text_sha"].tolist()
+        return pd.read_parquet(path, columns=["text_sha", "embed_text"])
     step = next(s for s in plan.chunk_steps if s.chunkset_id == chunkset_id)
     if step.judge is not None or chunker_uses_llm(step.chunker):
         return None
-    return _cut(plan, step.chunker)["text_sha"].tolist()
+    return _cut(plan, step.chunker)[["text_sha", "embed_text"]]
 
 
 def _cut(plan: Plan, chunker: Any) -> Any:
@@ -266,24 +271,27 @@ def _embedding(plan: Plan, derived_dir: Path, data_dir: Path, steps: list[Any], 
             by_embedder[component_key(embedders, step.embedder)].append(step)
     out = []
     for key, group in by_embedder.items():
-        texts: set[str] | None = set()
+        texts: dict[str, str] | None = {}  # text key -> the text embedded
         chunks: int | None = 0
         for step in group:
-            found = _chunk_keys(plan, derived_dir, step.chunkset_id)
+            found = _chunk_texts(plan, derived_dir, step.chunkset_id)
             if found is None or texts is None or chunks is None:
                 texts, chunks = None, None
                 continue
-            texts.update(found)
+            texts.update(zip(found["text_sha"], found["embed_text"], strict=True))
             chunks += len(found)
         to_embed = None
+        window = None
         if texts is not None:
             cached = EmbeddingCache(data_dir / "embeddings", key).lookup(sorted(texts)) if texts else {}
             to_embed = len(texts) - len(cached)
+            window = window_note(group[0].embedder.type, longer_than_window(group[0].embedder.type,
+                                                                            list(texts.values())))
         rate = measured.get(key)
         seconds = None if rate is None or to_embed is None else to_embed / rate.per_second
         note = f"{rate.per_second:.1f} chunks/s over {rate.items} chunks{_calibrated(rate)}" if rate else NO_MEASUREMENT
         out.append(EmbedEstimate(embedder=group[0].embedder.type, chunks=chunks, to_embed=to_embed,
-                                 seconds=0.0 if to_embed == 0 else seconds, measured=note))
+                                 seconds=0.0 if to_embed == 0 else seconds, measured=note, window=window))
     return out
 
 
@@ -349,6 +357,8 @@ def format_estimate(estimate: PlanEstimate) -> str:
         chunks = "unknown (an LLM chunker or the Chunking Judge cuts them)" if e.to_embed is None \
             else f"{e.to_embed} of {e.chunks} not in the embedding cache"
         lines.append(f"embed ({e.embedder}): {chunks}; {_time(e.seconds, e.measured)}")
+        if e.window:
+            lines.append(f"  note: {e.window}")
     if not estimate.embedding:
         lines.append("embed: nothing to embed")
     for entry in estimate.llm:
