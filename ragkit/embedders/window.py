@@ -12,6 +12,7 @@ Ollama, OpenAI-compatible servers) have windows ragkit does not know: not counte
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,8 +34,6 @@ def longer_than_window(embedder_type: str, texts: Sequence[str]) -> WindowCount 
     """How many of ``texts`` the embedder cuts short; None for an embedder whose window is unknown."""
     if embedder_type not in SHIPPED_MINILM:
         return None
-    import os
-
     from tokenizers import Tokenizer
 
     from ragkit.embedders.onnx_export import max_seq_length, shipped_model_folder
