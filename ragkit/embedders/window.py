@@ -5,14 +5,13 @@ than that is searched by dense retrieval on its start alone while bm25 reads all
 chunk-size comparison under dense retrieval is partly a truncation comparison: the dry run counts
 such chunks per embedder (``longer_than_window``).
 
-Counted with the model's own fast tokenizer (``tokenizer.json`` through the ``tokenizers``
-library, no truncation), as the encoder tokenizes. Other embedders (a local Hugging Face folder,
-Ollama, OpenAI-compatible servers) have windows ragkit does not know: not counted.
+Counted with the ONNX encoder's own tokenizer (``onnx_minilm.shipped_tokenizer``), truncation
+off. Other embedders (a local Hugging Face folder, Ollama, OpenAI-compatible servers) have windows
+ragkit does not know: not counted.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,16 +33,13 @@ def longer_than_window(embedder_type: str, texts: Sequence[str]) -> WindowCount 
     """How many of ``texts`` the embedder cuts short; None for an embedder whose window is unknown."""
     if embedder_type not in SHIPPED_MINILM:
         return None
-    from tokenizers import Tokenizer
-
     from ragkit.embedders.onnx_export import max_seq_length, shipped_model_folder
+    from ragkit.embedders.onnx_minilm import shipped_tokenizer
 
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     folder = shipped_model_folder()
     window = max_seq_length(folder)
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    tokenizer = shipped_tokenizer(folder, window)  # the encoder's own tokenizer
+    tokenizer.no_truncation()  # here every piece counts
     lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))] if texts else []
     return WindowCount(longer=sum(length > window for length in lengths), texts=len(lengths), window=window)
 
