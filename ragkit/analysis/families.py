@@ -100,6 +100,9 @@ TAIL = TAIL_DRAWS / DRAWS
 DECIMALS = 9
 SEED = 20_161_103
 JOINT_MAX = 1_000
+# Units from which a family's test enters with its sign-flip p: 2^14 sign vectors outnumber the
+# draws, so the draws resolve p well below alpha / m (fewer units: the t test's p).
+SIGN_FLIP_UNITS = 14
 FAMILY_RULE = ("one family per question asked: per metric, the factor table's rows (every level against its "
                "factor's reference); per metric, the single-factor pairs; the difference over scored questions "
                "and the strict difference of a row are two tests of its family (one where they are the same "
@@ -157,6 +160,17 @@ def _webb(sample: str, units: int) -> np.ndarray:
     return WEBB[rng.integers(0, 3, (units, DRAWS))] * rng.choice([-1.0, 1.0], (units, DRAWS))
 
 
+@functools.lru_cache(maxsize=16)
+def _signs(sample: str, units: int) -> np.ndarray:
+    """units x DRAWS random signs (+-1, each 1/2: Rademacher weights, the sign-flip test's), from
+    ``SEED`` and the sample's key like ``_webb``'s, independent of them."""
+    key = int.from_bytes(hashlib.sha256(sample.encode()).digest()[:8], "little")
+    return np.random.default_rng([SEED, key, units, 2]).choice([-1.0, 1.0], (units, DRAWS))
+
+
+WEIGHTS = {"webb": _webb, "signs": _signs}
+
+
 def wild_t(influence: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """tests x draws: each test's CR2 t statistic on its residuals multiplied unit by unit by
     ``weights`` (units x draws: the wild cluster bootstrap), from its ``influence`` (units x tests,
@@ -189,14 +203,14 @@ def _t_bound(p: np.ndarray, df: np.ndarray, one_sided: bool) -> np.ndarray:
     return special.stdtrit(df, 1 - (p if one_sided else p / 2))
 
 
-def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
-                restricted: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False, restricted: bool = True,
+                weights: str = "webb") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p per test, tests x DRAWS p* of each draw, tests x DRAWS extremes sorted) of the wild
     cluster bootstrap: ``restricted``, each unit's sum of the tested values reweighted (the null
-    imposed), else its residuals. A test's p is the share of its draws at least as extreme as its
-    own t (|t|, or t one-sided), a draw's p* the same share for the draw's t. Where fewer than
-    ``TAIL_DRAWS`` draws reach the test's t: the t test's p scaled by the draws' tail at ``TAIL``
-    (module docstring)."""
+    imposed), else its residuals; ``weights`` a key of ``WEIGHTS`` (Webb's, or random signs). A
+    test's p is the share of its draws at least as extreme as its own t (|t|, or t one-sided), a
+    draw's p* the same share for the draw's t. Where fewer than ``TAIL_DRAWS`` draws reach the
+    test's t: the t test's p scaled by the draws' tail at ``TAIL`` (module docstring)."""
     m = len(tests)
     samples = np.array([test.sample for test in tests], dtype=object)
     observed = np.empty(m)
@@ -210,7 +224,7 @@ def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
         # c_g S_g / N = c_g R_g / N + c_g share_g mean: the unit sums behind the residuals.
         basis = influence + share / np.sqrt(np.clip(1 - share, 1e-12, None)) * means if restricted else influence
         # One set of unit weights per sample, shared by its tests: their dependence is the units'.
-        t = wild_t(basis, share, _webb(str(key), share.shape[0]))
+        t = wild_t(basis, share, WEIGHTS[weights](str(key), share.shape[0]))
         with np.errstate(invalid="ignore", divide="ignore"):
             observed[mine] = np.nan_to_num(means / np.sqrt((influence ** 2).sum(axis=0)))
         extreme = np.round(t if one_sided else np.abs(t), DECIMALS)
@@ -229,6 +243,18 @@ def bootstrap_p(tests: list[FamilyTest], one_sided: bool = False,
     return np.maximum(p, np.finfo("float64").tiny), drawn, ordered
 
 
+def _draws_bound(ordered: np.ndarray, tests: list[FamilyTest], level: float, one_sided: bool) -> np.ndarray:
+    """Per test, the |t| (t one-sided) beyond which its bootstrap p (``bootstrap_p``, whose sorted
+    extremes are ``ordered``) is below ``level``: the bootstrap-t interval is mean +- bound x se."""
+    above = int(np.ceil(level * DRAWS - 1e-9))
+    if above > TAIL_DRAWS:
+        # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below the level.
+        return ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
+    df = np.array([test.df for test in tests], dtype="float64")
+    edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
+    return _t_bound(level * edge / TAIL, df, one_sided)
+
+
 def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
     """One family's ``Joint`` (module docstring): a test alone, its restricted wild bootstrap p
     (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, their t
@@ -241,16 +267,7 @@ def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, o
     m = len(tests)
     if m == 1:
         own, _, ordered = bootstrap_p(tests, one_sided, restricted=True)
-        # The bootstrap p is below alpha exactly where the |t| exceeds this bound.
-        above = int(np.ceil(alpha * DRAWS - 1e-9))
-        if above > TAIL_DRAWS:
-            # Past the rounding: a |t| beyond it rounds beyond the draw, so its p is below alpha.
-            bound = ordered[:, DRAWS - above] + 10.0 ** -DECIMALS
-        else:
-            df = np.array([tests[0].df])
-            edge = _t_tail(ordered[:, DRAWS - TAIL_DRAWS], df, one_sided)
-            bound = _t_bound(alpha * edge / TAIL, df, one_sided)
-        return Joint(own, own.copy(), bound, alpha)
+        return Joint(own, own.copy(), _draws_bound(ordered, tests, alpha, one_sided), alpha)
     _, drawn, _ = bootstrap_p(tests, one_sided, restricted=False)
     order = np.argsort(p, kind="stable")
     ordered_p = p[order]
@@ -275,7 +292,23 @@ def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, 
     p alpha / m (bound NaN: the t interval at that level)."""
     if tests is None or len(p) > JOINT_MAX:
         return Joint(p.copy(), statistics.holm(p), np.full(len(p), np.nan), alpha / len(p))
-    return joint_adjust(p, tests, alpha, one_sided)
+    if len(tests) == 1:
+        return joint_adjust(p, tests, alpha, one_sided)
+    # Each test of a sample with enough units enters with its sign-flip p (module docstring).
+    flipped = np.flatnonzero([len(test.share) >= SIGN_FLIP_UNITS for test in tests])
+    marginal = p.astype("float64").copy()
+    ordered = None
+    if len(flipped):
+        chosen = [tests[i] for i in flipped]
+        own, _, ordered = bootstrap_p(chosen, one_sided, restricted=True, weights="signs")
+        marginal[flipped] = own
+    joint = joint_adjust(marginal, tests, alpha, one_sided)
+    bound = joint.bound.copy()
+    if ordered is not None:
+        # Their intervals: bootstrap-t at the family's critical p, so one that excludes 0 is a
+        # test whose sign-flip p is below the critical p, which the step-down rejects.
+        bound[flipped] = _draws_bound(ordered, chosen, joint.critical, one_sided)
+    return Joint(marginal, joint.adjusted, bound, joint.critical)
 
 
 def family_names(table: pd.DataFrame, question: str | None = None) -> pd.Series:

@@ -268,3 +268,40 @@ def test_a_family_without_influences_or_over_the_joint_limit_is_adjusted_by_holm
     assert np.all(joint.adjusted <= holm.adjusted + 1e-12) and np.all(joint.adjusted >= p)  # between p and Holm
     monkeypatch.setattr(families, "JOINT_MAX", 2)
     np.testing.assert_allclose(families.adjust(p, tests).adjusted, [0.03, 0.06, 0.06])
+
+
+SIGN_FLIP_SIZES = [4, 7, 2, 9, 5, 3, 8, 6, 12, 3, 5, 7, 4, 10, 6, 2, 8, 5]  # 18 documents: >= SIGN_FLIP_UNITS
+
+
+def test_a_familys_tests_on_enough_units_enter_with_their_sign_flip_p_and_fewer_keep_their_t_p():
+    assert len(SIGN_FLIP_SIZES) >= families.SIGN_FLIP_UNITS > 12
+    values, units = _clustered(8, SIGN_FLIP_SIZES, 3, shared=0.4)
+    values = _shifted(values, units, [2.2, 1.0, -2.8])
+    tests = _tests(values, units)
+    t_p = 2 * stats.t.sf(np.abs([test.mean / np.sqrt((test.influence ** 2).sum()) for test in tests]),
+                         [test.df for test in tests])
+    joint = families.adjust(t_p, tests)
+    signs = families._signs("s", len(SIGN_FLIP_SIZES))
+    assert set(np.unique(signs)) == {-1.0, 1.0}
+    by_hand = [_bootstrap_p_by_hand(values[:, k], units, signs) for k in range(3)]
+    assert joint.p == pytest.approx(by_hand, abs=1e-12)
+    assert not np.allclose(joint.p, t_p, rtol=0.02)  # another p than the t test's
+    assert (joint.adjusted >= joint.p).all() and (joint.adjusted <= 3 * joint.p + 1e-12).all()
+    # Twelve documents: the t tests' p enter unchanged.
+    few, few_units = _clustered(8, SIGN_FLIP_SIZES[:12], 3, shared=0.4)
+    p = np.array([0.01, 0.2, 0.03])
+    assert (families.adjust(p, _tests(few, few_units)).p == p).all()
+
+
+def test_a_sign_flip_familys_simultaneous_interval_agrees_with_its_adjusted_p():
+    """Its bootstrap-t bound at the family's critical p: an interval that excludes 0 is a test whose
+    sign-flip p is below the critical p, which the step-down rejects."""
+    values, units = _clustered(9, SIGN_FLIP_SIZES, 6, shared=0.5)
+    values = values + np.array([0.0, 0.1, 0.45, 0.6, 0.8, 1.5])
+    rows = pd.DataFrame({"kind": ["factor"] * 6, "metric": ["m"] * 6})
+    table = families.with_families(with_stats(rows, values, values, units, "document"))
+    excludes = (table["sim_ci_low"] > 0) | (table["sim_ci_high"] < 0)
+    assert excludes.any() and (~excludes).any()
+    assert (table.loc[excludes, "p_adj"] < 0.05).all()
+    # At the family's critical p, not at 5%: each simultaneous interval wider than its own 95% one.
+    assert ((table["sim_ci_high"] - table["diff"]) > (table["ci_high"] - table["diff"]) * 1.02).all()
