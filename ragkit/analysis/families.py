@@ -28,47 +28,59 @@ unit's residuals by one Webb weight (+-sqrt(3/2), +-1, +-sqrt(1/2), each 1/6; We
 units), the same weight for every test of the sample, and recomputes each test's CR2 t statistic
 (``wild_t``, from ``statistics.unit_influence`` and ``statistics.unit_shares``); a draw's p*_k is
 the share of test k's draws at least as extreme as this one (t statistics compared at
-``DECIMALS`` decimals, so draws equal but for rounding tie). Only the dependence comes from the
-draws: each test keeps its own p (CR2, ``statistics``' df), compared with the draws' p*. Each
-test studentised on its own, as the data are: a multivariate t with one shared chi-square (every
-test's variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level factor
-table. Tests computed on different questions (slices) get independent weights, which errs on the
-safe side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of the i-th is
-the running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from ``DRAWS``
-draws. Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach) a step's probability is
-p_(j) times the effective number of tests measured at ``TAIL``, so p-values far below 1 /
-``DRAWS`` stay ordered and exact enough to survive the family. An adjusted p is never below p nor
-above Holm's (so it finds whatever Holm found). A family of more than ``JOINT_MAX`` tests (tens of
-thousands of pairs) falls back to Holm.
+``DECIMALS`` decimals, so draws equal but for rounding tie). Only the dependence comes from these
+draws; each test enters with its own p (``adjust``):
+
+- on a sample of at least ``SIGN_FLIP_UNITS`` units, its **sign-flip p**: the restricted wild
+  cluster bootstrap with random signs (each unit's *sum* of the tested values, the null imposed,
+  times +-1; the randomisation test of Canay, Romano and Shaikh 2017, valid where the units' sums
+  are symmetric about 0 under the null), the share of ``DRAWS`` draws whose |t*| reaches the
+  data's. The family rejects where p_(1) is below the alpha quantile of the draws' min p*, near
+  alpha / m, and there the t test's p is conservative: on the eleven cases screened
+  (benchmarks/README.md) a null p below 1% 0.53-0.97% of the time, and families flagged at 5%
+  3.0-4.8% of the time; Webb's restricted draws 0.90-1.30% (families 4.6-6.2%), the sign flips
+  0.83-1.20% (families 4.3-5.4%);
+- on fewer units (2^13 sign vectors or fewer: their p cannot resolve the family's critical p), its
+  t test's p (CR2, ``statistics``' df), conservative.
+
+Each test studentised on its own, as the data are: a multivariate t with one shared chi-square
+(every test's variance estimate moving together) over-rejected, 6-7% on the quickstart's 8-level
+factor table. Tests computed on different questions (slices) get independent weights, which errs
+on the safe side (Sidak). With p_(1) <= ... <= p_(m) the family's p-values, the adjusted p of
+the i-th is the running maximum over steps j <= i of P(min over k >= j of p*_(k) <= p_(j)), from
+``DRAWS`` draws. Below ``TAIL`` (where fewer than ``TAIL_DRAWS`` draws reach) a step's
+probability is p_(j) times the effective number of tests measured at ``TAIL``, so p-values far
+below 1 / ``DRAWS`` stay ordered and exact enough to survive the family. An adjusted p is never
+below the p the test entered with nor above Holm's over those p. It can be below the row's ``p``
+column (the t test's: the same comparison has the same p in every view). A family of more than
+``JOINT_MAX`` tests (tens of thousands of pairs) falls back to Holm over the t tests' p.
 
 **A test alone** (a family of one: a single comparison, a pair without failures on a metric only
 it is compared on, one gate row) takes the bootstrap's own p as its adjusted p: the restricted
-wild cluster bootstrap (the null imposed: each unit's *sum* of the tested values, not its
-residuals, times its weight; MacKinnon and Webb 2018), its p the share of draws whose |t*| (t*
-one-sided) reaches the data's |t|. The t test's p is conservative where one document dominates
-(3.2% at 5% on 40 documents of gamma-distributed sizes, 3.6% on COVID-QA's 98 articles); the
-bootstrap's 4.4-5.2% on every structure measured. Not for families of several tests: there the
-bootstrap's own p (marginals and joint law from the same draws) made the family reject too often,
-6-7% at 4-8 levels, in 500 replications, and so did each test's bootstrap p with the dependence
-from the unrestricted draws (6.6% on the quickstart's 4 levels, 2,000 replications), where the t
-tests' p with the bootstrap's dependence stay at most 5% (3-4% on nine of 22 cases: the t test's
-df is conservative at the family's critical p; benchmarks/README.md). Beyond the draws (fewer
-than ``TAIL_DRAWS`` at least as extreme), the p is the t test's p times ``TAIL`` over the t test's
-p at the ``TAIL_DRAWS``-th most extreme draw: continuous with the draws' share at ``TAIL``,
-ordered as |t|, never 0. The row's ``p`` column stays its t test's (the same comparison has the
-same p in every view); ``p_adj`` is the bootstrap's, which can be below it.
+wild cluster bootstrap with Webb weights (the null imposed: each unit's *sum* of the tested
+values, not its residuals, times its weight; MacKinnon and Webb 2018), its p the share of draws
+whose |t*| (t* one-sided) reaches the data's |t|. The t test's p is conservative where one
+document dominates (3.2% at 5% on 40 documents of gamma-distributed sizes, 3.6% on COVID-QA's 98
+articles); this bootstrap's 4.4-5.2% on every structure measured, at 5%, where Webb's weights are
+accurate (their excess is at 1%, the families' critical p) and, with six values, resolve p on
+few documents, where signs cannot. Beyond the draws (fewer than ``TAIL_DRAWS`` at least as
+extreme), a bootstrap p (either weights) is the t test's p times ``TAIL`` over the t test's p at
+the ``TAIL_DRAWS``-th most extreme draw: continuous with the draws' share at ``TAIL``, ordered as
+|t|, never 0.
 
 **Determinism.** The weights of a sample come from ``SEED`` and the sample's key (its questions
 and units, ``differences.sample_key``): the same data give the same numbers every run, in every
 family and view they appear in; different samples get independent weights.
 
 Beside each unadjusted interval (the CR2 t interval, ``statistics``) sits a **simultaneous** one
-that agrees with the adjusted p. In a family of several tests, every row gets the t interval at
-the level 1 - c, with c the alpha quantile of min_k p*_k (between alpha / m and alpha), so the
-intervals of a family cover all their differences at once with probability about 1 - alpha; the
-step-down may reject a row whose interval still touches 0, never the other way round. A test
-alone gets its bootstrap-t interval: the difference +- b se, b the |t| that 5% of its draws
-reach; it excludes 0 exactly where p (adj.) < alpha. Either way one that excludes 0 always sits
+that agrees with the adjusted p. In a family of several tests, with c the alpha quantile of
+min_k p*_k (between alpha / m and alpha), a test entering with its sign-flip p gets its
+bootstrap-t interval at c (the difference +- b se, b the |t| that a share c of its sign-flip
+draws reach: it excludes 0 where its p is below c), one entering with its t test's p the t
+interval at level 1 - c; so the intervals of a family cover all their differences at once with
+probability about 1 - alpha, and the step-down may reject a row whose interval still touches 0,
+never the other way round. A test alone gets its bootstrap-t interval at alpha; it excludes 0
+exactly where p (adj.) < alpha. Either way one that excludes 0 always sits
 beside an adjusted p < alpha. A test alone's unadjusted t interval can disagree with its p (adj.)
 near alpha (it may exclude 0 beside p (adj.) 0.06, or touch 0 beside 0.04): the simultaneous
 interval is the one to read beside p (adj.). (Above ``JOINT_MAX``: Bonferroni's level 1 - alpha /

@@ -28,14 +28,16 @@ def adjustment_note(family: dict) -> str:
     listed = "; ".join(f"{f['family']}: {f['tests']} tests over {f['rows']} rows" for f in family["families"]) or "none"
     return (f"p (adj.): one joint test per family ({listed}): step-down minP over the family's tests, their "
             "dependence (shared reference, shared documents) from a wild bootstrap over the documents, so a true "
-            "null family is flagged at most about 5% of the time (Holm for a family of more than 1000 tests); a "
-            "family of one test: its wild cluster bootstrap p, which can be below its t test's p. "
+            "null family is flagged about 5% of the time (Holm for a family of more than 1000 tests); each test "
+            "enters with its sign-flip bootstrap p on 14 documents or more, else its t test's p; a family of one "
+            "test: its wild cluster bootstrap p. Either can be below the t test's p (the p column). "
             "Families are fixed by the question asked, not by what is shown: per metric, the factor table's rows;"
             " per metric, the single-factor pairs. A row's difference and strict difference are two tests of its "
             "family (one when no question failed); rows without a p (e.g. identical on every question) are not "
             "tested. sim. CI: simultaneous 95% interval of the family (the joint test's single-step critical "
-            "value; a test alone: its bootstrap-t interval): one that excludes 0 always has p (adj.) < 0.05; CI: "
-            "the comparison's t interval alone, which can disagree with a lone test's p (adj.) near 0.05.")
+            "value: a sign-flip test's bootstrap-t interval, else the t interval; a test alone: its bootstrap-t "
+            "interval): one that excludes 0 always has p (adj.) < 0.05; CI: the comparison's t interval alone, "
+            "which can disagree with p (adj.) near the critical value.")
 
 
 def reference_line(references) -> str:

@@ -30,9 +30,11 @@ every question both runs were asked, a failed question counting as the metric's 
 cluster-robust t test (CR2, ``statistics``' df) of the mean difference against T (H0: mean >= T
 for ``<``), over the question's source documents as the unit (``statistics.column_stats``).
 Every pair and condition with a t test is one family, adjusted as the report's families are
-(``families.joint_adjust``) but one-sided: the step-down minP test, each test oriented to the
-side its condition fails on (a draw's extreme is its largest t, not |t|), the tests' dependence
-from a wild bootstrap over the documents they share (Holm above ``families.JOINT_MAX`` tests);
+(``families.adjust``) but one-sided: the step-down minP test, each test oriented to the side
+its condition fails on (a draw's extreme is its largest t, not |t|), entering with its one-sided
+sign-flip p on 14 documents or more (``families.SIGN_FLIP_UNITS``; else its t test's), the
+tests' dependence from a wild bootstrap over the documents they share (Holm above
+``families.JOINT_MAX`` tests);
 the gate fails when p (adj.) < alpha (0.05). For one pair and condition, p (adj.) is the test's
 one-sided restricted wild cluster bootstrap p (``families``: a test alone), which can disagree
 with the 90% t interval's bound near alpha; ``p_one_sided`` stays the t test's.
@@ -350,8 +352,8 @@ def gate(baseline: Results, new: Results, conditions: list[FailIf], allow_differ
 
 def adjust(rows: pd.DataFrame, tests: list[families.FamilyTest], alpha: float) -> np.ndarray:
     """The gate's adjusted p per row, over the rows decided by a t test: one such row alone, its
-    one-sided wild bootstrap p; several, the one-sided joint test of their t tests' p
-    (``families.joint_adjust``; Holm above ``families.JOINT_MAX`` of them). A row decided by its
+    one-sided wild bootstrap p; several, the one-sided joint test of their sign-flip (or t tests')
+    p (``families.adjust``; Holm above ``families.JOINT_MAX`` of them). A row decided by its
     side of the threshold keeps its p (0 or 1: no draw of a test without spread can move it); NaN
     stays."""
     p = rows["p_one_sided"].to_numpy(dtype="float64")
