@@ -100,7 +100,11 @@ from ragkit.analysis import statistics
 from ragkit.analysis.differences import INFLUENCE
 
 ALPHA = 1 - statistics.CONFIDENCE
+# Units from which a family's test enters with its sign-flip p: 2^14 sign vectors outnumber the
+# draws, so the draws resolve p well below alpha / m (fewer units: the t test's p).
+SIGN_FLIP_UNITS = 14
 JOINT = ("step-down minP joint test over the family (dependence from a wild bootstrap over the shared documents; "
+         f"each test's sign-flip bootstrap p on {SIGN_FLIP_UNITS} documents or more, else its t test's; "
          "a test alone: its wild cluster bootstrap p)")
 HOLM = "Holm (family too large for the joint test)"
 # Draws of the max |Z| per family: the adjusted p's Monte Carlo error is about 0.002 at 0.05.
@@ -112,9 +116,6 @@ TAIL = TAIL_DRAWS / DRAWS
 DECIMALS = 9
 SEED = 20_161_103
 JOINT_MAX = 1_000
-# Units from which a family's test enters with its sign-flip p: 2^14 sign vectors outnumber the
-# draws, so the draws resolve p well below alpha / m (fewer units: the t test's p).
-SIGN_FLIP_UNITS = 14
 FAMILY_RULE = ("one family per question asked: per metric, the factor table's rows (every level against its "
                "factor's reference); per metric, the single-factor pairs; the difference over scored questions "
                "and the strict difference of a row are two tests of its family (one where they are the same "
@@ -411,7 +412,8 @@ def describe(table: pd.DataFrame) -> dict:
     return {"rule": FAMILY_RULE, "alpha": ALPHA, "families": families,
             "tests": sum(int(family["tests"]) for family in families), "rows": len(table),
             "adjustment": f"{JOINT} ({DRAWS} draws, fixed seed; Holm for a family of more than {JOINT_MAX} tests)",
-            "simultaneous_intervals": "t interval of each row at the joint test's critical value (Bonferroni's "
+            "simultaneous_intervals": "each row's interval at the joint test's critical value (bootstrap-t from "
+                                      "its sign flips where it entered with them, else the t interval; Bonferroni's "
                                       f"1 - {ALPHA:g} / tests where Holm adjusts; a test alone: its bootstrap-t "
                                       "interval, the difference +- the |t| 5% of its draws reach x se): one that "
                                       f"excludes 0 has an adjusted p < {ALPHA:g}"}

@@ -48,8 +48,8 @@ degrees of freedom per column (``interval`` turns them into an interval at any l
 Why not the bootstrap here: a percentile bootstrap over G units has no small-sample correction
 and under-covers with the 20-40 documents typical of QA sets; a wild cluster bootstrap needs
 thousands of resamples per comparison for a p small enough to survive Holm. ``families`` uses
-one where it pays: the dependence of a family's tests, and the adjusted p of a test alone (where
-this df is conservative).
+one where it pays: the dependence of a family's tests, the p each test of a family on 14 documents
+or more enters with, and the adjusted p of a test alone (where this df is conservative).
 
 **Zero standard error** (the rule, ``ZERO_SE_RULE``): when every unit's values sum to exactly
 n_g * mean (every document's mean difference equal, while questions inside a document may vary),
