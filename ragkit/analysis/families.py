@@ -270,10 +270,11 @@ def _draws_bound(ordered: np.ndarray, tests: list[FamilyTest], level: float, one
 
 def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, one_sided: bool = False) -> Joint:
     """One family's ``Joint`` (module docstring): a test alone, its restricted wild bootstrap p
-    (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, their t
-    tests' ``p`` adjusted by the step-down minP test on the unrestricted bootstrap's dependence,
-    with the single-step critical p (a test whose p is below it is rejected at ``alpha`` by both;
-    bound NaN: the t interval at level 1 - critical agrees with it).
+    (``bootstrap_p``) and the bound of its bootstrap-t interval at ``alpha``; several, the ``p``
+    they enter with (``adjust`` chooses them) adjusted by the step-down minP test on the
+    unrestricted bootstrap's dependence, with the single-step critical p (a test whose p is below
+    it is rejected at ``alpha`` by both; bound NaN: for a t test's p, the t interval at level
+    1 - critical agrees with it).
 
     ``one_sided``: each test rejects where its (oriented) mean is large, and a draw's extreme is its
     largest t, not its largest |t|, as the regression gate needs."""
@@ -300,9 +301,11 @@ def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, o
 
 
 def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
-    """One family's ``Joint``, by ``method``: ``joint_adjust``, or, above ``JOINT_MAX`` tests or
-    where the ``tests`` are unknown (None), Holm over the t tests' ``p`` with Bonferroni's critical
-    p alpha / m (bound NaN: the t interval at that level)."""
+    """One family's ``Joint`` from its t tests' ``p``, by ``method``: ``joint_adjust``, each test
+    of several entering with its sign-flip p where its sample has at least ``SIGN_FLIP_UNITS``
+    units (then its bound is its bootstrap-t bound at the critical p), else with its t test's; or,
+    above ``JOINT_MAX`` tests or where the ``tests`` are unknown (None), Holm over the t tests'
+    ``p`` with Bonferroni's critical p alpha / m (bound NaN: the t interval at that level)."""
     if tests is None or len(p) > JOINT_MAX:
         return Joint(p.copy(), statistics.holm(p), np.full(len(p), np.nan), alpha / len(p))
     if len(tests) == 1:
