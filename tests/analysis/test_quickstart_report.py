@@ -106,7 +106,6 @@ def test_the_answer_per_factor_fits_on_one_screen_above_the_detail(quickstart_re
 
 
 def test_best_names_a_configuration_and_its_not_worse_set_as_the_reports_pairs_imply(quickstart_results, capsys):
-
     assert main(["best", str(quickstart_results), "--metric", "span_recall@5", "--format", "json"]) == 0
     best = json.loads(capsys.readouterr().out)
     assert best["best"] is not None and best["runs"]
