@@ -277,6 +277,11 @@ def _run_ids(runs: str | None) -> list[str] | None:
     return runs.split(_RUNS_SEPARATOR) if runs else []
 
 
+def _args_key(args: tuple) -> tuple:
+    """A view's arguments as a cache key: lists (chosen metrics) as tuples, which hash."""
+    return tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)
+
+
 @st.cache_data(max_entries=64)
 def _view(folder: str, stamp: Any, name: str, runs: str | None, args: tuple) -> Any:
     from ragkit.analysis.views import VIEWS
@@ -290,7 +295,7 @@ def view(name: str, experiment: str, run_ids: list[str] | None, *args: Any) -> A
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: _view(
         str(folder), _results_stamp(folder), name, _runs_key(run_ids),
-        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
+        _args_key(args)))
 
 
 @st.cache_data(max_entries=64)
@@ -307,7 +312,7 @@ def table(table: str, view_name: str, experiment: str, run_ids: list[str] | None
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: _table(
         str(folder), _results_stamp(folder), table, view_name, _runs_key(run_ids),
-        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args)))
+        _args_key(args)))
 
 
 @st.cache_resource(max_entries=64)
@@ -330,7 +335,7 @@ def chart(chart: str, view_name: str, experiment: str, run_ids: list[str] | None
     folder = results_location(experiment)
     return _stop_on_storage_error(folder, lambda: _chart(
         str(folder), _results_stamp(folder), chart, view_name, _runs_key(run_ids),
-        tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args), tuple(sorted(options.items())), title))
+        _args_key(args), tuple(sorted(options.items())), title))
 
 
 @st.cache_data(ttl=DATA_TTL_S, max_entries=16)

@@ -31,7 +31,7 @@ the share of test k's draws at least as extreme as this one (t statistics compar
 ``DECIMALS`` decimals, so draws equal but for rounding tie). Only the dependence comes from these
 draws; each test enters with its own p (``adjust``):
 
-- on a sample of at least ``SIGN_FLIP_UNITS`` units, its **sign-flip p**: the restricted wild
+- on at least ``SIGN_FLIP_UNITS`` units holding its questions, its **sign-flip p**: the restricted wild
   cluster bootstrap with random signs (each unit's *sum* of the tested values, the null imposed,
   times +-1; the randomisation test of Canay, Romano and Shaikh 2017, valid where the units' sums
   are symmetric about 0 under the null), the share of ``DRAWS`` draws whose |t*| reaches the
@@ -302,16 +302,17 @@ def joint_adjust(p: np.ndarray, tests: list[FamilyTest], alpha: float = ALPHA, o
 
 def adjust(p: np.ndarray, tests: list[FamilyTest] | None, alpha: float = ALPHA, one_sided: bool = False) -> Joint:
     """One family's ``Joint`` from its t tests' ``p``, by ``method``: ``joint_adjust``, each test
-    of several entering with its sign-flip p where its sample has at least ``SIGN_FLIP_UNITS``
-    units (then its bound is its bootstrap-t bound at the critical p), else with its t test's; or,
+    of several entering with its sign-flip p where its questions lie in at least
+    ``SIGN_FLIP_UNITS`` units (then its bound is its bootstrap-t bound at the critical p), else with its t test's; or,
     above ``JOINT_MAX`` tests or where the ``tests`` are unknown (None), Holm over the t tests'
     ``p`` with Bonferroni's critical p alpha / m (bound NaN: the t interval at that level)."""
     if tests is None or len(p) > JOINT_MAX:
         return Joint(p.copy(), statistics.holm(p), np.full(len(p), np.nan), alpha / len(p))
     if len(tests) == 1:
         return joint_adjust(p, tests, alpha, one_sided)
-    # Each test of a sample with enough units enters with its sign-flip p (module docstring).
-    flipped = np.flatnonzero([len(test.share) >= SIGN_FLIP_UNITS for test in tests])
+    # Each test with enough units enters with its sign-flip p (module docstring). Its units are the
+    # ones holding its questions: a unit of the sample without any (share 0) flips nothing.
+    flipped = np.flatnonzero([np.count_nonzero(test.share) >= SIGN_FLIP_UNITS for test in tests])
     marginal = p.astype("float64").copy()
     ordered = None
     if len(flipped):

@@ -291,6 +291,10 @@ def test_a_familys_tests_on_enough_units_enter_with_their_sign_flip_p_and_fewer_
     few, few_units = _clustered(8, SIGN_FLIP_SIZES[:12], 3, shared=0.4)
     p = np.array([0.01, 0.2, 0.03])
     assert (families.adjust(p, _tests(few, few_units)).p == p).all()
+    # Eighteen documents in the sample, but the tests' questions in twelve of them: t p too.
+    sparse = values.copy()
+    sparse[units >= 12] = np.nan
+    assert (families.adjust(p, _tests(sparse, units)).p == p).all()
 
 
 def test_a_sign_flip_familys_simultaneous_interval_agrees_with_its_adjusted_p():
